@@ -1,0 +1,55 @@
+#pragma once
+// Device memory allocators.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "engine/device.h"
+
+namespace dprun {
+
+/// Allocates device memory. Implementations are thread-safe.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /// Returns memory for `bytes` bytes (64-byte aligned); throws Error when out of memory.
+  virtual void* allocate(size_t bytes) = 0;
+  /// Returns memory obtained from allocate(bytes) with the same size.
+  virtual void deallocate(void* ptr, size_t bytes) = 0;
+  virtual Device device() const = 0;
+};
+
+/// Statistics of a caching allocator, in bytes.
+struct AllocatorStats {
+  size_t in_use = 0;       // handed out and not yet returned
+  size_t peak_in_use = 0;  // maximum of in_use since creation
+  size_t cached = 0;       // returned blocks kept for reuse
+};
+
+/// A host-memory allocator that keeps freed blocks in per-size free lists, so repeated runs of
+/// a plan reuse the same buffers instead of going back to the system allocator.
+/// Blocks are rounded up to a size class (powers of two split in four) to raise reuse.
+class CachingHostAllocator : public Allocator {
+ public:
+  explicit CachingHostAllocator(Device device) : device_(device) {}
+  ~CachingHostAllocator() override;
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+  Device device() const override { return device_; }
+  AllocatorStats stats() const;
+  /// Frees every cached block back to the system.
+  void release_cached();
+
+  /// The size class a request of `bytes` is rounded up to.
+  static size_t size_class(size_t bytes);
+
+ private:
+  Device device_;
+  mutable std::mutex mutex_;
+  std::map<size_t, std::vector<void*>> free_blocks_;
+  AllocatorStats stats_;
+};
+
+}  // namespace dprun

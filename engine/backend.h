@@ -1,0 +1,50 @@
+#pragma once
+// The per-device-type runtime: memory, copies and synchronisation. One Backend instance per
+// DeviceType, registered at start-up; the CUDA backend registers itself when compiled in.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/allocator.h"
+#include "engine/device.h"
+
+namespace dprun {
+
+/// What the runtime knows about one device; used to warn about unbalanced device sets.
+struct DeviceProperties {
+  std::string name;
+  size_t total_memory = 0;   // bytes; 0 when unknown
+  int compute_units = 0;     // CPU cores of the share, or GPU multiprocessors
+};
+
+/// Runtime of one device type. Thread-safe.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceType type() const = 0;
+  /// Number of physical devices visible (CPU: hardware cores).
+  virtual int device_count() const = 0;
+  /// Throws Error when `device` cannot be used (e.g. cuda:3 on a machine with 2 GPUs).
+  virtual void check_device(Device device) const = 0;
+  /// The allocator of one device; the same object on every call for that device.
+  virtual std::shared_ptr<Allocator> allocator(Device device) = 0;
+  /// Copies bytes; at least one of the two devices belongs to this backend. Synchronous
+  /// with respect to the host when either side is host memory.
+  virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,
+                    size_t bytes) = 0;
+  /// Waits until all work queued on the device is done.
+  virtual void synchronize(Device device) = 0;
+  virtual DeviceProperties properties(Device device) const = 0;
+};
+
+/// The backend of a device type; throws Error when that type is not compiled in.
+Backend& backend_for(DeviceType type);
+inline Backend& backend_for(Device device) { return backend_for(device.type); }
+/// True when the backend of `type` is compiled in and has at least one device.
+bool backend_available(DeviceType type);
+/// Installs a backend (called by each backend's registrar at static-init time).
+void register_backend(DeviceType type, Backend* backend);
+/// Copies bytes between any two devices, routing through the right backend.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+
+}  // namespace dprun

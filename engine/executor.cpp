@@ -1,0 +1,106 @@
+#include "engine/executor.h"
+
+#include "engine/parallel_for.h"
+
+namespace dprun {
+
+void check_input(const ValueInfo& info, const Tensor& tensor) {
+  DPRUN_CHECK(tensor.defined(), "input '", info.name, "' is missing");
+  const TensorType& type = info.type;
+  if (type.dtype != DType::Undefined && tensor.dtype() != type.dtype)
+    fail("input '", info.name, "' expects dtype ", dtype_name(type.dtype), " but got ",
+         dtype_name(tensor.dtype()));
+  if (!type.shape) return;
+  const SymbolicShape& declared = *type.shape;
+  bool ok = static_cast<int64_t>(declared.size()) == tensor.rank();
+  for (size_t d = 0; ok && d < declared.size(); ++d)
+    ok = !declared[d].is_known() || declared[d].value == tensor.shape()[d];
+  if (!ok)
+    fail("input '", info.name, "' expects shape ", shape_to_string(declared), " but got ",
+         shape_to_string(tensor.shape()));
+}
+
+std::vector<Tensor> execute_plan(const Plan& plan, Device device,
+                                 const std::vector<Tensor>& parameters,
+                                 const std::vector<Tensor>& feeds,
+                                 const std::map<std::string, Tensor>& overrides,
+                                 const RunOptions& options) {
+  const Graph& graph = plan.graph();
+  DPRUN_CHECK(device.type == plan.device_type(), "plan compiled for ",
+              device_type_name(plan.device_type()), " cannot run on ", device.to_string());
+  const auto& feed_ids = plan.feed_ids();
+  const auto& required = graph.required_inputs();
+  DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(),
+              " input", feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
+  if (options.threads > 0) set_intra_op_threads(options.threads);
+
+  std::vector<Tensor> values(plan.value_count());
+  const auto& param_ids = plan.parameter_ids();
+  for (size_t i = 0; i < param_ids.size(); ++i) values[static_cast<size_t>(param_ids[i])] = parameters[i];
+  for (const auto& [name, tensor] : overrides) {
+    int id = plan.value_id(name);
+    DPRUN_CHECK(id >= 0 && graph.initializers.count(name), "'", name,
+                "' is not an overridable input of the model");
+    values[static_cast<size_t>(id)] = tensor.to(device);
+  }
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    check_input(*required[i], feeds[i]);
+    values[static_cast<size_t>(feed_ids[i])] = feeds[i].to(device);
+  }
+
+  std::vector<const Tensor*> inputs;
+  std::vector<Tensor> outputs;
+  for (const PlanStep& step : plan.steps()) {
+    const Node& node = graph.nodes[step.node_index];
+    inputs.clear();
+    for (int id : step.inputs) {
+      const Tensor* t = id >= 0 ? &values[static_cast<size_t>(id)] : nullptr;
+      inputs.push_back(t && t->defined() ? t : nullptr);
+    }
+    outputs.assign(step.outputs.size(), Tensor());
+    KernelContext ctx(node, device, intra_op_threads(), inputs, outputs);
+    ctx.set_wanted(step.outputs_wanted);
+    for (const auto& obs : options.observers)
+      if (obs.before) obs.before(node, device, inputs);
+    try {
+      step.kernel->compute(ctx);
+    } catch (const Error& e) {
+      std::string what = e.what();
+      if (what.rfind(node.describe(), 0) == 0) throw;
+      node.fail(what);
+    } catch (const std::exception& e) {
+      node.fail(e.what());
+    }
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      if (step.outputs[o] < 0) continue;
+      if (!outputs[o].defined() && step.outputs_wanted[o])
+        node.fail("kernel produced no value for output '", node.outputs[o], "'");
+      values[static_cast<size_t>(step.outputs[o])] = std::move(outputs[o]);
+    }
+    if (!options.observers.empty()) {
+      std::vector<Tensor> produced;
+      for (int id : step.outputs) produced.push_back(id >= 0 ? values[static_cast<size_t>(id)] : Tensor());
+      for (const auto& obs : options.observers)
+        if (obs.after) obs.after(node, device, produced);
+    }
+    for (int id : step.release_after) values[static_cast<size_t>(id)] = Tensor();
+  }
+
+  // In-place state updates write into the parameter's own storage, so a replica that shares
+  // storage with the base updates the base (PyTorch's replica-0 semantics).
+  for (const auto& [value, param] : graph.state_updates) {
+    int vid = plan.value_id(value), pid = plan.value_id(param);
+    if (vid < 0 || pid < 0 || !values[static_cast<size_t>(vid)].defined()) continue;
+    for (size_t i = 0; i < param_ids.size(); ++i)
+      if (param_ids[i] == pid) {
+        Tensor target = parameters[i];  // shares the parameter's storage
+        target.copy_from(values[static_cast<size_t>(vid)]);
+      }
+  }
+
+  std::vector<Tensor> results;
+  for (int id : plan.output_ids()) results.push_back(values[static_cast<size_t>(id)]);
+  return results;
+}
+
+}  // namespace dprun

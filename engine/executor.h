@@ -1,0 +1,41 @@
+#pragma once
+// Runs a Plan on one device with one set of parameter tensors. Holds no state between runs:
+// every run gets its own value table, so one Plan serves many replicas and threads at once.
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/plan.h"
+
+namespace dprun {
+
+/// Per-node callbacks, PyTorch forward-hook style: `before` sees the node's inputs, `after`
+/// its outputs. Called on the thread that runs the node, with that replica's device.
+struct NodeObserver {
+  std::function<void(const Node&, Device, std::span<const Tensor* const> inputs)> before;
+  std::function<void(const Node&, Device, std::span<const Tensor> outputs)> after;
+};
+
+struct RunOptions {
+  int threads = 0;  // intra-op threads; 0 keeps the calling thread's setting
+  std::vector<NodeObserver> observers;
+};
+
+/// Executes `plan` on `device`. `parameters` follow plan.parameter_ids(); `feeds` follow
+/// plan.feed_ids() (graph inputs without initializer, in declaration order). `overrides`
+/// replaces parameters by name (graph inputs that also have an initializer).
+/// Returns the graph outputs in declaration order. Throws Error naming the input on a dtype
+/// or shape mismatch with the declared type, and naming the node when a kernel fails.
+std::vector<Tensor> execute_plan(const Plan& plan, Device device,
+                                 const std::vector<Tensor>& parameters,
+                                 const std::vector<Tensor>& feeds,
+                                 const std::map<std::string, Tensor>& overrides,
+                                 const RunOptions& options);
+
+/// Checks `tensor` against the declared type of graph input `info`; throws naming the input,
+/// what was expected and what came.
+void check_input(const ValueInfo& info, const Tensor& tensor);
+
+}  // namespace dprun

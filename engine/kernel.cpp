@@ -1,0 +1,88 @@
+#include "engine/kernel.h"
+
+#include <algorithm>
+
+namespace dprun {
+
+KernelRegistry& KernelRegistry::instance() {
+  static KernelRegistry registry;
+  return registry;
+}
+
+bool KernelRegistry::add(KernelDef def) {
+  def.domain = canonical_domain(def.domain);
+  defs_.push_back(std::move(def));
+  return true;
+}
+
+bool KernelRegistry::knows_op(const std::string& domain, const std::string& op_type) const {
+  std::string d = canonical_domain(domain);
+  return std::any_of(defs_.begin(), defs_.end(),
+                     [&](const KernelDef& k) { return k.domain == d && k.op_type == op_type; });
+}
+
+std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::string* why,
+                                                 const std::string& impl) const {
+  const Node& node = info.node;
+  std::string domain = canonical_domain(node.domain);
+  std::vector<const KernelDef*> versioned;
+  for (const auto& def : defs_) {
+    if (def.domain != domain || def.op_type != node.op_type || def.device != info.device_type)
+      continue;
+    if (!impl.empty() && def.impl != impl) continue;
+    if (def.since <= info.opset && info.opset <= def.until) versioned.push_back(&def);
+  }
+  auto set_why = [&](std::string text) {
+    if (why) *why = std::move(text);
+  };
+  if (versioned.empty()) {
+    bool any_device = knows_op(domain, node.op_type);
+    set_why(any_device ? "no kernel for opset " + std::to_string(info.opset) + " on " +
+                             std::string(device_type_name(info.device_type))
+                       : "unknown op");
+    return nullptr;
+  }
+  // Highest since first: the newest definition of the op's semantics governs; among those,
+  // highest priority (fast paths) first.
+  std::stable_sort(versioned.begin(), versioned.end(), [](const KernelDef* a, const KernelDef* b) {
+    return a->since != b->since ? a->since > b->since : a->priority > b->priority;
+  });
+  int64_t governing_since = versioned.front()->since;
+  std::string rejected_dtype;
+  for (const KernelDef* def : versioned) {
+    if (def->since != governing_since) break;
+    if (!def->dtypes.empty()) {
+      size_t idx = static_cast<size_t>(def->dtype_input);
+      if (idx < info.input_types.size() && info.input_types[idx]) {
+        DType t = info.input_types[idx]->dtype;
+        if (t != DType::Undefined &&
+            std::find(def->dtypes.begin(), def->dtypes.end(), t) == def->dtypes.end()) {
+          rejected_dtype = std::string(dtype_name(t));
+          continue;
+        }
+      }
+    }
+    if (auto kernel = def->factory(info)) return kernel;
+  }
+  set_why(rejected_dtype.empty() ? "no kernel accepts this node's attributes"
+                                 : "no kernel for dtype " + rejected_dtype);
+  return nullptr;
+}
+
+const Tensor& KernelContext::input(size_t i) const {
+  if (!has_input(i)) fail("required input ", i, " is missing");
+  return *inputs_[i];
+}
+
+Tensor& KernelContext::allocate_output(size_t i, Shape shape, DType dtype) {
+  if (i >= outputs_.size()) fail("output ", i, " does not exist");
+  outputs_[i] = Tensor::empty(std::move(shape), dtype, device_);
+  return outputs_[i];
+}
+
+void KernelContext::set_output(size_t i, Tensor tensor) {
+  if (i >= outputs_.size()) fail("output ", i, " does not exist");
+  outputs_[i] = std::move(tensor);
+}
+
+}  // namespace dprun

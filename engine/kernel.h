@@ -1,0 +1,143 @@
+#pragma once
+// The kernel interface and registry. Each kernel registers itself in one line in its own file:
+//
+//   DPRUN_REGISTER_KERNEL({.op_type = "Relu", .since = 6, .dtypes = kFloatTypes,
+//                          .factory = make_kernel<ReluKernel>});
+//
+// Lookup picks, among the definitions for (domain, op_type, device type) whose version range
+// contains the model's opset and whose dtypes accept the node's input, the one with the
+// highest `since`, then the highest `priority`. A factory may decline a node (return nullptr),
+// e.g. a oneDNN fast path for an attribute combination it does not cover; the next candidate
+// is tried. Kernels are chosen when the Plan is built, never during a run.
+#include <climits>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/tensor.h"
+
+namespace dprun {
+
+/// What a kernel factory knows about the node it is built for.
+struct KernelInfo {
+  const Node& node;
+  int64_t opset;           // the model's opset for the node's domain
+  DeviceType device_type;
+  std::vector<std::optional<TensorType>> input_types;  // per input; nullopt when unknown
+  /// Constant inputs (initializers that callers cannot override), keyed by input index.
+  std::map<size_t, Tensor> constant_inputs;
+};
+
+class KernelContext;
+
+/// A kernel bound to one node. compute() is const and may run concurrently on several
+/// replicas: all per-run state lives in the KernelContext.
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void compute(KernelContext& ctx) const = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelInfo&)>;
+
+/// One registration.
+struct KernelDef {
+  std::string domain;           // "" = ai.onnx
+  std::string op_type;
+  int64_t since = 1;            // first opset version covered
+  int64_t until = INT_MAX;      // last opset version covered
+  DeviceType device = DeviceType::CPU;
+  std::vector<DType> dtypes;    // accepted dtypes of input `dtype_input`; empty = any
+  int dtype_input = 0;
+  int priority = 0;             // fast paths register above the reference (0)
+  std::string impl = "reference";
+  KernelFactory factory;
+};
+
+template <class K>
+std::unique_ptr<OpKernel> make_kernel(const KernelInfo& info) {
+  return std::make_unique<K>(info);
+}
+
+inline const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float64};
+inline const std::vector<DType> kIntTypes = {DType::Int8,   DType::Int16,  DType::Int32,
+                                             DType::Int64,  DType::UInt8,  DType::UInt16,
+                                             DType::UInt32, DType::UInt64};
+inline const std::vector<DType> kNumericTypes = {
+    DType::Float32, DType::Float64, DType::Int8,   DType::Int16,  DType::Int32,
+    DType::Int64,   DType::UInt8,   DType::UInt16, DType::UInt32, DType::UInt64};
+
+/// The process-wide kernel table.
+class KernelRegistry {
+ public:
+  static KernelRegistry& instance();
+  /// Adds a definition; returns true so it can initialise a static.
+  bool add(KernelDef def);
+  /// Builds the kernel for `info`, or returns nullptr with `why` set when none fits.
+  /// When `impl` is non-empty only definitions with that impl name are considered.
+  std::unique_ptr<OpKernel> create(const KernelInfo& info, std::string* why = nullptr,
+                                   const std::string& impl = "") const;
+  /// True when any definition exists for (domain, op_type) on any device.
+  bool knows_op(const std::string& domain, const std::string& op_type) const;
+  /// Every registered definition (for listings and tests).
+  const std::vector<KernelDef>& definitions() const { return defs_; }
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+/// Per-invocation view of one node's inputs and outputs, owned by the executor.
+class KernelContext {
+ public:
+  KernelContext(const Node& node, Device device, int threads, std::span<const Tensor* const> inputs,
+                std::span<Tensor> outputs)
+      : node_(node), device_(device), threads_(threads), inputs_(inputs), outputs_(outputs) {}
+
+  const Node& node() const { return node_; }
+  Device device() const { return device_; }
+  /// Intra-op threads this kernel may use.
+  int threads() const { return threads_; }
+
+  size_t input_count() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  /// A required input; throws naming the node when it is absent.
+  const Tensor& input(size_t i) const;
+  /// An optional input, nullptr when omitted.
+  const Tensor* optional_input(size_t i) const { return has_input(i) ? inputs_[i] : nullptr; }
+
+  size_t output_count() const { return outputs_.size(); }
+  /// False when the node's output name at `i` is empty or not consumed.
+  bool output_wanted(size_t i) const { return i < wanted_.size() ? wanted_[i] : i < outputs_.size(); }
+  /// Allocates output i on this device and returns it for the kernel to fill.
+  Tensor& allocate_output(size_t i, Shape shape, DType dtype);
+  /// Sets output i to an existing tensor (e.g. a reshaped view of an input).
+  void set_output(size_t i, Tensor tensor);
+
+  void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
+
+  template <class... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    node_.fail(args...);
+  }
+
+ private:
+  const Node& node_;
+  Device device_;
+  int threads_;
+  std::span<const Tensor* const> inputs_;
+  std::span<Tensor> outputs_;
+  std::vector<bool> wanted_;
+};
+
+}  // namespace dprun
+
+#define DPRUN_CONCAT_INNER(a, b) a##b
+#define DPRUN_CONCAT(a, b) DPRUN_CONCAT_INNER(a, b)
+/// Registers a KernelDef (given as a braced designated initializer) at static-init time.
+#define DPRUN_REGISTER_KERNEL(...)                                                     \
+  [[maybe_unused]] static const bool DPRUN_CONCAT(dprun_kernel_registered_, __LINE__) = \
+      ::dprun::KernelRegistry::instance().add(::dprun::KernelDef __VA_ARGS__)

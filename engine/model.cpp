@@ -1,0 +1,86 @@
+#include "engine/model.h"
+
+#include <set>
+
+#include "engine/backend.h"
+
+namespace dprun {
+
+Model::Model(std::shared_ptr<const Graph> graph, Device device)
+    : plan_(Plan::build(graph, device.type)), device_(device) {
+  backend_for(device).check_device(device);
+  for (int id : plan_->parameter_ids())
+    parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));
+}
+
+Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters)
+    : plan_(std::move(plan)), device_(device), parameters_(std::move(parameters)) {
+  DPRUN_CHECK(device.type == plan_->device_type(), "a plan for ",
+              device_type_name(plan_->device_type()), " cannot run on ", device.to_string());
+  DPRUN_CHECK(parameters_.size() == plan_->parameter_ids().size(), "expected ",
+              plan_->parameter_ids().size(), " parameters, got ", parameters_.size());
+}
+
+std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
+  return execute_plan(*plan_, device_, parameters_, inputs, {}, options);
+}
+
+std::vector<Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
+                               const RunOptions& options) const {
+  std::vector<Tensor> feeds;
+  std::map<std::string, Tensor> overrides;
+  std::set<std::string> used;
+  for (const ValueInfo* in : graph().required_inputs()) {
+    auto it = inputs.find(in->name);
+    DPRUN_CHECK(it != inputs.end(), "input '", in->name, "' is missing");
+    feeds.push_back(it->second);
+    used.insert(in->name);
+  }
+  for (const auto& [name, tensor] : inputs) {
+    if (used.count(name)) continue;
+    DPRUN_CHECK(graph().initializers.count(name), "the model has no input named '", name, "'");
+    overrides.emplace(name, tensor);
+  }
+  return execute_plan(*plan_, device_, parameters_, feeds, overrides, options);
+}
+
+std::vector<std::string> Model::input_names() const {
+  std::vector<std::string> names;
+  for (const ValueInfo* in : graph().required_inputs()) names.push_back(in->name);
+  return names;
+}
+
+std::vector<TensorType> Model::input_types() const {
+  std::vector<TensorType> types;
+  for (const ValueInfo* in : graph().required_inputs()) types.push_back(in->type);
+  return types;
+}
+
+std::vector<std::string> Model::output_names() const {
+  std::vector<std::string> names;
+  for (const auto& out : graph().outputs) names.push_back(out.name);
+  return names;
+}
+
+std::vector<std::string> Model::parameter_names() const {
+  std::vector<std::string> names;
+  for (int id : plan_->parameter_ids()) names.push_back(plan_->value_name(id));
+  return names;
+}
+
+Tensor Model::parameter(const std::string& name) const {
+  const auto& ids = plan_->parameter_ids();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (plan_->value_name(ids[i]) == name) return parameters_[i];
+  fail("the model has no parameter named '", name, "'");
+}
+
+void Model::set_parameter(const std::string& name, const Tensor& value) {
+  Tensor target = parameter(name);
+  DPRUN_CHECK(target.dtype() == value.dtype() && target.shape() == value.shape(), "parameter '",
+              name, "' is ", target.describe(), ", cannot set it from ", value.describe());
+  target.copy_from(value);
+  mark_parameters_changed();
+}
+
+}  // namespace dprun

@@ -1,0 +1,59 @@
+#pragma once
+// Model: a Graph compiled for a device, with its parameters placed on that device.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/plan.h"
+
+namespace dprun {
+
+class Model {
+ public:
+  /// Places the graph's initializers on `device` as parameters and compiles the plan.
+  /// Throws Error listing every node without a kernel for that device.
+  Model(std::shared_ptr<const Graph> graph, Device device);
+  /// A model that shares `plan` (compiled for device.type) and uses `parameters` as-is.
+  Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters);
+
+  const Graph& graph() const { return plan_->graph(); }
+  std::shared_ptr<const Plan> plan() const { return plan_; }
+  Device device() const { return device_; }
+
+  /// Runs on this model's device. `inputs` follow input_names(). Thread-safe with respect to
+  /// other run() calls; the in-place state updates of concurrent runs race (last one wins).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
+  /// Runs with inputs by name; graph inputs that have an initializer may be given to override it.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs,
+                          const RunOptions& options = {}) const;
+
+  /// Names of the inputs a caller must feed, in order.
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> output_names() const;
+  /// Declared types of the fed inputs, in input_names() order.
+  std::vector<TensorType> input_types() const;
+
+  /// Parameters (initializers) in plan order, with their names.
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+  std::vector<std::string> parameter_names() const;
+  /// The parameter named `name`; throws when there is none.
+  Tensor parameter(const std::string& name) const;
+  /// Copies `value` into the parameter's storage (dtype and shape must match) and bumps the
+  /// version.
+  void set_parameter(const std::string& name, const Tensor& value);
+  /// Increases whenever parameters are changed through this object (set_parameter or
+  /// mark_parameters_changed); replicas compare it to decide whether to copy again.
+  uint64_t parameters_version() const { return version_.load(); }
+  void mark_parameters_changed() { ++version_; }
+
+ private:
+  std::shared_ptr<const Plan> plan_;
+  Device device_;
+  std::vector<Tensor> parameters_;
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace dprun

@@ -1,0 +1,126 @@
+#include "engine/plan.h"
+
+#include <set>
+#include <sstream>
+
+namespace dprun {
+
+namespace {
+KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type) {
+  KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}};
+  std::set<std::string> overridable;
+  for (const auto& in : graph.inputs) overridable.insert(in.name);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string& name = node.inputs[i];
+    info.input_types.push_back(name.empty() ? std::nullopt : graph.type_of(name));
+    auto it = graph.initializers.find(name);
+    if (it != graph.initializers.end() && !overridable.count(name))
+      info.constant_inputs.emplace(i, it->second);
+  }
+  return info;
+}
+
+// Builds one node's kernel; on failure returns nullptr and sets `why`.
+std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node,
+                                       DeviceType device_type, std::string& why) {
+  try {
+    KernelInfo info = make_info(graph, node, device_type);
+    auto kernel = KernelRegistry::instance().create(info, &why);
+    if (!kernel && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan"))
+      why = "control-flow subgraphs are not supported yet";
+    return kernel;
+  } catch (const Error& e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+}  // namespace
+
+std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type) {
+  std::vector<std::string> missing;
+  for (const Node& node : graph.nodes) {
+    std::string why;
+    if (!build_kernel(graph, node, device_type, why))
+      missing.push_back(node.describe() + " (" + why + ")");
+  }
+  return missing;
+}
+
+int Plan::value_id(const std::string& name) const {
+  auto it = value_ids_.find(name);
+  return it == value_ids_.end() ? -1 : it->second;
+}
+
+std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
+                                        DeviceType device_type) {
+  auto plan = std::shared_ptr<Plan>(new Plan());
+  plan->graph_ = graph_ptr;
+  plan->device_type_ = device_type;
+  const Graph& graph = *graph_ptr;
+
+  auto intern = [&](const std::string& name) {
+    auto [it, inserted] = plan->value_ids_.emplace(name, static_cast<int>(plan->value_names_.size()));
+    if (inserted) plan->value_names_.push_back(name);
+    return it->second;
+  };
+  for (const auto& in : graph.inputs)
+    if (!graph.initializers.count(in.name)) plan->feed_ids_.push_back(intern(in.name));
+  for (const auto& [name, tensor] : graph.initializers) plan->parameter_ids_.push_back(intern(name));
+
+  std::vector<std::string> missing;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    PlanStep step;
+    step.node_index = n;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      DPRUN_CHECK(plan->value_ids_.count(in), node.describe(), ": input '", in,
+                  "' is not produced by any node, graph input or initializer");
+      step.inputs.push_back(plan->value_ids_.at(in));
+    }
+    for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
+    std::string why;
+    step.kernel = build_kernel(graph, node, device_type, why);
+    if (!step.kernel) missing.push_back(node.describe() + " (" + why + ")");
+    plan->steps_.push_back(std::move(step));
+  }
+  if (!missing.empty()) {
+    std::ostringstream msg;
+    msg << missing.size() << " node" << (missing.size() > 1 ? "s have" : " has") << " no "
+        << device_type_name(device_type) << " kernel: ";
+    for (size_t i = 0; i < missing.size(); ++i) msg << (i ? "; " : "") << missing[i];
+    fail(msg.str());
+  }
+  for (const auto& out : graph.outputs) {
+    DPRUN_CHECK(plan->value_ids_.count(out.name), "graph output '", out.name,
+                "' is not produced by any node, input or initializer");
+    plan->output_ids_.push_back(plan->value_ids_.at(out.name));
+  }
+
+  // Liveness: a value may be released after its last reader, unless it is a graph output, a
+  // parameter, or feeds a state update. Outputs nobody reads are marked unwanted.
+  std::vector<int> last_reader(plan->value_names_.size(), -1);
+  std::vector<bool> keep(plan->value_names_.size(), false);
+  for (int id : plan->output_ids_) keep[static_cast<size_t>(id)] = true;
+  for (int id : plan->parameter_ids_) keep[static_cast<size_t>(id)] = true;
+  for (const auto& [value, param] : graph.state_updates)
+    if (int id = plan->value_id(value); id >= 0) keep[static_cast<size_t>(id)] = true;
+  for (size_t s = 0; s < plan->steps_.size(); ++s)
+    for (int id : plan->steps_[s].inputs)
+      if (id >= 0) last_reader[static_cast<size_t>(id)] = static_cast<int>(s);
+  for (size_t s = 0; s < plan->steps_.size(); ++s) {
+    PlanStep& step = plan->steps_[s];
+    for (int id : step.outputs)
+      step.outputs_wanted.push_back(id >= 0 &&
+                                    (keep[static_cast<size_t>(id)] || last_reader[static_cast<size_t>(id)] >= 0));
+  }
+  for (size_t v = 0; v < last_reader.size(); ++v)
+    if (!keep[v] && last_reader[v] >= 0)
+      plan->steps_[static_cast<size_t>(last_reader[v])].release_after.push_back(static_cast<int>(v));
+  return plan;
+}
+
+}  // namespace dprun

@@ -1,0 +1,57 @@
+#pragma once
+// Plan: the immutable result of compiling a Graph for one device type — execution order,
+// the kernel chosen for each node, and when each intermediate value dies. Shared by every
+// replica on devices of that type.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/kernel.h"
+
+namespace dprun {
+
+struct PlanStep {
+  size_t node_index;                    // into graph().nodes
+  std::unique_ptr<OpKernel> kernel;
+  std::vector<int> inputs;              // value ids; -1 for an omitted optional input
+  std::vector<int> outputs;             // value ids; -1 for an omitted output
+  std::vector<bool> outputs_wanted;     // an output nobody reads need not be computed
+  std::vector<int> release_after;       // values whose last reader is this step
+};
+
+class Plan {
+ public:
+  /// Compiles `graph` (already topologically sorted) for `device_type`. Every node without a
+  /// kernel is reported in one Error, with node names and reasons.
+  static std::shared_ptr<const Plan> build(std::shared_ptr<const Graph> graph,
+                                           DeviceType device_type);
+
+  const Graph& graph() const { return *graph_; }
+  std::shared_ptr<const Graph> graph_ptr() const { return graph_; }
+  DeviceType device_type() const { return device_type_; }
+  const std::vector<PlanStep>& steps() const { return steps_; }
+  size_t value_count() const { return value_names_.size(); }
+  const std::string& value_name(int id) const { return value_names_[static_cast<size_t>(id)]; }
+  /// -1 when no such value.
+  int value_id(const std::string& name) const;
+  /// Graph inputs a caller feeds (without initializer), in declaration order.
+  const std::vector<int>& feed_ids() const { return feed_ids_; }
+  /// Initializers, in a fixed order; a Model's parameter tensors follow it.
+  const std::vector<int>& parameter_ids() const { return parameter_ids_; }
+  const std::vector<int>& output_ids() const { return output_ids_; }
+
+ private:
+  std::shared_ptr<const Graph> graph_;
+  DeviceType device_type_ = DeviceType::CPU;
+  std::vector<PlanStep> steps_;
+  std::vector<std::string> value_names_;
+  std::unordered_map<std::string, int> value_ids_;
+  std::vector<int> feed_ids_, parameter_ids_, output_ids_;
+};
+
+/// Every node of `graph` that has no kernel on `device_type`, as "[Op] node 'name' (reason)".
+std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type);
+
+}  // namespace dprun

@@ -1,0 +1,121 @@
+#pragma once
+// Tensor: a dense, C-contiguous n-d array on a device. Copying a Tensor shares its storage
+// (like torch.Tensor); clone() copies the data.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/allocator.h"
+#include "engine/device.h"
+#include "engine/dtype.h"
+#include "engine/shape.h"
+
+namespace dprun {
+
+/// A block of device memory, returned to its allocator when the last owner lets go.
+class Storage {
+ public:
+  Storage(size_t bytes, std::shared_ptr<Allocator> allocator);
+  /// Wraps memory owned elsewhere (not freed here); used for zero-copy views of caller data.
+  Storage(void* external, size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+  std::shared_ptr<Allocator> allocator_;  // null for external memory
+};
+
+class Tensor {
+ public:
+  /// An undefined tensor (defined() is false).
+  Tensor() = default;
+
+  /// Uninitialised tensor on `device`, memory from that device's allocator.
+  static Tensor empty(Shape shape, DType dtype, Device device = Device::cpu());
+  /// Zero-filled tensor.
+  static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());
+  /// CPU tensor holding a copy of `values` (size must equal the shape's element count).
+  template <class T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  /// 0-d CPU tensor.
+  template <class T>
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, std::vector<T>{value});
+  }
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  /// Size of dimension `axis` (negative counts from the end).
+  int64_t dim(int64_t axis) const;
+  DType dtype() const { return dtype_; }
+  Device device() const;
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+
+  void* raw_data();
+  const void* raw_data() const;
+  /// Typed element pointer; throws when T does not match dtype().
+  template <class T>
+  T* data() {
+    check_type(dtype_of<T>());
+    return static_cast<T*>(raw_data());
+  }
+  template <class T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return static_cast<const T*>(raw_data());
+  }
+
+  /// Same storage, new shape with the same element count (a -1 entry is inferred).
+  Tensor reshape(Shape shape) const;
+  /// Rows [start, start+length) of dimension `axis`. A view sharing storage when the slice is
+  /// contiguous (every dimension before `axis` has size 1, or axis is 0), else a copy.
+  Tensor narrow(int64_t axis, int64_t start, int64_t length) const;
+  /// A copy on `device` (shares storage when already there and copy is false).
+  Tensor to(Device device, bool copy = false) const;
+  /// A deep copy on the same device.
+  Tensor clone() const;
+  /// Copies the contents of `src` (same dtype and element count) into this tensor's memory.
+  void copy_from(const Tensor& src);
+  /// True when both tensors use the same storage block.
+  bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  /// Element i converted to double (CPU tensors only); for printing and tests.
+  double item_as_double(int64_t i = 0) const;
+  /// "float32[2, 3] on cpu:0"
+  std::string describe() const;
+
+ private:
+  void check_type(DType requested) const;
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;  // bytes
+  Shape shape_;
+  int64_t numel_ = 0;
+  DType dtype_ = DType::Undefined;
+};
+
+template <class T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t = empty(std::move(shape), dtype_of<T>());
+  DPRUN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "from_vector: ", values.size(),
+              " values for shape ", shape_to_string(t.shape()));
+  T* out = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+/// Concatenates tensors of one dtype and device along `axis` onto `device`. Sizes outside
+/// `axis` must agree.
+Tensor concat(const std::vector<Tensor>& parts, int64_t axis, Device device);
+
+}  // namespace dprun

@@ -1,0 +1,39 @@
+#pragma once
+// ONNX model files <-> Graph. The only place protobuf and onnx:: types are used.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/graph.h"
+#include "engine/model.h"
+
+namespace dprun {
+
+struct LoadOptions {
+  bool run_checker = true;          // onnx::checker::check_model
+  bool run_shape_inference = true;  // onnx::shape_inference, fills Graph::value_types
+};
+
+/// Parses, checks and converts an ONNX model file. External data files are resolved relative
+/// to the model's folder. Throws Error naming the file (and node/op where relevant) for a
+/// missing or unreadable file, a non-ONNX or truncated protobuf, a checker failure, a cycle,
+/// or missing external data. The graph is topologically sorted.
+std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& options = {});
+/// Same, from an in-memory serialized ModelProto; `base_dir` resolves external data.
+std::shared_ptr<Graph> load_graph_from_buffer(const void* data, size_t size,
+                                              const std::string& base_dir = "",
+                                              const LoadOptions& options = {});
+/// load_graph, then place the model on `device` (its parameters live there) and compile it.
+/// Every node without a kernel on that device is reported at once.
+Model load_model(const std::string& path, Device device = Device::cpu(),
+                 const LoadOptions& options = {});
+
+/// Serializes `graph` to ONNX with the given parameter values in place of its initializers
+/// (names must match). Writes to a temporary file and renames it, so a failure leaves no
+/// half-written file.
+void save_graph(const Graph& graph, const std::map<std::string, Tensor>& parameters,
+                const std::string& path);
+/// Saves a model with its current parameter values.
+void save_model(const Model& model, const std::string& path);
+
+}  // namespace dprun

@@ -1,0 +1,74 @@
+#pragma once
+// Runs a single ONNX node through the real registry and executor, for kernel tests.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace dprun::testing {
+
+/// Builds a one-node graph from `node` (inputs named by node.inputs, fed with `inputs` in that
+/// order; empty names stay omitted), compiles it for cpu:0 at `opset`, runs it and returns the
+/// node's outputs. `impl` forces one kernel implementation ("reference", "onednn"...).
+inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
+                                    int64_t opset, const std::string& domain_of_opset = "") {
+  auto graph = std::make_shared<Graph>();
+  graph->name = "single_" + node.op_type;
+  graph->opset_imports[domain_of_opset] = opset;
+  if (!domain_of_opset.empty()) graph->opset_imports[""] = opset;
+  size_t fed = 0;
+  for (const auto& name : node.inputs) {
+    if (name.empty()) continue;
+    DPRUN_CHECK(fed < inputs.size(), "run_node: too few inputs");
+    const Tensor& t = inputs[fed++];
+    SymbolicShape shape;
+    for (int64_t d : t.shape()) shape.push_back(Dim::known(d));
+    graph->inputs.push_back({name, {t.dtype(), shape}});
+  }
+  for (const auto& name : node.outputs)
+    if (!name.empty()) graph->outputs.push_back({name, {}});
+  graph->nodes.push_back(node);
+  Model model(graph, Device::cpu());
+  std::vector<Tensor> feeds(inputs.begin(), inputs.begin() + static_cast<long>(fed));
+  return model.run(feeds);
+}
+
+/// A node with the given op, inputs and outputs; attributes are added by the caller.
+inline Node make_node(const std::string& op, std::vector<std::string> inputs,
+                      std::vector<std::string> outputs) {
+  Node n;
+  n.name = op + "_under_test";
+  n.op_type = op;
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  return n;
+}
+
+inline Attribute int_attr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+inline Attribute float_attr(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+inline Attribute ints_attr(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attribute string_attr(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = std::move(v);
+  return a;
+}
+
+}  // namespace dprun::testing
