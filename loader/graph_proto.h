@@ -1,0 +1,24 @@
+#pragma once
+// GraphProto <-> Graph conversion (nodes, attributes, subgraphs, value types).
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/graph.h"
+
+namespace dprun {
+
+/// Converts a graph (recursively for subgraph attributes). `opsets` is copied into every
+/// Graph; `base_dir` resolves external data.
+std::shared_ptr<Graph> graph_from_proto(const onnx::GraphProto& proto,
+                                        const std::map<std::string, int64_t>& opsets,
+                                        const std::string& base_dir);
+/// The declared type of a ValueInfoProto; dtype Undefined when it is not a tensor type.
+TensorType type_from_proto(const onnx::TypeProto& type);
+/// Writes `graph` into `proto`, with initializers taken from `parameters` where present.
+void graph_to_proto(const Graph& graph, const std::map<std::string, Tensor>& parameters,
+                    onnx::GraphProto* proto);
+
+}  // namespace dprun

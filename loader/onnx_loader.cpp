@@ -1,0 +1,143 @@
+#include "loader/onnx_loader.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "loader/graph_proto.h"
+
+namespace dprun {
+
+namespace {
+
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+// Rejects opsets newer than the operator schemas this build knows.
+void check_opsets(const onnx::ModelProto& model) {
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& op : model.opset_import()) {
+    std::string domain = op.domain().empty() ? "ai.onnx" : op.domain();
+    auto it = ranges.find(op.domain().empty() ? "" : op.domain());
+    if (it == ranges.end()) continue;  // custom domains: kernels decide
+    if (op.version() > it->second.second || op.version() < 1)
+      fail("unsupported opset ", op.version(), " for domain ", domain, " (supported: 1 to ",
+           it->second.second, ")");
+  }
+}
+
+std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_dir,
+                               const LoadOptions& options) {
+  if (!model.has_graph() || model.ir_version() <= 0)
+    fail("not an ONNX model (no graph or IR version)");
+  check_opsets(model);
+  if (options.run_checker) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      fail("the ONNX checker rejects the model: ", one_line(e.what()));
+    }
+  }
+  if (options.run_shape_inference) {
+    try {
+      onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception&) {
+      // Types are a help for kernel choice, not a requirement: kernels check shapes at run time.
+    }
+  }
+  std::map<std::string, int64_t> opsets;
+  for (const auto& op : model.opset_import()) opsets[canonical_domain(op.domain())] = op.version();
+  if (!opsets.count("")) opsets[""] = 1;
+  auto graph = graph_from_proto(model.graph(), opsets, base_dir);
+  graph->ir_version = model.ir_version();
+  graph->producer_name = model.producer_name();
+  graph->producer_version = model.producer_version();
+  return graph;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> load_graph_from_buffer(const void* data, size_t size,
+                                              const std::string& base_dir,
+                                              const LoadOptions& options) {
+  onnx::ModelProto model;
+  if (size > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(data, static_cast<int>(size)))
+    fail("not a valid ONNX protobuf (malformed or truncated)");
+  return convert(model, base_dir, options);
+}
+
+std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, ": file not found");
+  if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, not a model file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot be opened");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  try {
+    return load_graph_from_buffer(bytes.data(), bytes.size(), base_dir, options);
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+}
+
+Model load_model(const std::string& path, Device device, const LoadOptions& options) {
+  auto graph = load_graph(path, options);
+  try {
+    return Model(graph, device);
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+}
+
+void save_graph(const Graph& graph, const std::map<std::string, Tensor>& parameters,
+                const std::string& path) {
+  for (const auto& [name, tensor] : parameters)
+    DPRUN_CHECK(graph.initializers.count(name), "save: '", name, "' is not a parameter of the graph");
+  onnx::ModelProto model;
+  model.set_ir_version(graph.ir_version);
+  model.set_producer_name(graph.producer_name.empty() ? "dprun" : graph.producer_name);
+  if (!graph.producer_version.empty()) model.set_producer_version(graph.producer_version);
+  for (const auto& [domain, version] : graph.opset_imports) {
+    auto* op = model.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  graph_to_proto(graph, parameters, model.mutable_graph());
+
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, ": cannot be written");
+    if (!model.SerializeToOstream(&out) || !out.flush()) {
+      out.close();
+      std::remove(tmp.c_str());
+      fail(path, ": writing the model failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    fail(path, ": cannot be written (", ec.message(), ")");
+  }
+}
+
+void save_model(const Model& model, const std::string& path) {
+  std::map<std::string, Tensor> params;
+  auto names = model.parameter_names();
+  for (size_t i = 0; i < names.size(); ++i) params[names[i]] = model.parameters()[i];
+  save_graph(model.graph(), params, path);
+}
+
+}  // namespace dprun

@@ -1,0 +1,135 @@
+#include "loader/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace dprun {
+
+namespace {
+
+// Copies `count` values from a protobuf repeated field into the tensor, converting each with
+// `convert`. The typed fields of TensorProto store narrow types widened (int32_data holds
+// int8..uint16, bool and the bits of float16/bfloat16).
+template <class T, class Field, class Convert>
+void copy_field(const Field& field, Tensor& out, const std::string& name, Convert convert) {
+  DPRUN_CHECK(field.size() == out.numel(), "initializer '", name, "' has ", field.size(),
+              " values for shape ", shape_to_string(out.shape()));
+  T* dst = out.data<T>();
+  for (int64_t i = 0; i < out.numel(); ++i) dst[i] = convert(field.Get(static_cast<int>(i)));
+}
+
+std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                          size_t expected) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") location = entry.value();
+    if (entry.key() == "offset") offset = std::stoll(entry.value());
+    if (entry.key() == "length") length = std::stoll(entry.value());
+  }
+  DPRUN_CHECK(!location.empty(), "initializer '", proto.name(),
+              "' uses external data without a location");
+  std::filesystem::path path = std::filesystem::path(base_dir) / location;
+  std::ifstream in(path, std::ios::binary);
+  DPRUN_CHECK(in.good(), "initializer '", proto.name(), "': external data file '", path.string(),
+              "' cannot be opened");
+  size_t want = length >= 0 ? static_cast<size_t>(length) : expected;
+  DPRUN_CHECK(want == expected, "initializer '", proto.name(), "': external data length ", want,
+              " does not match the ", expected, " bytes its shape needs");
+  std::string bytes(want, '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), static_cast<std::streamsize>(want));
+  DPRUN_CHECK(static_cast<size_t>(in.gcount()) == want, "initializer '", proto.name(),
+              "': external data file '", path.string(), "' is shorter than offset ", offset,
+              " + ", want, " bytes");
+  return bytes;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
+  const std::string& name = proto.name();
+  DType dtype = static_cast<DType>(proto.data_type());
+  DPRUN_CHECK(is_storable(dtype), "tensor '", name, "' has dtype ",
+              dtype == DType::String ? "string" : std::to_string(proto.data_type()),
+              ", which is not supported");
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape)
+    DPRUN_CHECK(d >= 0, "tensor '", name, "' has a negative dimension");
+  Tensor out = Tensor::empty(shape, dtype);
+  size_t bytes = out.nbytes();
+
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string data = read_external(proto, base_dir, bytes);
+    std::memcpy(out.raw_data(), data.data(), bytes);
+    return out;
+  }
+  if (proto.has_raw_data()) {
+    DPRUN_CHECK(proto.raw_data().size() == bytes, "tensor '", name, "' has ",
+                proto.raw_data().size(), " bytes of raw data but shape ", shape_to_string(shape),
+                " of ", dtype_name(dtype), " needs ", bytes);
+    std::memcpy(out.raw_data(), proto.raw_data().data(), bytes);
+    return out;
+  }
+  auto same = [](auto v) { return v; };
+  switch (dtype) {
+    case DType::Float32: copy_field<float>(proto.float_data(), out, name, same); break;
+    case DType::Float64: copy_field<double>(proto.double_data(), out, name, same); break;
+    case DType::Int64: copy_field<int64_t>(proto.int64_data(), out, name, same); break;
+    case DType::UInt64:
+      copy_field<uint64_t>(proto.uint64_data(), out, name, same);
+      break;
+    case DType::UInt32:
+      copy_field<uint32_t>(proto.uint64_data(), out, name,
+                           [](uint64_t v) { return static_cast<uint32_t>(v); });
+      break;
+    case DType::Int32: copy_field<int32_t>(proto.int32_data(), out, name, same); break;
+    case DType::Int16:
+      copy_field<int16_t>(proto.int32_data(), out, name,
+                          [](int32_t v) { return static_cast<int16_t>(v); });
+      break;
+    case DType::Int8:
+      copy_field<int8_t>(proto.int32_data(), out, name,
+                         [](int32_t v) { return static_cast<int8_t>(v); });
+      break;
+    case DType::UInt16:
+      copy_field<uint16_t>(proto.int32_data(), out, name,
+                           [](int32_t v) { return static_cast<uint16_t>(v); });
+      break;
+    case DType::UInt8:
+      copy_field<uint8_t>(proto.int32_data(), out, name,
+                          [](int32_t v) { return static_cast<uint8_t>(v); });
+      break;
+    case DType::Bool:
+      copy_field<bool>(proto.int32_data(), out, name, [](int32_t v) { return v != 0; });
+      break;
+    case DType::Float16:
+      copy_field<Float16>(proto.int32_data(), out, name, [](int32_t v) {
+        Float16 h;
+        h.bits = static_cast<uint16_t>(v);
+        return h;
+      });
+      break;
+    case DType::BFloat16:
+      copy_field<BFloat16>(proto.int32_data(), out, name, [](int32_t v) {
+        BFloat16 h;
+        h.bits = static_cast<uint16_t>(v);
+        return h;
+      });
+      break;
+    default: fail("tensor '", name, "' has an unsupported dtype");
+  }
+  return out;
+}
+
+void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {
+  Tensor host = tensor.to(Device::cpu());
+  proto->Clear();
+  proto->set_name(name);
+  proto->set_data_type(static_cast<int32_t>(host.dtype()));
+  for (int64_t d : host.shape()) proto->add_dims(d);
+  proto->set_raw_data(host.raw_data(), host.nbytes());
+}
+
+}  // namespace dprun
