@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "loader/graph_proto.h"
+#include "loader/tensor_proto.h"
 
 namespace dprun {
 
@@ -138,6 +139,25 @@ void save_model(const Model& model, const std::string& path) {
   auto names = model.parameter_names();
   for (size_t i = 0; i < names.size(); ++i) params[names[i]] = model.parameters()[i];
   save_graph(model.graph(), params, path);
+}
+
+}  // namespace dprun
+
+namespace dprun {
+
+Tensor read_tensor_proto_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, ": file not found");
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes) || !proto.has_data_type() || proto.data_type() == 0)
+    fail(path, ": not a serialized ONNX tensor");
+  try {
+    return tensor_from_proto(proto, std::filesystem::path(path).parent_path().string());
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
 }
 
 }  // namespace dprun

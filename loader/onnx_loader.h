@@ -37,3 +37,11 @@ void save_graph(const Graph& graph, const std::map<std::string, Tensor>& paramet
 void save_model(const Model& model, const std::string& path);
 
 }  // namespace dprun
+
+namespace dprun {
+
+/// Reads a serialized onnx TensorProto file (the .pb files of the ONNX test data). Throws
+/// Error naming the file when it is missing, malformed, or not a tensor (e.g. a sequence).
+Tensor read_tensor_proto_file(const std::string& path);
+
+}  // namespace dprun

@@ -1,0 +1,16 @@
+#pragma once
+// Text helpers for CLI output.
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace dprun::cli {
+
+/// The first `count` values of a tensor, e.g. "[0.12, -1.5, 3, ...]".
+std::string preview_values(const Tensor& tensor, int64_t count = 6);
+/// An output name made safe as a file name: characters outside [A-Za-z0-9._-] become '_'.
+std::string safe_file_name(const std::string& name);
+/// JSON string literal with escapes.
+std::string json_string(const std::string& text);
+
+}  // namespace dprun::cli

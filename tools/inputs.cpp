@@ -1,0 +1,82 @@
+#include "tools/inputs.h"
+
+#include <random>
+
+#include "loader/npy.h"
+#include "loader/onnx_loader.h"
+#include "tools/cli_args.h"
+
+namespace dprun::cli {
+
+namespace {
+
+Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t = Tensor::empty(shape, dtype);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  visit_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = small(rng) % 2 == 0;
+      else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+        p[i] = T(static_cast<float>(real(rng)));
+      else if constexpr (std::is_floating_point_v<T>)
+        p[i] = static_cast<T>(real(rng));
+      else
+        p[i] = static_cast<T>(small(rng));
+    }
+  });
+  return t;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Shape concrete_shape(const TensorType& type, const InputOptions& options) {
+  Shape shape;
+  if (!type.shape) return shape;
+  for (size_t d = 0; d < type.shape->size(); ++d) {
+    const Dim& dim = (*type.shape)[d];
+    if (dim.is_known()) {
+      shape.push_back(dim.value);
+    } else if (auto it = options.dims.find(dim.symbol); !dim.symbol.empty() && it != options.dims.end()) {
+      shape.push_back(it->second);
+    } else {
+      shape.push_back(d == 0 ? options.batch : 1);
+    }
+  }
+  return shape;
+}
+
+std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options) {
+  auto names = model.input_names();
+  auto types = model.input_types();
+  for (const auto& [name, path] : options.files) {
+    bool known = std::find(names.begin(), names.end(), name) != names.end();
+    if (!known) throw UsageError("--input names '" + name + "', which is not an input of the model");
+  }
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto file = options.files.find(names[i]);
+    if (file == options.files.end()) {
+      DPRUN_CHECK(is_storable(types[i].dtype), "input '", names[i], "' has dtype ",
+                  dtype_name(types[i].dtype), ", which cannot be generated");
+      inputs.push_back(random_tensor(concrete_shape(types[i], options), types[i].dtype,
+                                     static_cast<uint32_t>(1234 + i)));
+      continue;
+    }
+    Tensor t = ends_with(file->second, ".pb") ? read_tensor_proto_file(file->second)
+                                              : read_npy(file->second);
+    check_input({names[i], types[i]}, t);
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+}  // namespace dprun::cli

@@ -1,0 +1,25 @@
+#pragma once
+// Model inputs for the CLI: from .npy (or ONNX .pb) files, or deterministic random data.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace dprun::cli {
+
+struct InputOptions {
+  int64_t batch = 1;                          // size of symbolic leading dims
+  std::map<std::string, int64_t> dims;        // other symbolic dims by name (default 1)
+  std::map<std::string, std::string> files;   // input name -> .npy or .pb path
+};
+
+/// One tensor per model input, in model.input_names() order. Files are checked against the
+/// declared dtype and shape (error names the input, what was expected and what came);
+/// missing ones are generated: floats uniform in [-1, 1), integers in [0, 10), bools random,
+/// all from a fixed seed so runs repeat.
+std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options);
+/// The concrete shape an input gets when generated.
+Shape concrete_shape(const TensorType& type, const InputOptions& options);
+
+}  // namespace dprun::cli

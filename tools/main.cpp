@@ -1,0 +1,71 @@
+// dprun: run ONNX models data-parallel from the shell.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "tools/cli_args.h"
+#include "tools/commands.h"
+
+namespace {
+
+const char* kUsage =
+    R"(dprun - data-parallel ONNX execution engine
+
+usage:
+  dprun MODEL.onnx [options]          run a model (random inputs unless --input is given)
+  dprun run MODEL.onnx [options]      the same
+  dprun inspect MODEL.onnx            inputs, outputs, opsets, op histogram, parameters
+  dprun conformance [options]         run the ONNX backend conformance suite
+
+run options:
+  --devices LIST        all | cpu | cpu:0,cpu:1 | cuda:0,cuda:1 | 0,1 (default: all)
+  --input NAME=FILE     input from a .npy file (or an ONNX TensorProto .pb); repeatable
+  --batch N             size of symbolic leading dims of generated inputs (default 1)
+  --dim NAME=N          size of another symbolic dim of generated inputs; repeatable
+  --output-dir DIR      write each output to DIR/NAME.npy
+  --threads N           intra-op threads per device (default: the device's core share)
+  --iters N             run N times and report the mean time (default 1)
+
+conformance options:
+  --data DIR            test data root (default /usr/share/libonnx-testdata/data)
+  --suite LIST          comma-separated suites (default node,pytorch-converted,pytorch-operator,simple)
+  --filter TEXT         only tests whose name contains TEXT
+  --expected FILE       fail (exit 1) if a test listed in FILE does not pass
+  --write-passing FILE  write the names of passing tests to FILE
+  --verbose             print every test's result
+
+exit status: 0 success, 1 runtime error, 2 usage error
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dprun::cli;
+  try {
+    if (argc < 2) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    std::string first = argv[1];
+    if (first == "--help" || first == "-h" || first == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], "--help") == 0) {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
+    if (first == "inspect") return inspect_command(argc, argv, 2);
+    if (first == "conformance") return conformance_command(argc, argv, 2);
+    if (first == "run") return run_command(argc, argv, 2);
+    return run_command(argc, argv, 1);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "dprun: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dprun: error: %s\n", e.what());
+    return 1;
+  }
+}
