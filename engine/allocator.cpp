@@ -20,7 +20,9 @@ size_t CachingHostAllocator::size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-CachingHostAllocator::~CachingHostAllocator() { release_cached(); }
+CachingHostAllocator::~CachingHostAllocator() {
+  release_cached();
+}
 
 void* CachingHostAllocator::allocate(size_t bytes) {
   size_t cls = size_class(bytes);

@@ -13,8 +13,8 @@ namespace dprun {
 /// What the runtime knows about one device; used to warn about unbalanced device sets.
 struct DeviceProperties {
   std::string name;
-  size_t total_memory = 0;   // bytes; 0 when unknown
-  int compute_units = 0;     // CPU cores of the share, or GPU multiprocessors
+  size_t total_memory = 0;  // bytes; 0 when unknown
+  int compute_units = 0;    // CPU cores of the share, or GPU multiprocessors
 };
 
 /// Runtime of one device type. Thread-safe.
@@ -39,7 +39,9 @@ class Backend {
 
 /// The backend of a device type; throws Error when that type is not compiled in.
 Backend& backend_for(DeviceType type);
-inline Backend& backend_for(Device device) { return backend_for(device.type); }
+inline Backend& backend_for(Device device) {
+  return backend_for(device.type);
+}
 /// True when the backend of `type` is compiled in and has at least one device.
 bool backend_available(DeviceType type);
 /// Installs a backend (called by each backend's registrar at static-init time).

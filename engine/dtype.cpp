@@ -35,7 +35,8 @@ const DTypeInfo* find_info(DType t) {
 
 size_t dtype_size(DType t) {
   const DTypeInfo* info = find_info(t);
-  if (info == nullptr || info->size == 0) fail("dtype ", dtype_name(t), " has no fixed element size");
+  if (info == nullptr || info->size == 0)
+    fail("dtype ", dtype_name(t), " has no fixed element size");
   return info->size;
 }
 
@@ -53,8 +54,7 @@ DType dtype_from_name(std::string_view name) {
 }
 
 bool is_floating(DType t) {
-  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
-         t == DType::BFloat16;
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
 
 bool is_integral(DType t) {
@@ -66,8 +66,10 @@ bool is_integral(DType t) {
     case DType::UInt8:
     case DType::UInt16:
     case DType::UInt32:
-    case DType::UInt64: return true;
-    default: return false;
+    case DType::UInt64:
+      return true;
+    default:
+      return false;
   }
 }
 

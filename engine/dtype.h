@@ -44,9 +44,9 @@ bool is_storable(DType t);
 
 template <class T>
 struct DTypeOf;
-#define DPRUN_DTYPE_OF(CppType, Enum) \
-  template <>                         \
-  struct DTypeOf<CppType> {           \
+#define DPRUN_DTYPE_OF(CppType, Enum)           \
+  template <>                                   \
+  struct DTypeOf<CppType> {                     \
     static constexpr DType value = DType::Enum; \
   };
 DPRUN_DTYPE_OF(float, Float32)
@@ -74,20 +74,34 @@ constexpr DType dtype_of() {
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Float16{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    case DType::Bool: return f(bool{});
-    default: fail("dtype ", dtype_name(t), " is not supported here");
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Float16:
+      return f(Float16{});
+    case DType::BFloat16:
+      return f(BFloat16{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
+    case DType::Bool:
+      return f(bool{});
+    default:
+      fail("dtype ", dtype_name(t), " is not supported here");
   }
 }
 
@@ -96,17 +110,28 @@ decltype(auto) visit_dtype(DType t, F&& f) {
 template <class F>
 decltype(auto) visit_numeric_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    default: fail("dtype ", dtype_name(t), " is not supported by this operation");
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
+    default:
+      fail("dtype ", dtype_name(t), " is not supported by this operation");
   }
 }
 

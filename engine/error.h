@@ -31,7 +31,7 @@ template <class... Args>
 }  // namespace dprun
 
 /// Throws dprun::Error with the streamed message when cond is false.
-#define DPRUN_CHECK(cond, ...)                   \
-  do {                                           \
-    if (!(cond)) ::dprun::fail(__VA_ARGS__);     \
+#define DPRUN_CHECK(cond, ...)               \
+  do {                                       \
+    if (!(cond)) ::dprun::fail(__VA_ARGS__); \
   } while (0)

@@ -30,13 +30,14 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
               device_type_name(plan.device_type()), " cannot run on ", device.to_string());
   const auto& feed_ids = plan.feed_ids();
   const auto& required = graph.required_inputs();
-  DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(),
-              " input", feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
+  DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(), " input",
+              feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
   if (options.threads > 0) set_intra_op_threads(options.threads);
 
   std::vector<Tensor> values(plan.value_count());
   const auto& param_ids = plan.parameter_ids();
-  for (size_t i = 0; i < param_ids.size(); ++i) values[static_cast<size_t>(param_ids[i])] = parameters[i];
+  for (size_t i = 0; i < param_ids.size(); ++i)
+    values[static_cast<size_t>(param_ids[i])] = parameters[i];
   for (const auto& [name, tensor] : overrides) {
     int id = plan.value_id(name);
     DPRUN_CHECK(id >= 0 && graph.initializers.count(name), "'", name,
@@ -79,7 +80,8 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
     }
     if (!options.observers.empty()) {
       std::vector<Tensor> produced;
-      for (int id : step.outputs) produced.push_back(id >= 0 ? values[static_cast<size_t>(id)] : Tensor());
+      for (int id : step.outputs)
+        produced.push_back(id >= 0 ? values[static_cast<size_t>(id)] : Tensor());
       for (const auto& obs : options.observers)
         if (obs.after) obs.after(node, device, produced);
     }

@@ -10,16 +10,26 @@ namespace dprun {
 namespace {
 const char* kind_name(Attribute::Kind kind) {
   switch (kind) {
-    case Attribute::Kind::Float: return "float";
-    case Attribute::Kind::Int: return "int";
-    case Attribute::Kind::String: return "string";
-    case Attribute::Kind::Tensor: return "tensor";
-    case Attribute::Kind::Graph: return "graph";
-    case Attribute::Kind::Floats: return "floats";
-    case Attribute::Kind::Ints: return "ints";
-    case Attribute::Kind::Strings: return "strings";
-    case Attribute::Kind::Tensors: return "tensors";
-    case Attribute::Kind::Graphs: return "graphs";
+    case Attribute::Kind::Float:
+      return "float";
+    case Attribute::Kind::Int:
+      return "int";
+    case Attribute::Kind::String:
+      return "string";
+    case Attribute::Kind::Tensor:
+      return "tensor";
+    case Attribute::Kind::Graph:
+      return "graph";
+    case Attribute::Kind::Floats:
+      return "floats";
+    case Attribute::Kind::Ints:
+      return "ints";
+    case Attribute::Kind::Strings:
+      return "strings";
+    case Attribute::Kind::Tensors:
+      return "tensors";
+    case Attribute::Kind::Graphs:
+      return "graphs";
   }
   return "?";
 }
@@ -38,17 +48,17 @@ std::string Node::describe() const {
   return "[" + op_type + "] node '" + name + "'";
 }
 
-#define DPRUN_ATTR_GETTERS(Type, Name, KindEnum, Field)                                  \
-  Type Node::attr_##Name(const std::string& key) const {                                 \
-    const Attribute* a = find_attr(key);                                                 \
-    if (a == nullptr) fail("missing required attribute '", key, "'");                    \
-    if (a->kind != Attribute::Kind::KindEnum)                                            \
-      fail("attribute '", key, "' is ", kind_name(a->kind), ", expected ",               \
-           kind_name(Attribute::Kind::KindEnum));                                        \
-    return a->Field;                                                                     \
-  }                                                                                      \
-  Type Node::attr_##Name(const std::string& key, Type fallback) const {                  \
-    return has_attr(key) ? attr_##Name(key) : fallback;                                  \
+#define DPRUN_ATTR_GETTERS(Type, Name, KindEnum, Field)                    \
+  Type Node::attr_##Name(const std::string& key) const {                   \
+    const Attribute* a = find_attr(key);                                   \
+    if (a == nullptr) fail("missing required attribute '", key, "'");      \
+    if (a->kind != Attribute::Kind::KindEnum)                              \
+      fail("attribute '", key, "' is ", kind_name(a->kind), ", expected ", \
+           kind_name(Attribute::Kind::KindEnum));                          \
+    return a->Field;                                                       \
+  }                                                                        \
+  Type Node::attr_##Name(const std::string& key, Type fallback) const {    \
+    return has_attr(key) ? attr_##Name(key) : fallback;                    \
   }
 DPRUN_ATTR_GETTERS(int64_t, int, Int, i)
 DPRUN_ATTR_GETTERS(float, float, Float, f)
@@ -107,8 +117,8 @@ void Graph::sort_topologically() {
     for (const auto& out : nodes[n].outputs)
       if (!out.empty()) {
         if (producer.count(out))
-          nodes[n].fail("output '", out, "' is also produced by node '",
-                        nodes[producer[out]].name, "'");
+          nodes[n].fail("output '", out, "' is also produced by node '", nodes[producer[out]].name,
+                        "'");
         producer[out] = n;
       }
   std::unordered_set<std::string> available;

@@ -76,7 +76,7 @@ struct ValueInfo {
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
-  std::vector<ValueInfo> inputs;   // may include names that also have an initializer
+  std::vector<ValueInfo> inputs;  // may include names that also have an initializer
   std::vector<ValueInfo> outputs;
   std::map<std::string, Tensor> initializers;
   /// Types of intermediate values, from shape inference, where known.

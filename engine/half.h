@@ -67,7 +67,9 @@ struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
   explicit BFloat16(float f) : bits(from_float(f)) {}
-  explicit operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+  explicit operator float() const {
+    return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+  }
 
   static uint16_t from_float(float f) {
     uint32_t x = std::bit_cast<uint32_t>(f);

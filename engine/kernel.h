@@ -25,7 +25,7 @@ namespace dprun {
 /// What a kernel factory knows about the node it is built for.
 struct KernelInfo {
   const Node& node;
-  int64_t opset;           // the model's opset for the node's domain
+  int64_t opset;  // the model's opset for the node's domain
   DeviceType device_type;
   std::vector<std::optional<TensorType>> input_types;  // per input; nullopt when unknown
   /// Constant inputs (initializers that callers cannot override), keyed by input index.
@@ -46,14 +46,14 @@ using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelInfo&)
 
 /// One registration.
 struct KernelDef {
-  std::string domain;           // "" = ai.onnx
+  std::string domain;  // "" = ai.onnx
   std::string op_type;
-  int64_t since = 1;            // first opset version covered
-  int64_t until = INT_MAX;      // last opset version covered
+  int64_t since = 1;        // first opset version covered
+  int64_t until = INT_MAX;  // last opset version covered
   DeviceType device = DeviceType::CPU;
-  std::vector<DType> dtypes;    // accepted dtypes of input `dtype_input`; empty = any
+  std::vector<DType> dtypes;  // accepted dtypes of input `dtype_input`; empty = any
   int dtype_input = 0;
-  int priority = 0;             // fast paths register above the reference (0)
+  int priority = 0;  // fast paths register above the reference (0)
   std::string impl = "reference";
   KernelFactory factory;
 };
@@ -64,8 +64,8 @@ std::unique_ptr<OpKernel> make_kernel(const KernelInfo& info) {
 }
 
 inline const std::vector<DType> kFloatTypes = {DType::Float32, DType::Float64};
-inline const std::vector<DType> kIntTypes = {DType::Int8,   DType::Int16,  DType::Int32,
-                                             DType::Int64,  DType::UInt8,  DType::UInt16,
+inline const std::vector<DType> kIntTypes = {DType::Int8,   DType::Int16, DType::Int32,
+                                             DType::Int64,  DType::UInt8, DType::UInt16,
                                              DType::UInt32, DType::UInt64};
 inline const std::vector<DType> kNumericTypes = {
     DType::Float32, DType::Float64, DType::Int8,   DType::Int16,  DType::Int32,
@@ -111,7 +111,9 @@ class KernelContext {
 
   size_t output_count() const { return outputs_.size(); }
   /// False when the node's output name at `i` is empty or not consumed.
-  bool output_wanted(size_t i) const { return i < wanted_.size() ? wanted_[i] : i < outputs_.size(); }
+  bool output_wanted(size_t i) const {
+    return i < wanted_.size() ? wanted_[i] : i < outputs_.size();
+  }
   /// Allocates output i on this device and returns it for the kernel to fill.
   Tensor& allocate_output(size_t i, Shape shape, DType dtype);
   /// Sets output i to an existing tensor (e.g. a reshaped view of an input).
@@ -138,6 +140,6 @@ class KernelContext {
 #define DPRUN_CONCAT_INNER(a, b) a##b
 #define DPRUN_CONCAT(a, b) DPRUN_CONCAT_INNER(a, b)
 /// Registers a KernelDef (given as a braced designated initializer) at static-init time.
-#define DPRUN_REGISTER_KERNEL(...)                                                     \
+#define DPRUN_REGISTER_KERNEL(...)                                                      \
   [[maybe_unused]] static const bool DPRUN_CONCAT(dprun_kernel_registered_, __LINE__) = \
       ::dprun::KernelRegistry::instance().add(::dprun::KernelDef __VA_ARGS__)

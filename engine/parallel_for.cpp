@@ -8,9 +8,13 @@
 
 namespace dprun {
 
-void set_intra_op_threads(int threads) { omp_set_num_threads(std::max(1, threads)); }
+void set_intra_op_threads(int threads) {
+  omp_set_num_threads(std::max(1, threads));
+}
 
-int intra_op_threads() { return omp_get_max_threads(); }
+int intra_op_threads() {
+  return omp_get_max_threads();
+}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
@@ -23,7 +27,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   // Exceptions must not cross the OpenMP region: keep the first and rethrow it after.
   std::exception_ptr error;
   std::mutex error_mutex;
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
   {
     int64_t t = omp_get_thread_num();
     int64_t count = omp_get_num_threads();

@@ -21,8 +21,8 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
 }
 
 // Builds one node's kernel; on failure returns nullptr and sets `why`.
-std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node,
-                                       DeviceType device_type, std::string& why) {
+std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                                       std::string& why) {
   try {
     KernelInfo info = make_info(graph, node, device_type);
     auto kernel = KernelRegistry::instance().create(info, &why);
@@ -59,13 +59,15 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
   const Graph& graph = *graph_ptr;
 
   auto intern = [&](const std::string& name) {
-    auto [it, inserted] = plan->value_ids_.emplace(name, static_cast<int>(plan->value_names_.size()));
+    auto [it, inserted] =
+        plan->value_ids_.emplace(name, static_cast<int>(plan->value_names_.size()));
     if (inserted) plan->value_names_.push_back(name);
     return it->second;
   };
   for (const auto& in : graph.inputs)
     if (!graph.initializers.count(in.name)) plan->feed_ids_.push_back(intern(in.name));
-  for (const auto& [name, tensor] : graph.initializers) plan->parameter_ids_.push_back(intern(name));
+  for (const auto& [name, tensor] : graph.initializers)
+    plan->parameter_ids_.push_back(intern(name));
 
   std::vector<std::string> missing;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
@@ -114,12 +116,13 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
   for (size_t s = 0; s < plan->steps_.size(); ++s) {
     PlanStep& step = plan->steps_[s];
     for (int id : step.outputs)
-      step.outputs_wanted.push_back(id >= 0 &&
-                                    (keep[static_cast<size_t>(id)] || last_reader[static_cast<size_t>(id)] >= 0));
+      step.outputs_wanted.push_back(
+          id >= 0 && (keep[static_cast<size_t>(id)] || last_reader[static_cast<size_t>(id)] >= 0));
   }
   for (size_t v = 0; v < last_reader.size(); ++v)
     if (!keep[v] && last_reader[v] >= 0)
-      plan->steps_[static_cast<size_t>(last_reader[v])].release_after.push_back(static_cast<int>(v));
+      plan->steps_[static_cast<size_t>(last_reader[v])].release_after.push_back(
+          static_cast<int>(v));
   return plan;
 }
 

@@ -13,12 +13,12 @@
 namespace dprun {
 
 struct PlanStep {
-  size_t node_index;                    // into graph().nodes
+  size_t node_index;  // into graph().nodes
   std::unique_ptr<OpKernel> kernel;
-  std::vector<int> inputs;              // value ids; -1 for an omitted optional input
-  std::vector<int> outputs;             // value ids; -1 for an omitted output
-  std::vector<bool> outputs_wanted;     // an output nobody reads need not be computed
-  std::vector<int> release_after;       // values whose last reader is this step
+  std::vector<int> inputs;           // value ids; -1 for an omitted optional input
+  std::vector<int> outputs;          // value ids; -1 for an omitted output
+  std::vector<bool> outputs_wanted;  // an output nobody reads need not be computed
+  std::vector<int> release_after;    // values whose last reader is this step
 };
 
 class Plan {

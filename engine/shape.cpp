@@ -27,8 +27,8 @@ std::string shape_to_string(const Shape& shape) {
 
 int64_t normalize_axis(int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
-  DPRUN_CHECK(a >= 0 && a < std::max<int64_t>(rank, 1), "axis ", axis,
-              " is out of range for rank ", rank);
+  DPRUN_CHECK(a >= 0 && a < std::max<int64_t>(rank, 1), "axis ", axis, " is out of range for rank ",
+              rank);
   return a;
 }
 

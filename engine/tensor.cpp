@@ -35,9 +35,13 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
   return device.type == DeviceType::CPU ? t : t.to(device);
 }
 
-int64_t Tensor::dim(int64_t axis) const { return shape_[normalize_axis(axis, rank())]; }
+int64_t Tensor::dim(int64_t axis) const {
+  return shape_[normalize_axis(axis, rank())];
+}
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+Device Tensor::device() const {
+  return storage_ ? storage_->device() : Device::cpu();
+}
 
 void* Tensor::raw_data() {
   DPRUN_CHECK(defined(), "use of an undefined tensor");
@@ -78,8 +82,8 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   axis = normalize_axis(axis, rank());
-  DPRUN_CHECK(start >= 0 && length >= 0 && start + length <= shape_[axis], "narrow: rows [",
-              start, ", ", start + length, ") out of range for dimension ", axis, " of size ",
+  DPRUN_CHECK(start >= 0 && length >= 0 && start + length <= shape_[axis], "narrow: rows [", start,
+              ", ", start + length, ") out of range for dimension ", axis, " of size ",
               shape_[axis]);
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= shape_[i];
@@ -111,7 +115,9 @@ Tensor Tensor::to(Device device, bool copy) const {
   return out;
 }
 
-Tensor Tensor::clone() const { return to(device(), true); }
+Tensor Tensor::clone() const {
+  return to(device(), true);
+}
 
 void Tensor::copy_from(const Tensor& src) {
   DPRUN_CHECK(src.dtype_ == dtype_ && src.numel_ == numel_, "copy_from: ", src.describe(),
@@ -153,9 +159,9 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis, Device device) {
     DPRUN_CHECK(t.rank() == first.rank(), "concat: part ", p, " has shape ",
                 shape_to_string(t.shape()), ", part 0 has ", shape_to_string(first.shape()));
     for (int64_t d = 0; d < first.rank(); ++d)
-      DPRUN_CHECK(d == axis || t.shape()[d] == first.shape()[d], "concat: part ", p,
-                  " has shape ", shape_to_string(t.shape()), ", part 0 has ",
-                  shape_to_string(first.shape()), "; they must agree outside dimension ", axis);
+      DPRUN_CHECK(d == axis || t.shape()[d] == first.shape()[d], "concat: part ", p, " has shape ",
+                  shape_to_string(t.shape()), ", part 0 has ", shape_to_string(first.shape()),
+                  "; they must agree outside dimension ", axis);
     out_shape[axis] += t.shape()[axis];
   }
   Tensor out = Tensor::empty(out_shape, first.dtype(), device);

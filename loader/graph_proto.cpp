@@ -12,9 +12,18 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const Node& node,
   Attribute out;
   using P = onnx::AttributeProto;
   switch (a.type()) {
-    case P::FLOAT: out.kind = Attribute::Kind::Float; out.f = a.f(); break;
-    case P::INT: out.kind = Attribute::Kind::Int; out.i = a.i(); break;
-    case P::STRING: out.kind = Attribute::Kind::String; out.s = a.s(); break;
+    case P::FLOAT:
+      out.kind = Attribute::Kind::Float;
+      out.f = a.f();
+      break;
+    case P::INT:
+      out.kind = Attribute::Kind::Int;
+      out.i = a.i();
+      break;
+    case P::STRING:
+      out.kind = Attribute::Kind::String;
+      out.s = a.s();
+      break;
     case P::TENSOR:
       out.kind = Attribute::Kind::Tensor;
       out.t = tensor_from_proto(a.t(), base_dir);
@@ -54,11 +63,26 @@ void attribute_to_proto(const std::string& name, const Attribute& a, onnx::Attri
   using P = onnx::AttributeProto;
   p->set_name(name);
   switch (a.kind) {
-    case Attribute::Kind::Float: p->set_type(P::FLOAT); p->set_f(a.f); break;
-    case Attribute::Kind::Int: p->set_type(P::INT); p->set_i(a.i); break;
-    case Attribute::Kind::String: p->set_type(P::STRING); p->set_s(a.s); break;
-    case Attribute::Kind::Tensor: p->set_type(P::TENSOR); tensor_to_proto(a.t, "", p->mutable_t()); break;
-    case Attribute::Kind::Graph: p->set_type(P::GRAPH); graph_to_proto(*a.g, {}, p->mutable_g()); break;
+    case Attribute::Kind::Float:
+      p->set_type(P::FLOAT);
+      p->set_f(a.f);
+      break;
+    case Attribute::Kind::Int:
+      p->set_type(P::INT);
+      p->set_i(a.i);
+      break;
+    case Attribute::Kind::String:
+      p->set_type(P::STRING);
+      p->set_s(a.s);
+      break;
+    case Attribute::Kind::Tensor:
+      p->set_type(P::TENSOR);
+      tensor_to_proto(a.t, "", p->mutable_t());
+      break;
+    case Attribute::Kind::Graph:
+      p->set_type(P::GRAPH);
+      graph_to_proto(*a.g, {}, p->mutable_g());
+      break;
     case Attribute::Kind::Floats:
       p->set_type(P::FLOATS);
       for (float f : a.floats) p->add_floats(f);
@@ -144,10 +168,12 @@ std::shared_ptr<Graph> graph_from_proto(const onnx::GraphProto& proto,
     graph->initializers[init.name()] = tensor_from_proto(init, base_dir);
   DPRUN_CHECK(proto.sparse_initializer_size() == 0, "graph '", proto.name(),
               "' has sparse initializers, which are not supported");
-  for (const auto& in : proto.input()) graph->inputs.push_back({in.name(), type_from_proto(in.type())});
+  for (const auto& in : proto.input())
+    graph->inputs.push_back({in.name(), type_from_proto(in.type())});
   for (const auto& out : proto.output())
     graph->outputs.push_back({out.name(), type_from_proto(out.type())});
-  for (const auto& vi : proto.value_info()) graph->value_types[vi.name()] = type_from_proto(vi.type());
+  for (const auto& vi : proto.value_info())
+    graph->value_types[vi.name()] = type_from_proto(vi.type());
 
   int unnamed = 0;
   for (const auto& n : proto.node()) {
@@ -194,7 +220,8 @@ void graph_to_proto(const Graph& graph, const std::map<std::string, Tensor>& par
     if (!node.domain.empty()) n->set_domain(node.domain);
     for (const auto& in : node.inputs) n->add_input(in);
     for (const auto& out : node.outputs) n->add_output(out);
-    for (const auto& [name, attr] : node.attributes) attribute_to_proto(name, attr, n->add_attribute());
+    for (const auto& [name, attr] : node.attributes)
+      attribute_to_proto(name, attr, n->add_attribute());
   }
 }
 

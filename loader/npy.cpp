@@ -89,7 +89,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) fail(what, ": truncated .npy header");
     header_len = 0;
-    for (int i = 3; i >= 0; --i) header_len = header_len << 8 | static_cast<unsigned char>(bytes[8 + i]);
+    for (int i = 3; i >= 0; --i)
+      header_len = header_len << 8 | static_cast<unsigned char>(bytes[8 + i]);
     header_start = 12;
   } else {
     fail(what, ": unsupported .npy format version ", major);
@@ -100,7 +101,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   std::string fortran = dict_value(header, "fortran_order", what);
   if (fortran.find("True") != std::string::npos)
     fail(what, ": Fortran-order .npy arrays are not supported; save with C order");
-  if (fortran.find("False") == std::string::npos) fail(what, ": malformed fortran_order in .npy header");
+  if (fortran.find("False") == std::string::npos)
+    fail(what, ": malformed fortran_order in .npy header");
   std::string shape_text = dict_value(header, "shape", what);
   if (shape_text.empty() || shape_text[0] != '(') fail(what, ": malformed shape in .npy header");
   Shape shape = parse_shape(shape_text, what);
@@ -136,9 +138,11 @@ std::string serialize_npy(const Tensor& input) {
   DPRUN_CHECK(descr != nullptr, "cannot write dtype ", dtype_name(t.dtype()), " to .npy");
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i)
-    shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+    shape += std::to_string(t.shape()[i]) +
+             (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
   shape += ")";
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad with spaces so magic + length + header + '\n' is a multiple of 64 bytes.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

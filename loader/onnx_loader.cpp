@@ -36,14 +36,24 @@ void check_opsets(const onnx::ModelProto& model) {
   }
 }
 
+bool uses_external_data(const onnx::GraphProto& graph) {
+  for (const auto& t : graph.initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  return false;
+}
+
+// `path` is the model file when there is one: the checker then resolves external data files.
 std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_dir,
-                               const LoadOptions& options) {
+                               const LoadOptions& options, const std::string& path = "") {
   if (!model.has_graph() || model.ir_version() <= 0)
     fail("not an ONNX model (no graph or IR version)");
   check_opsets(model);
   if (options.run_checker) {
     try {
-      onnx::checker::check_model(model);
+      if (!path.empty() && uses_external_data(model.graph()))
+        onnx::checker::check_model(path);
+      else
+        onnx::checker::check_model(model);
     } catch (const std::exception& e) {
       fail("the ONNX checker rejects the model: ", one_line(e.what()));
     }
@@ -65,15 +75,19 @@ std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_
   return graph;
 }
 
+onnx::ModelProto parse_model(const void* data, size_t size) {
+  onnx::ModelProto model;
+  if (size > static_cast<size_t>(INT32_MAX) || !model.ParseFromArray(data, static_cast<int>(size)))
+    fail("not a valid ONNX protobuf (malformed or truncated)");
+  return model;
+}
+
 }  // namespace
 
 std::shared_ptr<Graph> load_graph_from_buffer(const void* data, size_t size,
                                               const std::string& base_dir,
                                               const LoadOptions& options) {
-  onnx::ModelProto model;
-  if (size > static_cast<size_t>(INT32_MAX) ||
-      !model.ParseFromArray(data, static_cast<int>(size)))
-    fail("not a valid ONNX protobuf (malformed or truncated)");
+  onnx::ModelProto model = parse_model(data, size);
   return convert(model, base_dir, options);
 }
 
@@ -86,7 +100,8 @@ std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& op
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string base_dir = std::filesystem::path(path).parent_path().string();
   try {
-    return load_graph_from_buffer(bytes.data(), bytes.size(), base_dir, options);
+    onnx::ModelProto model = parse_model(bytes.data(), bytes.size());
+    return convert(model, base_dir, options, path);
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
@@ -104,7 +119,8 @@ Model load_model(const std::string& path, Device device, const LoadOptions& opti
 void save_graph(const Graph& graph, const std::map<std::string, Tensor>& parameters,
                 const std::string& path) {
   for (const auto& [name, tensor] : parameters)
-    DPRUN_CHECK(graph.initializers.count(name), "save: '", name, "' is not a parameter of the graph");
+    DPRUN_CHECK(graph.initializers.count(name), "save: '", name,
+                "' is not a parameter of the graph");
   onnx::ModelProto model;
   model.set_ir_version(graph.ir_version);
   model.set_producer_name(graph.producer_name.empty() ? "dprun" : graph.producer_name);

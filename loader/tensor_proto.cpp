@@ -41,8 +41,8 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   in.seekg(offset);
   in.read(bytes.data(), static_cast<std::streamsize>(want));
   DPRUN_CHECK(static_cast<size_t>(in.gcount()) == want, "initializer '", proto.name(),
-              "': external data file '", path.string(), "' is shorter than offset ", offset,
-              " + ", want, " bytes");
+              "': external data file '", path.string(), "' is shorter than offset ", offset, " + ",
+              want, " bytes");
   return bytes;
 }
 
@@ -55,8 +55,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
               dtype == DType::String ? "string" : std::to_string(proto.data_type()),
               ", which is not supported");
   Shape shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape)
-    DPRUN_CHECK(d >= 0, "tensor '", name, "' has a negative dimension");
+  for (int64_t d : shape) DPRUN_CHECK(d >= 0, "tensor '", name, "' has a negative dimension");
   Tensor out = Tensor::empty(shape, dtype);
   size_t bytes = out.nbytes();
 
@@ -74,9 +73,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   }
   auto same = [](auto v) { return v; };
   switch (dtype) {
-    case DType::Float32: copy_field<float>(proto.float_data(), out, name, same); break;
-    case DType::Float64: copy_field<double>(proto.double_data(), out, name, same); break;
-    case DType::Int64: copy_field<int64_t>(proto.int64_data(), out, name, same); break;
+    case DType::Float32:
+      copy_field<float>(proto.float_data(), out, name, same);
+      break;
+    case DType::Float64:
+      copy_field<double>(proto.double_data(), out, name, same);
+      break;
+    case DType::Int64:
+      copy_field<int64_t>(proto.int64_data(), out, name, same);
+      break;
     case DType::UInt64:
       copy_field<uint64_t>(proto.uint64_data(), out, name, same);
       break;
@@ -84,7 +89,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
       copy_field<uint32_t>(proto.uint64_data(), out, name,
                            [](uint64_t v) { return static_cast<uint32_t>(v); });
       break;
-    case DType::Int32: copy_field<int32_t>(proto.int32_data(), out, name, same); break;
+    case DType::Int32:
+      copy_field<int32_t>(proto.int32_data(), out, name, same);
+      break;
     case DType::Int16:
       copy_field<int16_t>(proto.int32_data(), out, name,
                           [](int32_t v) { return static_cast<int16_t>(v); });
@@ -118,7 +125,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
         return h;
       });
       break;
-    default: fail("tensor '", name, "' has an unsupported dtype");
+    default:
+      fail("tensor '", name, "' has an unsupported dtype");
   }
   return out;
 }

@@ -16,7 +16,7 @@ class UsageError : public Error {
 };
 
 struct OptionSpec {
-  std::string name;        // without dashes
+  std::string name;  // without dashes
   bool takes_value = true;
   bool repeatable = false;
 };

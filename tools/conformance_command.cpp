@@ -45,8 +45,8 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
 // Empty string when equal within tolerance, else a description of the first mismatch.
 std::string compare(const Tensor& got, const Tensor& want, const std::string& name) {
   if (got.dtype() != want.dtype())
-    return "output '" + name + "' has dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
-           std::string(dtype_name(want.dtype()));
+    return "output '" + name + "' has dtype " + std::string(dtype_name(got.dtype())) +
+           ", expected " + std::string(dtype_name(want.dtype()));
   if (got.shape() != want.shape())
     return "output '" + name + "' has shape " + shape_to_string(got.shape()) + ", expected " +
            shape_to_string(want.shape());
@@ -93,7 +93,8 @@ Result run_test(const fs::path& dir, const std::string& id) {
   int sets = 0;
   try {
     for (const auto& entry : fs::directory_iterator(dir)) {
-      if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+      if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0)
+        continue;
       ++sets;
       auto input_files = numbered_files(entry.path(), "input_");
       auto output_files = numbered_files(entry.path(), "output_");
@@ -108,7 +109,8 @@ Result run_test(const fs::path& dir, const std::string& id) {
       for (size_t o = 0; o < outputs.size(); ++o) {
         std::string diff = compare(outputs[o], read_tensor_proto_file(output_files[o].string()),
                                    graph->outputs[o].name);
-        if (!diff.empty()) return {id, Status::Failed, entry.path().filename().string() + ": " + diff};
+        if (!diff.empty())
+          return {id, Status::Failed, entry.path().filename().string() + ": " + diff};
       }
     }
   } catch (const Error& e) {
@@ -138,12 +140,14 @@ int conformance_command(int argc, char** argv, int first) {
             {{"data"}, {"suite"}, {"filter"}, {"expected"}, {"write-passing"}, {"verbose", false}});
   if (!args.positionals().empty()) throw UsageError("conformance takes no positional arguments");
   fs::path root = args.get("data").value_or("/usr/share/libonnx-testdata/data");
-  std::string suites_text = args.get("suite").value_or("node,pytorch-converted,pytorch-operator,simple");
+  std::string suites_text =
+      args.get("suite").value_or("node,pytorch-converted,pytorch-operator,simple");
   std::string filter = args.get("filter").value_or("");
   bool verbose = args.has("verbose");
   std::set<std::string> expected;
   if (auto path = args.get("expected")) expected = read_list(*path);
-  if (!fs::is_directory(root)) fail(root.string(), ": test data folder not found (install libonnx-testdata)");
+  if (!fs::is_directory(root))
+    fail(root.string(), ": test data folder not found (install libonnx-testdata)");
 
   std::vector<std::string> suites;
   std::stringstream ss(suites_text);
@@ -153,10 +157,12 @@ int conformance_command(int argc, char** argv, int first) {
   auto start = std::chrono::steady_clock::now();
   for (const auto& suite : suites) {
     fs::path dir = root / suite;
-    if (!fs::is_directory(dir)) throw UsageError("no conformance suite '" + suite + "' under " + root.string());
+    if (!fs::is_directory(dir))
+      throw UsageError("no conformance suite '" + suite + "' under " + root.string());
     std::vector<fs::path> tests;
     for (const auto& entry : fs::directory_iterator(dir))
-      if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) tests.push_back(entry.path());
+      if (entry.is_directory() && fs::exists(entry.path() / "model.onnx"))
+        tests.push_back(entry.path());
     std::sort(tests.begin(), tests.end());
     int counts[3] = {0, 0, 0};
     for (const auto& test : tests) {
@@ -166,13 +172,16 @@ int conformance_command(int argc, char** argv, int first) {
       counts[static_cast<int>(r.status)]++;
       bool regressed = expected.count(id) && r.status != Status::Passed;
       if (verbose || regressed) {
-        const char* label = r.status == Status::Passed ? "PASS" : r.status == Status::Failed ? "FAIL" : "SKIP";
-        std::printf("%s %s%s%s%s\n", label, id.c_str(), r.reason.empty() ? "" : ": ", r.reason.c_str(),
-                    regressed ? "  [REGRESSION: expected to pass]" : "");
+        const char* label = r.status == Status::Passed   ? "PASS"
+                            : r.status == Status::Failed ? "FAIL"
+                                                         : "SKIP";
+        std::printf("%s %s%s%s%s\n", label, id.c_str(), r.reason.empty() ? "" : ": ",
+                    r.reason.c_str(), regressed ? "  [REGRESSION: expected to pass]" : "");
       }
       all.push_back(std::move(r));
     }
-    std::printf("%-18s %4d passed, %4d failed, %4d skipped\n", suite.c_str(), counts[0], counts[1], counts[2]);
+    std::printf("%-18s %4d passed, %4d failed, %4d skipped\n", suite.c_str(), counts[0], counts[1],
+                counts[2]);
     std::fflush(stdout);
   }
   int passed = 0, failed = 0, skipped = 0, regressions = 0;
@@ -190,7 +199,8 @@ int conformance_command(int argc, char** argv, int first) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("conformance took %.1f s\n", seconds);
-  if (regressions) std::printf("%d test%s expected to pass did not\n", regressions, regressions == 1 ? "" : "s");
+  if (regressions)
+    std::printf("%d test%s expected to pass did not\n", regressions, regressions == 1 ? "" : "s");
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return regressions ? 1 : 0;
 }

@@ -33,7 +33,8 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -45,7 +46,8 @@ Shape concrete_shape(const TensorType& type, const InputOptions& options) {
     const Dim& dim = (*type.shape)[d];
     if (dim.is_known()) {
       shape.push_back(dim.value);
-    } else if (auto it = options.dims.find(dim.symbol); !dim.symbol.empty() && it != options.dims.end()) {
+    } else if (auto it = options.dims.find(dim.symbol);
+               !dim.symbol.empty() && it != options.dims.end()) {
       shape.push_back(it->second);
     } else {
       shape.push_back(d == 0 ? options.batch : 1);
@@ -59,7 +61,8 @@ std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& optio
   auto types = model.input_types();
   for (const auto& [name, path] : options.files) {
     bool known = std::find(names.begin(), names.end(), name) != names.end();
-    if (!known) throw UsageError("--input names '" + name + "', which is not an input of the model");
+    if (!known)
+      throw UsageError("--input names '" + name + "', which is not an input of the model");
   }
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < names.size(); ++i) {

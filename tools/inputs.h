@@ -9,9 +9,9 @@
 namespace dprun::cli {
 
 struct InputOptions {
-  int64_t batch = 1;                          // size of symbolic leading dims
-  std::map<std::string, int64_t> dims;        // other symbolic dims by name (default 1)
-  std::map<std::string, std::string> files;   // input name -> .npy or .pb path
+  int64_t batch = 1;                         // size of symbolic leading dims
+  std::map<std::string, int64_t> dims;       // other symbolic dims by name (default 1)
+  std::map<std::string, std::string> files;  // input name -> .npy or .pb path
 };
 
 /// One tensor per model input, in model.input_names() order. Files are checked against the

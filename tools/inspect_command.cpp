@@ -28,7 +28,8 @@ int inspect_command(int argc, char** argv, int first) {
     std::printf("  %-24s %s\n", in->name.c_str(), in->type.to_string().c_str());
   for (const auto& in : graph->inputs)
     if (graph->initializers.count(in.name))
-      std::printf("  %-24s %s (optional, has a default)\n", in.name.c_str(), in.type.to_string().c_str());
+      std::printf("  %-24s %s (optional, has a default)\n", in.name.c_str(),
+                  in.type.to_string().c_str());
   std::printf("outputs:\n");
   for (const auto& out : graph->outputs)
     std::printf("  %-24s %s\n", out.name.c_str(), out.type.to_string().c_str());
@@ -52,7 +53,8 @@ int inspect_command(int argc, char** argv, int first) {
   if (missing.empty()) {
     std::printf("kernels: every node has a cpu kernel\n");
   } else {
-    std::printf("kernels: %zu node%s without a cpu kernel:\n", missing.size(), missing.size() == 1 ? "" : "s");
+    std::printf("kernels: %zu node%s without a cpu kernel:\n", missing.size(),
+                missing.size() == 1 ? "" : "s");
     for (const auto& m : missing) std::printf("  %s\n", m.c_str());
   }
   return 0;

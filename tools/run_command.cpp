@@ -17,8 +17,13 @@ namespace dprun::cli {
 
 int run_command(int argc, char** argv, int first) {
   Args args(argc, argv, first,
-            {{"devices"}, {"input", true, true}, {"batch"}, {"dim", true, true}, {"output-dir"},
-             {"threads"}, {"iters"}});
+            {{"devices"},
+             {"input", true, true},
+             {"batch"},
+             {"dim", true, true},
+             {"output-dir"},
+             {"threads"},
+             {"iters"}});
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
@@ -50,13 +55,16 @@ int run_command(int argc, char** argv, int first) {
   std::vector<Tensor> inputs = prepare_inputs(model, input_options);
   RunOptions run_options;
   run_options.threads =
-      threads > 0 ? threads
-                  : static_cast<int>(cpu_core_share(device.index, static_cast<int>(devices.size())).size());
+      threads > 0
+          ? threads
+          : static_cast<int>(cpu_core_share(device.index, static_cast<int>(devices.size())).size());
 
   std::vector<Tensor> outputs;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) outputs = model.run(inputs, run_options);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / iters;
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      iters;
 
   std::printf("model %s on %s\n", model_path.c_str(), device.to_string().c_str());
   auto names = model.input_names();
@@ -68,7 +76,9 @@ int run_command(int argc, char** argv, int first) {
     std::printf("  output %-24s %s %s\n", out_names[i].c_str(), outputs[i].describe().c_str(),
                 preview_values(outputs[i]).c_str());
     if (!output_dir.empty())
-      write_npy(outputs[i], (std::filesystem::path(output_dir) / (safe_file_name(out_names[i]) + ".npy")).string());
+      write_npy(
+          outputs[i],
+          (std::filesystem::path(output_dir) / (safe_file_name(out_names[i]) + ".npy")).string());
   }
   std::printf("time: %.3f ms per run (%d run%s)\n", ms, iters, iters == 1 ? "" : "s");
   return 0;

@@ -17,14 +17,16 @@ std::vector<Device> cpu_devices() {
 }
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 }  // namespace
 
 std::vector<Device> all_devices() {
   if (backend_available(DeviceType::CUDA)) {
     std::vector<Device> out;
-    for (int i = 0; i < backend_for(DeviceType::CUDA).device_count(); ++i) out.push_back(Device::cuda(i));
+    for (int i = 0; i < backend_for(DeviceType::CUDA).device_count(); ++i)
+      out.push_back(Device::cuda(i));
     return out;
   }
   return cpu_devices();
@@ -37,7 +39,8 @@ std::vector<Device> parse_device_list(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     DPRUN_CHECK(!item.empty(), "invalid device list '", text, "': empty entry");
     Device d = all_digits(item) ? Device::parse("cuda:" + item) : Device::parse(item);
     DPRUN_CHECK(std::find(out.begin(), out.end(), d) == out.end(), "invalid device list '", text,

@@ -31,7 +31,9 @@ struct CpuBackendRegistrar {
 } registrar;
 }  // namespace
 
-int available_cores() { return static_cast<int>(process_cpus().size()); }
+int available_cores() {
+  return static_cast<int>(process_cpus().size());
+}
 
 std::vector<int> cpu_core_share(int index, int count) {
   const auto& cpus = process_cpus();
@@ -55,11 +57,13 @@ CpuBackend& CpuBackend::instance() {
   return backend;
 }
 
-int CpuBackend::device_count() const { return available_cores(); }
+int CpuBackend::device_count() const {
+  return available_cores();
+}
 
 void CpuBackend::check_device(Device device) const {
-  DPRUN_CHECK(device.type == DeviceType::CPU && device.index >= 0, "not a CPU device: ",
-              device.to_string());
+  DPRUN_CHECK(device.type == DeviceType::CPU && device.index >= 0,
+              "not a CPU device: ", device.to_string());
 }
 
 std::shared_ptr<Allocator> CpuBackend::allocator(Device device) {
