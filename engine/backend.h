@@ -35,6 +35,11 @@ class Backend {
   /// Waits until all work queued on the device is done.
   virtual void synchronize(Device device) = 0;
   virtual DeviceProperties properties(Device device) const = 0;
+  /// Prepares the calling thread to run work for `device` when `device_count` devices of this
+  /// type work side by side (CPU: pin to the device's core share and set its intra-op
+  /// threads, `threads` or the share's size when 0; CUDA: make the device current).
+  /// Returns the intra-op thread count the thread will use.
+  virtual int prepare_worker_thread(Device device, int device_count, int threads) = 0;
 };
 
 /// The backend of a device type; throws Error when that type is not compiled in.

@@ -7,14 +7,20 @@
 namespace dprun {
 
 Model::Model(std::shared_ptr<const Graph> graph, Device device)
-    : plan_(Plan::build(graph, device.type)), device_(device) {
+    : plan_(Plan::build(graph, device.type)),
+      device_(device),
+      version_(std::make_shared<std::atomic<uint64_t>>(0)) {
   backend_for(device).check_device(device);
   for (int id : plan_->parameter_ids())
     parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));
 }
 
-Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters)
-    : plan_(std::move(plan)), device_(device), parameters_(std::move(parameters)) {
+Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
+             std::shared_ptr<std::atomic<uint64_t>> version)
+    : plan_(std::move(plan)),
+      device_(device),
+      parameters_(std::move(parameters)),
+      version_(version ? std::move(version) : std::make_shared<std::atomic<uint64_t>>(0)) {
   DPRUN_CHECK(device.type == plan_->device_type(), "a plan for ",
               device_type_name(plan_->device_type()), " cannot run on ", device.to_string());
   DPRUN_CHECK(parameters_.size() == plan_->parameter_ids().size(), "expected ",
@@ -22,7 +28,9 @@ Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor
 }
 
 std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
-  return execute_plan(*plan_, device_, parameters_, inputs, {}, options);
+  auto outputs = execute_plan(*plan_, device_, parameters_, inputs, {}, options);
+  if (!graph().state_updates.empty()) mark_parameters_changed();
+  return outputs;
 }
 
 std::vector<Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
@@ -41,7 +49,9 @@ std::vector<Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
     DPRUN_CHECK(graph().initializers.count(name), "the model has no input named '", name, "'");
     overrides.emplace(name, tensor);
   }
-  return execute_plan(*plan_, device_, parameters_, feeds, overrides, options);
+  auto outputs = execute_plan(*plan_, device_, parameters_, feeds, overrides, options);
+  if (!graph().state_updates.empty()) mark_parameters_changed();
+  return outputs;
 }
 
 std::vector<std::string> Model::input_names() const {

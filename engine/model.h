@@ -17,7 +17,11 @@ class Model {
   /// Throws Error listing every node without a kernel for that device.
   Model(std::shared_ptr<const Graph> graph, Device device);
   /// A model that shares `plan` (compiled for device.type) and uses `parameters` as-is.
-  Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters);
+  /// `version` is the parameter version counter; pass another model's (see
+  /// shared_version()) when the parameters share its storage, so a change through either
+  /// is seen by both. nullptr starts a new counter.
+  Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
+        std::shared_ptr<std::atomic<uint64_t>> version = nullptr);
 
   const Graph& graph() const { return plan_->graph(); }
   std::shared_ptr<const Plan> plan() const { return plan_; }
@@ -44,16 +48,17 @@ class Model {
   /// Copies `value` into the parameter's storage (dtype and shape must match) and bumps the
   /// version.
   void set_parameter(const std::string& name, const Tensor& value);
-  /// Increases whenever parameters are changed through this object (set_parameter or
-  /// mark_parameters_changed); replicas compare it to decide whether to copy again.
-  uint64_t parameters_version() const { return version_.load(); }
-  void mark_parameters_changed() { ++version_; }
+  /// Increases whenever parameters change: set_parameter, mark_parameters_changed, or a run
+  /// that performs in-place state updates. Replicas compare it to decide whether to copy again.
+  uint64_t parameters_version() const { return version_->load(); }
+  void mark_parameters_changed() const { ++*version_; }
+  std::shared_ptr<std::atomic<uint64_t>> shared_version() const { return version_; }
 
  private:
   std::shared_ptr<const Plan> plan_;
   Device device_;
   std::vector<Tensor> parameters_;
-  std::atomic<uint64_t> version_{0};
+  std::shared_ptr<std::atomic<uint64_t>> version_;
 };
 
 }  // namespace dprun

@@ -2,9 +2,11 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/error.h"
+#include "engine/parallel_for.h"
 
 namespace dprun {
 
@@ -81,8 +83,26 @@ void CpuBackend::copy(void* dst, Device, const void* src, Device, size_t bytes) 
 DeviceProperties CpuBackend::properties(Device device) const {
   DeviceProperties p;
   p.name = device.to_string();
-  p.compute_units = 0;  // set by the caller from the share it uses
+  p.compute_units = 1;
   return p;
+}
+
+int CpuBackend::prepare_worker_thread(Device device, int device_count, int threads) {
+  check_device(device);
+  std::vector<int> cores = cpu_core_share(device.index, std::max(device_count, 1));
+  int n = threads > 0 ? threads : static_cast<int>(cores.size());
+  // Re-pinning costs a parallel region; do it only when this thread's configuration changes.
+  thread_local std::vector<int> pinned_cores;
+  thread_local int pinned_threads = 0;
+  set_intra_op_threads(n);
+  if (pinned_cores == cores && pinned_threads == n) return n;
+  pin_current_thread(cores);
+  // OpenMP team threads inherit affinity only when created; re-pin the team to the share.
+#pragma omp parallel num_threads(n)
+  { pin_current_thread(cores); }
+  pinned_cores = cores;
+  pinned_threads = n;
+  return n;
 }
 
 }  // namespace dprun

@@ -20,6 +20,7 @@ class CpuBackend : public Backend {
             size_t bytes) override;
   void synchronize(Device) override {}
   DeviceProperties properties(Device device) const override;
+  int prepare_worker_thread(Device device, int device_count, int threads) override;
 
   static CpuBackend& instance();
 

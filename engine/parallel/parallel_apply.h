@@ -1,0 +1,30 @@
+#pragma once
+// parallel_apply(): run each replica on its own device worker, concurrently.
+#include <memory>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace dprun {
+
+struct ParallelApplyOptions {
+  int threads = 0;                      // intra-op threads per device; 0 = its core share
+  int device_count = 0;                 // devices sharing the machine; 0 = replicas.size()
+  std::vector<NodeObserver> observers;  // invoked once per replica, on its device
+};
+
+/// Per-replica timing of the last call, in seconds.
+struct ReplicaTiming {
+  Device device;
+  double busy_seconds = 0;
+};
+
+/// Runs replicas[i] on inputs[i] on the worker of replicas[i]->device(), all at once, and
+/// waits for all of them. When any replica fails, every worker is still joined first; then
+/// one Error is raised naming each failing replica, its device and its message.
+std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
+                                                const std::vector<std::vector<Tensor>>& inputs,
+                                                const ParallelApplyOptions& options = {},
+                                                std::vector<ReplicaTiming>* timings = nullptr);
+
+}  // namespace dprun

@@ -1,0 +1,132 @@
+#include "engine/parallel/scatter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace dprun {
+
+SplitPolicy parse_split_policy(const std::string& text) {
+  if (text == "chunk") return SplitPolicy::Chunk;
+  if (text == "even") return SplitPolicy::Even;
+  if (text == "weighted") return SplitPolicy::Weighted;
+  fail("unknown split policy '", text, "' (expected chunk, even or weighted)");
+}
+
+std::vector<int64_t> compute_chunk_sizes(int64_t n, size_t k, SplitPolicy policy,
+                                         const std::vector<double>& weights) {
+  DPRUN_CHECK(k > 0, "cannot split over zero devices");
+  DPRUN_CHECK(n >= 0, "cannot split a negative size");
+  std::vector<int64_t> sizes;
+  auto devices = static_cast<int64_t>(k);
+  switch (policy) {
+    case SplitPolicy::Chunk: {
+      if (n == 0) return {0};
+      int64_t chunk = (n + devices - 1) / devices;
+      for (int64_t start = 0; start < n; start += chunk) sizes.push_back(std::min(chunk, n - start));
+      return sizes;
+    }
+    case SplitPolicy::Even:
+      for (int64_t i = 0; i < devices; ++i) sizes.push_back(n / devices + (i < n % devices ? 1 : 0));
+      return sizes;
+    case SplitPolicy::Weighted: {
+      DPRUN_CHECK(weights.size() == k, "weighted split needs one weight per device: got ",
+                  weights.size(), " weights for ", k, " devices");
+      double total = 0;
+      for (double w : weights) {
+        DPRUN_CHECK(std::isfinite(w) && w > 0, "device weights must be positive, got ", w);
+        total += w;
+      }
+      // Largest-remainder rounding: floor shares, then hand out what is left by remainder.
+      std::vector<double> exact;
+      int64_t assigned = 0;
+      for (double w : weights) {
+        exact.push_back(static_cast<double>(n) * w / total);
+        sizes.push_back(static_cast<int64_t>(std::floor(exact.back())));
+        assigned += sizes.back();
+      }
+      std::vector<size_t> order(k);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return exact[a] - static_cast<double>(sizes[a]) > exact[b] - static_cast<double>(sizes[b]);
+      });
+      for (size_t i = 0; assigned < n; ++i, ++assigned) ++sizes[order[i % k]];
+      return sizes;
+    }
+  }
+  return sizes;
+}
+
+ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
+                      int64_t dim, const std::vector<int64_t>& chunk_sizes, SplitPolicy policy,
+                      const std::vector<double>& weights, const std::vector<InputSplit>& splits,
+                      const std::vector<std::string>& names) {
+  DPRUN_CHECK(!devices.empty(), "scatter: no devices given");
+  DPRUN_CHECK(splits.empty() || splits.size() == inputs.size(), "scatter: ", splits.size(),
+              " split rules for ", inputs.size(), " inputs");
+  auto name_of = [&](size_t i) {
+    return i < names.size() ? "'" + names[i] + "'" : "input " + std::to_string(i);
+  };
+
+  // Resolve each input's split dim (or -1 for broadcast) and the common split size.
+  std::vector<int64_t> split_dim(inputs.size(), -1);
+  int64_t n = -1;
+  size_t first_split = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    InputSplit rule = splits.empty() ? InputSplit{} : splits[i];
+    if (rule.broadcast || t.rank() == 0) continue;
+    int64_t d = rule.dim.value_or(dim);
+    DPRUN_CHECK(d >= -t.rank() && d < t.rank(), "scatter: dim ", d, " is out of range for ",
+                name_of(i), " of shape ", shape_to_string(t.shape()));
+    split_dim[i] = d < 0 ? d + t.rank() : d;
+    int64_t size = t.shape()[static_cast<size_t>(split_dim[i])];
+    if (n < 0) {
+      n = size;
+      first_split = i;
+    } else if (size != n) {
+      fail("scatter: inputs disagree on the split size: ", name_of(first_split), " has ", n,
+           " rows along its split dim but ", name_of(i), " has ", size);
+    }
+  }
+
+  std::vector<int64_t> sizes;
+  if (!chunk_sizes.empty()) {
+    DPRUN_CHECK(chunk_sizes.size() == devices.size(), "scatter: ", chunk_sizes.size(),
+                " chunk sizes for ", devices.size(), " devices");
+    int64_t total = 0;
+    for (int64_t s : chunk_sizes) {
+      DPRUN_CHECK(s >= 0, "scatter: negative chunk size ", s);
+      total += s;
+    }
+    DPRUN_CHECK(n < 0 || total == n, "scatter: chunk sizes sum to ", total, " but the split dim has ", n, " rows");
+    sizes = chunk_sizes;
+  } else if (n < 0) {
+    sizes.assign(1, 0);  // nothing to split: one replica gets the broadcast inputs
+  } else {
+    sizes = compute_chunk_sizes(n, devices.size(), policy, weights);
+  }
+
+  ScatterResult result;
+  int64_t start = 0;
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    if (sizes[c] == 0 && !(n < 0 && c == 0)) continue;
+    result.devices.push_back(devices[c]);
+    result.rows.push_back(sizes[c]);
+    std::vector<Tensor> chunk;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor part = split_dim[i] < 0 ? inputs[i] : inputs[i].narrow(split_dim[i], start, sizes[c]);
+      chunk.push_back(part.to(devices[c]));
+    }
+    result.inputs.push_back(std::move(chunk));
+    start += sizes[c];
+  }
+  if (result.devices.empty()) {  // n == 0: run one empty chunk so outputs keep their shapes
+    result.devices.push_back(devices[0]);
+    result.rows.push_back(0);
+    result.inputs.push_back(inputs);
+  }
+  return result;
+}
+
+}  // namespace dprun

@@ -1,0 +1,54 @@
+#pragma once
+// scatter(): split inputs into per-device chunks (torch.nn.parallel.scatter), with the
+// chunking policies and per-input split rules dprun adds.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace dprun {
+
+enum class SplitPolicy {
+  Chunk,     // torch.chunk: chunks of ceil(N/k) rows; may give fewer than k chunks
+  Even,      // exactly min(N, k) chunks whose sizes differ by at most one
+  Weighted,  // sizes proportional to per-device weights (largest-remainder rounding)
+};
+
+/// Parses "chunk", "even" or "weighted"; throws Error otherwise.
+SplitPolicy parse_split_policy(const std::string& text);
+
+/// How one input is distributed: split along a dim, or broadcast whole to every replica.
+struct InputSplit {
+  std::optional<int64_t> dim;  // nullopt: use the DataParallel dim
+  bool broadcast = false;
+  static InputSplit along(int64_t d) { return {d, false}; }
+  static InputSplit whole() { return {std::nullopt, true}; }
+};
+
+/// Chunk sizes of `n` rows over `k` devices under `policy` (`weights` for Weighted, one per
+/// device, positive). Zero-sized chunks are dropped only by Chunk (as torch.chunk does);
+/// Even and Weighted keep one entry per device, possibly 0.
+std::vector<int64_t> compute_chunk_sizes(int64_t n, size_t k, SplitPolicy policy,
+                                         const std::vector<double>& weights = {});
+
+struct ScatterResult {
+  std::vector<Device> devices;              // devices that received a non-empty chunk, in order
+  std::vector<int64_t> rows;                // rows of the split dim each of them got
+  std::vector<std::vector<Tensor>> inputs;  // per device, the inputs in order
+};
+
+/// Splits `inputs` along `dim` across `devices`. `chunk_sizes`, when given, must have one
+/// entry per device (>= 0) summing to the split dim's size; devices with a 0 chunk get no
+/// work. Otherwise the sizes come from compute_chunk_sizes(policy). `splits` (optional, one
+/// per input) overrides the dim or broadcasts an input. 0-d inputs are broadcast. All split
+/// inputs must have the same size along their split dims: a mismatch is an error naming the
+/// inputs (`names`, optional), where PyTorch would silently truncate.
+ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
+                      int64_t dim, const std::vector<int64_t>& chunk_sizes = {},
+                      SplitPolicy policy = SplitPolicy::Chunk,
+                      const std::vector<double>& weights = {},
+                      const std::vector<InputSplit>& splits = {},
+                      const std::vector<std::string>& names = {});
+
+}  // namespace dprun
