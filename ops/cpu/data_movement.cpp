@@ -1,0 +1,114 @@
+#include "ops/cpu/data_movement.h"
+
+namespace dprun {
+namespace {
+
+constexpr int64_t kTile = 32;
+
+template <class U>
+void strided_copy_typed(const U* src, int64_t src_offset, const Shape& shape,
+                        const std::vector<int64_t>& strides, U* dst) {
+  const size_t n = shape.size();
+  const int64_t total = shape_numel(shape);
+  const size_t last = n - 1;
+  const int64_t row = shape[last];
+  const int64_t row_stride = strides[last];
+
+  // A dimension other than the innermost that reads contiguously: the copy is a transpose of
+  // that dim with the innermost one, done in tiles so reads and writes both stay in cache.
+  size_t unit = n;
+  if (row_stride != 1 && row >= 8)
+    for (size_t d = 0; d < last; ++d)
+      if (strides[d] == 1 && shape[d] >= 8) unit = d;
+
+  if (unit < n) {
+    const std::vector<int64_t> dst_strides = contiguous_strides(shape);
+    std::vector<int64_t> outer_shape, outer_src, outer_dst;
+    for (size_t d = 0; d < last; ++d)
+      if (d != unit) {
+        outer_shape.push_back(shape[d]);
+        outer_src.push_back(strides[d]);
+        outer_dst.push_back(dst_strides[d]);
+      }
+    const int64_t rows_u = shape[unit];
+    const int64_t dst_stride_u = dst_strides[unit];
+    const int64_t tiles_u = (rows_u + kTile - 1) / kTile;
+    const int64_t outer = total / (rows_u * row);
+    parallel_for(outer * tiles_u, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t w = begin; w < end; ++w) {
+        Odometer od(outer_shape, outer_src, outer_dst, w / tiles_u);
+        const int64_t u0 = (w % tiles_u) * kTile, u1 = std::min(u0 + kTile, rows_u);
+        const U* s = src + src_offset + od.a;
+        U* o = dst + od.b;
+        for (int64_t k0 = 0; k0 < row; k0 += kTile) {
+          const int64_t k1 = std::min(k0 + kTile, row);
+          for (int64_t u = u0; u < u1; ++u)
+            for (int64_t k = k0; k < k1; ++k) o[u * dst_stride_u + k] = s[u + k * row_stride];
+        }
+      }
+    });
+    return;
+  }
+
+  const std::vector<int64_t> outer_shape(shape.begin(), shape.begin() + static_cast<long>(last));
+  const std::vector<int64_t> outer_src(strides.begin(), strides.begin() + static_cast<long>(last));
+  const std::vector<int64_t> outer_dst = contiguous_strides(outer_shape);
+  const int64_t rows = total / row;
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / row);
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    Odometer od(outer_shape, outer_src, outer_dst, begin);
+    for (int64_t r = begin; r < end; ++r, od.next()) {
+      const U* s = src + src_offset + od.a;
+      U* o = dst + r * row;
+      if (row_stride == 1) {
+        std::memcpy(o, s, static_cast<size_t>(row) * sizeof(U));
+      } else {
+        for (int64_t k = 0; k < row; ++k) o[k] = s[k * row_stride];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void strided_copy(const void* src, int64_t src_offset, Shape out_shape,
+                  std::vector<int64_t> src_strides, void* dst, size_t elem_size) {
+  DPRUN_CHECK(out_shape.size() == src_strides.size(), "strided_copy: rank mismatch");
+  if (shape_numel(out_shape) == 0) return;
+  // Drop unit dims, then merge neighbours that are contiguous with each other in the source.
+  Shape shape;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    if (out_shape[d] == 1) continue;
+    if (!shape.empty() && strides.back() == src_strides[d] * out_shape[d]) {
+      shape.back() *= out_shape[d];
+      strides.back() = src_strides[d];
+    } else {
+      shape.push_back(out_shape[d]);
+      strides.push_back(src_strides[d]);
+    }
+  }
+  if (shape.empty()) {
+    shape.push_back(1);
+    strides.push_back(1);
+  }
+  visit_element_size(elem_size, [&](auto zero) {
+    using U = decltype(zero);
+    strided_copy_typed(static_cast<const U*>(src), src_offset, shape, strides,
+                       static_cast<U*>(dst));
+  });
+}
+
+void permute_copy(const void* src, const Shape& in_shape, const std::vector<int64_t>& perm,
+                  void* dst, size_t elem_size) {
+  const std::vector<int64_t> in_strides = contiguous_strides(in_shape);
+  Shape out_shape(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) {
+    out_shape[k] = in_shape[static_cast<size_t>(perm[k])];
+    strides[k] = in_strides[static_cast<size_t>(perm[k])];
+  }
+  strided_copy(src, 0, out_shape, strides, dst, elem_size);
+}
+
+}  // namespace dprun

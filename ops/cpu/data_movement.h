@@ -1,0 +1,125 @@
+#pragma once
+// Helpers shared by the shape and data-movement kernels: reading small integer inputs
+// (shapes, axes, pads), and type-agnostic strided copies that move elements by byte size.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/parallel_for.h"
+
+namespace dprun {
+
+/// Values of an integer tensor (any integer dtype) as int64, e.g. a shape or axes input.
+inline std::vector<int64_t> read_int64_values(const Tensor& t, const KernelContext& ctx,
+                                              const char* what) {
+  if (!is_integral(t.dtype())) ctx.fail(what, " must be an integer tensor, got ", t.describe());
+  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+  visit_dtype(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T* p = t.data<T>();
+      for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+    }
+  });
+  return out;
+}
+
+/// A 1-element integer tensor (0-d or [1]) as int64.
+inline int64_t read_int64_scalar(const Tensor& t, const KernelContext& ctx, const char* what) {
+  if (t.numel() != 1) ctx.fail(what, " must hold exactly one value, got ", t.describe());
+  return read_int64_values(t, ctx, what)[0];
+}
+
+/// Row-major element strides of a shape.
+inline std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// Calls f(U{}) with an unsigned integer type U of `size` bytes, so copies of any dtype become
+/// plain integer moves.
+template <class F>
+decltype(auto) visit_element_size(size_t size, F&& f) {
+  switch (size) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    case 8:
+      return f(uint64_t{});
+    default:
+      fail("unsupported element size ", size);
+  }
+}
+
+/// Normalises an index into [0, size), accepting negatives counted from the end; throws with
+/// context when out of range.
+inline int64_t normalize_index(int64_t index, int64_t size, const KernelContext& ctx,
+                               const char* what) {
+  int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size)
+    ctx.fail(what, " ", index, " is out of range for a dimension of size ", size);
+  return i;
+}
+
+/// Reads an index tensor (int32 or int64) into int64, normalising negatives against `size`
+/// and validating the range.
+inline std::vector<int64_t> read_indices(const Tensor& t, int64_t size, const KernelContext& ctx,
+                                         const char* what) {
+  if (t.dtype() != DType::Int32 && t.dtype() != DType::Int64)
+    ctx.fail(what, " must be int32 or int64, got ", t.describe());
+  std::vector<int64_t> out = read_int64_values(t, ctx, what);
+  for (auto& v : out) v = normalize_index(v, size, ctx, what);
+  return out;
+}
+
+/// Walks a multi-index over `shape` in row-major order, tracking the matching element
+/// offsets in two layouts (source and destination).
+struct Odometer {
+  const std::vector<int64_t>& shape;
+  const std::vector<int64_t>& a_strides;
+  const std::vector<int64_t>& b_strides;
+  std::vector<int64_t> index;
+  int64_t a = 0, b = 0;
+
+  Odometer(const std::vector<int64_t>& s, const std::vector<int64_t>& as,
+           const std::vector<int64_t>& bs, int64_t flat)
+      : shape(s), a_strides(as), b_strides(bs), index(s.size(), 0) {
+    for (size_t d = shape.size(); d-- > 0;) {
+      index[d] = flat % shape[d];
+      flat /= shape[d];
+      a += index[d] * a_strides[d];
+      b += index[d] * b_strides[d];
+    }
+  }
+  void next() {
+    for (size_t d = shape.size(); d-- > 0;) {
+      ++index[d];
+      a += a_strides[d];
+      b += b_strides[d];
+      if (index[d] < shape[d]) return;
+      a -= a_strides[d] * shape[d];
+      b -= b_strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+};
+
+/// Copies a strided view of `src` into the contiguous buffer `dst`: dst element with
+/// multi-index (i_0..i_n) of `out_shape` is src[offset + sum i_k * src_strides[k]] (element
+/// strides, possibly negative or zero). Dims are merged where possible; a unit innermost
+/// stride becomes memcpy of rows, a transposed innermost dim is copied in cache tiles.
+void strided_copy(const void* src, int64_t src_offset, Shape out_shape,
+                  std::vector<int64_t> src_strides, void* dst, size_t elem_size);
+
+/// Copies `src` (contiguous, shape `in_shape`) into `dst` permuted: out dim k is in dim perm[k].
+void permute_copy(const void* src, const Shape& in_shape, const std::vector<int64_t>& perm,
+                  void* dst, size_t elem_size);
+
+}  // namespace dprun

@@ -1,0 +1,168 @@
+// Reshape, Flatten, Squeeze, Unsqueeze: new shapes over the same storage (no copy).
+#include <set>
+
+#include "ops/cpu/data_movement.h"
+
+namespace dprun {
+namespace {
+
+/// Resolves an ONNX Reshape target: 0 copies the input dim (unless allowzero), -1 is inferred.
+Shape resolve_reshape(const Shape& in, const std::vector<int64_t>& target, bool allowzero,
+                      const KernelContext& ctx) {
+  Shape out(target.size());
+  int64_t infer = -1, known = 1;
+  bool has_zero = false;
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t v = target[i];
+    if (v == -1) {
+      if (infer >= 0) ctx.fail("shape ", shape_to_string(target), " has more than one -1");
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (v < -1) ctx.fail("shape ", shape_to_string(target), " has invalid entry ", v);
+    if (v == 0 && !allowzero) {
+      if (i >= in.size())
+        ctx.fail("shape ", shape_to_string(target), " copies dim ", i, " (0) but the input ",
+                 shape_to_string(in), " has rank ", in.size());
+      v = in[i];
+    }
+    if (v == 0) has_zero = true;
+    out[i] = v;
+    known *= v;
+  }
+  const int64_t numel = shape_numel(in);
+  if (infer >= 0) {
+    if (allowzero && has_zero)
+      ctx.fail("shape ", shape_to_string(target), " combines 0 and -1 with allowzero=1");
+    if (known == 0 || numel % known != 0)
+      ctx.fail("cannot reshape ", shape_to_string(in), " to ", shape_to_string(target),
+               ": the -1 dim cannot be inferred");
+    out[static_cast<size_t>(infer)] = numel / known;
+  }
+  if (shape_numel(out) != numel)
+    ctx.fail("cannot reshape ", shape_to_string(in), " (", numel, " elements) to ",
+             shape_to_string(target));
+  return out;
+}
+
+// Reshape-1..4 takes the target from the `shape` attribute; 5+ from input 1, with allowzero
+// since 14 (absent attribute = 0 before that, identical semantics).
+class ReshapeKernel : public OpKernel {
+ public:
+  explicit ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5) {
+    const Node& n = info.node;
+    if (from_attr_) shape_ = n.attr_ints("shape");
+    allowzero_ = n.attr_int("allowzero", 0) != 0;
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    std::vector<int64_t> target =
+        from_attr_ ? shape_ : read_int64_values(ctx.input(1), ctx, "shape");
+    if (!from_attr_ && ctx.input(1).rank() != 1)
+      ctx.fail("shape input must be 1-D, got ", ctx.input(1).describe());
+    ctx.set_output(0, x.reshape(resolve_reshape(x.shape(), target, allowzero_, ctx)));
+  }
+
+ private:
+  bool from_attr_;
+  bool allowzero_ = false;
+  std::vector<int64_t> shape_;
+};
+
+class FlattenKernel : public OpKernel {
+ public:
+  explicit FlattenKernel(const KernelInfo& info) : axis_(info.node.attr_int("axis", 1)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const int64_t r = x.rank();
+    int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+    if (axis < 0 || axis > r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= x.shape()[static_cast<size_t>(d)];
+    ctx.set_output(0, x.reshape({outer, inner}));
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// Squeeze/Unsqueeze: `axes` is an attribute before opset 13 and an input from 13.
+class SqueezeKernel : public OpKernel {
+ public:
+  explicit SqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+    if (from_attr_ && info.node.has_attr("axes")) {
+      axes_ = info.node.attr_ints("axes");
+      has_axes_ = true;
+    }
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    std::vector<int64_t> axes = axes_;
+    bool has_axes = has_axes_;
+    if (!from_attr_ && ctx.has_input(1)) {
+      axes = read_int64_values(ctx.input(1), ctx, "axes");
+      has_axes = true;
+    }
+    const Shape& in = x.shape();
+    std::vector<bool> drop(in.size(), false);
+    if (!has_axes) {
+      for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
+    } else {
+      for (int64_t a : axes) {
+        int64_t d = a < 0 ? a + x.rank() : a;
+        if (d < 0 || d >= x.rank()) ctx.fail("axis ", a, " is out of range for rank ", x.rank());
+        if (in[static_cast<size_t>(d)] != 1)
+          ctx.fail("cannot squeeze axis ", a, " of shape ", shape_to_string(in),
+                   ": its size is not 1");
+        drop[static_cast<size_t>(d)] = true;
+      }
+    }
+    Shape out;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!drop[d]) out.push_back(in[d]);
+    ctx.set_output(0, x.reshape(out));
+  }
+
+ private:
+  bool from_attr_;
+  bool has_axes_ = false;
+  std::vector<int64_t> axes_;
+};
+
+class UnsqueezeKernel : public OpKernel {
+ public:
+  explicit UnsqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+    if (from_attr_) axes_ = info.node.attr_ints("axes");
+  }
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    std::vector<int64_t> axes = from_attr_ ? axes_ : read_int64_values(ctx.input(1), ctx, "axes");
+    const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
+    std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+    for (int64_t a : axes) {
+      int64_t d = a < 0 ? a + out_rank : a;
+      if (d < 0 || d >= out_rank)
+        ctx.fail("axis ", a, " is out of range for output rank ", out_rank);
+      if (inserted[static_cast<size_t>(d)]) ctx.fail("axis ", a, " is repeated in axes");
+      inserted[static_cast<size_t>(d)] = true;
+    }
+    Shape out;
+    size_t next = 0;
+    for (size_t d = 0; d < inserted.size(); ++d) out.push_back(inserted[d] ? 1 : x.shape()[next++]);
+    ctx.set_output(0, x.reshape(out));
+  }
+
+ private:
+  bool from_attr_;
+  std::vector<int64_t> axes_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Reshape", .since = 1, .factory = make_kernel<ReshapeKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Flatten", .since = 1, .factory = make_kernel<FlattenKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Squeeze", .since = 1, .factory = make_kernel<SqueezeKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Unsqueeze",
+                       .since = 1,
+                       .factory = make_kernel<UnsqueezeKernel>});
+
+}  // namespace
+}  // namespace dprun
