@@ -7,5 +7,6 @@ namespace dprun::cli {
 int run_command(int argc, char** argv, int first);
 int inspect_command(int argc, char** argv, int first);
 int conformance_command(int argc, char** argv, int first);
+int bench_command(int argc, char** argv, int first);
 
 }  // namespace dprun::cli

@@ -13,27 +13,40 @@ const char* kUsage =
     R"(dprun - data-parallel ONNX execution engine
 
 usage:
-  dprun MODEL.onnx [options]          run a model (random inputs unless --input is given)
+  dprun MODEL.onnx [options]          run a model data-parallel (random inputs unless --input)
   dprun run MODEL.onnx [options]      the same
+  dprun bench MODEL.onnx [options]    measure throughput (samples/s) over the devices
   dprun inspect MODEL.onnx            inputs, outputs, opsets, op histogram, parameters
   dprun conformance [options]         run the ONNX backend conformance suite
 
-run options:
-  --devices LIST        all | cpu | cpu:0,cpu:1 | cuda:0,cuda:1 | 0,1 (default: all)
-  --input NAME=FILE     input from a .npy file (or an ONNX TensorProto .pb); repeatable
-  --batch N             size of symbolic leading dims of generated inputs (default 1)
-  --dim NAME=N          size of another symbolic dim of generated inputs; repeatable
-  --output-dir DIR      write each output to DIR/NAME.npy
-  --threads N           intra-op threads per device (default: the device's core share)
-  --iters N             run N times and report the mean time (default 1)
+run and bench options:
+  --devices LIST         all | cpu | cpu:0,cpu:1 | cuda:0,cuda:1 | 0,1 (default: all; all means
+                         every CUDA GPU if there is one, else one CPU device per core)
+  --dim D                dim to split inputs and gather outputs along (default 0; may be negative)
+  --output-device DEV    where outputs are gathered (default: the first device)
+  --split NAME=DIM|none  split input NAME along DIM, or give it whole to every device; repeatable
+  --split-policy P       chunk (torch.chunk sizes, default) | even | weighted
+  --weights W0,W1,...    device weights for --split-policy weighted (default: measured)
+  --threads N            intra-op threads per device (default: the device's core share)
+  --input NAME=FILE      input from a .npy file (or an ONNX TensorProto .pb); repeatable
+  --batch N              size of symbolic leading dims of generated inputs (default 1)
+  --symbol NAME=N        size of another symbolic dim of generated inputs; repeatable
+run only:
+  --output-dir DIR       write each output to DIR/NAME.npy
+  --json FILE            write devices_used, chunk_rows and output shapes as JSON
+  --iters N              run N times and report the mean time (default 1)
+bench only:
+  --iters N --warmup N   timed and untimed iterations (default 20 and 3)
+  --sweep                also run on the first 1..N devices and print the scaling table
+  --json FILE            write samples_per_s, batch, iters, devices and per-device figures
 
 conformance options:
-  --data DIR            test data root (default /usr/share/libonnx-testdata/data)
-  --suite LIST          comma-separated suites (default node,pytorch-converted,pytorch-operator,simple)
-  --filter TEXT         only tests whose name contains TEXT
-  --expected FILE       fail (exit 1) if a test listed in FILE does not pass
-  --write-passing FILE  write the names of passing tests to FILE
-  --verbose             print every test's result
+  --data DIR             test data root (default /usr/share/libonnx-testdata/data)
+  --suite LIST           comma-separated suites (default node,pytorch-converted,pytorch-operator,simple)
+  --filter TEXT          only tests whose name contains TEXT
+  --expected FILE        fail (exit 1) if a test listed in FILE does not pass
+  --write-passing FILE   write the names of passing tests to FILE
+  --verbose              print every test's result
 
 exit status: 0 success, 1 runtime error, 2 usage error
 )";
@@ -60,6 +73,7 @@ int main(int argc, char** argv) {
     if (first == "inspect") return inspect_command(argc, argv, 2);
     if (first == "conformance") return conformance_command(argc, argv, 2);
     if (first == "run") return run_command(argc, argv, 2);
+    if (first == "bench") return bench_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dprun: %s\n", e.what());

@@ -1,76 +1,92 @@
-// `dprun MODEL.onnx`: load, place on the first device, run, print and save outputs.
+// `dprun MODEL.onnx`: load the model on the first device, run it data-parallel over the
+// device list, print how the batch was split and the gathered outputs, save them.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
-#include "engine/backends/cpu/cpu_backend.h"
 #include "engine/parallel/device_list.h"
-#include "engine/parallel_for.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
-#include "tools/cli_args.h"
 #include "tools/commands.h"
 #include "tools/format.h"
-#include "tools/inputs.h"
+#include "tools/parallel_options.h"
 
 namespace dprun::cli {
 
+namespace {
+
+void write_json(const std::string& path, const DataParallelRun& run,
+                const std::vector<std::string>& names, const std::vector<Tensor>& outputs,
+                double ms) {
+  std::ostringstream out;
+  out << "{\n  \"devices_used\": [";
+  for (size_t i = 0; i < run.devices_used.size(); ++i)
+    out << (i ? ", " : "") << json_string(run.devices_used[i].to_string());
+  out << "],\n  \"chunk_rows\": [";
+  for (size_t i = 0; i < run.chunk_rows.size(); ++i) out << (i ? ", " : "") << run.chunk_rows[i];
+  out << "],\n  \"outputs\": {";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out << (i ? ", " : "") << json_string(names[i]) << ": [";
+    for (size_t d = 0; d < outputs[i].shape().size(); ++d)
+      out << (d ? ", " : "") << outputs[i].shape()[d];
+    out << "]";
+  }
+  out << "},\n  \"dtypes\": {";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out << (i ? ", " : "") << json_string(names[i]) << ": "
+        << json_string(std::string(dtype_name(outputs[i].dtype())));
+  out << "},\n  \"milliseconds\": " << ms << "\n}\n";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream file(tmp);
+    file << out.str();
+    if (!file.flush()) fail(path, ": cannot be written");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
 int run_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first,
-            {{"devices"},
-             {"input", true, true},
-             {"batch"},
-             {"dim", true, true},
-             {"output-dir"},
-             {"threads"},
-             {"iters"}});
+  auto specs = parallel_option_specs();
+  specs.insert(specs.end(), {{"output-dir"}, {"json"}, {"iters"}});
+  Args args(argc, argv, first, specs);
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
-  InputOptions input_options;
-  input_options.batch = args.get_int("batch", 1, 1, 1 << 30);
-  for (const auto& spec : args.all("dim")) {
-    auto [name, value] = split_assignment(spec, "dim");
-    int64_t n = parse_int(value, "--dim " + name);
-    if (n < 1) throw UsageError("--dim " + name + " must be positive");
-    input_options.dims[name] = n;
-  }
-  for (const auto& spec : args.all("input")) {
-    auto [name, path] = split_assignment(spec, "input");
-    if (input_options.files.count(name)) throw UsageError("--input '" + name + "' given twice");
-    input_options.files[name] = path;
-  }
-  int threads = static_cast<int>(args.get_int("threads", 0, 1, 1024));
+  DataParallelOptions options = parse_parallel_options(args);
+  InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 1, 1, 1000000));
-  std::vector<Device> devices;
-  try {
-    devices = parse_device_list(args.get("devices").value_or("all"));
-  } catch (const Error& e) {
-    throw UsageError(std::string("--devices: ") + e.what());
-  }
   std::string output_dir = args.get("output-dir").value_or("");
+  std::string json_path = args.get("json").value_or("");
 
-  Device device = devices.front();
-  Model model = load_model(model_path, device);
-  std::vector<Tensor> inputs = prepare_inputs(model, input_options);
-  RunOptions run_options;
-  run_options.threads =
-      threads > 0
-          ? threads
-          : static_cast<int>(cpu_core_share(device.index, static_cast<int>(devices.size())).size());
+  auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
+  std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
+  DataParallel parallel(model, options);
 
   std::vector<Tensor> outputs;
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) outputs = model.run(inputs, run_options);
+  for (int i = 0; i < iters; ++i) outputs = parallel.forward(inputs);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
       iters;
+  DataParallelRun run = parallel.last_run();
 
-  std::printf("model %s on %s\n", model_path.c_str(), device.to_string().c_str());
-  auto names = model.input_names();
+  std::printf("model %s on %s\n", model_path.c_str(),
+              device_list_to_string(options.device_ids).c_str());
+  auto names = model->input_names();
   for (size_t i = 0; i < inputs.size(); ++i)
     std::printf("  input  %-24s %s\n", names[i].c_str(), inputs[i].describe().c_str());
-  auto out_names = model.output_names();
+  std::printf("split along dim %lld (%s):\n", static_cast<long long>(options.dim),
+              options.split_policy == SplitPolicy::Chunk  ? "chunk"
+              : options.split_policy == SplitPolicy::Even ? "even"
+                                                          : "weighted");
+  for (size_t i = 0; i < run.devices_used.size(); ++i)
+    std::printf("  %-8s %lld rows\n", run.devices_used[i].to_string().c_str(),
+                static_cast<long long>(i < run.chunk_rows.size() ? run.chunk_rows[i] : 0));
+  auto out_names = model->output_names();
   if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::printf("  output %-24s %s %s\n", out_names[i].c_str(), outputs[i].describe().c_str(),
@@ -80,6 +96,7 @@ int run_command(int argc, char** argv, int first) {
           outputs[i],
           (std::filesystem::path(output_dir) / (safe_file_name(out_names[i]) + ".npy")).string());
   }
+  if (!json_path.empty()) write_json(json_path, run, out_names, outputs, ms);
   std::printf("time: %.3f ms per run (%d run%s)\n", ms, iters, iters == 1 ? "" : "s");
   return 0;
 }

@@ -10,8 +10,9 @@ namespace {
 void warn_scalars_once() {
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true))
-    warn("was asked to gather along dimension 0, but all input tensors were scalars; will "
-         "instead unsqueeze and return a vector");
+    warn(
+        "was asked to gather along dimension 0, but all input tensors were scalars; will "
+        "instead unsqueeze and return a vector");
 }
 }  // namespace
 
@@ -48,7 +49,8 @@ std::vector<Tensor> gather(const std::vector<std::vector<Tensor>>& outputs, Devi
         fail("gather: output ", o, " of replica ", r, " is ", parts[r].describe(),
              " but replica 0 gave ", first.describe(), "; they must agree outside dim ", d);
     }
-    gathered.push_back(parts.size() == 1 ? first.to(output_device) : concat(parts, d, output_device));
+    gathered.push_back(parts.size() == 1 ? first.to(output_device)
+                                         : concat(parts, d, output_device));
   }
   return gathered;
 }

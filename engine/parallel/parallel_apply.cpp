@@ -26,7 +26,8 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     done.push_back(device_worker(device).submit([&, i, replica, device] {
       auto start = std::chrono::steady_clock::now();
       RunOptions run;
-      run.threads = backend_for(device).prepare_worker_thread(device, device_count, options.threads);
+      run.threads =
+          backend_for(device).prepare_worker_thread(device, device_count, options.threads);
       run.observers = options.observers;
       results[i] = replica->run(inputs[i], run);
       busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -2,12 +2,14 @@
 
 namespace dprun {
 
-std::vector<std::shared_ptr<Model>> replicate(const Model& model, const std::vector<Device>& devices) {
+std::vector<std::shared_ptr<Model>> replicate(const Model& model,
+                                              const std::vector<Device>& devices) {
   DPRUN_CHECK(!devices.empty(), "replicate: no devices given");
-  DPRUN_CHECK(model.device() == devices[0], "replicate: the model is on ", model.device().to_string(),
-              ", not on devices[0] (", devices[0].to_string(), ")");
+  DPRUN_CHECK(model.device() == devices[0], "replicate: the model is on ",
+              model.device().to_string(), ", not on devices[0] (", devices[0].to_string(), ")");
   std::vector<std::shared_ptr<Model>> replicas;
-  replicas.push_back(std::make_shared<Model>(model.plan(), devices[0], model.parameters(), model.shared_version()));
+  replicas.push_back(std::make_shared<Model>(model.plan(), devices[0], model.parameters(),
+                                             model.shared_version()));
   std::shared_ptr<const Plan> other_type_plan;
   for (size_t i = 1; i < devices.size(); ++i) {
     std::shared_ptr<const Plan> plan = model.plan();

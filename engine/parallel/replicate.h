@@ -11,7 +11,8 @@ namespace dprun {
 /// and version counter (in-place updates made through it reach the base); the others hold
 /// copies. Replicas on devices of the base's type share its Plan; other device types get a
 /// plan of their own. Throws Error when `devices` is empty or the base is not on devices[0].
-std::vector<std::shared_ptr<Model>> replicate(const Model& model, const std::vector<Device>& devices);
+std::vector<std::shared_ptr<Model>> replicate(const Model& model,
+                                              const std::vector<Device>& devices);
 
 /// Copies the base's current parameter values into `replica` (same plan layout), in place.
 void refresh_replica(const Model& base, Model& replica);

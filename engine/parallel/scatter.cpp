@@ -23,11 +23,13 @@ std::vector<int64_t> compute_chunk_sizes(int64_t n, size_t k, SplitPolicy policy
     case SplitPolicy::Chunk: {
       if (n == 0) return {0};
       int64_t chunk = (n + devices - 1) / devices;
-      for (int64_t start = 0; start < n; start += chunk) sizes.push_back(std::min(chunk, n - start));
+      for (int64_t start = 0; start < n; start += chunk)
+        sizes.push_back(std::min(chunk, n - start));
       return sizes;
     }
     case SplitPolicy::Even:
-      for (int64_t i = 0; i < devices; ++i) sizes.push_back(n / devices + (i < n % devices ? 1 : 0));
+      for (int64_t i = 0; i < devices; ++i)
+        sizes.push_back(n / devices + (i < n % devices ? 1 : 0));
       return sizes;
     case SplitPolicy::Weighted: {
       DPRUN_CHECK(weights.size() == k, "weighted split needs one weight per device: got ",
@@ -99,7 +101,8 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
       DPRUN_CHECK(s >= 0, "scatter: negative chunk size ", s);
       total += s;
     }
-    DPRUN_CHECK(n < 0 || total == n, "scatter: chunk sizes sum to ", total, " but the split dim has ", n, " rows");
+    DPRUN_CHECK(n < 0 || total == n, "scatter: chunk sizes sum to ", total,
+                " but the split dim has ", n, " rows");
     sizes = chunk_sizes;
   } else if (n < 0) {
     sizes.assign(1, 0);  // nothing to split: one replica gets the broadcast inputs

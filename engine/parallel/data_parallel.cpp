@@ -1,0 +1,229 @@
+#include "engine/parallel/data_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "engine/backend.h"
+#include "engine/backends/cpu/cpu_backend.h"
+#include "engine/parallel/gather.h"
+#include "engine/parallel/replicate.h"
+#include "engine/warning.h"
+
+namespace dprun {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// PyTorch warns when a GPU has less than 75% of the memory or cores of the largest; CPU
+// virtual devices are unequal when their core shares differ.
+void warn_if_imbalanced(const std::vector<Device>& devices) {
+  std::vector<double> compute, memory;
+  for (const Device& d : devices) {
+    if (d.type == DeviceType::CPU) {
+      compute.push_back(
+          static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()));
+      memory.push_back(0);
+    } else {
+      DeviceProperties p = backend_for(d).properties(d);
+      compute.push_back(p.compute_units);
+      memory.push_back(static_cast<double>(p.total_memory));
+    }
+  }
+  auto check = [&](const std::vector<double>& values, const char* what) {
+    double most = *std::max_element(values.begin(), values.end());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (most > 0 && values[i] < 0.75 * most) {
+        warn("there is an imbalance between your devices: " + devices[i].to_string() + " has " +
+             std::to_string(static_cast<int64_t>(values[i])) + " " + what + " against " +
+             std::to_string(static_cast<int64_t>(most)) +
+             " on the largest; the slowest device will pace every step");
+        return;
+      }
+  };
+  check(compute, devices[0].type == DeviceType::CPU ? "cores" : "compute units");
+  check(memory, "bytes of memory");
+}
+
+}  // namespace
+
+DataParallel::DataParallel(std::shared_ptr<Model> module, DataParallelOptions options)
+    : module_(std::move(module)), options_(std::move(options)) {
+  DPRUN_CHECK(module_ != nullptr, "DataParallel: no model given");
+  const auto& ids = options_.device_ids;
+  std::set<Device> seen;
+  for (const Device& d : ids) {
+    DPRUN_CHECK(seen.insert(d).second, "DataParallel: device ", d.to_string(), " is listed twice");
+    backend_for(d).check_device(d);
+  }
+  if (ids.empty()) return;
+  for (const Tensor& p : module_->parameters())
+    if (p.device() != ids[0])
+      fail("module must have its parameters on device ", ids[0].to_string(),
+           " (device_ids[0]) but found one of them on device: ", p.device().to_string());
+  if (module_->device() != ids[0])
+    fail("module must run on device ", ids[0].to_string(), " (device_ids[0]) but is placed on ",
+         module_->device().to_string());
+  if (options_.split_policy == SplitPolicy::Weighted && !options_.weights.empty())
+    DPRUN_CHECK(options_.weights.size() == ids.size(), "DataParallel: ", options_.weights.size(),
+                " weights for ", ids.size(), " devices");
+  if (ids.size() > 1) warn_if_imbalanced(ids);
+}
+
+Device DataParallel::output_device() const {
+  if (options_.output_device) return *options_.output_device;
+  return options_.device_ids.empty() ? module_->device() : options_.device_ids[0];
+}
+
+DataParallelRun DataParallel::last_run() const {
+  std::lock_guard lock(mutex_);
+  return last_run_;
+}
+
+void DataParallel::ensure_replicas(size_t count, DataParallelRun& run) {
+  const auto& ids = options_.device_ids;
+  uint64_t version = module_->parameters_version();
+  bool stale = replicas_.empty() || !options_.cache_replicas || version != replicated_version_;
+  if (replicas_.empty()) {
+    replicas_ = replicate(*module_, ids);
+    run.replicated = ids.size() > 1;
+  } else if (stale) {
+    for (size_t i = 1; i < std::min(count, replicas_.size()); ++i)
+      refresh_replica(*module_, *replicas_[i]);
+    run.replicated = count > 1;
+  }
+  replicated_version_ = version;
+}
+
+std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inputs) {
+  // Time one even split per device; a device's weight is its measured rows per second.
+  auto names = module_->input_names();
+  std::vector<InputSplit> splits;
+  for (const auto& name : names) {
+    auto it = options_.input_splits.find(name);
+    splits.push_back(it == options_.input_splits.end() ? InputSplit{} : it->second);
+  }
+  ScatterResult parts =
+      scatter(inputs, options_.device_ids, options_.dim, {}, SplitPolicy::Even, {}, splits, names);
+  if (parts.devices.size() != options_.device_ids.size())
+    return std::vector<double>(options_.device_ids.size(), 1.0);
+  DataParallelRun ignored;
+  ensure_replicas(parts.devices.size(), ignored);
+  std::vector<std::shared_ptr<Model>> used(
+      replicas_.begin(), replicas_.begin() + static_cast<long>(parts.devices.size()));
+  ParallelApplyOptions apply;
+  apply.threads = options_.threads;
+  apply.device_count = static_cast<int>(options_.device_ids.size());
+  std::vector<ReplicaTiming> timings;
+  for (int round = 0; round < 2; ++round)
+    parallel_apply(used, parts.inputs, apply, &timings);  // warm, then time
+  std::vector<double> weights;
+  for (size_t i = 0; i < timings.size(); ++i)
+    weights.push_back(static_cast<double>(std::max<int64_t>(parts.rows[i], 1)) /
+                      std::max(timings[i].busy_seconds, 1e-9));
+  return weights;
+}
+
+std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
+  std::lock_guard lock(mutex_);
+  DataParallelRun run;
+  const auto& ids = options_.device_ids;
+  if (ids.empty()) {  // no devices: the base model runs as it is
+    RunOptions direct;
+    direct.threads = options_.threads;
+    direct.observers = options_.observers;
+    auto outputs = module_->run(inputs, direct);
+    run.devices_used = {module_->device()};
+    last_run_ = run;
+    return outputs;
+  }
+  auto names = module_->input_names();
+  std::vector<InputSplit> splits;
+  for (const auto& name : names) {
+    auto it = options_.input_splits.find(name);
+    splits.push_back(it == options_.input_splits.end() ? InputSplit{} : it->second);
+  }
+  for (const auto& [name, rule] : options_.input_splits)
+    DPRUN_CHECK(std::find(names.begin(), names.end(), name) != names.end(), "split rule for '",
+                name, "', which is not an input of the model");
+  DPRUN_CHECK(inputs.size() == names.size(), "the model takes ", names.size(), " inputs but ",
+              inputs.size(), " were given");
+
+  if (ids.size() == 1) {  // one device: no replication, no scatter, no gather
+    ParallelApplyOptions apply;
+    apply.threads = options_.threads;
+    apply.device_count = 1;
+    apply.observers = options_.observers;
+    auto outputs = parallel_apply({module_}, {inputs}, apply, &run.timings);
+    run.devices_used = ids;
+    int64_t rows = 0;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!splits[i].broadcast && inputs[i].rank() > 0) {
+        int64_t d = splits[i].dim.value_or(options_.dim);
+        rows = inputs[i].dim(d);
+        break;
+      }
+    run.chunk_rows = {rows};
+    last_run_ = run;
+    return outputs[0];
+  }
+
+  std::vector<double> weights = options_.weights;
+  if (options_.split_policy == SplitPolicy::Weighted && weights.empty()) {
+    weights = measure_weights(inputs);
+    options_.weights = weights;
+  }
+  auto start = std::chrono::steady_clock::now();
+  ScatterResult parts =
+      scatter(inputs, ids, options_.dim, {}, options_.split_policy, weights, splits, names);
+  run.scatter_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  ensure_replicas(parts.devices.size(), run);
+  run.replicate_seconds = seconds_since(start);
+
+  std::vector<std::shared_ptr<Model>> used;
+  for (const Device& d : parts.devices)
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == d) used.push_back(replicas_[i]);
+  ParallelApplyOptions apply;
+  apply.threads = options_.threads;
+  apply.device_count = static_cast<int>(ids.size());
+  apply.observers = options_.observers;
+  start = std::chrono::steady_clock::now();
+  auto outputs = parallel_apply(used, parts.inputs, apply, &run.timings);
+  run.apply_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  auto gathered = gather(outputs, output_device(), options_.dim);
+  run.gather_seconds = seconds_since(start);
+  run.devices_used = parts.devices;
+  run.chunk_rows = parts.rows;
+  last_run_ = run;
+  return gathered;
+}
+
+std::vector<Tensor> data_parallel(const Model& module, const std::vector<Tensor>& inputs,
+                                  const std::vector<Device>& device_ids,
+                                  std::optional<Device> output_device, int64_t dim) {
+  if (device_ids.empty()) return module.run(inputs);
+  Device out = output_device.value_or(device_ids[0]);
+  if (device_ids.size() == 1) {
+    auto outputs = module.run(inputs);
+    for (Tensor& t : outputs) t = t.to(out);
+    return outputs;
+  }
+  auto names = module.input_names();
+  ScatterResult parts = scatter(inputs, device_ids, dim, {}, SplitPolicy::Chunk, {}, {}, names);
+  auto replicas = replicate(
+      module, std::vector<Device>(device_ids.begin(),
+                                  device_ids.begin() + static_cast<long>(parts.devices.size())));
+  ParallelApplyOptions apply;
+  apply.device_count = static_cast<int>(device_ids.size());
+  return gather(parallel_apply(replicas, parts.inputs, apply), out, dim);
+}
+
+}  // namespace dprun

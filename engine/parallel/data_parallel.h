@@ -1,0 +1,85 @@
+#pragma once
+// DataParallel: PyTorch nn.DataParallel semantics for a Model, plus what dprun adds
+// (replica caching, per-input split rules, even/weighted chunking, full error reports).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/parallel/parallel_apply.h"
+#include "engine/parallel/scatter.h"
+
+namespace dprun {
+
+struct DataParallelOptions {
+  /// Devices to use; empty means run the base model directly. Use all_devices() for "all".
+  std::vector<Device> device_ids;
+  /// Where outputs are gathered; defaults to device_ids[0].
+  std::optional<Device> output_device;
+  /// Split and gather dim; negative counts from the end of each tensor.
+  int64_t dim = 0;
+  SplitPolicy split_policy = SplitPolicy::Chunk;
+  /// Weighted policy: one positive weight per device. Empty: measured on the first call.
+  std::vector<double> weights;
+  /// Per-input rules by input name (split along a dim, or broadcast whole).
+  std::map<std::string, InputSplit> input_splits;
+  /// Intra-op threads per device; 0 = the device's core share.
+  int threads = 0;
+  /// Copy parameters to replicas again only when the base's version changed (true), or on
+  /// every call as PyTorch does (false).
+  bool cache_replicas = true;
+  std::vector<NodeObserver> observers;
+};
+
+/// What the last forward() did, for reports and tests.
+struct DataParallelRun {
+  std::vector<Device> devices_used;
+  std::vector<int64_t> chunk_rows;
+  std::vector<ReplicaTiming> timings;
+  bool replicated = false;  // parameters were copied to replicas during this call
+  double scatter_seconds = 0, replicate_seconds = 0, apply_seconds = 0, gather_seconds = 0;
+};
+
+/// Thread safety: forward() may be called from several threads; calls are serialized (the
+/// replicas, device workers and per-device memory are shared by all calls), so concurrency
+/// comes from the devices, not from overlapping calls.
+class DataParallel {
+ public:
+  /// Throws Error when a device is unusable or the model's parameters are not on
+  /// device_ids[0] ("model must have its parameters on device cpu:0 (device_ids[0]) but found
+  /// one of them on device: cpu:1"). Warns when the devices are strongly unequal.
+  DataParallel(std::shared_ptr<Model> module, DataParallelOptions options);
+
+  /// Scatters `inputs` (in module().input_names() order), runs the replicas concurrently
+  /// and gathers the outputs on the output device. Errors name the failing replicas.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+
+  Model& module() { return *module_; }
+  const DataParallelOptions& options() const { return options_; }
+  Device output_device() const;
+  /// A copy of the last run's report.
+  DataParallelRun last_run() const;
+
+ private:
+  void ensure_replicas(size_t count, DataParallelRun& run);
+  std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
+
+  std::shared_ptr<Model> module_;
+  DataParallelOptions options_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<Model>> replicas_;
+  uint64_t replicated_version_ = 0;
+  DataParallelRun last_run_;
+};
+
+/// The functional form (torch.nn.parallel.data_parallel): replicate, scatter, parallel_apply
+/// and gather in one call, with no caching. Empty device_ids runs the model directly.
+std::vector<Tensor> data_parallel(const Model& module, const std::vector<Tensor>& inputs,
+                                  const std::vector<Device>& device_ids,
+                                  std::optional<Device> output_device = std::nullopt,
+                                  int64_t dim = 0);
+
+}  // namespace dprun

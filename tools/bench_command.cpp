@@ -1,0 +1,160 @@
+// `dprun bench MODEL.onnx`: throughput of data-parallel inference over a device list, with a
+// per-device breakdown, and (--sweep) the scaling table over 1..N devices.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/parallel/device_list.h"
+#include "loader/onnx_loader.h"
+#include "tools/commands.h"
+#include "tools/format.h"
+#include "tools/parallel_options.h"
+
+namespace dprun::cli {
+
+namespace {
+
+struct DeviceFigures {
+  Device device;
+  int64_t rows = 0;
+  double busy_ms = 0;  // mean per iteration
+};
+
+struct BenchResult {
+  std::vector<Device> devices;
+  double samples_per_s = 0;
+  double ms_per_iter = 0;
+  std::vector<DeviceFigures> per_device;
+};
+
+void progress(const char* label, int done, int total) {
+  static const bool tty = isatty(STDERR_FILENO);
+  if (!tty) return;
+  const int width = 30;
+  int filled = total ? done * width / total : width;
+  std::fprintf(stderr, "\r%-12s [%s%s] %d/%d", label, std::string(filled, '#').c_str(),
+               std::string(width - filled, ' ').c_str(), done, total);
+  if (done == total) std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptions options,
+                          const std::vector<Tensor>& inputs, int64_t batch, int warmup, int iters,
+                          const char* label) {
+  DataParallel parallel(model, options);
+  for (int i = 0; i < warmup; ++i) {
+    parallel.forward(inputs);
+    progress(label, i + 1, warmup + iters);
+  }
+  BenchResult result;
+  result.devices = options.device_ids;
+  std::map<Device, DeviceFigures> figures;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) {
+    parallel.forward(inputs);
+    DataParallelRun run = parallel.last_run();
+    for (size_t r = 0; r < run.timings.size(); ++r) {
+      auto& f = figures[run.timings[r].device];
+      f.device = run.timings[r].device;
+      f.rows = r < run.chunk_rows.size() ? run.chunk_rows[r] : 0;
+      f.busy_ms += run.timings[r].busy_seconds * 1e3 / iters;
+    }
+    progress(label, warmup + i + 1, warmup + iters);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.ms_per_iter = seconds * 1e3 / iters;
+  result.samples_per_s = static_cast<double>(batch) * iters / seconds;
+  for (const Device& d : options.device_ids) {
+    auto it = figures.find(d);
+    result.per_device.push_back(it != figures.end() ? it->second : DeviceFigures{d, 0, 0});
+  }
+  return result;
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv, int first) {
+  auto specs = parallel_option_specs();
+  specs.insert(specs.end(), {{"iters"}, {"warmup"}, {"json"}, {"sweep", false}});
+  Args args(argc, argv, first, specs);
+  if (args.positionals().size() != 1) throw UsageError("bench expects one model file");
+  const std::string model_path = args.positionals()[0];
+  DataParallelOptions options = parse_parallel_options(args);
+  InputOptions input_options = parse_input_options(args);
+  int iters = static_cast<int>(args.get_int("iters", 20, 1, 1000000));
+  int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));
+  bool sweep = args.has("sweep");
+
+  auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
+  std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
+  int64_t batch = input_options.batch;
+
+  BenchResult main = bench_devices(model, options, inputs, batch, warmup, iters, "bench");
+  std::printf("model %s, batch %lld, %d iterations (+%d warm-up)\n", model_path.c_str(),
+              static_cast<long long>(batch), iters, warmup);
+  std::printf("%-10s %8s %12s %8s\n", "device", "rows", "busy ms/it", "share");
+  for (const auto& f : main.per_device)
+    std::printf("%-10s %8lld %12.3f %7.1f%%\n", f.device.to_string().c_str(),
+                static_cast<long long>(f.rows), f.busy_ms,
+                main.ms_per_iter > 0 ? 100.0 * f.busy_ms / main.ms_per_iter : 0.0);
+  std::printf("%.3f ms per iteration, %.1f samples/s\n", main.ms_per_iter, main.samples_per_s);
+
+  std::vector<BenchResult> scaling;
+  if (sweep) {
+    for (size_t k = 1; k <= options.device_ids.size(); ++k) {
+      DataParallelOptions subset = options;
+      subset.device_ids.assign(options.device_ids.begin(),
+                               options.device_ids.begin() + static_cast<long>(k));
+      if (!subset.weights.empty()) subset.weights.resize(k);
+      std::string label = "sweep " + std::to_string(k);
+      scaling.push_back(bench_devices(model, subset, inputs, batch, warmup, iters, label.c_str()));
+    }
+    std::printf("\n%-8s %12s %9s %11s\n", "devices", "samples/s", "speed-up", "efficiency");
+    for (size_t k = 0; k < scaling.size(); ++k) {
+      double speedup = scaling[k].samples_per_s / scaling[0].samples_per_s;
+      std::printf("%-8zu %12.1f %8.2fx %10.1f%%\n", k + 1, scaling[k].samples_per_s, speedup,
+                  100.0 * speedup / static_cast<double>(k + 1));
+    }
+  }
+
+  if (auto path = args.get("json")) {
+    std::ostringstream out;
+    out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
+        << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
+        << ",\n  \"threads\": " << options.threads << ",\n  \"devices\": [";
+    for (size_t i = 0; i < main.devices.size(); ++i)
+      out << (i ? ", " : "") << json_string(main.devices[i].to_string());
+    out << "],\n  \"samples_per_s\": " << main.samples_per_s
+        << ",\n  \"ms_per_iter\": " << main.ms_per_iter << ",\n  \"per_device\": [";
+    for (size_t i = 0; i < main.per_device.size(); ++i) {
+      const auto& f = main.per_device[i];
+      out << (i ? ", " : "") << "{\"device\": " << json_string(f.device.to_string())
+          << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms
+          << ", \"share\": " << (main.ms_per_iter > 0 ? f.busy_ms / main.ms_per_iter : 0) << "}";
+    }
+    out << "]";
+    if (sweep) {
+      out << ",\n  \"sweep\": [";
+      for (size_t k = 0; k < scaling.size(); ++k) {
+        double speedup = scaling[k].samples_per_s / scaling[0].samples_per_s;
+        out << (k ? ", " : "") << "{\"devices\": " << k + 1
+            << ", \"samples_per_s\": " << scaling[k].samples_per_s << ", \"speedup\": " << speedup
+            << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
+      }
+      out << "]";
+    }
+    out << "\n}\n";
+    std::ofstream file(*path + ".tmp");
+    file << out.str();
+    if (!file.flush()) fail(*path, ": cannot be written");
+    file.close();
+    std::filesystem::rename(*path + ".tmp", *path);
+  }
+  return 0;
+}
+
+}  // namespace dprun::cli

@@ -1,0 +1,84 @@
+#include "tools/parallel_options.h"
+
+#include <sstream>
+
+#include "engine/parallel/device_list.h"
+
+namespace dprun::cli {
+
+std::vector<OptionSpec> parallel_option_specs() {
+  return {{"devices"},       {"dim"},
+          {"output-device"}, {"split", true, true},
+          {"split-policy"},  {"weights"},
+          {"threads"},       {"input", true, true},
+          {"batch"},         {"symbol", true, true}};
+}
+
+DataParallelOptions parse_parallel_options(const Args& args) {
+  DataParallelOptions options;
+  try {
+    options.device_ids = parse_device_list(args.get("devices").value_or("all"));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(std::string("--devices: ") + e.what());
+  }
+  options.dim = args.get_int("dim", 0, -64, 63);
+  if (auto out = args.get("output-device")) {
+    try {
+      options.output_device = Device::parse(*out);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--output-device: ") + e.what());
+    }
+  }
+  for (const auto& spec : args.all("split")) {
+    auto [name, value] = split_assignment(spec, "split");
+    if (options.input_splits.count(name)) throw UsageError("--split '" + name + "' given twice");
+    options.input_splits[name] = value == "none"
+                                     ? InputSplit::whole()
+                                     : InputSplit::along(parse_int(value, "--split " + name));
+  }
+  if (auto policy = args.get("split-policy")) {
+    try {
+      options.split_policy = parse_split_policy(*policy);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--split-policy: ") + e.what());
+    }
+  }
+  if (auto weights = args.get("weights")) {
+    if (options.split_policy != SplitPolicy::Weighted)
+      throw UsageError("--weights needs --split-policy weighted");
+    std::stringstream ss(*weights);
+    for (std::string item; std::getline(ss, item, ',');) {
+      char* end = nullptr;
+      double w = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !(w > 0))
+        throw UsageError("--weights must be positive numbers, got '" + item + "'");
+      options.weights.push_back(w);
+    }
+    if (options.weights.size() != options.device_ids.size())
+      throw UsageError("--weights has " + std::to_string(options.weights.size()) + " values for " +
+                       std::to_string(options.device_ids.size()) + " devices");
+  }
+  options.threads = static_cast<int>(args.get_int("threads", 0, 1, 1024));
+  return options;
+}
+
+InputOptions parse_input_options(const Args& args) {
+  InputOptions options;
+  options.batch = args.get_int("batch", 1, 1, 1 << 30);
+  for (const auto& spec : args.all("symbol")) {
+    auto [name, value] = split_assignment(spec, "symbol");
+    int64_t n = parse_int(value, "--symbol " + name);
+    if (n < 1) throw UsageError("--symbol " + name + " must be positive");
+    options.dims[name] = n;
+  }
+  for (const auto& spec : args.all("input")) {
+    auto [name, path] = split_assignment(spec, "input");
+    if (options.files.count(name)) throw UsageError("--input '" + name + "' given twice");
+    options.files[name] = path;
+  }
+  return options;
+}
+
+}  // namespace dprun::cli

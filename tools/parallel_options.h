@@ -1,0 +1,20 @@
+#pragma once
+// Command-line options shared by `dprun run` and `dprun bench`: devices, split rules, inputs.
+#include <string>
+#include <vector>
+
+#include "engine/parallel/data_parallel.h"
+#include "tools/cli_args.h"
+#include "tools/inputs.h"
+
+namespace dprun::cli {
+
+/// The option specs these helpers read.
+std::vector<OptionSpec> parallel_option_specs();
+/// Builds DataParallel options from --devices, --dim, --output-device, --split,
+/// --split-policy, --weights and --threads. Throws UsageError for malformed values.
+DataParallelOptions parse_parallel_options(const Args& args);
+/// Builds input options from --batch, --symbol and --input.
+InputOptions parse_input_options(const Args& args);
+
+}  // namespace dprun::cli
