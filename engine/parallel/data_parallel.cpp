@@ -18,37 +18,37 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// PyTorch warns when a GPU has less than 75% of the memory or cores of the largest; CPU
-// virtual devices are unequal when their core shares differ.
-void warn_if_imbalanced(const std::vector<Device>& devices) {
-  std::vector<double> compute, memory;
+std::vector<DeviceCapacity> capacities(const std::vector<Device>& devices) {
+  std::vector<DeviceCapacity> out;
   for (const Device& d : devices) {
     if (d.type == DeviceType::CPU) {
-      compute.push_back(
-          static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()));
-      memory.push_back(0);
+      out.push_back({d, static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()), 0});
     } else {
       DeviceProperties p = backend_for(d).properties(d);
-      compute.push_back(p.compute_units);
-      memory.push_back(static_cast<double>(p.total_memory));
+      out.push_back({d, static_cast<double>(p.compute_units), static_cast<double>(p.total_memory)});
     }
   }
-  auto check = [&](const std::vector<double>& values, const char* what) {
-    double most = *std::max_element(values.begin(), values.end());
-    for (size_t i = 0; i < values.size(); ++i)
-      if (most > 0 && values[i] < 0.75 * most) {
-        warn("there is an imbalance between your devices: " + devices[i].to_string() + " has " +
-             std::to_string(static_cast<int64_t>(values[i])) + " " + what + " against " +
-             std::to_string(static_cast<int64_t>(most)) +
-             " on the largest; the slowest device will pace every step");
-        return;
-      }
-  };
-  check(compute, devices[0].type == DeviceType::CPU ? "cores" : "compute units");
-  check(memory, "bytes of memory");
+  return out;
 }
 
 }  // namespace
+
+std::optional<std::string> imbalance_warning(const std::vector<DeviceCapacity>& devices) {
+  // PyTorch warns when a GPU has less than 75% of the memory or cores of the largest.
+  auto check = [&](auto field, const char* what) -> std::optional<std::string> {
+    double most = 0;
+    for (const auto& d : devices) most = std::max(most, field(d));
+    for (const auto& d : devices)
+      if (most > 0 && field(d) < 0.75 * most)
+        return "there is an imbalance between your devices: " + d.device.to_string() + " has " +
+               std::to_string(static_cast<int64_t>(field(d))) + " " + what + " against " +
+               std::to_string(static_cast<int64_t>(most)) +
+               " on the largest; the slowest device will pace every step";
+    return std::nullopt;
+  };
+  if (auto m = check([](const DeviceCapacity& d) { return d.compute_units; }, "compute units")) return m;
+  return check([](const DeviceCapacity& d) { return d.memory_bytes; }, "bytes of memory");
+}
 
 DataParallel::DataParallel(std::shared_ptr<Model> module, DataParallelOptions options)
     : module_(std::move(module)), options_(std::move(options)) {
@@ -70,7 +70,8 @@ DataParallel::DataParallel(std::shared_ptr<Model> module, DataParallelOptions op
   if (options_.split_policy == SplitPolicy::Weighted && !options_.weights.empty())
     DPRUN_CHECK(options_.weights.size() == ids.size(), "DataParallel: ", options_.weights.size(),
                 " weights for ", ids.size(), " devices");
-  if (ids.size() > 1) warn_if_imbalanced(ids);
+  if (ids.size() > 1)
+    if (auto message = imbalance_warning(capacities(ids))) warn(*message);
 }
 
 Device DataParallel::output_device() const {

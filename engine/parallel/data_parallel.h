@@ -75,6 +75,18 @@ class DataParallel {
   DataParallelRun last_run_;
 };
 
+/// A device's capacity as DataParallel compares it: CPU cores of its share (or GPU
+/// multiprocessors) and memory (0 when not applicable).
+struct DeviceCapacity {
+  Device device;
+  double compute_units = 0;
+  double memory_bytes = 0;
+};
+
+/// The warning DataParallel gives when one device has less than 75% of the compute units or
+/// memory of the largest (PyTorch's rule), or nullopt when they are balanced.
+std::optional<std::string> imbalance_warning(const std::vector<DeviceCapacity>& devices);
+
 /// The functional form (torch.nn.parallel.data_parallel): replicate, scatter, parallel_apply
 /// and gather in one call, with no caching. Empty device_ids runs the model directly.
 std::vector<Tensor> data_parallel(const Model& module, const std::vector<Tensor>& inputs,

@@ -1,0 +1,315 @@
+// DataParallel semantics on CPU virtual devices (4 and 8 devices on any machine).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "engine/parallel/data_parallel.h"
+#include "engine/parallel/replicate.h"
+#include "engine/warning.h"
+#include "parallel_test_kernels.h"
+
+namespace dprun {
+namespace {
+
+using testing::add_row_graph;
+using testing::fail_on_graph;
+using testing::running_mean_graph;
+using testing::scale_rows_graph;
+
+std::vector<Device> cpus(int n) {
+  std::vector<Device> d;
+  for (int i = 0; i < n; ++i) d.push_back(Device::cpu(i));
+  return d;
+}
+
+Tensor rows(int64_t n, int64_t width, float offset = 0) {
+  Tensor t = Tensor::empty({n, width}, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = offset + static_cast<float>(i) * 0.5f;
+  return t;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+std::shared_ptr<Model> model_on(std::shared_ptr<Graph> g, Device d = Device::cpu(0)) {
+  return std::make_shared<Model>(g, d);
+}
+
+DataParallelOptions on(int devices) {
+  DataParallelOptions o;
+  o.device_ids = cpus(devices);
+  return o;
+}
+
+class ManyDevices : public ::testing::TestWithParam<int> {};
+
+TEST_P(ManyDevices, MatchesSingleDeviceBitForBit) {
+  auto model = model_on(scale_rows_graph(3));
+  Tensor x = rows(13, 3);
+  auto single = model->run({x});
+  DataParallel dp(model, on(GetParam()));
+  auto parallel = dp.forward({x});
+  EXPECT_TRUE(bitwise_equal(single[0], parallel[0]));
+  EXPECT_EQ(parallel[0].device(), Device::cpu(0));
+  int64_t total = 0;
+  for (int64_t r : dp.last_run().chunk_rows) total += r;
+  EXPECT_EQ(total, 13);
+}
+INSTANTIATE_TEST_SUITE_P(VirtualDevices, ManyDevices, ::testing::Values(2, 3, 4, 8));
+
+TEST(DataParallel, FiveRowsOnFourDevicesUseThreeReplicas) {
+  DataParallel dp(model_on(scale_rows_graph(2)), on(4));
+  dp.forward({rows(5, 2)});
+  auto run = dp.last_run();
+  EXPECT_EQ(run.devices_used, (std::vector<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2)}));
+  EXPECT_EQ(run.chunk_rows, (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(run.timings.size(), 3u);
+}
+
+TEST(DataParallel, EvenPolicyKeepsEveryDeviceBusy) {
+  auto options = on(4);
+  options.split_policy = SplitPolicy::Even;
+  DataParallel dp(model_on(scale_rows_graph(2)), options);
+  dp.forward({rows(5, 2)});
+  EXPECT_EQ(dp.last_run().chunk_rows, (std::vector<int64_t>{2, 1, 1, 1}));
+}
+
+TEST(DataParallel, WeightedPolicyGivenAndMeasured) {
+  auto options = on(2);
+  options.split_policy = SplitPolicy::Weighted;
+  options.weights = {3, 1};
+  DataParallel given(model_on(scale_rows_graph(2)), options);
+  given.forward({rows(8, 2)});
+  EXPECT_EQ(given.last_run().chunk_rows, (std::vector<int64_t>{6, 2}));
+  options.weights.clear();
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel measured(model, options);
+  auto out = measured.forward({rows(64, 2)});
+  auto run = measured.last_run();
+  EXPECT_EQ(run.chunk_rows[0] + run.chunk_rows[1], 64);
+  EXPECT_EQ(measured.options().weights.size(), 2u);
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({rows(64, 2)})[0]));
+}
+
+TEST(DataParallel, ParametersMustBeOnTheFirstDevice) {
+  auto model = model_on(scale_rows_graph(2), Device::cpu(1));
+  try {
+    DataParallel dp(model, on(2));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "module must have its parameters on device cpu:0 (device_ids[0]) but found one of "
+                 "them on device: cpu:1");
+  }
+}
+
+TEST(DataParallel, DuplicateDevicesAreAnError) {
+  auto options = on(2);
+  options.device_ids.push_back(Device::cpu(1));
+  EXPECT_THROW(DataParallel(model_on(scale_rows_graph(2)), options), Error);
+}
+
+TEST(DataParallel, OneDeviceRunsTheModelDirectly) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, on(1));
+  auto out = dp.forward({rows(3, 2)});
+  EXPECT_EQ(dp.last_run().devices_used, (std::vector<Device>{Device::cpu(0)}));
+  EXPECT_FALSE(dp.last_run().replicated);
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({rows(3, 2)})[0]));
+}
+
+TEST(DataParallel, NoDevicesRunsTheBase) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, DataParallelOptions{});
+  auto out = dp.forward({rows(3, 2)});
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({rows(3, 2)})[0]));
+}
+
+TEST(DataParallel, OutputDeviceAndNegativeDim) {
+  auto model = model_on(scale_rows_graph(4));
+  auto options = on(2);
+  options.output_device = Device::cpu(1);
+  DataParallel dp(model, options);
+  auto out = dp.forward({rows(6, 4)});
+  EXPECT_EQ(out[0].device(), Device::cpu(1));
+
+  // Split the feature dim instead: each replica sees [2, 2]; ScaleRows then fails on width.
+  auto inner = on(2);
+  inner.dim = -1;
+  DataParallel by_columns(model, inner);
+  EXPECT_THROW(by_columns.forward({rows(2, 4)}), Error);
+}
+
+TEST(DataParallel, ScalarOutputsAreGatheredIntoAVector) {
+  std::vector<std::string> warnings;
+  auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  auto model = model_on(scale_rows_graph(2, /*with_total=*/true));
+  DataParallel dp(model, on(3));
+  auto out = dp.forward({rows(6, 2)});
+  set_warning_handler(previous);
+  ASSERT_EQ(out[1].shape(), (Shape{3}));
+  // Replica r sums rows 2r, 2r+1 of x * [1, 2].
+  Tensor x = rows(6, 2);
+  for (int r = 0; r < 3; ++r) {
+    float want = 0;
+    for (int i = 4 * r; i < 4 * r + 4; ++i) want += x.data<float>()[i] * static_cast<float>(i % 2 + 1);
+    EXPECT_FLOAT_EQ(out[1].data<float>()[r], want);
+  }
+}
+
+TEST(DataParallel, EveryFailingReplicaIsReportedAfterAllFinish) {
+  DataParallel dp(model_on(fail_on_graph(2, 0b1010)), on(4));
+  try {
+    dp.forward({rows(8, 2)});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("2 of 4 replicas failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("replica 1 on cpu:1: [FailOn] node 'FailOn_node': injected failure"), std::string::npos) << what;
+    EXPECT_NE(what.find("replica 3 on cpu:3"), std::string::npos) << what;
+    EXPECT_EQ(what.find("replica 0 on"), std::string::npos) << what;
+  }
+  // The workers are still usable afterwards.
+  DataParallel ok(model_on(fail_on_graph(2, 0)), on(4));
+  EXPECT_EQ(ok.forward({rows(8, 2)})[0].shape(), (Shape{8, 2}));
+}
+
+TEST(DataParallel, OneFailingReplicaOnly) {
+  DataParallel dp(model_on(fail_on_graph(2, 0b100)), on(8));
+  try {
+    dp.forward({rows(16, 2)});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 of 8 replicas failed: replica 2 on cpu:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataParallel, InPlaceStateUpdatesPersistFromReplicaZeroOnly) {
+  auto model = model_on(running_mean_graph(1));
+  DataParallel dp(model, on(2));
+  Tensor x = Tensor::from_vector<float>({4, 1}, {1, 3, 100, 200});
+  dp.forward({x});
+  // Replica 0 saw rows {1, 3}: mean 2. Replica 1's update (150) stays on its copy.
+  EXPECT_FLOAT_EQ(model->parameter("running").data<float>()[0], 2.0f);
+  dp.forward({x});
+  EXPECT_FLOAT_EQ(model->parameter("running").data<float>()[0], 4.0f);
+}
+
+TEST(DataParallel, ObserversRunOncePerReplicaOnItsDevice) {
+  std::mutex mutex;
+  std::multiset<Device> before, after;
+  std::vector<int64_t> rows_seen;
+  NodeObserver observer;
+  observer.before = [&](const Node&, Device d, std::span<const Tensor* const> in) {
+    std::lock_guard lock(mutex);
+    before.insert(d);
+    rows_seen.push_back(in[0]->shape()[0]);
+    EXPECT_EQ(in[0]->device(), d);
+  };
+  observer.after = [&](const Node&, Device d, std::span<const Tensor> out) {
+    std::lock_guard lock(mutex);
+    after.insert(d);
+    EXPECT_EQ(out[0].device(), d);
+  };
+  auto options = on(4);
+  options.observers = {observer};
+  DataParallel dp(model_on(scale_rows_graph(2)), options);
+  dp.forward({rows(8, 2)});
+  EXPECT_EQ(before, (std::multiset<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2), Device::cpu(3)}));
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(rows_seen, (std::vector<int64_t>{2, 2, 2, 2}));
+}
+
+TEST(DataParallel, ReplicasAreCachedUntilParametersChange) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, on(2));
+  Tensor x = rows(4, 2);
+  dp.forward({x});
+  EXPECT_TRUE(dp.last_run().replicated);
+  dp.forward({x});
+  EXPECT_FALSE(dp.last_run().replicated);
+  model->set_parameter("w", Tensor::from_vector<float>({2}, {10, 20}));
+  auto out = dp.forward({x});
+  EXPECT_TRUE(dp.last_run().replicated);
+  // Rows 2..3 ran on replica 1 and must see the new weights.
+  EXPECT_FLOAT_EQ(out[0].data<float>()[7], x.data<float>()[7] * 20);
+}
+
+TEST(DataParallel, WithoutCachingEveryCallReplicates) {
+  auto options = on(2);
+  options.cache_replicas = false;
+  DataParallel dp(model_on(scale_rows_graph(2)), options);
+  dp.forward({rows(4, 2)});
+  dp.forward({rows(4, 2)});
+  EXPECT_TRUE(dp.last_run().replicated);
+}
+
+TEST(DataParallel, BroadcastInputsByName) {
+  auto model = model_on(add_row_graph(3));
+  auto options = on(2);
+  options.input_splits["row"] = InputSplit::whole();
+  DataParallel dp(model, options);
+  Tensor x = rows(4, 3);
+  Tensor row = Tensor::from_vector<float>({3}, {1, 2, 3});
+  auto out = dp.forward({x, row});
+  EXPECT_TRUE(bitwise_equal(out[0], model->run(std::vector<Tensor>{x, row})[0]));
+  // Without the rule the 3-element row would be split with the batch of 4: an error.
+  DataParallel strict(model, on(2));
+  EXPECT_THROW(strict.forward({x, row}), Error);
+  options.input_splits["nonexistent"] = InputSplit::whole();
+  DataParallel bad(model, options);
+  EXPECT_THROW(bad.forward({x, row}), Error);
+}
+
+TEST(DataParallel, ConcurrentCallersGetTheirOwnResults) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, on(4));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        Tensor x = rows(8 + t, 2, static_cast<float>(t * 100 + i));
+        if (!bitwise_equal(dp.forward({x})[0], model->run({x})[0])) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(DataParallel, FunctionalFormMatches) {
+  auto model = model_on(scale_rows_graph(3));
+  Tensor x = rows(7, 3);
+  EXPECT_TRUE(bitwise_equal(data_parallel(*model, {x}, cpus(4))[0], model->run({x})[0]));
+  EXPECT_TRUE(bitwise_equal(data_parallel(*model, {x}, {})[0], model->run({x})[0]));
+  EXPECT_EQ(data_parallel(*model, {x}, cpus(2), Device::cpu(1))[0].device(), Device::cpu(1));
+}
+
+TEST(Replicate, ReplicaZeroSharesStorageOthersCopy) {
+  auto model = model_on(scale_rows_graph(2));
+  auto replicas = replicate(*model, cpus(3));
+  ASSERT_EQ(replicas.size(), 3u);
+  EXPECT_TRUE(replicas[0]->parameters()[0].shares_storage_with(model->parameters()[0]));
+  EXPECT_FALSE(replicas[1]->parameters()[0].shares_storage_with(model->parameters()[0]));
+  EXPECT_EQ(replicas[2]->parameters()[0].device(), Device::cpu(2));
+  EXPECT_EQ(replicas[1]->plan(), model->plan());  // one immutable plan per device type
+  EXPECT_THROW(replicate(*model, {Device::cpu(1)}), Error);
+}
+
+TEST(Imbalance, WarnsBelowThreeQuartersOfTheLargest) {
+  EXPECT_FALSE(imbalance_warning({{Device::cpu(0), 2, 0}, {Device::cpu(1), 2, 0}}));
+  auto m = imbalance_warning({{Device::cuda(0), 132, 80e9}, {Device::cuda(1), 66, 80e9}});
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->find("cuda:1 has 66 compute units"), std::string::npos) << *m;
+  EXPECT_TRUE(imbalance_warning({{Device::cuda(0), 100, 80e9}, {Device::cuda(1), 100, 40e9}}));
+  EXPECT_FALSE(imbalance_warning({{Device::cuda(0), 100, 80e9}, {Device::cuda(1), 80, 70e9}}));
+}
+
+}  // namespace
+}  // namespace dprun
