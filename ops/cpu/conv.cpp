@@ -17,9 +17,11 @@ struct ConvShapes {
 
 ConvShapes conv_shapes(const KernelContext& ctx, const WindowAttrs& attrs, int64_t group,
                        const Tensor& x, const Tensor& w) {
-  if (x.rank() < 3) ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
+  if (x.rank() < 3)
+    ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
   if (w.rank() != x.rank())
-    ctx.fail("W ", shape_to_string(w.shape()), " must have the rank of X ", shape_to_string(x.shape()));
+    ctx.fail("W ", shape_to_string(w.shape()), " must have the rank of X ",
+             shape_to_string(x.shape()));
   ConvShapes s;
   s.n = x.dim(0);
   s.c = x.dim(1);
@@ -73,7 +75,9 @@ void conv_direct(const ConvShapes& s, const TX* x, const TW* w, const TY* bias, 
       const int64_t n = nm / s.m, m = nm % s.m, grp = m / mg;
       const TX* xg = x + (n * s.c + grp * cg) * in_size;
       const TW* wm = w + m * cg * k_size;
-      const TW wz = w_zero.empty() ? TW(0) : (w_zero.size() == 1 ? w_zero[0] : w_zero[static_cast<size_t>(m)]);
+      const TW wz = w_zero.empty()
+                        ? TW(0)
+                        : (w_zero.size() == 1 ? w_zero[0] : w_zero[static_cast<size_t>(m)]);
       TY* ym = y + nm * out_size;
       for (int64_t o = 0; o < out_size; ++o) {
         int64_t rest = o, base = 0, stride = 1;
@@ -159,8 +163,8 @@ class ConvIntegerKernel : public OpKernel {
     if (xz && (xz->numel() != 1 || xz->dtype() != x.dtype()))
       ctx.fail("x_zero_point must be a single ", dtype_name(x.dtype()), ", got ", xz->describe());
     if (wz && ((wz->numel() != 1 && wz->shape() != Shape{s.m}) || wz->dtype() != w.dtype()))
-      ctx.fail("w_zero_point must be a scalar or [", s.m, "] of ", dtype_name(w.dtype()),
-               ", got ", wz->describe());
+      ctx.fail("w_zero_point must be a scalar or [", s.m, "] of ", dtype_name(w.dtype()), ", got ",
+               wz->describe());
     Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Int32);
     if (y.numel() == 0) return;
     auto with_x = [&](auto xtag) {
@@ -193,8 +197,12 @@ class ConvIntegerKernel : public OpKernel {
   int64_t group_ = 1;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Conv", .since = 1, .dtypes = kFloatTypes, .factory = make_kernel<ConvKernel>});
-DPRUN_REGISTER_KERNEL({.op_type = "ConvInteger", .since = 10, .dtypes = {DType::UInt8, DType::Int8}, .factory = make_kernel<ConvIntegerKernel>});
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "Conv", .since = 1, .dtypes = kFloatTypes, .factory = make_kernel<ConvKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "ConvInteger",
+                       .since = 10,
+                       .dtypes = {DType::UInt8, DType::Int8},
+                       .factory = make_kernel<ConvIntegerKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -70,7 +70,8 @@ class ConvOnednnKernel : public OpKernel {
     if (group_ <= 0 || c != w.dim(1) * group_ || m % group_ != 0 || (b && b->dim(0) != m))
       return reference_->compute(ctx);  // reports the error
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return reference_->compute(ctx);
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return reference_->compute(ctx);
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
@@ -144,7 +145,8 @@ class ConvTransposeOnednnKernel : public OpKernel {
     if (group_ <= 0 || w.dim(0) != c || c % group_ != 0 || (b && b->dim(0) != m))
       return reference_->compute(ctx);
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return reference_->compute(ctx);
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return reference_->compute(ctx);
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
@@ -222,8 +224,18 @@ class ConvTransposeOnednnKernel : public OpKernel {
   onednn::ShapeCache<ConvPrimitive> cache_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Conv", .since = 1, .dtypes = {DType::Float32}, .priority = 10, .impl = "onednn", .factory = make_kernel<ConvOnednnKernel>});
-DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose", .since = 1, .dtypes = {DType::Float32}, .priority = 10, .impl = "onednn", .factory = make_kernel<ConvTransposeOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Conv",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<ConvOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<ConvTransposeOnednnKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -85,7 +85,8 @@ class ConvTransposeKernel : public OpKernel {
     if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
       ctx.fail("kernel_shape ", shape_to_string(attrs_.kernel_shape), " does not match W ",
                shape_to_string(w.shape()));
-    WindowGeometry g = attrs_.resolve_transpose(ctx.node(), in, kernel, output_padding_, output_shape_);
+    WindowGeometry g =
+        attrs_.resolve_transpose(ctx.node(), in, kernel, output_padding_, output_shape_);
     if (b && (b->dtype() != x.dtype() || b->shape() != Shape{m}))
       ctx.fail("B must be ", dtype_name(x.dtype()), "[", m, "], got ", b->describe());
     Shape out_shape{n, m};
@@ -111,7 +112,10 @@ class ConvTransposeKernel : public OpKernel {
   std::vector<int64_t> output_padding_, output_shape_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose", .since = 1, .dtypes = kFloatTypes, .factory = make_kernel<ConvTransposeKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<ConvTransposeKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -84,8 +84,7 @@ struct WindowAttrs {
     g.in = in;
     g.kernel = kernel;
     if (kernel.size() != nd)
-      node.fail("kernel has ", kernel.size(), " dims but the input has ", nd,
-                " spatial dims");
+      node.fail("kernel has ", kernel.size(), " dims but the input has ", nd, " spatial dims");
     fill(node, nd, g.strides, g.dilations, g.pads_begin, g.pads_end);
     g.out.assign(nd, 0);
     for (size_t i = 0; i < nd; ++i) {
@@ -137,8 +136,10 @@ struct WindowAttrs {
     if (!output_padding.empty() && output_padding.size() != nd)
       node.fail("output_padding must have ", nd, " values");
     std::vector<int64_t> adj(nd, 0);
-    if (!output_padding.empty()) std::copy(output_padding.begin(), output_padding.end(), adj.begin());
-    if (output_shape.size() == nd + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+    if (!output_padding.empty())
+      std::copy(output_padding.begin(), output_padding.end(), adj.begin());
+    if (output_shape.size() == nd + 2)
+      output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
     if (!output_shape.empty() && output_shape.size() != nd)
       node.fail("output_shape must have ", nd, " values, got ", shape_to_string(output_shape));
     g.out.assign(nd, 0);

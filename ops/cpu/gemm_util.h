@@ -45,8 +45,7 @@ inline GemmShapes gemm_shapes(const KernelContext& ctx, const GemmAttrs& attrs, 
     if (ok && cs.size() >= 1) ok = cs.back() == s.n || cs.back() == 1;
     if (ok && cs.size() == 2) ok = cs[0] == s.m || cs[0] == 1;
     if (attrs.legacy_no_broadcast) ok = c->numel() == s.m * s.n && cs.size() <= 2;
-    if (!ok)
-      ctx.fail("C ", shape_to_string(cs), " does not broadcast to [", s.m, ", ", s.n, "]");
+    if (!ok) ctx.fail("C ", shape_to_string(cs), " does not broadcast to [", s.m, ", ", s.n, "]");
   }
   return s;
 }

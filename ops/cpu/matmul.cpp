@@ -18,8 +18,12 @@ void batched_matmul(const MatMulShapes& s, const TA* a, const TB* b, TC* c,
   Shape batch_a(s.a.begin(), s.a.end() - 2), batch_b(s.b.begin(), s.b.end() - 2);
   auto sa = broadcast_strides(batch_a, rank - 2), sb = broadcast_strides(batch_b, rank - 2);
   const int64_t batches = shape_numel(s.batch), m = s.m, k = s.k, n = s.n;
-  auto az = [&](int64_t i) { return a_zero.empty() ? TC(0) : a_zero[a_zero.size() == 1 ? 0 : static_cast<size_t>(i)]; };
-  auto bz = [&](int64_t j) { return b_zero.empty() ? TC(0) : b_zero[b_zero.size() == 1 ? 0 : static_cast<size_t>(j)]; };
+  auto az = [&](int64_t i) {
+    return a_zero.empty() ? TC(0) : a_zero[a_zero.size() == 1 ? 0 : static_cast<size_t>(i)];
+  };
+  auto bz = [&](int64_t j) {
+    return b_zero.empty() ? TC(0) : b_zero[b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
+  };
   // One task per (batch, row of the output).
   parallel_for(batches * m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
                [&](int64_t begin, int64_t end) {
@@ -63,13 +67,20 @@ class MatMulKernel : public OpKernel {
       batched_matmul<T, T, T>(s, a.data<T>(), b.data<T>(), y.data<T>());
     };
     switch (a.dtype()) {
-      case DType::Float32: return run(float{});
-      case DType::Float64: return run(double{});
-      case DType::Int32: return run(int32_t{});
-      case DType::Int64: return run(int64_t{});
-      case DType::UInt32: return run(uint32_t{});
-      case DType::UInt64: return run(uint64_t{});
-      default: ctx.fail("unsupported dtype ", dtype_name(a.dtype()));
+      case DType::Float32:
+        return run(float{});
+      case DType::Float64:
+        return run(double{});
+      case DType::Int32:
+        return run(int32_t{});
+      case DType::Int64:
+        return run(int64_t{});
+      case DType::UInt32:
+        return run(uint32_t{});
+      case DType::UInt64:
+        return run(uint64_t{});
+      default:
+        ctx.fail("unsupported dtype ", dtype_name(a.dtype()));
     }
   }
 };
@@ -124,8 +135,14 @@ class MatMulIntegerKernel : public OpKernel {
 const std::vector<DType> kMatMulTypes = {DType::Float32, DType::Float64, DType::Int32,
                                          DType::Int64,   DType::UInt32,  DType::UInt64};
 
-DPRUN_REGISTER_KERNEL({.op_type = "MatMul", .since = 1, .dtypes = kMatMulTypes, .factory = make_kernel<MatMulKernel>});
-DPRUN_REGISTER_KERNEL({.op_type = "MatMulInteger", .since = 10, .dtypes = {DType::UInt8, DType::Int8}, .factory = make_kernel<MatMulIntegerKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
+                       .since = 1,
+                       .dtypes = kMatMulTypes,
+                       .factory = make_kernel<MatMulKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "MatMulInteger",
+                       .since = 10,
+                       .dtypes = {DType::UInt8, DType::Int8},
+                       .factory = make_kernel<MatMulIntegerKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -17,7 +17,7 @@ struct MatMulPrimitive {
   bool usable = false;
   dnnl::matmul prim;
   memory::desc a_md, b_md, c_md, bias_md;
-  bool prefill = false;  // Gemm: dst starts as beta*C and a sum post-op adds the product
+  bool prefill = false;      // Gemm: dst starts as beta*C and a sum post-op adds the product
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
@@ -28,8 +28,7 @@ class MatMulOnednnKernel : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
-      return reference_->compute(ctx);
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return reference_->compute(ctx);
     MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
     Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
     if (y.numel() == 0) return;
@@ -173,8 +172,18 @@ class GemmOnednnKernel : public OpKernel {
   onednn::ShapeCache<MatMulPrimitive> cache_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "MatMul", .since = 1, .dtypes = {DType::Float32}, .priority = 10, .impl = "onednn", .factory = make_kernel<MatMulOnednnKernel>});
-DPRUN_REGISTER_KERNEL({.op_type = "Gemm", .since = 1, .dtypes = {DType::Float32}, .priority = 10, .impl = "onednn", .factory = make_kernel<GemmOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<MatMulOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<GemmOnednnKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -10,9 +10,9 @@ namespace dprun {
 /// Shapes of a batched matmul after promoting 1-D operands: a is [batch_a..., M, K] and b is
 /// [batch_b..., K, N], both padded with leading 1s to rank `a.size()` == `b.size()`.
 struct MatMulShapes {
-  Shape a, b;        // padded operand shapes (rank >= 2)
-  Shape batch;       // broadcast batch dims
-  Shape out_shape;   // the ONNX output shape (promoted dims removed)
+  Shape a, b;       // padded operand shapes (rank >= 2)
+  Shape batch;      // broadcast batch dims
+  Shape out_shape;  // the ONNX output shape (promoted dims removed)
   int64_t m = 0, k = 0, n = 0;
 };
 
@@ -30,7 +30,8 @@ inline MatMulShapes matmul_shapes(const KernelContext& ctx, const Shape& a_in, c
   s.k = s.a[rank - 1];
   s.n = s.b[rank - 1];
   if (s.b[rank - 2] != s.k)
-    ctx.fail("MatMul inner dimensions differ: ", shape_to_string(a_in), " x ", shape_to_string(b_in));
+    ctx.fail("MatMul inner dimensions differ: ", shape_to_string(a_in), " x ",
+             shape_to_string(b_in));
   for (size_t i = 0; i + 2 < rank; ++i) {
     int64_t da = s.a[i], db = s.b[i];
     if (da != db && da != 1 && db != 1)

@@ -33,7 +33,8 @@ inline dnnl::memory::dims to_dims(const Shape& shape) {
 /// Dense row-major strides of `shape`.
 inline dnnl::memory::dims dense_strides(const Shape& shape) {
   dnnl::memory::dims strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(shape[i], 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * std::max<int64_t>(shape[i], 1);
   return strides;
 }
 
