@@ -195,8 +195,6 @@ class ConvTransposeOnednnKernel : public OpKernel {
                  g.pads_begin[i] - g.out[i];
     try {
       if (g.out.size() != nd) throw dnnl::error(dnnl_invalid_arguments, "rank");
-      for (auto v : pad_r)
-        if (v < 0) throw dnnl::error(dnnl_unimplemented, "negative padding");
       auto any = [](const memory::dims& s) {
         return memory::desc(s, memory::data_type::f32, memory::format_tag::any);
       };

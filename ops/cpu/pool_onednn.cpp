@@ -61,7 +61,6 @@ class PoolOnednnKernel : public OpKernel {
       // Windows hanging past the declared end padding would be counted as padding by oneDNN.
       if (count_include_pad_ && pad_r[i] > g.pads_end[i]) return p;
       if (!is_max_ && g.dilations[i] != 1) return p;
-      if (pad_r[i] < 0) return p;
     }
     try {
       p->src_md = onednn::plain_desc(x.shape());

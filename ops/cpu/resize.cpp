@@ -157,15 +157,34 @@ class ResizeKernel : public OpKernel {
     if (!sizes.empty() && sizes.size() != na)
       ctx.fail("sizes has ", sizes.size(), " values, expected ", na);
 
+    std::vector<double> roi_start(static_cast<size_t>(rank), 0.0),
+        roi_end(static_cast<size_t>(rank), 1.0);
+    if (coord_ == Coord::TfCropAndResize) {
+      if (!roi_t || roi_t->numel() != static_cast<int64_t>(2 * na))
+        ctx.fail("tf_crop_and_resize needs roi with ", 2 * na, " values");
+      std::vector<double> roi;
+      read_floats(ctx, *roi_t, "roi", roi);
+      for (size_t i = 0; i < na; ++i) {
+        roi_start[static_cast<size_t>(axes[i])] = roi[i];
+        roi_end[static_cast<size_t>(axes[i])] = roi[i + na];
+      }
+    }
+
     // Per-dimension output size and scale (identity on dimensions outside axes).
     std::vector<int64_t> out(x.shape().begin(), x.shape().end());
     std::vector<double> scale(static_cast<size_t>(rank), 1.0);
+    // The unrounded resized length: the ONNX reference divides by it (not the rounded output
+    // size), which matters for align_corners when the scaled size is fractional.
+    std::vector<double> resized(x.shape().begin(), x.shape().end());
     if (!scales.empty()) {
       for (size_t i = 0; i < na; ++i) {
         if (!(scales[i] > 0)) ctx.fail("scales must be positive, got ", scales[i]);
         size_t d = static_cast<size_t>(axes[i]);
         scale[d] = scales[i];
-        out[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.dim(axes[i])) * scales[i]));
+        // With tf_crop_and_resize the scale applies to the cropped extent.
+        double extent = static_cast<double>(x.dim(axes[i])) * (roi_end[d] - roi_start[d]);
+        resized[d] = extent * scales[i];
+        out[d] = static_cast<int64_t>(std::floor(resized[d]));
       }
     } else {
       double common = 0;
@@ -181,36 +200,26 @@ class ResizeKernel : public OpKernel {
         if (sizes[i] < 0) ctx.fail("sizes must be non-negative, got ", sizes[i]);
         if (policy_ == AspectPolicy::Stretch) {
           out[d] = sizes[i];
+          resized[d] = static_cast<double>(sizes[i]);
           scale[d] = x.dim(axes[i])
                          ? static_cast<double>(sizes[i]) / static_cast<double>(x.dim(axes[i]))
                          : 1.0;
         } else {
           scale[d] = common;
-          out[d] = static_cast<int64_t>(std::round(common * static_cast<double>(x.dim(axes[i]))));
+          resized[d] = common * static_cast<double>(x.dim(axes[i]));
+          out[d] = static_cast<int64_t>(std::round(resized[d]));
         }
       }
     }
-    std::vector<double> roi_start(static_cast<size_t>(rank), 0.0),
-        roi_end(static_cast<size_t>(rank), 1.0);
-    if (coord_ == Coord::TfCropAndResize) {
-      if (!roi_t || roi_t->numel() != static_cast<int64_t>(2 * na))
-        ctx.fail("tf_crop_and_resize needs roi with ", 2 * na, " values");
-      std::vector<double> roi;
-      read_floats(ctx, *roi_t, "roi", roi);
-      for (size_t i = 0; i < na; ++i) {
-        roi_start[static_cast<size_t>(axes[i])] = roi[i];
-        roi_end[static_cast<size_t>(axes[i])] = roi[i + na];
-      }
-    }
-
     Tensor& y = ctx.allocate_output(0, Shape(out.begin(), out.end()), x.dtype());
     if (y.numel() == 0) return;
     if (x.numel() == 0) ctx.fail("cannot resize an empty input to a non-empty output");
     std::vector<AxisTaps> taps(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d)
       taps[static_cast<size_t>(d)] =
-          axis_taps(x.dim(d), out[static_cast<size_t>(d)], scale[static_cast<size_t>(d)],
-                    roi_start[static_cast<size_t>(d)], roi_end[static_cast<size_t>(d)]);
+          axis_taps(x.dim(d), out[static_cast<size_t>(d)], resized[static_cast<size_t>(d)],
+                    scale[static_cast<size_t>(d)], roi_start[static_cast<size_t>(d)],
+                    roi_end[static_cast<size_t>(d)]);
     visit_numeric_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       interpolate<T>(x, y, taps);
@@ -226,10 +235,9 @@ class ResizeKernel : public OpKernel {
   }
 
   /// Maps an output coordinate to the input coordinate along one axis.
-  double original_coord(int64_t xr, int64_t len_in, double scale, double start, double end) const {
-    // The resized length is scale * len_in, not the rounded output size (the ONNX reference
-    // does the same; it differs for align_corners when the scaled size is fractional).
-    const double x = static_cast<double>(xr), li = static_cast<double>(len_in), lo = scale * li;
+  double original_coord(int64_t xr, int64_t len_in, double lo, double scale, double start,
+                        double end) const {
+    const double x = static_cast<double>(xr), li = static_cast<double>(len_in);
     switch (coord_) {
       case Coord::HalfPixel:
         return (x + 0.5) / scale - 0.5;
@@ -271,7 +279,7 @@ class ResizeKernel : public OpKernel {
     return 0;
   }
 
-  AxisTaps axis_taps(int64_t len_in, int64_t len_out, double scale, double start,
+  AxisTaps axis_taps(int64_t len_in, int64_t len_out, double resized, double scale, double start,
                      double end) const {
     AxisTaps r;
     r.taps.resize(static_cast<size_t>(len_out));
@@ -285,7 +293,7 @@ class ResizeKernel : public OpKernel {
         taps.push_back({o, 1.0});
         continue;
       }
-      const double xo = original_coord(o, len_in, scale, start, end);
+      const double xo = original_coord(o, len_in, resized, scale, start, end);
       if (coord_ == Coord::TfCropAndResize && (xo < 0 || xo > static_cast<double>(len_in - 1))) {
         r.outside[static_cast<size_t>(o)] = true;
         taps.push_back({0, 0.0});

@@ -2,8 +2,10 @@
 // the real registry, and oneDNN fast paths compared with the reference kernels.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "engine/error.h"
 #include "kernel_test_util.h"
@@ -576,6 +578,15 @@ TEST(NnResize, TfCropAndResizeAxesAndAspect) {
   // Crop [0.5, 2.5] in input coordinates, 3 samples: 0.5, 1.5, 2.5 (outside).
   expect_values(run_node(n, {x, roi, Tensor::from_vector<int64_t>({1}, {3})}, 18)[0], {1, 3},
                 {5, 15, -1});
+  // With scales the output covers the cropped extent: floor(4 * 0.5 * 1) = 2 samples over
+  // input coordinates [0, 1.5].
+  Node sc = make_node("Resize", {"x", "roi", "scales"}, {"y"});
+  sc.attributes = n.attributes;
+  sc.attributes.erase("axes");
+  auto x4 = Tensor::from_vector<float>({1, 4}, {0, 10, 20, 30});
+  auto roi4 = Tensor::from_vector<float>({4}, {0, 0, 1, 0.5f});
+  expect_values(run_node(sc, {x4, roi4, Tensor::from_vector<float>({2}, {1, 1})}, 13)[0], {1, 2},
+                {0, 15});
   Node k = make_node("Resize", {"x", "", "", "sizes"}, {"y"});
   k.attributes["keep_aspect_ratio_policy"] = string_attr("not_larger");
   auto img = Tensor::from_vector<float>({2, 4}, iota_values(8));
@@ -614,6 +625,51 @@ TEST(NnResize, Upsample) {
   Node bad = make_node("Upsample", {"x", "scales"}, {"y"});
   bad.attributes["mode"] = string_attr("cubic");
   EXPECT_THROW(run_node(bad, {x, scales}, 9), Error);
+}
+
+}  // namespace
+}  // namespace dprun
+
+namespace dprun {
+namespace {
+
+// One oneDNN kernel object computed from several threads at once, with two input shapes,
+// must match the reference: the primitive cache is shared and guarded.
+TEST(NnConcurrency, SharedOnednnKernel) {
+  Node n = testing::make_node("Conv", {"x", "w", "b"}, {"y"});
+  n.attributes["pads"] = testing::ints_attr({1, 1, 1, 1});
+  KernelInfo info{n, 11, DeviceType::CPU, {}, {}};
+  auto fast = KernelRegistry::instance().create(info, nullptr, "onednn");
+  ASSERT_NE(fast, nullptr);
+  std::mt19937 rng(7);
+  std::vector<std::vector<Tensor>> inputs;
+  std::vector<Tensor> expected;
+  for (int64_t batch : {1, 2}) {
+    inputs.push_back({random_tensor({batch, 3, 6, 5}, rng), random_tensor({4, 3, 3, 3}, rng),
+                      random_tensor({4}, rng)});
+    expected.push_back(testing::run_impl(n, inputs.back(), 11, "reference")[0]);
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      set_intra_op_threads(1);
+      for (int r = 0; r < 20; ++r) {
+        const auto& in = inputs[static_cast<size_t>((t + r) % 2)];
+        const Tensor& want = expected[static_cast<size_t>((t + r) % 2)];
+        std::vector<const Tensor*> ptrs = {&in[0], &in[1], &in[2]};
+        std::vector<Tensor> outs(1);
+        KernelContext ctx(n, Device::cpu(), 1, ptrs, outs);
+        fast->compute(ctx);
+        for (int64_t i = 0; i < want.numel(); ++i)
+          if (std::abs(outs[0].item_as_double(i) - want.item_as_double(i)) > 1e-4) {
+            ++mismatches;
+            break;
+          }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace
