@@ -604,6 +604,19 @@ TEST(NnResize, TfCropAndResizeAxesAndAspect) {
   EXPECT_THROW(run_node(k, {img, sizes}, 18), Error);
 }
 
+TEST(NnResize, AntialiasLinearDownsample) {
+  // Scale 0.5 stretches the triangle filter to 4 taps: weights (1, 3, 3, 1) / 8, edge-clamped.
+  Node n = make_node("Resize", {"x", "", "scales"}, {"y"});
+  n.attributes["mode"] = string_attr("linear");
+  n.attributes["antialias"] = int_attr(1);
+  auto x = Tensor::from_vector<float>({4}, {0, 1, 2, 3});
+  auto scales = Tensor::from_vector<float>({1}, {0.5f});
+  expect_values(run_node(n, {x, scales}, 18)[0], {2}, {0.625, 2.375});
+  // Without antialias the same resize samples linearly at 0.5 and 2.5.
+  n.attributes["antialias"] = int_attr(0);
+  expect_values(run_node(n, {x, scales}, 18)[0], {2}, {0.5, 2.5});
+}
+
 TEST(NnResize, Upsample) {
   auto x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
   Node u9 = make_node("Upsample", {"x", "scales"}, {"y"});
