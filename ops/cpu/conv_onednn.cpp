@@ -1,0 +1,239 @@
+// oneDNN fast paths for float32 Conv and ConvTranspose (1-D to 3-D, groups, dilations).
+// Primitives are cached per input shapes; weights are reordered into the primitive's
+// preferred layout on every call because they may be changed between runs.
+#include <vector>
+
+#include "engine/kernel.h"
+#include "ops/cpu/conv_util.h"
+#include "ops/cpu/onednn_util.h"
+
+namespace dprun {
+namespace {
+
+using dnnl::memory;
+
+struct ConvPrimitive {
+  bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel
+  dnnl::primitive prim;
+  memory::desc src_md, weights_md, dst_md;
+  memory::desc user_weights_md;  // the ONNX weights layout, viewed in oneDNN's dims order
+  Shape out_shape;
+};
+
+memory::dims sub1(const std::vector<int64_t>& v) {
+  memory::dims r(v.begin(), v.end());
+  for (auto& x : r) x -= 1;  // oneDNN counts dilation from 0
+  return r;
+}
+
+/// Runs a cached convolution-like primitive on the node's tensors.
+void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, const Tensor& w,
+                  const Tensor* b) {
+  using namespace onednn;
+  Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
+  if (y.numel() == 0) return;
+  dnnl::stream& stream = thread_stream();
+  memory src = to_layout(wrap(plain_desc(x.shape()), x.raw_data()), p.src_md);
+  memory weights = to_layout(wrap(p.user_weights_md, w.raw_data()), p.weights_md);
+  memory user_dst = wrap(plain_desc(p.out_shape), y.raw_data());
+  memory dst = p.dst_md == user_dst.get_desc() ? user_dst : memory(p.dst_md, cpu_engine());
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+  if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape()), b->raw_data()));
+  p.prim.execute(stream, args);
+  if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
+  stream.wait();
+}
+
+bool conv_inputs_ok(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  return x.dtype() == DType::Float32 && w.dtype() == DType::Float32 &&
+         (!b || (b->dtype() == DType::Float32 && b->rank() == 1)) && x.rank() >= 3 &&
+         x.rank() <= 5 && w.rank() == x.rank();
+}
+
+class ConvOnednnKernel : public OpKernel {
+ public:
+  explicit ConvOnednnKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {
+    attrs_.parse(info.node);
+    group_ = info.node.attr_int("group", 1);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    if (!conv_inputs_ok(ctx)) return reference_->compute(ctx);
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    const int64_t c = x.dim(1), m = w.dim(0);
+    if (group_ <= 0 || c != w.dim(1) * group_ || m % group_ != 0 || (b && b->dim(0) != m))
+      return reference_->compute(ctx);  // reports the error
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return reference_->compute(ctx);
+    auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
+                        [&] { return build(ctx, x, w, b != nullptr); });
+    if (!p->usable) return reference_->compute(ctx);
+    execute_conv(ctx, *p, x, w, b);
+  }
+
+ private:
+  std::shared_ptr<const ConvPrimitive> build(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w, bool has_bias) const {
+    auto p = std::make_shared<ConvPrimitive>();
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    WindowGeometry g = attrs_.resolve(ctx.node(), in, kernel);
+    const int64_t n = x.dim(0), m = w.dim(0);
+    p->out_shape = {n, m};
+    for (int64_t o : g.out) p->out_shape.push_back(o);
+    if (shape_numel(p->out_shape) == 0) {
+      p->usable = true;
+      return p;
+    }
+    // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
+    Shape wshape = w.shape();
+    if (group_ > 1) {
+      wshape[0] = w.dim(0) / group_;
+      wshape.insert(wshape.begin(), group_);
+    }
+    p->user_weights_md = onednn::plain_desc(wshape);
+    auto any = [](const Shape& s) {
+      return memory::desc(onednn::to_dims(s), memory::data_type::f32, memory::format_tag::any);
+    };
+    try {
+      memory::desc bias_md = has_bias ? onednn::plain_desc({m}) : memory::desc();
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any(x.shape()),
+          any(wshape), bias_md, any(p->out_shape), onednn::to_dims(g.strides), sub1(g.dilations),
+          onednn::to_dims(g.pads_begin), onednn::to_dims(g.pads_end));
+      dnnl::convolution_forward::primitive_desc pd(desc, onednn::cpu_engine());
+      p->src_md = pd.src_desc();
+      p->weights_md = pd.weights_desc();
+      p->dst_md = pd.dst_desc();
+      p->prim = dnnl::convolution_forward(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  onednn::ShapeCache<ConvPrimitive> cache_;
+};
+
+class ConvTransposeOnednnKernel : public OpKernel {
+ public:
+  explicit ConvTransposeOnednnKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)) {
+    attrs_.parse(info.node);
+    group_ = info.node.attr_int("group", 1);
+    output_padding_ = info.node.attr_ints("output_padding", {});
+    output_shape_ = info.node.attr_ints("output_shape", {});
+  }
+
+  void compute(KernelContext& ctx) const override {
+    if (!conv_inputs_ok(ctx)) return reference_->compute(ctx);
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    const int64_t c = x.dim(1), m = w.dim(1) * group_;
+    if (group_ <= 0 || w.dim(0) != c || c % group_ != 0 || (b && b->dim(0) != m))
+      return reference_->compute(ctx);
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return reference_->compute(ctx);
+    auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
+                        [&] { return build(ctx, x, w, b != nullptr); });
+    if (!p->usable) return reference_->compute(ctx);
+    execute_conv(ctx, *p, x, w, b);
+  }
+
+ private:
+  std::shared_ptr<const ConvPrimitive> build(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w, bool has_bias) const {
+    auto p = std::make_shared<ConvPrimitive>();
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    WindowGeometry g =
+        attrs_.resolve_transpose(ctx.node(), in, kernel, output_padding_, output_shape_);
+    const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(1) * group_;
+    p->out_shape = {n, m};
+    for (int64_t o : g.out) p->out_shape.push_back(o);
+    if (shape_numel(p->out_shape) == 0) {
+      p->usable = true;
+      return p;
+    }
+    // oneDNN wants [g, M/g, C/g, k...]; ONNX stores [C, M/g, k...] = [g, C/g, M/g, k...].
+    const int64_t cg = c / group_, mg = m / group_;
+    const size_t nd = kernel.size();
+    int64_t ksize = 1;
+    for (int64_t k : kernel) ksize *= k;
+    memory::dims dims, strides;
+    if (group_ > 1) {
+      dims.push_back(group_);
+      strides.push_back(cg * mg * ksize);
+    }
+    dims.push_back(mg);
+    strides.push_back(ksize);
+    dims.push_back(cg);
+    strides.push_back(mg * ksize);
+    memory::dims kstrides = onednn::dense_strides(kernel);
+    for (size_t i = 0; i < nd; ++i) {
+      dims.push_back(kernel[i]);
+      strides.push_back(kstrides[i]);
+    }
+    p->user_weights_md = memory::desc(dims, memory::data_type::f32, strides);
+    // The end padding oneDNN sees absorbs output_padding and any zero extension.
+    memory::dims pad_r(nd);
+    for (size_t i = 0; i < nd; ++i)
+      pad_r[i] = (in[i] - 1) * g.strides[i] + (kernel[i] - 1) * g.dilations[i] + 1 -
+                 g.pads_begin[i] - g.out[i];
+    try {
+      if (g.out.size() != nd) throw dnnl::error(dnnl_invalid_arguments, "rank");
+      auto any = [](const memory::dims& s) {
+        return memory::desc(s, memory::data_type::f32, memory::format_tag::any);
+      };
+      memory::desc bias_md = has_bias ? onednn::plain_desc({m}) : memory::desc();
+      dnnl::deconvolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+          any(onednn::to_dims(x.shape())), any(dims), bias_md, any(onednn::to_dims(p->out_shape)),
+          onednn::to_dims(g.strides), sub1(g.dilations), onednn::to_dims(g.pads_begin), pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::cpu_engine());
+      p->src_md = pd.src_desc();
+      p->weights_md = pd.weights_desc();
+      p->dst_md = pd.dst_desc();
+      p->prim = dnnl::deconvolution_forward(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::vector<int64_t> output_padding_, output_shape_;
+  onednn::ShapeCache<ConvPrimitive> cache_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Conv",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<ConvOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<ConvTransposeOnednnKernel>});
+
+}  // namespace
+}  // namespace dprun

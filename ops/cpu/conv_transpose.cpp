@@ -1,0 +1,121 @@
+// ConvTranspose: naive transposed (fractionally strided) convolution, the reference kernel.
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/parallel_for.h"
+#include "ops/cpu/conv_util.h"
+
+namespace dprun {
+namespace {
+
+template <class T>
+void conv_transpose_direct(const WindowGeometry& g, int64_t n_batch, int64_t c, int64_t m,
+                           int64_t group, const T* x, const T* w, const T* bias, T* y) {
+  const size_t nd = g.rank();
+  int64_t in_size = 1, out_size = 1, k_size = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    in_size *= g.in[i];
+    out_size *= g.out[i];
+    k_size *= g.kernel[i];
+  }
+  const int64_t cg = c / group, mg = m / group;
+  // Each task owns one (n, output channel) plane, so the scatter never races.
+  parallel_for(n_batch * m, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> pos(nd), kidx(nd);
+    for (int64_t nm = begin; nm < end; ++nm) {
+      const int64_t n = nm / m, oc = nm % m, grp = oc / mg, ocg = oc % mg;
+      T* yp = y + nm * out_size;
+      for (int64_t o = 0; o < out_size; ++o) yp[o] = bias ? bias[oc] : T(0);
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t ic = grp * cg + ci;
+        const T* xp = x + (n * c + ic) * in_size;
+        const T* wp = w + (ic * mg + ocg) * k_size;
+        for (int64_t i = 0; i < in_size; ++i) {
+          const T xv = xp[i];
+          int64_t rest = i;
+          for (size_t d = nd; d-- > 0;) {
+            pos[d] = rest % g.in[d];
+            rest /= g.in[d];
+          }
+          for (int64_t k = 0; k < k_size; ++k) {
+            int64_t r = k, flat = 0;
+            bool inside = true;
+            for (size_t d = nd; d-- > 0;) {
+              kidx[d] = r % g.kernel[d];
+              r /= g.kernel[d];
+            }
+            for (size_t d = 0; d < nd; ++d) {
+              int64_t od = pos[d] * g.strides[d] + kidx[d] * g.dilations[d] - g.pads_begin[d];
+              if (od < 0 || od >= g.out[d]) {
+                inside = false;
+                break;
+              }
+              flat = flat * g.out[d] + od;
+            }
+            if (inside) yp[flat] += xv * wp[k];
+          }
+        }
+      }
+    }
+  });
+}
+
+class ConvTransposeKernel : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const KernelInfo& info) {
+    attrs_.parse(info.node);
+    group_ = info.node.attr_int("group", 1);
+    output_padding_ = info.node.attr_ints("output_padding", {});
+    output_shape_ = info.node.attr_ints("output_shape", {});
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    if (x.rank() < 3) ctx.fail("X must have rank >= 3, got ", shape_to_string(x.shape()));
+    if (w.rank() != x.rank() || w.dtype() != x.dtype())
+      ctx.fail("W ", w.describe(), " must match the rank and dtype of X ", x.describe());
+    const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(1) * group_;
+    if (group_ <= 0 || w.dim(0) != c || c % group_ != 0)
+      ctx.fail("X ", shape_to_string(x.shape()), " and W ", shape_to_string(w.shape()),
+               " do not agree for group=", group_);
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      ctx.fail("kernel_shape ", shape_to_string(attrs_.kernel_shape), " does not match W ",
+               shape_to_string(w.shape()));
+    WindowGeometry g =
+        attrs_.resolve_transpose(ctx.node(), in, kernel, output_padding_, output_shape_);
+    if (b && (b->dtype() != x.dtype() || b->shape() != Shape{m}))
+      ctx.fail("B must be ", dtype_name(x.dtype()), "[", m, "], got ", b->describe());
+    Shape out_shape{n, m};
+    for (int64_t o : g.out) out_shape.push_back(o);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    if (y.numel() == 0) return;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      conv_transpose_direct<T>(g, n, c, m, group_, x.data<T>(), w.data<T>(),
+                               b ? b->data<T>() : nullptr, y.data<T>());
+    };
+    if (x.dtype() == DType::Float32)
+      run(float{});
+    else if (x.dtype() == DType::Float64)
+      run(double{});
+    else
+      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::vector<int64_t> output_padding_, output_shape_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<ConvTransposeKernel>});
+
+}  // namespace
+}  // namespace dprun

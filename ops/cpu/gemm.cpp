@@ -1,0 +1,87 @@
+// Gemm: Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N] (the reference kernel).
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/parallel_for.h"
+#include "ops/cpu/gemm_util.h"
+
+namespace dprun {
+namespace {
+
+template <class T>
+void gemm_ref(const GemmShapes& s, bool trans_a, bool trans_b, T alpha, T beta, const T* a,
+              const T* b, const T* c, const Shape& c_shape, T* y) {
+  const int64_t m = s.m, n = s.n, k = s.k;
+  // C strides in the [M, N] frame (0 where it broadcasts).
+  int64_t c_rs = 0, c_cs = 0;
+  if (c) gemm_c_strides(c_shape, m, n, c_rs, c_cs);
+  parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<T> acc(static_cast<size_t>(n));
+                 for (int64_t i = begin; i < end; ++i) {
+                   std::fill(acc.begin(), acc.end(), T(0));
+                   for (int64_t p = 0; p < k; ++p) {
+                     const T av = trans_a ? a[p * m + i] : a[i * k + p];
+                     if (trans_b)
+                       for (int64_t j = 0; j < n; ++j)
+                         acc[static_cast<size_t>(j)] += av * b[j * k + p];
+                     else
+                       for (int64_t j = 0; j < n; ++j)
+                         acc[static_cast<size_t>(j)] += av * b[p * n + j];
+                   }
+                   for (int64_t j = 0; j < n; ++j) {
+                     T v = alpha * acc[static_cast<size_t>(j)];
+                     if (c) v += beta * c[i * c_rs + j * c_cs];
+                     y[i * n + j] = v;
+                   }
+                 }
+               });
+}
+
+class GemmKernel : public OpKernel {
+ public:
+  explicit GemmKernel(const KernelInfo& info) : attrs_(info) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor* c = ctx.optional_input(2);
+    GemmShapes s = gemm_shapes(ctx, attrs_, a, b, c);
+    Tensor& y = ctx.allocate_output(0, {s.m, s.n}, a.dtype());
+    if (y.numel() == 0) return;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      gemm_ref<T>(s, attrs_.trans_a, attrs_.trans_b, static_cast<T>(attrs_.alpha),
+                  static_cast<T>(attrs_.beta), a.data<T>(), b.data<T>(), c ? c->data<T>() : nullptr,
+                  c ? c->shape() : Shape{}, y.data<T>());
+    };
+    switch (a.dtype()) {
+      case DType::Float32:
+        return run(float{});
+      case DType::Float64:
+        return run(double{});
+      case DType::Int32:
+        return run(int32_t{});
+      case DType::Int64:
+        return run(int64_t{});
+      case DType::UInt32:
+        return run(uint32_t{});
+      case DType::UInt64:
+        return run(uint64_t{});
+      default:
+        ctx.fail("unsupported dtype ", dtype_name(a.dtype()));
+    }
+  }
+
+ private:
+  GemmAttrs attrs_;
+};
+
+const std::vector<DType> kGemmTypes = {DType::Float32, DType::Float64, DType::Int32,
+                                       DType::Int64,   DType::UInt32,  DType::UInt64};
+
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "Gemm", .since = 1, .dtypes = kGemmTypes, .factory = make_kernel<GemmKernel>});
+
+}  // namespace
+}  // namespace dprun

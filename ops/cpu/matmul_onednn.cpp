@@ -1,0 +1,189 @@
+// oneDNN fast paths for float32 MatMul (batched, broadcasting) and Gemm, on the matmul
+// primitive. Primitives are cached per operand shapes.
+#include <cmath>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "ops/cpu/gemm_util.h"
+#include "ops/cpu/matmul_util.h"
+#include "ops/cpu/onednn_util.h"
+
+namespace dprun {
+namespace {
+
+using dnnl::memory;
+
+struct MatMulPrimitive {
+  bool usable = false;
+  dnnl::matmul prim;
+  memory::desc a_md, b_md, c_md, bias_md;
+  bool prefill = false;      // Gemm: dst starts as beta*C and a sum post-op adds the product
+  bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
+};
+
+class MatMulOnednnKernel : public OpKernel {
+ public:
+  explicit MatMulOnednnKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return reference_->compute(ctx);
+    MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
+    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    if (y.numel() == 0) return;
+    if (s.k == 0) {
+      std::fill(y.data<float>(), y.data<float>() + y.numel(), 0.f);
+      return;
+    }
+    auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
+    if (!p->usable) return reference_->compute(ctx);
+    using onednn::wrap;
+    p->prim.execute(onednn::thread_stream(), {{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
+                                              {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
+                                              {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}});
+    onednn::thread_stream().wait();
+  }
+
+ private:
+  static std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s) {
+    auto p = std::make_shared<MatMulPrimitive>();
+    const size_t rank = s.a.size();
+    bool b_is_matrix = true;
+    for (size_t i = 0; i + 2 < rank; ++i) b_is_matrix = b_is_matrix && s.b[i] == 1;
+    Shape a_shape = s.a, b_shape = s.b, c_shape = s.batch;
+    c_shape.push_back(s.m);
+    c_shape.push_back(s.n);
+    if (b_is_matrix) {
+      // A shared right operand: one [batch*M, K] x [K, N] product, the fastest form.
+      const int64_t rows = shape_numel(c_shape) / s.n;
+      a_shape = {rows, s.k};
+      b_shape = {s.k, s.n};
+      c_shape = {rows, s.n};
+    }
+    if (a_shape.size() > DNNL_MAX_NDIMS) return p;
+    try {
+      p->a_md = onednn::plain_desc(a_shape);
+      p->b_md = onednn::plain_desc(b_shape);
+      p->c_md = onednn::plain_desc(c_shape);
+      dnnl::matmul::desc desc(p->a_md, p->b_md, p->c_md);
+      dnnl::matmul::primitive_desc pd(desc, onednn::cpu_engine());
+      p->prim = dnnl::matmul(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  onednn::ShapeCache<MatMulPrimitive> cache_;
+};
+
+class GemmOnednnKernel : public OpKernel {
+ public:
+  explicit GemmOnednnKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)), attrs_(info) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor* c = ctx.optional_input(2);
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
+        (c && c->dtype() != DType::Float32))
+      return reference_->compute(ctx);
+    GemmShapes s = gemm_shapes(ctx, attrs_, a, b, c);
+    if (attrs_.beta == 0.f) c = nullptr;
+    Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
+    if (y.numel() == 0) return;
+    if (s.k == 0 || !std::isfinite(attrs_.alpha)) return reference_->compute(ctx);
+    auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
+                        [&] { return build(s, c); });
+    if (!p->usable) return reference_->compute(ctx);
+    using onednn::wrap;
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
+                                         {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
+                                         {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
+    std::vector<float> scaled;
+    if (c && p->prefill) {
+      int64_t rs = 0, cs = 0;
+      gemm_c_strides(c->shape(), s.m, s.n, rs, cs);
+      const float* cp = c->data<float>();
+      float* yp = y.data<float>();
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) yp[i * s.n + j] = attrs_.beta * cp[i * rs + j * cs];
+    } else if (c) {
+      const float* cp = c->data<float>();
+      if (p->scaled_bias) {
+        scaled.assign(cp, cp + c->numel());
+        for (float& v : scaled) v *= attrs_.beta;
+        cp = scaled.data();
+      }
+      args.emplace(DNNL_ARG_BIAS, wrap(p->bias_md, cp));
+    }
+    p->prim.execute(onednn::thread_stream(), args);
+    onednn::thread_stream().wait();
+  }
+
+ private:
+  std::shared_ptr<const MatMulPrimitive> build(const GemmShapes& s, const Tensor* c) const {
+    auto p = std::make_shared<MatMulPrimitive>();
+    const int64_t m = s.m, k = s.k, n = s.n;
+    try {
+      // Transposed operands are described by their strides; no copy is made.
+      p->a_md = memory::desc({m, k}, memory::data_type::f32,
+                             attrs_.trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+      p->b_md = memory::desc({k, n}, memory::data_type::f32,
+                             attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+      p->c_md = onednn::plain_desc({m, n});
+      dnnl::primitive_attr attr;
+      if (attrs_.alpha != 1.f) attr.set_output_scales(0, {attrs_.alpha});
+      memory::desc bias_md;
+      if (c) {
+        if (attrs_.alpha == 1.f) {
+          // C as a broadcast bias, viewed as [M or 1, N or 1].
+          int64_t rs = 0, cs = 0;
+          gemm_c_strides(c->shape(), m, n, rs, cs);
+          Shape bshape{rs != 0 ? m : 1, cs != 0 ? n : 1};
+          p->bias_md = onednn::plain_desc(bshape);
+          bias_md = p->bias_md;
+          p->scaled_bias = attrs_.beta != 1.f;
+        } else {
+          p->prefill = true;
+          dnnl::post_ops ops;
+          ops.append_sum(1.f);
+          attr.set_post_ops(ops);
+        }
+      }
+      dnnl::matmul::desc desc = c && !p->prefill
+                                    ? dnnl::matmul::desc(p->a_md, p->b_md, bias_md, p->c_md)
+                                    : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
+      dnnl::matmul::primitive_desc pd(desc, attr, onednn::cpu_engine());
+      p->prim = dnnl::matmul(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  GemmAttrs attrs_;
+  onednn::ShapeCache<MatMulPrimitive> cache_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<MatMulOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
+                       .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<GemmOnednnKernel>});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,103 @@
+#pragma once
+// Shared plumbing of the oneDNN fast paths: the CPU engine, a stream per thread, plain
+// memory descriptors for Tensors, a per-kernel primitive cache keyed by shapes, and the
+// reference kernel a fast path falls back to for shapes oneDNN rejects.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/kernel.h"
+
+namespace dprun::onednn {
+
+/// The process-wide CPU engine (oneDNN engines are thread-safe).
+inline dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// One stream per calling thread: concurrent replicas never share a stream.
+inline dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+inline dnnl::memory::dims to_dims(const Shape& shape) {
+  return dnnl::memory::dims(shape.begin(), shape.end());
+}
+
+/// Dense row-major strides of `shape`.
+inline dnnl::memory::dims dense_strides(const Shape& shape) {
+  dnnl::memory::dims strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * std::max<int64_t>(shape[i], 1);
+  return strides;
+}
+
+/// A plain (row-major) f32 descriptor of `shape`.
+inline dnnl::memory::desc plain_desc(const Shape& shape) {
+  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, dense_strides(shape));
+}
+
+/// Wraps tensor memory (no copy) as a oneDNN memory object of the given descriptor.
+inline dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
+  return dnnl::memory(desc, cpu_engine(), const_cast<void*>(data));
+}
+
+/// Returns `user` when its layout is what the primitive wants, else a reordered copy.
+inline dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc& wanted) {
+  if (user.get_desc() == wanted) return user;
+  dnnl::memory in = user, out(wanted, cpu_engine());
+  dnnl::reorder(in, out).execute(thread_stream(), in, out);
+  return out;
+}
+
+/// A small, mutex-guarded cache of per-shape state (primitives and their descriptors).
+template <class Value>
+class ShapeCache {
+ public:
+  using Key = std::vector<int64_t>;
+  template <class Make>
+  std::shared_ptr<const Value> get(const Key& key, Make&& make) const {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return it->second;
+    }
+    // Build outside the lock: primitive creation can be slow, and a duplicate is harmless.
+    std::shared_ptr<const Value> value = make();
+    std::lock_guard lock(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.emplace(key, value);
+    return value;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 32;
+  mutable std::mutex mutex_;
+  mutable std::map<Key, std::shared_ptr<const Value>> entries_;
+};
+
+/// Concatenates shapes (with a separator) into one cache key.
+inline std::vector<int64_t> shape_key(std::initializer_list<const Shape*> shapes) {
+  std::vector<int64_t> key;
+  for (const Shape* s : shapes) {
+    if (s) key.insert(key.end(), s->begin(), s->end());
+    key.push_back(-1);
+  }
+  return key;
+}
+
+/// The reference kernel for the same node, used when oneDNN rejects a particular shape.
+inline std::unique_ptr<OpKernel> make_reference(const KernelInfo& info) {
+  std::string why;
+  auto kernel = KernelRegistry::instance().create(info, &why, "reference");
+  if (!kernel) info.node.fail("no reference kernel to fall back to: ", why);
+  return kernel;
+}
+
+}  // namespace dprun::onednn

@@ -1,0 +1,319 @@
+// Pooling reference kernels: MaxPool (with optional Indices), AveragePool, LpPool and the
+// global variants GlobalMaxPool, GlobalAveragePool, GlobalLpPool.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/parallel_for.h"
+#include "ops/cpu/conv_util.h"
+
+namespace dprun {
+namespace {
+
+/// Calls fn(plane, o, valid, n_valid, n_in_pads) for every output position `o` of every
+/// (batch, channel) plane: `valid` lists the flat spatial input indices under the window,
+/// n_in_pads counts window positions inside the padded extent [-pad_begin, in + pad_end).
+template <class Fn>
+void for_each_window(const WindowGeometry& g, int64_t planes, Fn&& fn) {
+  const size_t nd = g.rank();
+  int64_t out_size = 1, k_size = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    out_size *= g.out[i];
+    k_size *= g.kernel[i];
+  }
+  parallel_for(planes * out_size, 256, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> start(nd), valid(static_cast<size_t>(k_size));
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t plane = t / out_size, o = t % out_size;
+      int64_t rest = o;
+      for (size_t i = nd; i-- > 0;) {
+        start[i] = (rest % g.out[i]) * g.strides[i] - g.pads_begin[i];
+        rest /= g.out[i];
+      }
+      int64_t n_valid = 0, n_pads = 0;
+      for (int64_t k = 0; k < k_size; ++k) {
+        int64_t r = k, flat = 0;
+        bool inside = true, in_pads = true;
+        std::vector<int64_t>::size_type dim = nd;
+        int64_t mult = 1;
+        while (dim-- > 0) {
+          int64_t pos = start[dim] + (r % g.kernel[dim]) * g.dilations[dim];
+          r /= g.kernel[dim];
+          if (pos < -g.pads_begin[dim] || pos >= g.in[dim] + g.pads_end[dim]) in_pads = false;
+          if (pos < 0 || pos >= g.in[dim]) inside = false;
+          flat += pos * mult;
+          mult *= g.in[dim];
+        }
+        if (in_pads) ++n_pads;
+        if (inside) valid[static_cast<size_t>(n_valid++)] = flat;
+      }
+      fn(plane, o, valid.data(), n_valid, n_pads);
+    }
+  });
+}
+
+/// Flat spatial index in column-major order (MaxPool storage_order=1).
+int64_t column_major(const WindowGeometry& g, int64_t flat) {
+  const size_t nd = g.rank();
+  std::vector<int64_t> idx(nd);
+  for (size_t i = nd; i-- > 0;) {
+    idx[i] = flat % g.in[i];
+    flat /= g.in[i];
+  }
+  // The first spatial dim varies fastest.
+  int64_t out = 0, mult = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    out += idx[i] * mult;
+    mult *= g.in[i];
+  }
+  return out;
+}
+
+/// Shared attribute handling: resolves the geometry of a pooling node for input `x`.
+struct PoolBase {
+  WindowAttrs attrs;
+  explicit PoolBase(const Node& node) {
+    attrs.parse(node);
+    if (attrs.kernel_shape.empty()) node.fail("kernel_shape is required");
+  }
+  WindowGeometry geometry(const KernelContext& ctx, const Tensor& x, Shape& out_shape) const {
+    if (x.rank() < 3)
+      ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    WindowGeometry g = attrs.resolve(ctx.node(), in, attrs.kernel_shape);
+    out_shape = {x.dim(0), x.dim(1)};
+    for (int64_t o : g.out) out_shape.push_back(o);
+    return g;
+  }
+};
+
+class MaxPoolKernel : public OpKernel {
+ public:
+  explicit MaxPoolKernel(const KernelInfo& info) : base_(info.node) {
+    storage_order_ = info.node.attr_int("storage_order", 0);
+    if (storage_order_ != 0 && storage_order_ != 1) info.node.fail("storage_order must be 0 or 1");
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Shape out_shape;
+    WindowGeometry g = base_.geometry(ctx, x, out_shape);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    int64_t* indices = nullptr;
+    if (ctx.output_count() > 1 && ctx.output_wanted(1))
+      indices = ctx.allocate_output(1, out_shape, DType::Int64).data<int64_t>();
+    if (y.numel() == 0) return;
+    const int64_t planes = x.dim(0) * x.dim(1), in_size = x.numel() / std::max<int64_t>(planes, 1);
+    const int64_t out_size = y.numel() / planes;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = x.data<T>();
+      T* yp = y.data<T>();
+      for_each_window(g, planes,
+                      [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t) {
+                        const T* xs = xp + plane * in_size;
+                        T best = std::numeric_limits<T>::lowest();
+                        int64_t arg = n > 0 ? valid[0] : 0;
+                        for (int64_t i = 0; i < n; ++i)
+                          if (xs[valid[i]] > best || (i == 0)) {
+                            best = xs[valid[i]];
+                            arg = valid[i];
+                          }
+                        yp[plane * out_size + o] = best;
+                        if (indices)
+                          indices[plane * out_size + o] =
+                              plane * in_size + (storage_order_ == 1 ? column_major(g, arg) : arg);
+                      });
+    };
+    switch (x.dtype()) {
+      case DType::Float32:
+        return run(float{});
+      case DType::Float64:
+        return run(double{});
+      case DType::Int8:
+        return run(int8_t{});
+      case DType::UInt8:
+        return run(uint8_t{});
+      default:
+        ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    }
+  }
+
+ private:
+  PoolBase base_;
+  int64_t storage_order_ = 0;
+};
+
+class AveragePoolKernel : public OpKernel {
+ public:
+  explicit AveragePoolKernel(const KernelInfo& info) : base_(info.node) {
+    count_include_pad_ = info.node.attr_int("count_include_pad", 0) != 0;
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Shape out_shape;
+    WindowGeometry g = base_.geometry(ctx, x, out_shape);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    if (y.numel() == 0) return;
+    const int64_t planes = x.dim(0) * x.dim(1), in_size = x.numel() / planes;
+    const int64_t out_size = y.numel() / planes;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = x.data<T>();
+      T* yp = y.data<T>();
+      for_each_window(
+          g, planes,
+          [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t n_pads) {
+            const T* xs = xp + plane * in_size;
+            T sum = 0;
+            for (int64_t i = 0; i < n; ++i) sum += xs[valid[i]];
+            int64_t count = count_include_pad_ ? n_pads : n;
+            yp[plane * out_size + o] = count > 0 ? sum / static_cast<T>(count) : T(0);
+          });
+    };
+    if (x.dtype() == DType::Float32)
+      run(float{});
+    else if (x.dtype() == DType::Float64)
+      run(double{});
+    else
+      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+  }
+
+ private:
+  PoolBase base_;
+  bool count_include_pad_ = false;
+};
+
+class LpPoolKernel : public OpKernel {
+ public:
+  explicit LpPoolKernel(const KernelInfo& info) : base_(info.node) {
+    p_ = attr_number(info.node, "p", 2.0);
+    if (!(p_ > 0)) info.node.fail("p must be positive, got ", p_);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Shape out_shape;
+    WindowGeometry g = base_.geometry(ctx, x, out_shape);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    if (y.numel() == 0) return;
+    const int64_t planes = x.dim(0) * x.dim(1), in_size = x.numel() / planes;
+    const int64_t out_size = y.numel() / planes;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = x.data<T>();
+      T* yp = y.data<T>();
+      const T p = static_cast<T>(p_);
+      for_each_window(g, planes,
+                      [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t) {
+                        const T* xs = xp + plane * in_size;
+                        T sum = 0;
+                        for (int64_t i = 0; i < n; ++i) sum += std::pow(std::abs(xs[valid[i]]), p);
+                        yp[plane * out_size + o] = std::pow(sum, T(1) / p);
+                      });
+    };
+    if (x.dtype() == DType::Float32)
+      run(float{});
+    else if (x.dtype() == DType::Float64)
+      run(double{});
+    else
+      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+  }
+
+ private:
+  PoolBase base_;
+  double p_ = 2;
+};
+
+enum class GlobalKind { Max, Average, Lp };
+
+/// Global pooling: one reduction over all spatial elements of each (batch, channel) plane.
+template <GlobalKind Kind>
+class GlobalPoolKernel : public OpKernel {
+ public:
+  explicit GlobalPoolKernel(const KernelInfo& info) {
+    if (Kind == GlobalKind::Lp) {
+      p_ = attr_number(info.node, "p", 2.0);
+      if (!(p_ > 0)) info.node.fail("p must be positive, got ", p_);
+    }
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 3)
+      ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
+    Shape out_shape(x.shape().size(), 1);
+    out_shape[0] = x.dim(0);
+    out_shape[1] = x.dim(1);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    const int64_t planes = y.numel();
+    if (planes == 0) return;
+    const int64_t in_size = x.numel() / planes;
+    if (in_size == 0 && Kind == GlobalKind::Max) ctx.fail("GlobalMaxPool over an empty input");
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = x.data<T>();
+      T* yp = y.data<T>();
+      const T p = static_cast<T>(p_);
+      parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(in_size, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t plane = b; plane < e; ++plane) {
+                       const T* xs = xp + plane * in_size;
+                       T acc = Kind == GlobalKind::Max ? xs[0] : T(0);
+                       for (int64_t i = 0; i < in_size; ++i) {
+                         if constexpr (Kind == GlobalKind::Max)
+                           acc = xs[i] > acc ? xs[i] : acc;
+                         else if constexpr (Kind == GlobalKind::Average)
+                           acc += xs[i];
+                         else
+                           acc += std::pow(std::abs(xs[i]), p);
+                       }
+                       if constexpr (Kind == GlobalKind::Average)
+                         acc = in_size ? acc / static_cast<T>(in_size) : T(0);
+                       if constexpr (Kind == GlobalKind::Lp) acc = std::pow(acc, T(1) / p);
+                       yp[plane] = acc;
+                     }
+                   });
+    };
+    if (x.dtype() == DType::Float32)
+      run(float{});
+    else if (x.dtype() == DType::Float64)
+      run(double{});
+    else
+      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+  }
+
+ private:
+  double p_ = 2;
+};
+
+const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float64, DType::Int8,
+                                          DType::UInt8};
+
+DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
+                       .since = 1,
+                       .dtypes = kMaxPoolTypes,
+                       .factory = make_kernel<MaxPoolKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<AveragePoolKernel>});
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "LpPool", .since = 1, .dtypes = kFloatTypes, .factory = make_kernel<LpPoolKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<GlobalPoolKernel<GlobalKind::Max>>});
+DPRUN_REGISTER_KERNEL({.op_type = "GlobalAveragePool",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<GlobalPoolKernel<GlobalKind::Average>>});
+DPRUN_REGISTER_KERNEL({.op_type = "GlobalLpPool",
+                       .since = 1,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<GlobalPoolKernel<GlobalKind::Lp>>});
+
+}  // namespace
+}  // namespace dprun
