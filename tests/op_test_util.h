@@ -11,7 +11,7 @@ namespace dprun::testing {
 
 /// Builds a one-node graph from `node` (inputs named by node.inputs, fed with `inputs` in that
 /// order; empty names stay omitted), compiles it for cpu:0 at `opset`, runs it and returns the
-/// node's outputs. `impl` forces one kernel implementation ("reference", "onednn"...).
+/// node's outputs. To force one kernel implementation use run_impl in kernel_test_util.h.
 inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
                                     int64_t opset, const std::string& domain_of_opset = "") {
   auto graph = std::make_shared<Graph>();

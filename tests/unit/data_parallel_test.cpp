@@ -28,7 +28,8 @@ std::vector<Device> cpus(int n) {
 
 Tensor rows(int64_t n, int64_t width, float offset = 0) {
   Tensor t = Tensor::empty({n, width}, DType::Float32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = offset + static_cast<float>(i) * 0.5f;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = offset + static_cast<float>(i) * 0.5f;
   return t;
 }
 
@@ -67,7 +68,8 @@ TEST(DataParallel, FiveRowsOnFourDevicesUseThreeReplicas) {
   DataParallel dp(model_on(scale_rows_graph(2)), on(4));
   dp.forward({rows(5, 2)});
   auto run = dp.last_run();
-  EXPECT_EQ(run.devices_used, (std::vector<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2)}));
+  EXPECT_EQ(run.devices_used,
+            (std::vector<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2)}));
   EXPECT_EQ(run.chunk_rows, (std::vector<int64_t>{2, 2, 1}));
   EXPECT_EQ(run.timings.size(), 3u);
 }
@@ -158,7 +160,8 @@ TEST(DataParallel, ScalarOutputsAreGatheredIntoAVector) {
   Tensor x = rows(6, 2);
   for (int r = 0; r < 3; ++r) {
     float want = 0;
-    for (int i = 4 * r; i < 4 * r + 4; ++i) want += x.data<float>()[i] * static_cast<float>(i % 2 + 1);
+    for (int i = 4 * r; i < 4 * r + 4; ++i)
+      want += x.data<float>()[i] * static_cast<float>(i % 2 + 1);
     EXPECT_FLOAT_EQ(out[1].data<float>()[r], want);
   }
 }
@@ -171,7 +174,9 @@ TEST(DataParallel, EveryFailingReplicaIsReportedAfterAllFinish) {
   } catch (const Error& e) {
     std::string what = e.what();
     EXPECT_NE(what.find("2 of 4 replicas failed"), std::string::npos) << what;
-    EXPECT_NE(what.find("replica 1 on cpu:1: [FailOn] node 'FailOn_node': injected failure"), std::string::npos) << what;
+    EXPECT_NE(what.find("replica 1 on cpu:1: [FailOn] node 'FailOn_node': injected failure"),
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("replica 3 on cpu:3"), std::string::npos) << what;
     EXPECT_EQ(what.find("replica 0 on"), std::string::npos) << what;
   }
@@ -186,7 +191,9 @@ TEST(DataParallel, OneFailingReplicaOnly) {
     dp.forward({rows(16, 2)});
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("1 of 8 replicas failed: replica 2 on cpu:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1 of 8 replicas failed: replica 2 on cpu:2"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -221,7 +228,8 @@ TEST(DataParallel, ObserversRunOncePerReplicaOnItsDevice) {
   options.observers = {observer};
   DataParallel dp(model_on(scale_rows_graph(2)), options);
   dp.forward({rows(8, 2)});
-  EXPECT_EQ(before, (std::multiset<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2), Device::cpu(3)}));
+  EXPECT_EQ(before, (std::multiset<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2),
+                                           Device::cpu(3)}));
   EXPECT_EQ(after, before);
   EXPECT_EQ(rows_seen, (std::vector<int64_t>{2, 2, 2, 2}));
 }

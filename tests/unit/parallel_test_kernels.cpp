@@ -64,20 +64,30 @@ class AddRow : public OpKernel {
     const Tensor& b = ctx.input(1);
     int64_t width = b.numel();
     Tensor& y = ctx.allocate_output(0, a.shape(), DType::Float32);
-    for (int64_t i = 0; i < a.numel(); ++i) y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i % width];
+    for (int64_t i = 0; i < a.numel(); ++i)
+      y.data<float>()[i] = a.data<float>()[i] + b.data<float>()[i % width];
   }
 };
 
-DPRUN_REGISTER_KERNEL({.domain = "dprun.test", .op_type = "ScaleRows", .factory = make_kernel<ScaleRows>});
-DPRUN_REGISTER_KERNEL({.domain = "dprun.test", .op_type = "FailOn", .factory = make_kernel<FailOn>});
-DPRUN_REGISTER_KERNEL({.domain = "dprun.test", .op_type = "AccumulateMean", .factory = make_kernel<AccumulateMean>});
-DPRUN_REGISTER_KERNEL({.domain = "dprun.test", .op_type = "AddRow", .factory = make_kernel<AddRow>});
+DPRUN_REGISTER_KERNEL({.domain = "dprun.test",
+                       .op_type = "ScaleRows",
+                       .factory = make_kernel<ScaleRows>});
+DPRUN_REGISTER_KERNEL({.domain = "dprun.test",
+                       .op_type = "FailOn",
+                       .factory = make_kernel<FailOn>});
+DPRUN_REGISTER_KERNEL({.domain = "dprun.test",
+                       .op_type = "AccumulateMean",
+                       .factory = make_kernel<AccumulateMean>});
+DPRUN_REGISTER_KERNEL({.domain = "dprun.test",
+                       .op_type = "AddRow",
+                       .factory = make_kernel<AddRow>});
 
 std::shared_ptr<Graph> base_graph(int64_t width) {
   auto g = std::make_shared<Graph>();
   g->name = "parallel_test";
   g->opset_imports = {{"", 17}, {"dprun.test", 1}};
-  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(width)}}});
+  g->inputs.push_back(
+      {"x", {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(width)}}});
   return g;
 }
 

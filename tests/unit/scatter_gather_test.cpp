@@ -34,8 +34,10 @@ TEST(ChunkSizes, EvenUsesEveryDevice) {
 }
 
 TEST(ChunkSizes, WeightedIsProportionalAndSumsToN) {
-  EXPECT_EQ(compute_chunk_sizes(12, 2, SplitPolicy::Weighted, {1, 2}), (std::vector<int64_t>{4, 8}));
-  EXPECT_EQ(compute_chunk_sizes(10, 3, SplitPolicy::Weighted, {1, 1, 1}), (std::vector<int64_t>{4, 3, 3}));
+  EXPECT_EQ(compute_chunk_sizes(12, 2, SplitPolicy::Weighted, {1, 2}),
+            (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(compute_chunk_sizes(10, 3, SplitPolicy::Weighted, {1, 1, 1}),
+            (std::vector<int64_t>{4, 3, 3}));
   EXPECT_EQ(compute_chunk_sizes(7, 2, SplitPolicy::Weighted, {3, 1}), (std::vector<int64_t>{5, 2}));
   EXPECT_THROW(compute_chunk_sizes(7, 2, SplitPolicy::Weighted, {1}), Error);
   EXPECT_THROW(compute_chunk_sizes(7, 2, SplitPolicy::Weighted, {1, -1}), Error);
@@ -68,7 +70,8 @@ TEST(Scatter, ExplicitChunkSizes) {
 
 TEST(Scatter, MismatchedBatchSizesAreAnErrorNamingTheInputs) {
   try {
-    scatter({iota({4, 2}), iota({3, 2})}, cpus(2), 0, {}, SplitPolicy::Chunk, {}, {}, {"ids", "mask"});
+    scatter({iota({4, 2}), iota({3, 2})}, cpus(2), 0, {}, SplitPolicy::Chunk, {}, {},
+            {"ids", "mask"});
     FAIL() << "no error";
   } catch (const Error& e) {
     std::string what = e.what();
@@ -78,8 +81,9 @@ TEST(Scatter, MismatchedBatchSizesAreAnErrorNamingTheInputs) {
 }
 
 TEST(Scatter, BroadcastInputsAndScalarsGoWholeToEveryDevice) {
-  ScatterResult r = scatter({iota({4, 2}), iota({3}), Tensor::scalar<float>(7)}, cpus(2), 0, {},
-                            SplitPolicy::Chunk, {}, {InputSplit{}, InputSplit::whole(), InputSplit{}});
+  ScatterResult r =
+      scatter({iota({4, 2}), iota({3}), Tensor::scalar<float>(7)}, cpus(2), 0, {},
+              SplitPolicy::Chunk, {}, {InputSplit{}, InputSplit::whole(), InputSplit{}});
   ASSERT_EQ(r.inputs.size(), 2u);
   for (const auto& chunk : r.inputs) {
     EXPECT_EQ(chunk[1].shape(), (Shape{3}));
@@ -111,8 +115,9 @@ TEST(Gather, MismatchOutsideDimIsAnError) {
 TEST(Gather, ScalarsBecomeAVectorWithOneWarning) {
   std::vector<std::string> warnings;
   auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
-  auto g = gather({{Tensor::scalar<float>(1)}, {Tensor::scalar<float>(2)}, {Tensor::scalar<float>(3)}},
-                  Device::cpu(0), 0);
+  auto g =
+      gather({{Tensor::scalar<float>(1)}, {Tensor::scalar<float>(2)}, {Tensor::scalar<float>(3)}},
+             Device::cpu(0), 0);
   gather({{Tensor::scalar<float>(1)}, {Tensor::scalar<float>(2)}}, Device::cpu(0), 0);
   set_warning_handler(previous);
   EXPECT_EQ(g[0].shape(), (Shape{3}));
