@@ -128,8 +128,10 @@ struct Pow {
 struct Min {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_floating_point_v<T>) {
       if (a != a) return a;
+      if (b != b) return b;
+    }
     return b < a ? b : a;
   }
 };
@@ -137,8 +139,10 @@ struct Min {
 struct Max {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_floating_point_v<T>) {
       if (a != a) return a;
+      if (b != b) return b;
+    }
     return b > a ? b : a;
   }
 };

@@ -11,10 +11,12 @@
 
 namespace dprun::math {
 
-/// exp(x) for float32 by range reduction and a degree-6 polynomial (Cephes); about 1 ulp on
-/// [-87.3, 88] (clamped outside), and a loop over it vectorises where std::exp does not.
+/// exp(x) for float32 by range reduction and a degree-6 polynomial (Cephes): a few ulp on
+/// [-87.3, 88], 0 below (no denormals), clamped above. A loop over it vectorises where
+/// std::exp does not; it serves activations, whose results tolerate the flushed tail.
 DPRUN_HOST_DEVICE inline float fast_expf(float x) {
-  x = x < 88.0f ? x : 88.0f;
+  const float in = x;
+  x = x < 88.0f ? x : 88.0f;  // also maps NaN into range; it is restored at the end
   x = x > -87.3365447505531f ? x : -87.3365447505531f;
   float fx = x * 1.44269504088896341f + 0.5f;
   int n = static_cast<int>(fx);
@@ -33,10 +35,12 @@ DPRUN_HOST_DEVICE inline float fast_expf(float x) {
   // 2^n assembled from its exponent bits; n is within [-126, 127] after the clamps.
   const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
 #if defined(__CUDA_ARCH__)
-  return y * __int_as_float(static_cast<int>(bits));
+  y = y * __int_as_float(static_cast<int>(bits));
 #else
-  return y * std::bit_cast<float>(bits);
+  y = y * std::bit_cast<float>(bits);
 #endif
+  y = in < -87.3365447505531f ? 0.0f : y;  // results below FLT_MIN flush to zero
+  return in != in ? in : y;
 }
 
 template <class T>
@@ -129,13 +133,20 @@ struct Tanh {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>) {
-      // tanh(x) = sign(x) * (1 - e) / (1 + e) with e = exp(-2|x|); near 0 the series
-      // x - x^3/3 avoids cancellation.
+      // Cephes tanhf: an odd polynomial below 0.625, else (1 - e) / (1 + e) with
+      // e = exp(-2|x|), which cannot overflow. Both are computed so the loop vectorises.
       const float ax = x < 0 ? -x : x;
-      if (ax < 0.004f) return x * (1.0f - x * x * (1.0f / 3.0f));
+      const float s = x * x;
+      float p = -5.70498872745e-3f;
+      p = p * s + 2.06390887954e-2f;
+      p = p * s - 5.37397155531e-2f;
+      p = p * s + 1.33314422036e-1f;
+      p = p * s - 3.33332819422e-1f;
+      const float small = p * s * x + x;
       const float e = fast_expf(-2.0f * ax);
       const float t = (1.0f - e) / (1.0f + e);
-      return x < 0 ? -t : t;
+      const float large = x < 0 ? -t : t;
+      return ax < 0.625f ? small : large;
     } else {
       return std::tanh(x);
     }
