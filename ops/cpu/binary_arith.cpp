@@ -1,0 +1,99 @@
+// Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, BitShift,
+// BitwiseAnd/Or/Xor. Before opset 7, Add/Sub/Mul/Div/Pow use the broadcast/axis attributes.
+#include "ops/cpu/elementwise.h"
+#include "ops/math/binary_functors.h"
+
+namespace dprun::ew {
+
+template <>
+inline constexpr bool kNeedsNonzeroDivisor<math::Div> = true;
+template <>
+inline constexpr bool kNeedsNonzeroDivisor<math::Mod> = true;
+
+template <>
+math::Mod make_functor<math::Mod>(const KernelInfo& info) {
+  int64_t fmod = info.node.attr_int("fmod", 0);
+  if (fmod != 0 && fmod != 1) info.node.fail("fmod must be 0 or 1, got ", fmod);
+  return {fmod == 1};
+}
+
+template <>
+math::BitShift make_functor<math::BitShift>(const KernelInfo& info) {
+  std::string dir = info.node.attr_string("direction");
+  if (dir != "LEFT" && dir != "RIGHT")
+    info.node.fail("direction must be LEFT or RIGHT, got '", dir, "'");
+  return {dir == "LEFT"};
+}
+
+namespace {
+
+/// Pow: the exponent may have a different numeric type than the base (opset 12+); the
+/// output has the base's type.
+class PowKernel : public OpKernel {
+ public:
+  explicit PowKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    Tensor b = ctx.input(1);
+    if (legacy_) b = legacy_align(ctx, a, b);
+    Shape out_shape = broadcast_all(ctx, {&a.shape(), &b.shape()});
+    Tensor& out = ctx.allocate_output(0, out_shape, a.dtype());
+    visit_dtype(a.dtype(), [&](auto base_tag) {
+      using T = decltype(base_tag);
+      if constexpr (!accepts<Types::Numeric, T>()) {
+        fail_dtype(ctx, a.dtype());
+      } else {
+        visit_dtype(b.dtype(), [&](auto exp_tag) {
+          using E = decltype(exp_tag);
+          if constexpr (!accepts<Types::Numeric, E>()) {
+            ctx.fail("exponent dtype ", dtype_name(b.dtype()), " is not supported");
+          } else {
+            binary_map<T, E, T>(a, b, out, [](T x, E y) {
+              using CT = compute_t<T>;
+              using CE = compute_t<E>;
+              return convert<T>(math::Pow{}(static_cast<CT>(x), static_cast<CE>(y)));
+            });
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  bool legacy_;
+};
+
+template <class Op, Types kT>
+using B = BinaryKernel<Op, kT>;
+
+DPRUN_REGISTER_KERNEL({.op_type = "Add",
+                       .since = 1,
+                       .factory = make_kernel<B<math::Add, Types::Numeric>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Sub",
+                       .since = 1,
+                       .factory = make_kernel<B<math::Sub, Types::Numeric>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Mul",
+                       .since = 1,
+                       .factory = make_kernel<B<math::Mul, Types::Numeric>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Div",
+                       .since = 1,
+                       .factory = make_kernel<B<math::Div, Types::Numeric>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Mod",
+                       .since = 10,
+                       .factory = make_kernel<B<math::Mod, Types::Numeric>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Pow", .since = 1, .factory = make_kernel<PowKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "BitShift",
+                       .since = 11,
+                       .factory = make_kernel<B<math::BitShift, Types::Unsigned>>});
+DPRUN_REGISTER_KERNEL({.op_type = "BitwiseAnd",
+                       .since = 18,
+                       .factory = make_kernel<B<math::BitwiseAnd, Types::Integral>>});
+DPRUN_REGISTER_KERNEL({.op_type = "BitwiseOr",
+                       .since = 18,
+                       .factory = make_kernel<B<math::BitwiseOr, Types::Integral>>});
+DPRUN_REGISTER_KERNEL({.op_type = "BitwiseXor",
+                       .since = 18,
+                       .factory = make_kernel<B<math::BitwiseXor, Types::Integral>>});
+
+}  // namespace
+}  // namespace dprun::ew

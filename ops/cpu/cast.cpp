@@ -1,0 +1,78 @@
+// Cast and CastLike between all storable dtypes (float16/bfloat16 via float). Strings are not
+// storable in a Tensor, so a cast to or from string is refused when the kernel is built.
+// Float -> integer truncates toward zero and saturates at the target's range (NaN -> 0).
+#include <optional>
+
+#include "ops/cpu/elementwise.h"
+
+namespace dprun::ew {
+namespace {
+
+void cast_into(const Tensor& in, Tensor& out) {
+  visit_dtype(in.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    visit_dtype(out.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      unary_map(in.data<From>(), out.data<To>(), in.numel(), [](From v) { return convert<To>(v); });
+    });
+  });
+}
+
+void cast_to(KernelContext& ctx, const Tensor& in, DType to) {
+  if (!is_storable(in.dtype())) ctx.fail("cannot cast from dtype ", dtype_name(in.dtype()));
+  if (in.dtype() == to) {
+    ctx.set_output(0, in);
+    return;
+  }
+  cast_into(in, ctx.allocate_output(0, in.shape(), to));
+}
+
+/// Cast-1..5 names the target type by its TensorProto name ("FLOAT"); Cast-6+ by its number.
+DType parse_to(const Node& node) {
+  const Attribute* a = node.find_attr("to");
+  if (!a) node.fail("attribute 'to' is required");
+  DType to = DType::Undefined;
+  if (a->kind == Attribute::Kind::String) {
+    static const std::pair<const char*, DType> names[] = {
+        {"FLOAT", DType::Float32},   {"UINT8", DType::UInt8},      {"INT8", DType::Int8},
+        {"UINT16", DType::UInt16},   {"INT16", DType::Int16},      {"INT32", DType::Int32},
+        {"INT64", DType::Int64},     {"STRING", DType::String},    {"BOOL", DType::Bool},
+        {"FLOAT16", DType::Float16}, {"DOUBLE", DType::Float64},   {"UINT32", DType::UInt32},
+        {"UINT64", DType::UInt64},   {"BFLOAT16", DType::BFloat16}};
+    for (const auto& [name, t] : names)
+      if (a->s == name) to = t;
+    if (to == DType::Undefined) node.fail("unknown target type '", a->s, "'");
+  } else {
+    to = static_cast<DType>(node.attr_int("to"));
+  }
+  if (to == DType::String) node.fail("casting to string is not supported");
+  if (!is_storable(to)) node.fail("unsupported target type ", static_cast<int>(to));
+  return to;
+}
+
+class CastKernel : public OpKernel {
+ public:
+  explicit CastKernel(const KernelInfo& info) : to_(parse_to(info.node)) {}
+  void compute(KernelContext& ctx) const override { cast_to(ctx, ctx.input(0), to_); }
+
+ private:
+  DType to_;
+};
+
+class CastLikeKernel : public OpKernel {
+ public:
+  explicit CastLikeKernel(const KernelInfo& info) {
+    if (info.input_types.size() > 1 && info.input_types[1] &&
+        info.input_types[1]->dtype == DType::String)
+      info.node.fail("casting to string is not supported");
+  }
+  void compute(KernelContext& ctx) const override {
+    cast_to(ctx, ctx.input(0), ctx.input(1).dtype());
+  }
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Cast", .since = 1, .factory = make_kernel<CastKernel>});
+DPRUN_REGISTER_KERNEL({.op_type = "CastLike", .since = 15, .factory = make_kernel<CastLikeKernel>});
+
+}  // namespace
+}  // namespace dprun::ew

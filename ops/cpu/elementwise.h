@@ -1,0 +1,379 @@
+#pragma once
+// Shared machinery of the elementwise CPU kernels: dtype policies, value conversion,
+// contiguous maps and broadcasting maps. Broadcasting coalesces dimensions so the innermost
+// loop always runs over a contiguous or constant run of each input (equal shapes, scalars,
+// row and channel broadcasts all become tight, vectorisable loops).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/parallel_for.h"
+#include "ops/cpu/broadcast.h"
+
+namespace dprun::ew {
+
+/// Elements per parallel chunk: small tensors stay on one thread.
+inline constexpr int64_t kGrain = 1 << 15;
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+/// The arithmetic type a storage type computes in (16-bit floats compute in float).
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+/// Which element types a kernel accepts.
+enum class Types {
+  Float,     // float32/64, float16, bfloat16
+  Signed,    // Float + signed integers
+  Numeric,   // Float + all integers
+  Integral,  // all integers
+  Unsigned,  // unsigned integers
+  Bool,      // bool only
+  Any,       // everything storable
+};
+
+template <Types kT, class T>
+constexpr bool accepts() {
+  constexpr bool is_bool = std::is_same_v<T, bool>;
+  constexpr bool is_float = std::is_floating_point_v<T> || is_half_v<T>;
+  constexpr bool is_int = std::is_integral_v<T> && !is_bool;
+  switch (kT) {
+    case Types::Float:
+      return is_float;
+    case Types::Signed:
+      return is_float || (is_int && std::is_signed_v<T>);
+    case Types::Numeric:
+      return is_float || is_int;
+    case Types::Integral:
+      return is_int;
+    case Types::Unsigned:
+      return is_int && std::is_unsigned_v<T>;
+    case Types::Bool:
+      return is_bool;
+    case Types::Any:
+      return true;
+  }
+  return false;
+}
+
+[[noreturn]] inline void fail_dtype(const KernelContext& ctx, DType t) {
+  ctx.fail("input dtype ", dtype_name(t), " is not supported by this operator");
+}
+
+/// Converts one value between storage types the way Cast does: 16-bit floats go through
+/// float, float -> integer truncates toward zero and saturates (NaN becomes 0) so
+/// out-of-range values never invoke undefined behaviour, anything -> bool tests != 0.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (is_half_v<From>) {
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (is_half_v<To>) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(v)) return To(0);
+    // Compare in From's domain; the bounds are exact powers of two, safe to represent.
+    constexpr From lo = static_cast<From>(std::numeric_limits<To>::lowest());
+    constexpr From hi = static_cast<From>(std::numeric_limits<To>::max());
+    if (v <= lo) return std::numeric_limits<To>::lowest();
+    if (v >= hi) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+/// out[i] = f(in[i]) over n contiguous elements, in parallel chunks.
+template <class TI, class TO, class F>
+void unary_map(const TI* in, TO* out, int64_t n, const F& f) {
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+  });
+}
+
+/// A broadcast of N inputs to an output shape with adjacent compatible dims merged. The last
+/// dim is the inner run; each input's stride along it is 1 or 0.
+template <size_t N>
+struct BroadcastPlan {
+  std::vector<int64_t> dims;
+  std::array<std::vector<int64_t>, N> strides;
+  int64_t total = 0;
+};
+
+template <size_t N>
+BroadcastPlan<N> make_plan(const Shape& out, const std::array<const Shape*, N>& ins) {
+  const size_t rank = out.size();
+  BroadcastPlan<N> plan;
+  plan.total = shape_numel(out);
+  std::array<std::vector<int64_t>, N> full;
+  for (size_t k = 0; k < N; ++k) {
+    const Shape& s = *ins[k];
+    DPRUN_CHECK(s.size() <= rank, "cannot broadcast ", shape_to_string(s), " to ",
+                shape_to_string(out));
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t o = out[rank - s.size() + i];
+      DPRUN_CHECK(s[i] == o || s[i] == 1, "cannot broadcast ", shape_to_string(s), " to ",
+                  shape_to_string(out));
+    }
+    full[k] = broadcast_strides(s, rank);
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !plan.dims.empty();
+    for (size_t k = 0; k < N && merge; ++k) merge = plan.strides[k].back() == full[k][d] * out[d];
+    if (merge) {
+      plan.dims.back() *= out[d];
+      for (size_t k = 0; k < N; ++k) plan.strides[k].back() = full[k][d];
+    } else {
+      plan.dims.push_back(out[d]);
+      for (size_t k = 0; k < N; ++k) plan.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (plan.dims.empty()) {  // every dim is 1: a single element
+    plan.dims.push_back(1);
+    for (size_t k = 0; k < N; ++k) plan.strides[k].push_back(0);
+  }
+  return plan;
+}
+
+/// Runs block(out_offset, in_offsets, inner_strides, length) over contiguous runs covering the
+/// output, split into parallel chunks of about kGrain elements.
+template <size_t N, class Block>
+void run_plan(const BroadcastPlan<N>& plan, const Block& block) {
+  if (plan.total == 0) return;
+  const int64_t inner = plan.dims.back();
+  const size_t outer_rank = plan.dims.size() - 1;
+  std::array<int64_t, N> inner_stride;
+  for (size_t k = 0; k < N; ++k) inner_stride[k] = plan.strides[k].back();
+  parallel_for(plan.total, kGrain, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(outer_rank, 0);
+    std::array<int64_t, N> base{};
+    int64_t outer = begin / inner;
+    int64_t j = begin % inner;
+    for (size_t d = outer_rank; d-- > 0;) {
+      index[d] = outer % plan.dims[d];
+      outer /= plan.dims[d];
+      for (size_t k = 0; k < N; ++k) base[k] += index[d] * plan.strides[k][d];
+    }
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t len = std::min(inner - j, end - pos);
+      std::array<int64_t, N> offs;
+      for (size_t k = 0; k < N; ++k) offs[k] = base[k] + j * inner_stride[k];
+      block(pos, offs, inner_stride, len);
+      pos += len;
+      j = 0;
+      for (size_t d = outer_rank; d-- > 0;) {
+        ++index[d];
+        for (size_t k = 0; k < N; ++k) base[k] += plan.strides[k][d];
+        if (index[d] < plan.dims[d]) break;
+        for (size_t k = 0; k < N; ++k) base[k] -= plan.strides[k][d] * plan.dims[d];
+        index[d] = 0;
+      }
+    }
+  });
+}
+
+/// out = f(a, b) with a and b broadcast to out's shape (which must already be allocated).
+template <class TA, class TB, class TO, class F>
+void binary_map(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
+  const auto plan = make_plan<2>(out.shape(), {&a.shape(), &b.shape()});
+  const TA* pa = static_cast<const TA*>(a.raw_data());
+  const TB* pb = static_cast<const TB*>(b.raw_data());
+  TO* po = static_cast<TO*>(out.raw_data());
+  run_plan(plan, [&](int64_t o, const std::array<int64_t, 2>& offs,
+                     const std::array<int64_t, 2>& st, int64_t n) {
+    const TA* x = pa + offs[0];
+    const TB* y = pb + offs[1];
+    TO* z = po + o;
+    if (st[0] && st[1]) {
+      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+    } else if (st[0]) {
+      const TB yv = *y;
+      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
+    } else if (st[1]) {
+      const TA xv = *x;
+      for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
+    } else {
+      const TO v = f(*x, *y);
+      for (int64_t i = 0; i < n; ++i) z[i] = v;
+    }
+  });
+}
+
+/// True when `s` broadcasts to `out` (numpy rules, unidirectional).
+inline bool broadcasts_to(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t o = out[out.size() - s.size() + i];
+    if (s[i] != o && s[i] != 1) return false;
+  }
+  return true;
+}
+
+/// numpy broadcast of several shapes, failing with the node's name when incompatible.
+inline Shape broadcast_all(const KernelContext& ctx, const std::vector<const Shape*>& shapes) {
+  Shape out;
+  for (const Shape* s : shapes) {
+    const size_t rank = std::max(out.size(), s->size());
+    Shape next(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t x = i + out.size() >= rank ? out[i + out.size() - rank] : 1;
+      int64_t y = i + s->size() >= rank ? (*s)[i + s->size() - rank] : 1;
+      if (x != y && x != 1 && y != 1) {
+        std::string all;
+        for (const Shape* t : shapes) all += (all.empty() ? "" : " and ") + shape_to_string(*t);
+        ctx.fail("shapes ", all, " cannot be broadcast together");
+      }
+      next[i] = x == 1 ? y : x;
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+/// Binary ops before opset 7 broadcast only when broadcast=1, aligning B's dims to A's
+/// starting at `axis` (default: trailing alignment). Returns B reshaped to A's rank.
+inline Tensor legacy_align(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  const Node& node = ctx.node();
+  if (node.attr_int("broadcast", 0) == 0) {
+    if (a.shape() != b.shape())
+      ctx.fail("shapes ", shape_to_string(a.shape()), " and ", shape_to_string(b.shape()),
+               " differ and broadcast is not enabled");
+    return b;
+  }
+  const int64_t ra = a.rank(), rb = b.rank();
+  if (rb > ra)
+    ctx.fail("B of shape ", shape_to_string(b.shape()), " has more dims than A of shape ",
+             shape_to_string(a.shape()));
+  int64_t axis = ra - rb;
+  if (node.has_attr("axis")) {
+    axis = node.attr_int("axis");
+    if (axis < 0) axis += ra;
+    if (axis < 0 || axis + rb > ra)
+      ctx.fail("axis ", node.attr_int("axis"), " does not fit B of shape ",
+               shape_to_string(b.shape()), " into A of shape ", shape_to_string(a.shape()));
+  }
+  Shape s(static_cast<size_t>(ra), 1);
+  for (int64_t i = 0; i < rb; ++i)
+    s[static_cast<size_t>(axis + i)] = b.shape()[static_cast<size_t>(i)];
+  if (!broadcasts_to(s, a.shape()))
+    ctx.fail("B of shape ", shape_to_string(b.shape()), " at axis ", axis,
+             " does not broadcast to A of shape ", shape_to_string(a.shape()));
+  return b.reshape(s);
+}
+
+/// A copy of `t` as float32 (t must be a floating type).
+inline Tensor to_float32(const Tensor& t) {
+  if (t.dtype() == DType::Float32) return t;
+  Tensor out = Tensor::empty(t.shape(), DType::Float32, t.device());
+  float* o = out.data<float>();
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    unary_map(t.data<T>(), o, t.numel(), [](T v) { return convert<float>(v); });
+  });
+  return out;
+}
+
+/// Writes float32 `src` into `dst` (same element count), converting to dst's dtype.
+inline void from_float32(const Tensor& src, Tensor& dst) {
+  const float* s = src.data<float>();
+  visit_dtype(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    unary_map(s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
+  });
+}
+
+/// Builds a functor from the node's attributes; specialised for functors that have some.
+template <class Op>
+Op make_functor(const KernelInfo&) {
+  return Op{};
+}
+
+/// Unary elementwise kernel: y = op(x), or a bool result when kBoolOut.
+template <class Op, Types kT, bool kBoolOut = false>
+class UnaryKernel : public OpKernel {
+ public:
+  explicit UnaryKernel(const KernelInfo& info) : op_(make_functor<Op>(info)) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.allocate_output(0, x.shape(), kBoolOut ? DType::Bool : x.dtype());
+    const Op op = op_;
+    visit_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!accepts<kT, T>()) {
+        fail_dtype(ctx, x.dtype());
+      } else {
+        using O = std::conditional_t<kBoolOut, bool, T>;
+        if constexpr (is_half_v<T>) {
+          unary_map(x.data<T>(), y.data<O>(), x.numel(),
+                    [op](T v) { return O(op(static_cast<float>(v))); });
+        } else {
+          unary_map(x.data<T>(), y.data<O>(), x.numel(),
+                    [op](T v) { return static_cast<O>(op(v)); });
+        }
+      }
+    });
+  }
+
+ private:
+  Op op_;
+};
+
+/// Whether an integer op must reject a zero right operand (division, modulo).
+template <class Op>
+inline constexpr bool kNeedsNonzeroDivisor = false;
+
+/// Binary elementwise kernel with numpy broadcasting (legacy broadcast/axis before opset 7).
+template <class Op, Types kT, bool kBoolOut = false>
+class BinaryKernel : public OpKernel {
+ public:
+  explicit BinaryKernel(const KernelInfo& info)
+      : op_(make_functor<Op>(info)), legacy_(info.opset < 7) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    Tensor b = ctx.input(1);
+    if (a.dtype() != b.dtype())
+      ctx.fail("inputs have different dtypes ", dtype_name(a.dtype()), " and ",
+               dtype_name(b.dtype()));
+    if (legacy_) b = legacy_align(ctx, a, b);
+    Shape out_shape = broadcast_all(ctx, {&a.shape(), &b.shape()});
+    Tensor& out = ctx.allocate_output(0, out_shape, kBoolOut ? DType::Bool : a.dtype());
+    const Op op = op_;
+    visit_dtype(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!accepts<kT, T>()) {
+        fail_dtype(ctx, a.dtype());
+      } else {
+        using O = std::conditional_t<kBoolOut, bool, T>;
+        if constexpr (is_half_v<T>) {
+          binary_map<T, T, O>(a, b, out, [op](T x, T y) {
+            return O(op(static_cast<float>(x), static_cast<float>(y)));
+          });
+        } else {
+          if constexpr (kNeedsNonzeroDivisor<Op> && std::is_integral_v<T>) {
+            const T* d = b.data<T>();
+            if (std::find(d, d + b.numel(), T(0)) != d + b.numel())
+              ctx.fail("integer division by zero");
+          }
+          binary_map<T, T, O>(a, b, out, [op](T x, T y) { return static_cast<O>(op(x, y)); });
+        }
+      }
+    });
+  }
+
+ private:
+  Op op_;
+  bool legacy_;
+};
+
+}  // namespace dprun::ew

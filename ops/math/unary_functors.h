@@ -1,0 +1,308 @@
+#pragma once
+// Unary elementwise math functors, shared by CPU kernels and (later) CUDA kernels. Each is
+// applied to float, double or an integer type; 16-bit floats are computed in float.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "ops/math/host_device.h"
+
+namespace dprun::math {
+
+/// exp(x) for float32 by range reduction and a degree-6 polynomial (Cephes): a few ulp on
+/// [-87.3, 88], 0 below (no denormals), clamped above. A loop over it vectorises where
+/// std::exp does not; it serves activations, whose results tolerate the flushed tail.
+DPRUN_HOST_DEVICE inline float fast_expf(float x) {
+  const float in = x;
+  x = x < 88.0f ? x : 88.0f;  // also maps NaN into range; it is restored at the end
+  x = x > -87.3365447505531f ? x : -87.3365447505531f;
+  float fx = x * 1.44269504088896341f + 0.5f;
+  int n = static_cast<int>(fx);
+  n -= (static_cast<float>(n) > fx) ? 1 : 0;  // floor for negative values
+  const float fn = static_cast<float>(n);
+  x = x - fn * 0.693359375f;
+  x = x + fn * 2.12194440e-4f;
+  const float z = x * x;
+  float y = 1.9875691500e-4f;
+  y = y * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * z + x + 1.0f;
+  // 2^n assembled from its exponent bits; n is within [-126, 127] after the clamps.
+  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
+#if defined(__CUDA_ARCH__)
+  y = y * __int_as_float(static_cast<int>(bits));
+#else
+  y = y * std::bit_cast<float>(bits);
+#endif
+  y = in < -87.3365447505531f ? 0.0f : y;  // results below FLT_MIN flush to zero
+  return in != in ? in : y;
+}
+
+template <class T>
+DPRUN_HOST_DEVICE inline T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return fast_expf(x);
+  else
+    return std::exp(x);
+}
+
+struct Abs {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(x);
+    else if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < T(0) ? static_cast<T>(T(0) - x) : x;
+  }
+};
+
+struct Neg {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)  // wraps instead of overflowing on the minimum
+      return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(x));
+    else
+      return -x;
+  }
+};
+
+struct Sign {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      if (x != x) return x;  // NaN stays NaN
+    return x > T(0) ? T(1) : (x < T(0) ? static_cast<T>(-1) : T(0));
+  }
+};
+
+struct Reciprocal {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return T(1) / x;
+  }
+};
+
+#define DPRUN_STD_UNARY(Name, fn)               \
+  struct Name {                                 \
+    template <class T>                          \
+    DPRUN_HOST_DEVICE T operator()(T x) const { \
+      return std::fn(x);                        \
+    }                                           \
+  };
+DPRUN_STD_UNARY(Sqrt, sqrt)
+DPRUN_STD_UNARY(Log, log)
+DPRUN_STD_UNARY(Erf, erf)
+DPRUN_STD_UNARY(Floor, floor)
+DPRUN_STD_UNARY(Ceil, ceil)
+DPRUN_STD_UNARY(Sin, sin)
+DPRUN_STD_UNARY(Cos, cos)
+DPRUN_STD_UNARY(Tan, tan)
+DPRUN_STD_UNARY(Asin, asin)
+DPRUN_STD_UNARY(Acos, acos)
+DPRUN_STD_UNARY(Atan, atan)
+DPRUN_STD_UNARY(Sinh, sinh)
+DPRUN_STD_UNARY(Cosh, cosh)
+DPRUN_STD_UNARY(Asinh, asinh)
+DPRUN_STD_UNARY(Acosh, acosh)
+DPRUN_STD_UNARY(Atanh, atanh)
+#undef DPRUN_STD_UNARY
+
+struct Exp {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return std::exp(x);  // exact down to denormals, which fast_expf clamps away
+  }
+};
+
+/// Round half to even (the default floating-point rounding mode).
+struct Round {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return std::nearbyint(x);
+  }
+};
+
+struct Tanh {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      // Cephes tanhf: an odd polynomial below 0.625, else (1 - e) / (1 + e) with
+      // e = exp(-2|x|), which cannot overflow. Both are computed so the loop vectorises.
+      const float ax = x < 0 ? -x : x;
+      const float s = x * x;
+      float p = -5.70498872745e-3f;
+      p = p * s + 2.06390887954e-2f;
+      p = p * s - 5.37397155531e-2f;
+      p = p * s + 1.33314422036e-1f;
+      p = p * s - 3.33332819422e-1f;
+      const float small = p * s * x + x;
+      const float e = fast_expf(-2.0f * ax);
+      const float t = (1.0f - e) / (1.0f + e);
+      const float large = x < 0 ? -t : t;
+      return ax < 0.625f ? small : large;
+    } else {
+      return std::tanh(x);
+    }
+  }
+};
+
+struct Sigmoid {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    // exp of a non-positive argument never overflows.
+    const T e = exp_of(x < T(0) ? x : -x);
+    return x < T(0) ? e / (T(1) + e) : T(1) / (T(1) + e);
+  }
+};
+
+struct Relu {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x > T(0) ? x : T(0);
+  }
+};
+
+struct LeakyRelu {
+  float alpha = 0.01f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x >= T(0) ? x : static_cast<T>(alpha) * x;
+  }
+};
+
+struct Elu {
+  float alpha = 1.0f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x >= T(0) ? x : static_cast<T>(alpha) * std::expm1(x);
+  }
+};
+
+struct Selu {
+  float alpha = 1.67326319217681884765625f;
+  float gamma = 1.05070102214813232421875f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return static_cast<T>(gamma) * (x > T(0) ? x : static_cast<T>(alpha) * std::expm1(x));
+  }
+};
+
+struct Celu {
+  float alpha = 1.0f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    const T a = static_cast<T>(alpha);
+    return x > T(0) ? x : a * std::expm1(x / a);
+  }
+};
+
+struct HardSigmoid {
+  float alpha = 0.2f;
+  float beta = 0.5f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    const T v = static_cast<T>(alpha) * x + static_cast<T>(beta);
+    return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+  }
+};
+
+struct HardSwish {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    const T v = x / T(6) + T(0.5);
+    return x * (v < T(0) ? T(0) : (v > T(1) ? T(1) : v));
+  }
+};
+
+struct Softplus {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|), exact for large |x|.
+    const T ax = x < T(0) ? -x : x;
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-ax));
+  }
+};
+
+struct Softsign {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x / (T(1) + (x < T(0) ? -x : x));
+  }
+};
+
+struct ThresholdedRelu {
+  float alpha = 1.0f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x > static_cast<T>(alpha) ? x : T(0);
+  }
+};
+
+struct Mish {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return x * std::tanh(Softplus{}(x));
+  }
+};
+
+struct Gelu {
+  bool tanh_approx = false;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if (tanh_approx) {
+      const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + static_cast<T>(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
+  }
+};
+
+/// Shrink also accepts integers; they compute in double and convert back.
+struct Shrink {
+  float lambd = 0.5f;
+  float bias = 0.0f;
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    using C = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+    const C v = static_cast<C>(x);
+    const C l = static_cast<C>(lambd), b = static_cast<C>(bias);
+    return static_cast<T>(v < -l ? v + b : (v > l ? v - b : C(0)));
+  }
+};
+
+struct IsNaN {
+  template <class T>
+  DPRUN_HOST_DEVICE bool operator()(T x) const {
+    return x != x;
+  }
+};
+
+struct IsInf {
+  bool detect_positive = true;
+  bool detect_negative = true;
+  template <class T>
+  DPRUN_HOST_DEVICE bool operator()(T x) const {
+    return (detect_positive && x == std::numeric_limits<T>::infinity()) ||
+           (detect_negative && x == -std::numeric_limits<T>::infinity());
+  }
+};
+
+struct Not {
+  DPRUN_HOST_DEVICE bool operator()(bool x) const { return !x; }
+};
+
+struct BitwiseNot {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    return static_cast<T>(~x);
+  }
+};
+
+}  // namespace dprun::math
