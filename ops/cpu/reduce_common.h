@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/kernel.h"
@@ -119,6 +120,30 @@ void visit_float_dtype(const KernelContext& ctx, DType t, F&& f) {
     default:
       ctx.fail("input dtype ", dtype_name(t), " is not supported (floating types only)");
   }
+}
+
+/// Mean and population variance of a contiguous row, accumulated in double (two passes, so
+/// rows with a large mean keep their precision).
+template <class T>
+std::pair<double, double> row_moments(const T* x, int64_t n) {
+  if (n == 0) return {0.0, 0.0};
+  double sum[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) sum[k] += load_as<double>(x[i + k]);
+  for (; i < n; ++i) sum[0] += load_as<double>(x[i]);
+  const double mean = (sum[0] + sum[1] + sum[2] + sum[3]) / static_cast<double>(n);
+  double sq[4] = {0, 0, 0, 0};
+  for (i = 0; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) {
+      const double d = load_as<double>(x[i + k]) - mean;
+      sq[k] += d * d;
+    }
+  for (; i < n; ++i) {
+    const double d = load_as<double>(x[i]) - mean;
+    sq[0] += d * d;
+  }
+  return {mean, (sq[0] + sq[1] + sq[2] + sq[3]) / static_cast<double>(n)};
 }
 
 }  // namespace dprun
