@@ -55,4 +55,11 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
   return off;
 }
 
+/// Product of shape[begin, end).
+inline int64_t dims_product_test(const Shape& shape, int64_t begin, int64_t end) {
+  int64_t p = 1;
+  for (int64_t i = begin; i < end; ++i) p *= shape[static_cast<size_t>(i)];
+  return p;
+}
+
 }  // namespace dprun::reduce_norm_test
