@@ -281,7 +281,9 @@ class ReduceKernel : public OpKernel {
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    if (!is_floating(x.dtype()) && !is_integral(x.dtype()))
+    const bool bool_extremum =
+        x.dtype() == DType::Bool && (op_ == ReduceOp::Max || op_ == ReduceOp::Min);
+    if (!is_floating(x.dtype()) && !is_integral(x.dtype()) && !bool_extremum)
       ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
     const int64_t rank = x.rank();
     std::vector<int64_t> axes;
@@ -347,6 +349,18 @@ class ReduceKernel : public OpKernel {
           return run_reduce<ReduceOp::SumSquare>(xp, yp, L);
       }
     };
+    if (bool_extremum) {
+      // ReduceMax/Min accept bool (opset 20): any/all, computed on the 0/1 bytes.
+      static_assert(sizeof(bool) == 1);
+      const auto* xp = static_cast<const uint8_t*>(x.raw_data());
+      auto* yp = static_cast<uint8_t*>(y.raw_data());
+      if (op_ == ReduceOp::Max)
+        run_reduce<ReduceOp::Max>(xp, yp, L);
+      else
+        run_reduce<ReduceOp::Min>(xp, yp, L);
+      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = yp[i] != 0;  // empty-set min is 255
+      return;
+    }
     switch (x.dtype()) {
       case DType::Float16:
         return dispatch(Float16{});

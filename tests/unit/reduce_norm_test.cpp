@@ -192,6 +192,18 @@ TEST(ReduceTest, EmptySetReductionsGiveIdentity) {
   EXPECT_EQ(run_reduce("ReduceSum", x, {2}, true, 13).numel(), 0);
 }
 
+TEST(ReduceTest, BoolMaxMinAreAnyAll) {
+  const Tensor x = Tensor::from_vector<bool>({2, 2}, {true, false, false, false});
+  Tensor mx = run_reduce("ReduceMax", x, {1}, false, 20);
+  EXPECT_EQ(mx.dtype(), DType::Bool);
+  expect_close(mx, {2}, {1, 0});
+  expect_close(run_reduce("ReduceMin", x, {0}, false, 20), {2}, {0, 0});
+  // An empty set gives the identity: false for max, true for min.
+  const Tensor e = Tensor::from_vector<bool>({0, 2}, {});
+  expect_close(run_reduce("ReduceMax", e, {0}, false, 20), {2}, {0, 0});
+  expect_close(run_reduce("ReduceMin", e, {0}, false, 20), {2}, {1, 1});
+}
+
 TEST(ReduceTest, LogSumExpIsStableForLargeInputs) {
   const Tensor x = Tensor::from_vector<float>({2, 2}, {1000, 1000, -1000, -999});
   expect_close(run_reduce("ReduceLogSumExp", x, {1}, false, 13), {2},
