@@ -33,6 +33,7 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t D) {
                      continue;
                    }
                    C mx = -std::numeric_limits<C>::infinity();
+#pragma omp simd reduction(max : mx)
                    for (int64_t d = 0; d < D; ++d) mx = std::max(mx, load_as<C>(xr[d]));
                    C sum = 0;
                    if constexpr (K == SoftmaxKind::Softmax) {
