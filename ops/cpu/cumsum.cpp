@@ -1,0 +1,78 @@
+// CumSum: running sum along the axis given by the second input, optionally exclusive (each
+// output excludes its own element) and/or reverse (summing from the end).
+#include "engine/parallel_for.h"
+#include "ops/cpu/reduce_common.h"
+
+namespace dprun {
+namespace {
+
+class CumSumKernel : public OpKernel {
+ public:
+  explicit CumSumKernel(const KernelInfo& info)
+      : exclusive_(info.node.attr_int("exclusive", 0) != 0),
+        reverse_(info.node.attr_int("reverse", 0) != 0) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& axis_t = ctx.input(1);
+    if (axis_t.rank() > 1)
+      ctx.fail("axis must be a scalar, got shape ", shape_to_string(axis_t.shape()));
+    const int64_t axis = read_int_scalar(ctx, axis_t, "axis");
+    const int64_t rank = x.rank();
+    if (axis < -rank || axis >= rank)
+      ctx.fail("axis ", axis, " is out of range for input shape ", shape_to_string(x.shape()));
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    const int64_t outer = dims_product(x.shape(), 0, a);
+    const int64_t D = x.shape()[static_cast<size_t>(a)];
+    const int64_t inner = dims_product(x.shape(), a + 1, rank);
+    Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
+    if (x.numel() == 0) return;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      using C = compute_t<T>;
+      const T* xp = x.data<T>();
+      T* yp = y.data<T>();
+      parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * inner, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     std::vector<C> acc(static_cast<size_t>(inner));
+                     for (int64_t o = begin; o < end; ++o) {
+                       std::fill(acc.begin(), acc.end(), C(0));
+                       for (int64_t s = 0; s < D; ++s) {
+                         const int64_t d = reverse_ ? D - 1 - s : s;
+                         const T* xr = xp + (o * D + d) * inner;
+                         T* yr = yp + (o * D + d) * inner;
+                         for (int64_t i = 0; i < inner; ++i) {
+                           const C v = load_as<C>(xr[i]);
+                           if (exclusive_) {
+                             yr[i] = store_as<T>(acc[i]);
+                             acc[i] = static_cast<C>(acc[i] + v);
+                           } else {
+                             acc[i] = static_cast<C>(acc[i] + v);
+                             yr[i] = store_as<T>(acc[i]);
+                           }
+                         }
+                       }
+                     }
+                   });
+    };
+    switch (x.dtype()) {
+      case DType::Float16:
+        return run(Float16{});
+      case DType::BFloat16:
+        return run(BFloat16{});
+      default:
+        if (!is_floating(x.dtype()) && !is_integral(x.dtype()))
+          ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
+        return visit_numeric_dtype(x.dtype(), run);
+    }
+  }
+
+ private:
+  bool exclusive_;
+  bool reverse_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "CumSum", .since = 11, .factory = make_kernel<CumSumKernel>});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,189 @@
+// Softmax, LogSoftmax, Hardmax.
+//
+// Before opset 13 the input is coerced to 2-D at `axis` (default 1): every dimension from
+// `axis` on forms one row. From opset 13 the operation runs along the single dimension `axis`
+// (default -1). Both become [outer, D, inner]; inner == 1 is the contiguous fast path.
+// Softmax subtracts the row maximum before exponentiating so large inputs cannot overflow.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/parallel_for.h"
+#include "ops/cpu/reduce_common.h"
+
+namespace dprun {
+namespace {
+
+enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+
+template <SoftmaxKind K, class T>
+void softmax_rows(const T* x, T* y, int64_t rows, int64_t D) {
+  using C = compute_t<T>;
+  parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<C> buf(is_half_v<T> ? static_cast<size_t>(D) : 0);
+                 for (int64_t r = begin; r < end; ++r) {
+                   const T* xr = x + r * D;
+                   T* yr = y + r * D;
+                   if constexpr (K == SoftmaxKind::Hardmax) {
+                     int64_t best = 0;
+                     for (int64_t d = 1; d < D; ++d)
+                       if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
+                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
+                     continue;
+                   }
+                   C mx = -std::numeric_limits<C>::infinity();
+#pragma omp simd reduction(max : mx)
+                   for (int64_t d = 0; d < D; ++d) mx = std::max(mx, load_as<C>(xr[d]));
+                   C sum = 0;
+                   if constexpr (K == SoftmaxKind::Softmax) {
+                     // Exponentials go to the output (or a float buffer for 16-bit types),
+                     // then one scaling pass.
+                     C* e;
+                     if constexpr (is_half_v<T>)
+                       e = buf.data();
+                     else
+                       e = yr;
+                     for (int64_t d = 0; d < D; ++d) {
+                       e[d] = std::exp(load_as<C>(xr[d]) - mx);
+                       sum += e[d];
+                     }
+                     const C inv = C(1) / sum;
+                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(e[d] * inv);
+                   } else {
+                     for (int64_t d = 0; d < D; ++d) sum += std::exp(load_as<C>(xr[d]) - mx);
+                     const C shift = mx + std::log(sum);
+                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(load_as<C>(xr[d]) - shift);
+                   }
+                 }
+               });
+}
+
+/// The strided case: the softmax dimension D has stride `inner`; columns are processed in
+/// contiguous blocks of the inner dimension.
+template <SoftmaxKind K, class T>
+void softmax_strided(const T* x, T* y, int64_t outer, int64_t D, int64_t inner) {
+  using C = compute_t<T>;
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallel_for(outer * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(D * kBlock, 1)),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<C> mx(kBlock), sum(kBlock);
+                 std::vector<int64_t> best(kBlock);
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t o = t / blocks, i0 = (t % blocks) * kBlock;
+                   const int64_t len = std::min(kBlock, inner - i0);
+                   const T* xb = x + o * D * inner + i0;
+                   T* yb = y + o * D * inner + i0;
+                   if constexpr (K == SoftmaxKind::Hardmax) {
+                     std::fill(best.begin(), best.begin() + len, 0);
+                     for (int64_t d = 1; d < D; ++d)
+                       for (int64_t i = 0; i < len; ++i)
+                         if (load_as<C>(xb[d * inner + i]) > load_as<C>(xb[best[i] * inner + i]))
+                           best[i] = d;
+                     for (int64_t d = 0; d < D; ++d)
+                       for (int64_t i = 0; i < len; ++i)
+                         yb[d * inner + i] = store_as<T>(C(best[i] == d ? 1 : 0));
+                     continue;
+                   }
+                   std::fill(mx.begin(), mx.begin() + len, -std::numeric_limits<C>::infinity());
+                   std::fill(sum.begin(), sum.begin() + len, C(0));
+                   for (int64_t d = 0; d < D; ++d)
+                     for (int64_t i = 0; i < len; ++i)
+                       mx[i] = std::max(mx[i], load_as<C>(xb[d * inner + i]));
+                   for (int64_t d = 0; d < D; ++d)
+                     for (int64_t i = 0; i < len; ++i)
+                       sum[i] += std::exp(load_as<C>(xb[d * inner + i]) - mx[i]);
+                   for (int64_t i = 0; i < len; ++i) {
+                     if constexpr (K == SoftmaxKind::Softmax)
+                       sum[i] = C(1) / sum[i];
+                     else
+                       sum[i] = mx[i] + std::log(sum[i]);
+                   }
+                   for (int64_t d = 0; d < D; ++d)
+                     for (int64_t i = 0; i < len; ++i) {
+                       const C v = load_as<C>(xb[d * inner + i]);
+                       if constexpr (K == SoftmaxKind::Softmax)
+                         yb[d * inner + i] = store_as<T>(std::exp(v - mx[i]) * sum[i]);
+                       else
+                         yb[d * inner + i] = store_as<T>(v - sum[i]);
+                     }
+                 }
+               });
+}
+
+template <SoftmaxKind K>
+class SoftmaxKernel : public OpKernel {
+ public:
+  explicit SoftmaxKernel(const KernelInfo& info)
+      : coerce_2d_(info.opset < 13), axis_(info.node.attr_int("axis", info.opset < 13 ? 1 : -1)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const int64_t rank = x.rank();
+    int64_t outer, D, inner = 1;
+    if (rank == 0) {
+      outer = 1;
+      D = 1;
+      if (axis_ != 0 && axis_ != -1) ctx.fail("axis ", axis_, " is out of range for a scalar");
+    } else if (coerce_2d_) {
+      // axis == rank is allowed by the 2-D coercion (a [N, 1] view).
+      if (axis_ < -rank || axis_ > rank)
+        ctx.fail("axis ", axis_, " is out of range for rank ", rank);
+      const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
+      outer = dims_product(x.shape(), 0, a);
+      D = dims_product(x.shape(), a, rank);
+    } else {
+      if (axis_ < -rank || axis_ >= rank)
+        ctx.fail("axis ", axis_, " is out of range for rank ", rank);
+      const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
+      outer = dims_product(x.shape(), 0, a);
+      D = x.shape()[static_cast<size_t>(a)];
+      inner = dims_product(x.shape(), a + 1, rank);
+    }
+    Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
+    if (x.numel() == 0) return;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      if (inner == 1)
+        softmax_rows<K, T>(x.data<T>(), y.data<T>(), outer, D);
+      else
+        softmax_strided<K, T>(x.data<T>(), y.data<T>(), outer, D, inner);
+    };
+    switch (x.dtype()) {
+      case DType::Float32:
+        return run(float{});
+      case DType::Float64:
+        return run(double{});
+      case DType::Float16:
+        return run(Float16{});
+      case DType::BFloat16:
+        return run(BFloat16{});
+      default:
+        ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
+    }
+  }
+
+ private:
+  bool coerce_2d_;
+  int64_t axis_;
+};
+
+const std::vector<DType> kSoftmaxTypes = {DType::Float32, DType::Float64, DType::Float16,
+                                          DType::BFloat16};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Softmax",
+                       .since = 1,
+                       .dtypes = kSoftmaxTypes,
+                       .factory = make_kernel<SoftmaxKernel<SoftmaxKind::Softmax>>});
+DPRUN_REGISTER_KERNEL({.op_type = "LogSoftmax",
+                       .since = 1,
+                       .dtypes = kSoftmaxTypes,
+                       .factory = make_kernel<SoftmaxKernel<SoftmaxKind::LogSoftmax>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Hardmax",
+                       .since = 1,
+                       .dtypes = kSoftmaxTypes,
+                       .factory = make_kernel<SoftmaxKernel<SoftmaxKind::Hardmax>>});
+
+}  // namespace
+}  // namespace dprun
