@@ -30,6 +30,9 @@ struct KernelInfo {
   std::vector<std::optional<TensorType>> input_types;  // per input; nullopt when unknown
   /// Constant inputs (initializers that callers cannot override), keyed by input index.
   std::map<size_t, Tensor> constant_inputs;
+  /// The graph that holds the node (for ops defined over their graph, such as Gradient);
+  /// nullptr when a kernel is built outside a graph.
+  const Graph* graph = nullptr;
 };
 
 class KernelContext;

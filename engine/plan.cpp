@@ -7,7 +7,7 @@ namespace dprun {
 
 namespace {
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type) {
-  KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}};
+  KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
   std::set<std::string> overridable;
   for (const auto& in : graph.inputs) overridable.insert(in.name);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
