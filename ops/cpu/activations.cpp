@@ -37,15 +37,16 @@ template <>
 math::Shrink make_functor<math::Shrink>(const KernelInfo& info) {
   return {info.node.attr_float("lambd", 0.5f), info.node.attr_float("bias", 0.0f)};
 }
-template <>
-math::Gelu make_functor<math::Gelu>(const KernelInfo& info) {
-  std::string approx = info.node.attr_string("approximate", "none");
-  if (approx != "none" && approx != "tanh")
-    info.node.fail("approximate must be 'none' or 'tanh', got '", approx, "'");
-  return {approx == "tanh"};
-}
 
 namespace {
+
+/// Gelu picks its functor from `approximate` when built, keeping the inner loop branch-free.
+std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
+  std::string approx = info.node.attr_string("approximate", "none");
+  if (approx == "none") return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
+  if (approx == "tanh") return make_kernel<UnaryKernel<math::GeluTanh, Types::Float>>(info);
+  info.node.fail("approximate must be 'none' or 'tanh', got '", approx, "'");
+}
 
 /// PRelu: slope broadcasts unidirectionally to X. Before opset 7 a 1-D slope of X's channel
 /// count applies per channel (axis 1), as Caffe-era exporters assumed.
@@ -115,7 +116,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "ThresholdedRelu",
                        .since = 1,
                        .factory = make_kernel<U<math::ThresholdedRelu>>});
 DPRUN_REGISTER_KERNEL({.op_type = "Mish", .since = 18, .factory = make_kernel<U<math::Mish>>});
-DPRUN_REGISTER_KERNEL({.op_type = "Gelu", .since = 20, .factory = make_kernel<U<math::Gelu>>});
+DPRUN_REGISTER_KERNEL({.op_type = "Gelu", .since = 20, .factory = make_gelu});
 DPRUN_REGISTER_KERNEL({.op_type = "Shrink",
                        .since = 9,
                        .factory = make_kernel<U<math::Shrink, Types::Numeric>>});

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ops/math/host_device.h"
+#include "ops/math/select.h"
 
 namespace dprun::math {
 
@@ -198,7 +199,7 @@ struct BitShift {
 struct PRelu {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x, T slope) const {
-    return x < T(0) ? static_cast<T>(slope * x) : x;
+    return select(x < T(0), static_cast<T>(slope * x), x);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "ops/math/host_device.h"
+#include "ops/math/select.h"
 
 namespace dprun::math {
 
@@ -16,8 +17,8 @@ namespace dprun::math {
 /// std::exp does not; it serves activations, whose results tolerate the flushed tail.
 DPRUN_HOST_DEVICE inline float fast_expf(float x) {
   const float in = x;
-  x = x < 88.0f ? x : 88.0f;  // also maps NaN into range; it is restored at the end
-  x = x > -87.3365447505531f ? x : -87.3365447505531f;
+  x = select(x < 88.0f, x, 88.0f);  // also maps NaN into range; it is restored at the end
+  x = select(x > -87.3365447505531f, x, -87.3365447505531f);
   float fx = x * 1.44269504088896341f + 0.5f;
   int n = static_cast<int>(fx);
   n -= (static_cast<float>(n) > fx) ? 1 : 0;  // floor for negative values
@@ -39,8 +40,25 @@ DPRUN_HOST_DEVICE inline float fast_expf(float x) {
 #else
   y = y * std::bit_cast<float>(bits);
 #endif
-  y = in < -87.3365447505531f ? 0.0f : y;  // results below FLT_MIN flush to zero
-  return in != in ? in : y;
+  y = select(in < -87.3365447505531f, 0.0f, y);  // results below FLT_MIN flush to zero
+  return select(in != in, in, y);
+}
+
+/// erfc(z) for float32 and z >= 0 (Numerical Recipes' erfcc: relative error below 1.2e-7 in
+/// exact arithmetic), accurate in the tail where 1 - erf(z) would cancel; vectorisable.
+DPRUN_HOST_DEVICE inline float fast_erfcf(float z) {
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return t * fast_expf(p - z * z);
 }
 
 template <class T>
@@ -135,7 +153,7 @@ struct Tanh {
     if constexpr (std::is_same_v<T, float>) {
       // Cephes tanhf: an odd polynomial below 0.625, else (1 - e) / (1 + e) with
       // e = exp(-2|x|), which cannot overflow. Both are computed so the loop vectorises.
-      const float ax = x < 0 ? -x : x;
+      const float ax = std::fabs(x);
       const float s = x * x;
       float p = -5.70498872745e-3f;
       p = p * s + 2.06390887954e-2f;
@@ -145,8 +163,8 @@ struct Tanh {
       const float small = p * s * x + x;
       const float e = fast_expf(-2.0f * ax);
       const float t = (1.0f - e) / (1.0f + e);
-      const float large = x < 0 ? -t : t;
-      return ax < 0.625f ? small : large;
+      const float large = select(x < 0, -t, t);
+      return select(ax < 0.625f, small, large);
     } else {
       return std::tanh(x);
     }
@@ -157,8 +175,9 @@ struct Sigmoid {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
     // exp of a non-positive argument never overflows.
-    const T e = exp_of(x < T(0) ? x : -x);
-    return x < T(0) ? e / (T(1) + e) : T(1) / (T(1) + e);
+    const T e = exp_of(-std::fabs(x));
+    const T r = T(1) / (T(1) + e);
+    return select(x < T(0), e * r, r);
   }
 };
 
@@ -173,7 +192,7 @@ struct LeakyRelu {
   float alpha = 0.01f;
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    return x >= T(0) ? x : static_cast<T>(alpha) * x;
+    return select(x >= T(0), x, static_cast<T>(alpha) * x);
   }
 };
 
@@ -216,8 +235,10 @@ struct HardSigmoid {
 struct HardSwish {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    const T v = x / T(6) + T(0.5);
-    return x * (v < T(0) ? T(0) : (v > T(1) ? T(1) : v));
+    T v = x / T(6) + T(0.5);
+    v = select(v > T(0), v, T(0));
+    v = select(v < T(1), v, T(1));
+    return x * v;
   }
 };
 
@@ -241,7 +262,7 @@ struct ThresholdedRelu {
   float alpha = 1.0f;
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    return x > static_cast<T>(alpha) ? x : T(0);
+    return select(x > static_cast<T>(alpha), x, T(0));
   }
 };
 
@@ -252,15 +273,27 @@ struct Mish {
   }
 };
 
+/// Gelu with the exact erf form (approximate = "none").
 struct Gelu {
-  bool tanh_approx = false;
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    if (tanh_approx) {
-      const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
-      return T(0.5) * x * (T(1) + std::tanh(k * (x + static_cast<T>(0.044715) * x * x * x)));
+    if constexpr (std::is_same_v<T, float>) {
+      // 1 + erf(u) = erfc(-u): erfc(|u|) for negative x, 2 - erfc(|u|) otherwise.
+      const float c = fast_erfcf(std::fabs(x) * 0.70710678f);
+      return 0.5f * x * select(x < 0.0f, c, 2.0f - c);
+    } else {
+      return T(0.5) * x * std::erfc(-x * static_cast<T>(0.7071067811865476));
     }
-    return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
+  }
+};
+
+/// Gelu with the tanh approximation (approximate = "tanh").
+struct GeluTanh {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
+    // 0.5 * (1 + tanh(w)) = sigmoid(2w), which does not cancel for negative w.
+    return x * Sigmoid{}(T(2) * k * (x + static_cast<T>(0.044715) * x * x * x));
   }
 };
 

@@ -211,6 +211,28 @@ TEST(ElementwiseActivation, SigmoidTanhAccurateOverWideRange) {
   }
 }
 
+TEST(ElementwiseActivation, GeluAccurateOverWideRange) {
+  std::vector<float> xs;
+  for (float v = -12.0f; v <= 12.0f; v += 0.0137f) xs.push_back(v);
+  for (float v : {0.0f, 1e-7f, -1e-7f, 50.0f, -50.0f}) xs.push_back(v);
+  Tensor x = Tensor::from_vector<float>({static_cast<int64_t>(xs.size())}, xs);
+  Tensor exact = run1(unary("Gelu"), {x}, 20);
+  Node tanh_node = unary("Gelu");
+  tanh_node.attributes["approximate"] = string_attr("tanh");
+  Tensor approx = run1(tanh_node, {x}, 20);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double v = xs[i];
+    double want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    double want_tanh =
+        0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(exact.data<float>()[i], want, 1e-6 * std::fabs(want) + 1e-7) << "gelu(" << v << ")";
+    EXPECT_NEAR(approx.data<float>()[i], want_tanh, 1e-6 * std::fabs(want_tanh) + 1e-7)
+        << "gelu_tanh(" << v << ")";
+  }
+  Tensor nan = run1(unary("Gelu"), {Tensor::from_vector<float>({1}, {kNaN})}, 20);
+  EXPECT_TRUE(std::isnan(nan.data<float>()[0]));
+}
+
 TEST(ElementwiseActivation, ParametrisedActivations) {
   Tensor x = Tensor::from_vector<float>({5}, {-3.0f, -1.0f, 0.0f, 1.5f, 4.0f});
   auto check = [&](Node node, std::function<float(float)> f, int64_t opset = 17) {
