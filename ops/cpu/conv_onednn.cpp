@@ -17,6 +17,7 @@ struct ConvPrimitive {
   dnnl::primitive prim;
   memory::desc src_md, weights_md, dst_md;
   memory::desc user_weights_md;  // the ONNX weights layout, viewed in oneDNN's dims order
+  memory::desc scratchpad_md;
   Shape out_shape;
 };
 
@@ -32,7 +33,6 @@ void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, c
   using namespace onednn;
   Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
   if (y.numel() == 0) return;
-  dnnl::stream& stream = thread_stream();
   memory src = to_layout(wrap(plain_desc(x.shape()), x.raw_data()), p.src_md);
   memory weights = to_layout(wrap(p.user_weights_md, w.raw_data()), p.weights_md);
   memory user_dst = wrap(plain_desc(p.out_shape), y.raw_data());
@@ -40,9 +40,8 @@ void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, c
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
   if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape()), b->raw_data()));
-  p.prim.execute(stream, args);
-  if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
-  stream.wait();
+  execute(p.prim, p.scratchpad_md, std::move(args));
+  if (dst != user_dst) reorder_into(dst, user_dst);
 }
 
 bool conv_inputs_ok(const KernelContext& ctx) {
@@ -108,7 +107,9 @@ class ConvOnednnKernel : public OpKernel {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any(x.shape()),
           any(wshape), bias_md, any(p->out_shape), onednn::to_dims(g.strides), sub1(g.dilations),
           onednn::to_dims(g.pads_begin), onednn::to_dims(g.pads_end));
-      dnnl::convolution_forward::primitive_desc pd(desc, onednn::cpu_engine());
+      dnnl::convolution_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
+                                                   onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
       p->src_md = pd.src_desc();
       p->weights_md = pd.weights_desc();
       p->dst_md = pd.dst_desc();
@@ -203,7 +204,9 @@ class ConvTransposeOnednnKernel : public OpKernel {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
           any(onednn::to_dims(x.shape())), any(dims), bias_md, any(onednn::to_dims(p->out_shape)),
           onednn::to_dims(g.strides), sub1(g.dilations), onednn::to_dims(g.pads_begin), pad_r);
-      dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::cpu_engine());
+      dnnl::deconvolution_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
+                                                     onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
       p->src_md = pd.src_desc();
       p->weights_md = pd.weights_desc();
       p->dst_md = pd.dst_desc();

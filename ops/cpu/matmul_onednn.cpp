@@ -16,7 +16,7 @@ using dnnl::memory;
 struct MatMulPrimitive {
   bool usable = false;
   dnnl::matmul prim;
-  memory::desc a_md, b_md, c_md, bias_md;
+  memory::desc a_md, b_md, c_md, bias_md, scratchpad_md;
   bool prefill = false;      // Gemm: dst starts as beta*C and a sum post-op adds the product
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
@@ -39,10 +39,10 @@ class MatMulOnednnKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
     if (!p->usable) return reference_->compute(ctx);
     using onednn::wrap;
-    p->prim.execute(onednn::thread_stream(), {{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-                                              {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
-                                              {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}});
-    onednn::thread_stream().wait();
+    onednn::execute(p->prim, p->scratchpad_md,
+                    {{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
+                     {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
+                     {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}});
   }
 
  private:
@@ -67,7 +67,8 @@ class MatMulOnednnKernel : public OpKernel {
       p->b_md = onednn::plain_desc(b_shape);
       p->c_md = onednn::plain_desc(c_shape);
       dnnl::matmul::desc desc(p->a_md, p->b_md, p->c_md);
-      dnnl::matmul::primitive_desc pd(desc, onednn::cpu_engine());
+      dnnl::matmul::primitive_desc pd(desc, onednn::concurrent_attr(), onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::matmul(pd);
       p->usable = true;
     } catch (const dnnl::error&) {
@@ -121,8 +122,7 @@ class GemmOnednnKernel : public OpKernel {
       }
       args.emplace(DNNL_ARG_BIAS, wrap(p->bias_md, cp));
     }
-    p->prim.execute(onednn::thread_stream(), args);
-    onednn::thread_stream().wait();
+    onednn::execute(p->prim, p->scratchpad_md, std::move(args));
   }
 
  private:
@@ -136,7 +136,7 @@ class GemmOnednnKernel : public OpKernel {
       p->b_md = memory::desc({k, n}, memory::data_type::f32,
                              attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
       p->c_md = onednn::plain_desc({m, n});
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = onednn::concurrent_attr();
       if (attrs_.alpha != 1.f) attr.set_output_scales(0, {attrs_.alpha});
       memory::desc bias_md;
       if (c) {
@@ -159,6 +159,7 @@ class GemmOnednnKernel : public OpKernel {
                                     ? dnnl::matmul::desc(p->a_md, p->b_md, bias_md, p->c_md)
                                     : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::matmul(pd);
       p->usable = true;
     } catch (const dnnl::error&) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/kernel.h"
@@ -48,11 +49,40 @@ inline dnnl::memory wrap(const dnnl::memory::desc& desc, const void* data) {
   return dnnl::memory(desc, cpu_engine(), const_cast<void*>(data));
 }
 
+/// Attributes for every primitive: the caller supplies the scratchpad. In oneDNN's default
+/// (library) mode, primitives share one scratchpad unless the library was built with
+/// concurrent execution enabled, and replicas execute primitives concurrently: without this,
+/// results race (seen as run-to-run differences with several CPU devices).
+inline dnnl::primitive_attr concurrent_attr(dnnl::primitive_attr attr = {}) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+/// Executes `prim` on this thread's stream with scratchpad memory from a per-thread buffer
+/// (`scratchpad` is the primitive descriptor's scratchpad_desc()), and waits for it.
+inline void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratchpad,
+                    std::unordered_map<int, dnnl::memory> args) {
+  thread_local std::vector<char> buffer;
+  size_t bytes = scratchpad.get_size();
+  if (bytes > 0) {
+    if (buffer.size() < bytes) buffer.resize(bytes);
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratchpad, cpu_engine(), buffer.data());
+  }
+  prim.execute(thread_stream(), args);
+  thread_stream().wait();
+}
+
+/// Copies `from` into `to` (different layouts) with a reorder using a caller scratchpad.
+inline void reorder_into(const dnnl::memory& from, const dnnl::memory& to) {
+  dnnl::reorder::primitive_desc pd(from, to, concurrent_attr());
+  execute(dnnl::reorder(pd), pd.scratchpad_desc(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
 /// Returns `user` when its layout is what the primitive wants, else a reordered copy.
 inline dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc& wanted) {
   if (user.get_desc() == wanted) return user;
-  dnnl::memory in = user, out(wanted, cpu_engine());
-  dnnl::reorder(in, out).execute(thread_stream(), in, out);
+  dnnl::memory out(wanted, cpu_engine());
+  reorder_into(user, out);
   return out;
 }
 

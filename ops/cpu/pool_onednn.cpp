@@ -14,7 +14,7 @@ using dnnl::memory;
 struct PoolPrimitive {
   bool usable = false;
   dnnl::pooling_v2_forward prim;
-  memory::desc src_md, dst_md;
+  memory::desc src_md, dst_md, scratchpad_md;
   Shape out_shape;
 };
 
@@ -37,10 +37,9 @@ class PoolOnednnKernel : public OpKernel {
     if (!p->usable) return reference_->compute(ctx);
     Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
     if (y.numel() == 0) return;
-    dnnl::stream& stream = onednn::thread_stream();
-    p->prim.execute(stream, {{DNNL_ARG_SRC, onednn::wrap(p->src_md, x.raw_data())},
-                             {DNNL_ARG_DST, onednn::wrap(p->dst_md, y.raw_data())}});
-    stream.wait();
+    onednn::execute(p->prim, p->scratchpad_md,
+                    {{DNNL_ARG_SRC, onednn::wrap(p->src_md, x.raw_data())},
+                     {DNNL_ARG_DST, onednn::wrap(p->dst_md, y.raw_data())}});
   }
 
  private:
@@ -71,7 +70,9 @@ class PoolOnednnKernel : public OpKernel {
       dnnl::pooling_v2_forward::desc desc(
           dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, onednn::to_dims(g.strides),
           onednn::to_dims(g.kernel), dil, onednn::to_dims(g.pads_begin), pad_r);
-      dnnl::pooling_v2_forward::primitive_desc pd(desc, onednn::cpu_engine());
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
+                                                  onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::pooling_v2_forward(pd);
       p->usable = true;
     } catch (const dnnl::error&) {

@@ -21,16 +21,17 @@ struct BundledModel {
 
 class BundledModels : public ::testing::TestWithParam<BundledModel> {};
 
-// Max over elements of |got - want| / (|want| + 1e-4 * max|want|): a relative error that
-// stays meaningful near zero.
-double relative_error(const Tensor& got, const Tensor& want) {
+// Worst ratio |got - want| / (1e-4 * |want| + 1e-6 * max|want|): below 1 means every element
+// is within 1e-4 relative error, with an absolute floor of 1e-6 of the tensor's scale for
+// elements near zero, where float32 rounding noise dominates any relative measure.
+double tolerance_ratio(const Tensor& got, const Tensor& want) {
   double scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i)
     scale = std::max(scale, std::fabs(want.item_as_double(i)));
   double worst = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double a = got.item_as_double(i), b = want.item_as_double(i);
-    worst = std::max(worst, std::fabs(a - b) / (std::fabs(b) + 1e-4 * scale + 1e-30));
+    worst = std::max(worst, std::fabs(a - b) / (1e-4 * std::fabs(b) + 1e-6 * scale + 1e-30));
   }
   return worst;
 }
@@ -50,7 +51,7 @@ TEST_P(BundledModels, MatchesPyTorch) {
     Tensor got = read_npy((out_dir / (out + ".npy")).string());
     ASSERT_EQ(got.shape(), want.shape()) << out;
     ASSERT_EQ(got.dtype(), want.dtype()) << out;
-    EXPECT_LT(relative_error(got, want), 1e-4) << m.name << " output " << out;
+    EXPECT_LT(tolerance_ratio(got, want), 1.0) << m.name << " output " << out;
   }
   fs::remove_all(out_dir);
 }

@@ -1,0 +1,168 @@
+// dprun run / bench across CPU virtual devices, checked through the files they write.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli_test_util.h"
+#include "loader/onnx_loader.h"
+
+namespace dprun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("dprun_dp_cli_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A model whose output "total" is 0-d: ReduceSum over all axes with keepdims = 0, plus
+// y = x + row with a row that must be broadcast rather than split.
+std::string write_scalar_model(const fs::path& dir) {
+  Graph g;
+  g.name = "scalar_total";
+  g.opset_imports[""] = 13;
+  g.inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(3)}}});
+  g.inputs.push_back({"row", {DType::Float32, SymbolicShape{Dim::known(3)}}});
+  Node add;
+  add.name = "add";
+  add.op_type = "Add";
+  add.inputs = {"x", "row"};
+  add.outputs = {"y"};
+  Node sum;
+  sum.name = "sum";
+  sum.op_type = "ReduceSum";
+  sum.inputs = {"y"};
+  sum.outputs = {"total"};
+  Attribute keep;
+  keep.kind = Attribute::Kind::Int;
+  keep.i = 0;
+  sum.attributes["keepdims"] = keep;
+  g.nodes = {add, sum};
+  g.outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(3)}}});
+  g.outputs.push_back({"total", {DType::Float32, SymbolicShape{}}});
+  std::string path = (dir / "scalar.onnx").string();
+  save_graph(g, {}, path);
+  return path;
+}
+
+class BitwiseAcrossDevices : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BitwiseAcrossDevices, SameBytesAsOneDevice) {
+  const std::string model = GetParam();
+  fs::path dir = fresh_dir("bitwise_" + model);
+  for (int64_t batch : {10, 67}) {
+    std::string base = source_path("models/" + model + ".onnx") + " --batch " +
+                       std::to_string(batch) + " --symbol seq=24 --output-dir ";
+    ASSERT_EQ(run_dprun(base + (dir / "one").string() + " --devices cpu:0").status, 0);
+    for (const char* devices : {"cpu:0,cpu:1", "cpu:0,cpu:1,cpu:2,cpu:3", "cpu"}) {
+      fs::path out = dir / devices;
+      auto r = run_dprun(base + out.string() + " --devices " + devices);
+      ASSERT_EQ(r.status, 0) << r.output;
+      for (const auto& entry : fs::directory_iterator(dir / "one"))
+        EXPECT_TRUE(read_file(entry.path()) == read_file(out / entry.path().filename()))
+            << model << " batch " << batch << " on " << devices << ": " << entry.path().filename();
+    }
+  }
+  fs::remove_all(dir);
+}
+INSTANTIATE_TEST_SUITE_P(BundledModels, BitwiseAcrossDevices,
+                         ::testing::Values("mlp", "cnn", "transformer"));
+
+TEST(DataParallelCli, JsonReportsTheSplit) {
+  fs::path dir = fresh_dir("json");
+  auto r = run_dprun(source_path("models/mlp.onnx") +
+                     " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --json " +
+                     (dir / "run.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string json = read_file(dir / "run.json");
+  EXPECT_NE(json.find("\"devices_used\": [\"cpu:0\", \"cpu:1\", \"cpu:2\"]"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"chunk_rows\": [2, 2, 1]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"outputs\": {\"logits\": [5, 10]}"), std::string::npos) << json;
+  EXPECT_NE(r.output.find("cpu:2    1 rows"), std::string::npos) << r.output;
+
+  r = run_dprun(source_path("models/mlp.onnx") +
+                " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --split-policy even --json " +
+                (dir / "even.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(read_file(dir / "even.json").find("\"chunk_rows\": [2, 1, 1, 1]"), std::string::npos);
+
+  r = run_dprun(source_path("models/mlp.onnx") +
+                " --devices cpu:0,cpu:1 --batch 9 --split-policy weighted --weights 2,1 --json " +
+                (dir / "weighted.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(read_file(dir / "weighted.json").find("\"chunk_rows\": [6, 3]"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(DataParallelCli, ScalarOutputsGatherIntoAVectorAndBroadcastSplit) {
+  fs::path dir = fresh_dir("scalar");
+  std::string model = write_scalar_model(dir);
+  auto r = run_dprun(model + " --devices cpu:0,cpu:1,cpu:2 --batch 6 --split row=none --json " +
+                     (dir / "s.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string json = read_file(dir / "s.json");
+  EXPECT_NE(json.find("\"total\": [3]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"y\": [6, 3]"), std::string::npos) << json;
+  EXPECT_NE(
+      r.output.find(
+          "warning: was asked to gather along dimension 0, but all input tensors were scalars"),
+      std::string::npos)
+      << r.output;
+  // Without --split row=none the 3-element row is split like the batch of 6: an error.
+  auto bad = run_dprun(model + " --devices cpu:0,cpu:1 --batch 6");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("inputs disagree on the split size: 'x' has 6"), std::string::npos)
+      << bad.output;
+  fs::remove_all(dir);
+}
+
+TEST(DataParallelCli, OutputDeviceAndDim) {
+  fs::path dir = fresh_dir("dim");
+  auto r = run_dprun(source_path("models/mlp.onnx") +
+                     " --devices cpu:0,cpu:1 --batch 4 --output-device cpu:1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("float32[4, 10] on cpu:1"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(DataParallelCli, BadParallelFlagsAreUsageErrors) {
+  std::string model = source_path("models/mlp.onnx");
+  EXPECT_EQ(run_dprun(model + " --split-policy sideways").status, 2);
+  EXPECT_EQ(run_dprun(model + " --weights 1,2").status, 2);
+  EXPECT_EQ(run_dprun(model + " --devices cpu:0,cpu:1 --split-policy weighted --weights 1").status,
+            2);
+  EXPECT_EQ(run_dprun(model + " --split input").status, 2);
+  EXPECT_EQ(run_dprun(model + " --output-device npu:0").status, 2);
+}
+
+TEST(BenchCli, JsonAndSweep) {
+  fs::path dir = fresh_dir("bench");
+  auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
+                     " --devices cpu:0,cpu:1 --batch 8 --iters 3 --warmup 1 --sweep --json " +
+                     (dir / "b.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("samples/s"), std::string::npos);
+  EXPECT_NE(r.output.find("efficiency"), std::string::npos) << r.output;
+  std::string json = read_file(dir / "b.json");
+  for (const char* key :
+       {"\"samples_per_s\"", "\"batch\": 8", "\"iters\": 3", "\"devices\": [\"cpu:0\", \"cpu:1\"]",
+        "\"per_device\"", "\"rows\": 4", "\"sweep\""})
+    EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dprun::testing
