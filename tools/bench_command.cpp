@@ -2,10 +2,12 @@
 // per-device breakdown, and (--sweep) the scaling table over 1..N devices.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "engine/parallel/device_list.h"
@@ -41,6 +43,47 @@ void progress(const char* label, int done, int total) {
   if (done == total) std::fputs("\r\033[K", stderr);
   std::fflush(stderr);
 }
+
+// Time spent per op type, summed over replicas, from per-node observers.
+class OpProfile {
+ public:
+  NodeObserver observer() {
+    NodeObserver obs;
+    obs.before = [](const Node&, Device, std::span<const Tensor* const>) {
+      started() = std::chrono::steady_clock::now();
+    };
+    obs.after = [this](const Node& node, Device, std::span<const Tensor>) {
+      double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started()).count();
+      std::lock_guard lock(mutex_);
+      auto& entry = by_op_[node.op_type];
+      entry.first += s;
+      entry.second += 1;
+    };
+    return obs;
+  }
+  void print(int iters) const {
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_op_.begin(),
+                                                                         by_op_.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (const auto& r : rows) total += r.second.first;
+    std::printf("\n%-24s %8s %12s %7s\n", "op", "calls/it", "ms/it", "share");
+    for (const auto& [op, figures] : rows)
+      std::printf("%-24s %8lld %12.3f %6.1f%%\n", op.c_str(),
+                  static_cast<long long>(figures.second / iters), figures.first * 1e3 / iters,
+                  total > 0 ? 100.0 * figures.first / total : 0.0);
+  }
+
+ private:
+  static std::chrono::steady_clock::time_point& started() {
+    thread_local std::chrono::steady_clock::time_point t;
+    return t;
+  }
+  std::mutex mutex_;
+  std::map<std::string, std::pair<double, int64_t>> by_op_;
+};
 
 BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptions options,
                           const std::vector<Tensor>& inputs, int64_t batch, int warmup, int iters,
@@ -79,7 +122,8 @@ BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptio
 
 int bench_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
-  specs.insert(specs.end(), {{"iters"}, {"warmup"}, {"json"}, {"sweep", false}});
+  specs.insert(specs.end(),
+               {{"iters"}, {"warmup"}, {"json"}, {"sweep", false}, {"profile", false}});
   Args args(argc, argv, first, specs);
   if (args.positionals().size() != 1) throw UsageError("bench expects one model file");
   const std::string model_path = args.positionals()[0];
@@ -94,6 +138,14 @@ int bench_command(int argc, char** argv, int first) {
   int64_t batch = input_options.batch;
 
   BenchResult main = bench_devices(model, options, inputs, batch, warmup, iters, "bench");
+  if (args.has("profile")) {
+    // A separate pass: observers add a little time to every node.
+    OpProfile profile;
+    DataParallelOptions observed = options;
+    observed.observers.push_back(profile.observer());
+    bench_devices(model, observed, inputs, batch, 0, iters, "profile");
+    profile.print(iters);
+  }
   std::printf("model %s, batch %lld, %d iterations (+%d warm-up)\n", model_path.c_str(),
               static_cast<long long>(batch), iters, warmup);
   std::printf("%-10s %8s %12s %8s\n", "device", "rows", "busy ms/it", "share");

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -112,8 +112,8 @@ Result run_test(const fs::path& dir, const std::string& id) {
         return {id, Status::Failed, "more input files than graph inputs"};
       std::map<std::string, Tensor> feeds;
       for (size_t i = 0; i < input_files.size(); ++i)
-        feeds[graph->inputs[i].name] =
-            as_declared(read_tensor_proto_file(input_files[i].string()), graph->inputs[i].type.dtype);
+        feeds[graph->inputs[i].name] = as_declared(read_tensor_proto_file(input_files[i].string()),
+                                                   graph->inputs[i].type.dtype);
       auto outputs = model->run(feeds);
       if (output_files.size() != outputs.size())
         return {id, Status::Failed, "expected " + std::to_string(output_files.size()) + " outputs"};

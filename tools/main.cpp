@@ -38,6 +38,7 @@ run only:
 bench only:
   --iters N --warmup N   timed and untimed iterations (default 20 and 3)
   --sweep                also run on the first 1..N devices and print the scaling table
+  --profile              also print the time per op type (summed over devices)
   --json FILE            write samples_per_s, batch, iters, devices and per-device figures
 
 conformance options:

@@ -164,5 +164,13 @@ TEST(BenchCli, JsonAndSweep) {
   fs::remove_all(dir);
 }
 
+TEST(BenchCli, ProfileListsOpTypes) {
+  auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
+                     " --devices cpu:0 --batch 4 --iters 2 --warmup 0 --profile");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("calls/it"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Gemm                            3"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace dprun::testing
