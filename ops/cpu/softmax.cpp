@@ -10,6 +10,7 @@
 
 #include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
+#include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
@@ -44,14 +45,16 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t D) {
                        e = buf.data();
                      else
                        e = yr;
-                     for (int64_t d = 0; d < D; ++d) {
-                       e[d] = std::exp(load_as<C>(xr[d]) - mx);
-                       sum += e[d];
-                     }
+                     // Separate loops so both vectorise: the exponentials (math::exp_of is a
+                     // polynomial for float) and the sum.
+                     for (int64_t d = 0; d < D; ++d) e[d] = math::exp_of(load_as<C>(xr[d]) - mx);
+#pragma omp simd reduction(+ : sum)
+                     for (int64_t d = 0; d < D; ++d) sum += e[d];
                      const C inv = C(1) / sum;
                      for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(e[d] * inv);
                    } else {
-                     for (int64_t d = 0; d < D; ++d) sum += std::exp(load_as<C>(xr[d]) - mx);
+#pragma omp simd reduction(+ : sum)
+                     for (int64_t d = 0; d < D; ++d) sum += math::exp_of(load_as<C>(xr[d]) - mx);
                      const C shift = mx + std::log(sum);
                      for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(load_as<C>(xr[d]) - shift);
                    }
@@ -93,7 +96,7 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t D, int64_t inner) 
                        mx[i] = std::max(mx[i], load_as<C>(xb[d * inner + i]));
                    for (int64_t d = 0; d < D; ++d)
                      for (int64_t i = 0; i < len; ++i)
-                       sum[i] += std::exp(load_as<C>(xb[d * inner + i]) - mx[i]);
+                       sum[i] += math::exp_of(load_as<C>(xb[d * inner + i]) - mx[i]);
                    for (int64_t i = 0; i < len; ++i) {
                      if constexpr (K == SoftmaxKind::Softmax)
                        sum[i] = C(1) / sum[i];
@@ -104,7 +107,7 @@ void softmax_strided(const T* x, T* y, int64_t outer, int64_t D, int64_t inner) 
                      for (int64_t i = 0; i < len; ++i) {
                        const C v = load_as<C>(xb[d * inner + i]);
                        if constexpr (K == SoftmaxKind::Softmax)
-                         yb[d * inner + i] = store_as<T>(std::exp(v - mx[i]) * sum[i]);
+                         yb[d * inner + i] = store_as<T>(math::exp_of(v - mx[i]) * sum[i]);
                        else
                          yb[d * inner + i] = store_as<T>(v - sum[i]);
                      }
