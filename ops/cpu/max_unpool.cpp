@@ -33,30 +33,39 @@ class MaxUnpoolKernel : public OpKernel {
     if (ind.shape() != x.shape())
       ctx.fail("I ", shape_to_string(ind.shape()), " must have the shape of X ",
                shape_to_string(x.shape()));
-    Shape out{x.dim(0), x.dim(1)};
+    // Indices address the default output shape; an explicit output_shape only enlarges the
+    // spatial extent, so each index is re-placed at the same coordinates in the larger tensor.
+    Shape base{x.dim(0), x.dim(1)};
     for (size_t i = 0; i < nd; ++i)
-      out.push_back((x.shape()[i + 2] - 1) * strides_[i] - pads_[i] - pads_[i + nd] + kernel_[i]);
+      base.push_back((x.shape()[i + 2] - 1) * strides_[i] - pads_[i] - pads_[i + nd] + kernel_[i]);
+    Shape out = base;
     if (const Tensor* os = ctx.optional_input(2)) {
       std::vector<int64_t> given = read_int_list(ctx, *os, "output_shape");
-      if (given.size() != out.size())
-        ctx.fail("output_shape must have ", out.size(), " values, got ", given.size());
-      for (size_t i = 0; i < out.size(); ++i)
-        if (given[i] < (i < 2 ? out[i] : 0) || (i < 2 && given[i] != out[i]))
-          ctx.fail("output_shape ", shape_to_string(given), " is invalid for X ",
-                   shape_to_string(x.shape()));
+      if (given.size() != base.size())
+        ctx.fail("output_shape must have ", base.size(), " values, got ", given.size());
+      for (size_t i = 0; i < base.size(); ++i)
+        if (given[i] < base[i] || (i < 2 && given[i] != base[i]))
+          ctx.fail("output_shape ", shape_to_string(given), " is smaller than the unpooled shape ",
+                   shape_to_string(base));
       out = given;
     }
     const std::vector<int64_t> idx = read_int_list(ctx, ind, "I");
     Tensor& y = ctx.allocate_output(0, out, x.dtype());
-    const int64_t total = y.numel();
+    const int64_t base_total = shape_numel(base);
     const size_t es = dtype_size(x.dtype());
     auto* dst = static_cast<unsigned char*>(y.raw_data());
     const auto* src = static_cast<const unsigned char*>(x.raw_data());
-    std::fill(dst, dst + total * static_cast<int64_t>(es), static_cast<unsigned char>(0));
+    std::fill(dst, dst + y.numel() * static_cast<int64_t>(es), static_cast<unsigned char>(0));
     for (size_t i = 0; i < idx.size(); ++i) {
-      if (idx[i] < 0 || idx[i] >= total)
-        ctx.fail("index ", idx[i], " is outside the output of ", total, " elements");
-      std::copy(src + i * es, src + (i + 1) * es, dst + static_cast<size_t>(idx[i]) * es);
+      if (idx[i] < 0 || idx[i] >= base_total)
+        ctx.fail("index ", idx[i], " is outside the unpooled output of ", base_total, " elements");
+      int64_t rem = idx[i], flat = 0, stride = 1;
+      for (size_t d = base.size(); d-- > 0;) {
+        flat += (rem % base[d]) * stride;
+        rem /= base[d];
+        stride *= out[d];
+      }
+      std::copy(src + i * es, src + (i + 1) * es, dst + static_cast<size_t>(flat) * es);
     }
   }
 

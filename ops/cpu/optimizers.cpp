@@ -22,7 +22,7 @@ class OptimizerKernel : public OpKernel {
     const Node& node = info.node;
     if constexpr (K == OptKind::Adagrad) {
       decay_ = node.attr_float("decay_factor", 0.f);
-      epsilon_ = node.attr_float("epsilon", 0.f);
+      epsilon_ = node.attr_float("epsilon", 1e-6f);
       norm_ = node.attr_float("norm_coefficient", 0.f);
     } else if constexpr (K == OptKind::Momentum) {
       alpha_ = node.attr_float("alpha");
@@ -36,7 +36,7 @@ class OptimizerKernel : public OpKernel {
     } else {
       alpha_ = node.attr_float("alpha", 0.9f);
       beta_ = node.attr_float("beta", 0.999f);
-      epsilon_ = node.attr_float("epsilon", 0.f);
+      epsilon_ = node.attr_float("epsilon", 1e-6f);
       norm_ = node.attr_float("norm_coefficient", 0.f);
       norm_post_ = node.attr_float("norm_coefficient_post", 0.f);
     }
