@@ -379,6 +379,24 @@ TEST(GradientRules, SoftmaxFamily) {
   }
 }
 
+TEST(GradientRules, Conv) {
+  // 2-D with stride, asymmetric pads and dilation; the stride leaves input rows unused.
+  auto n = node("Conv", {"x", "w", "b"}, {"y"},
+                {{"strides", ints_attr({2, 1})},
+                 {"pads", ints_attr({1, 0, 0, 1})},
+                 {"dilations", ints_attr({1, 2})}});
+  check_gradients({n}, {in("x", {1, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)}, "y",
+                  {"x", "w", "b"}, 17, Decl::Full);
+  check_gradients({n}, {in("x", {1, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)}, "y",
+                  {"x", "w", "b"}, 9, Decl::Full);
+  // 1-D.
+  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"strides", ints_attr({3})}})},
+                  {in("x", {1, 2, 8}, 1), in("w", {3, 2, 2}, 2)}, "y", {"x", "w"}, 17, Decl::Full);
+  // Grouped: input gradient only.
+  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"group", int_attr(2)}})},
+                  {in("x", {1, 4, 4, 4}, 1), in("w", {4, 2, 3, 3}, 2)}, "y", {"x"}, 17, Decl::Full);
+}
+
 // ---- builder behaviour ----
 
 TEST(GradientBuilder, HandComputedChain) {
