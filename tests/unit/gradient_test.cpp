@@ -506,10 +506,10 @@ TEST(GradientBuilder, Errors) {
 TEST(GradientRegistry, RulesAreRegistered) {
   auto& reg = GradientRegistry::instance();
   for (const char* op :
-       {"Add",       "Sub",        "Mul",      "Div",        "Neg",       "MatMul",
-        "Gemm",      "Relu",       "Sigmoid",  "Tanh",       "Exp",       "Log",
-        "Sqrt",      "Pow",        "Identity", "Reshape",    "Transpose", "Flatten",
-        "ReduceSum", "ReduceMean", "Softmax",  "LogSoftmax", "Concat",    "Cast"})
+       {"Add",        "Sub",     "Mul",       "Div",     "Neg",       "MatMul",     "Gemm",
+        "Relu",       "Sigmoid", "Tanh",      "Exp",     "Log",       "Sqrt",       "Pow",
+        "Identity",   "Reshape", "Transpose", "Flatten", "ReduceSum", "ReduceMean", "Softmax",
+        "LogSoftmax", "Concat",  "Cast",      "Conv"})
     EXPECT_NE(reg.find("", op, 17), nullptr) << op;
   EXPECT_EQ(reg.find("", "Sin", 17), nullptr);
   EXPECT_EQ(reg.find("", "Cast", 5), nullptr);
