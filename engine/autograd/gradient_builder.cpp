@@ -1,0 +1,531 @@
+#include "engine/autograd/gradient_builder.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dprun {
+
+Attribute grad_attr_int(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute grad_attr_float(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+Attribute grad_attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute grad_attr_tensor(Tensor t) {
+  Attribute a;
+  a.kind = Attribute::Kind::Tensor;
+  a.t = std::move(t);
+  return a;
+}
+
+namespace {
+
+// A 0-d tensor of `dtype` holding v.
+Tensor scalar_tensor(double v, DType dtype) {
+  return visit_numeric_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return Tensor::scalar<T>(static_cast<T>(v));
+  });
+}
+
+bool same_dim(const Dim& a, const Dim& b) {
+  if (a.is_known() || b.is_known()) return a.is_known() && b.is_known() && a.value == b.value;
+  return !a.symbol.empty() && a.symbol == b.symbol;
+}
+
+// numpy broadcasting of declared shapes; nullopt when a dimension cannot be told statically.
+std::optional<SymbolicShape> broadcast_symbolic(const SymbolicShape& a, const SymbolicShape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  SymbolicShape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim* da = i + a.size() >= rank ? &a[i + a.size() - rank] : nullptr;
+    const Dim* db = i + b.size() >= rank ? &b[i + b.size() - rank] : nullptr;
+    if (!da || (db && da->is_known() && da->value == 1))
+      out[i] = *db;
+    else if (!db || (db->is_known() && db->value == 1) || same_dim(*da, *db))
+      out[i] = *da;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace
+
+/// Holds the state of one build_gradient call: the forward graph's index and the nodes emitted.
+class GradientBuilder {
+ public:
+  GradientBuilder(const Graph& graph, const GradientSpec& spec) : graph_(graph), spec_(spec) {
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const Node& node = graph.nodes[n];
+      for (const auto& out : node.outputs)
+        if (!out.empty()) {
+          producer_[out] = n;
+          used_.insert(out);
+        }
+      for (const auto& in : node.inputs) used_.insert(in);
+    }
+    for (const auto& in : graph.inputs) {
+      used_.insert(in.name);
+      graph_inputs_.insert(in.name);
+    }
+    for (const auto& out : graph.outputs) used_.insert(out.name);
+    for (const auto& [name, t] : graph.initializers) used_.insert(name);
+  }
+
+  GradientResult run();
+
+  const Graph& graph() const { return graph_; }
+
+  std::string fresh(const std::string& hint) {
+    std::string name;
+    do {
+      name = spec_.prefix + hint + "_" + std::to_string(counter_++);
+    } while (used_.count(name));
+    used_.insert(name);
+    return name;
+  }
+
+  std::vector<std::string> emit(const std::string& scope, const std::string& op_type,
+                                std::vector<std::string> inputs, size_t n_outputs,
+                                std::map<std::string, Attribute> attrs) {
+    Node node;
+    node.op_type = op_type;
+    node.name = fresh(scope + "/" + op_type);
+    node.inputs = std::move(inputs);
+    node.attributes = std::move(attrs);
+    for (size_t i = 0; i < n_outputs; ++i) node.outputs.push_back(fresh(scope + "/" + op_type));
+    std::vector<std::string> outs = node.outputs;
+    nodes_.push_back(std::move(node));
+    return outs;
+  }
+
+  /// The declared type, with the shape filled in by propagation through elementwise ops when
+  /// the graph carries none (a graph without shape inference).
+  std::optional<TensorType> type_of(const std::string& value) const {
+    std::optional<TensorType> t = graph_.type_of(value);
+    if (t && t->shape) return t;
+    auto shape = try_shape(value, 0);
+    if (!shape) return t;
+    TensorType out = t.value_or(TensorType{});
+    if (out.dtype == DType::Undefined) out.dtype = try_dtype(value).value_or(DType::Undefined);
+    out.shape = shape;
+    return out;
+  }
+
+  std::optional<SymbolicShape> try_shape(const std::string& value, int depth) const {
+    if (auto t = graph_.type_of(value); t && t->shape) return t->shape;
+    if (auto it = shape_cache_.find(value); it != shape_cache_.end()) return it->second;
+    auto p = producer_.find(value);
+    if (p == producer_.end() || depth > 256) return std::nullopt;
+    const Node& node = graph_.nodes[p->second];
+    static const std::set<std::string> same_shape = {
+        "Neg",        "Relu",       "Sigmoid",   "Tanh", "Exp", "Log", "Sqrt",
+        "Identity",   "Cast",       "Abs",       "Erf",  "Sin", "Cos", "Softmax",
+        "LogSoftmax", "Reciprocal", "LeakyRelu", "Elu",  "Gelu"};
+    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul", "Div", "Pow",
+                                                       "Sum", "Max", "Min", "Mean"};
+    std::optional<SymbolicShape> result;
+    if (same_shape.count(node.op_type) && node.outputs[0] == value && !node.inputs.empty()) {
+      result = try_shape(node.inputs[0], depth + 1);
+    } else if (broadcasting.count(node.op_type) && !node.has_attr("broadcast")) {
+      for (const auto& in : node.inputs) {
+        auto s = in.empty() ? std::nullopt : try_shape(in, depth + 1);
+        if (!s) return std::nullopt;
+        result = result ? broadcast_symbolic(*result, *s) : s;
+        if (!result) return std::nullopt;
+      }
+    }
+    if (result) shape_cache_[value] = *result;
+    return result;
+  }
+
+  std::optional<DType> try_dtype(const std::string& value, int depth = 0) const {
+    if (auto t = graph_.type_of(value); t && t->dtype != DType::Undefined) return t->dtype;
+    if (auto it = dtype_cache_.find(value); it != dtype_cache_.end()) return it->second;
+    auto p = producer_.find(value);
+    if (p == producer_.end() || depth > 256) return std::nullopt;
+    const Node& node = graph_.nodes[p->second];
+    std::optional<DType> result;
+    static const std::set<std::string> int64_ops = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin"};
+    static const std::set<std::string> bool_ops = {
+        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+        "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
+    if (node.op_type == "Cast") {
+      result = static_cast<DType>(node.attr_int("to"));
+    } else if (int64_ops.count(node.op_type)) {
+      result = DType::Int64;
+    } else if (bool_ops.count(node.op_type)) {
+      result = DType::Bool;
+    } else if (node.op_type == "Constant" && node.has_attr("value")) {
+      result = node.attr_tensor("value").dtype();
+    } else if (node.op_type == "ConstantOfShape") {
+      result = node.has_attr("value") ? node.attr_tensor("value").dtype() : DType::Float32;
+    } else {
+      for (const auto& in : node.inputs)
+        if (!in.empty()) {
+          result = try_dtype(in, depth + 1);
+          break;
+        }
+    }
+    if (result) dtype_cache_[value] = *result;
+    return result;
+  }
+
+  std::optional<Tensor> constant_value(const std::string& value) const {
+    if (auto it = graph_.initializers.find(value);
+        it != graph_.initializers.end() && !graph_inputs_.count(value))
+      return it->second;
+    auto p = producer_.find(value);
+    if (p == producer_.end()) return std::nullopt;
+    const Node& node = graph_.nodes[p->second];
+    if (node.op_type == "Constant" && node.has_attr("value")) return node.attr_tensor("value");
+    return std::nullopt;
+  }
+
+  int64_t onnx_opset() const { return graph_.opset(""); }
+
+ private:
+  // The accumulated gradient of `value` (a Sum node when several contributions arrived).
+  std::string accumulated(const std::string& value) {
+    auto it = grads_.find(value);
+    if (it == grads_.end() || it->second.empty()) return {};
+    auto& parts = it->second;
+    if (parts.size() > 1) {
+      std::string sum = emit("accumulate", "Sum", parts, 1, {})[0];
+      parts.assign(1, sum);
+    }
+    return parts[0];
+  }
+
+  bool wants_gradient(const std::string& value) const {
+    if (value.empty() || !depends_on_x_.count(value)) return false;
+    auto dt = try_dtype(value);
+    return !dt || is_floating(*dt);
+  }
+
+  const Graph& graph_;
+  const GradientSpec& spec_;
+  std::unordered_map<std::string, size_t> producer_;
+  std::unordered_set<std::string> used_, graph_inputs_, depends_on_x_;
+  mutable std::unordered_map<std::string, DType> dtype_cache_;
+  mutable std::unordered_map<std::string, SymbolicShape> shape_cache_;
+  std::unordered_map<std::string, std::vector<std::string>> grads_;
+  std::vector<Node> nodes_;
+  size_t counter_ = 0;
+};
+
+GradientResult GradientBuilder::run() {
+  DPRUN_CHECK(!spec_.y.empty(), "gradient: y is not named");
+  DPRUN_CHECK(used_.count(spec_.y), "gradient: y '", spec_.y, "' is not a value of graph '",
+              graph_.name, "'");
+  std::unordered_set<std::string> xs(spec_.xs.begin(), spec_.xs.end());
+  for (const auto& x : spec_.xs)
+    DPRUN_CHECK(used_.count(x), "gradient: x '", x, "' is not a value of graph '", graph_.name,
+                "'");
+
+  // Ancestors of y in topological order (iterative post-order DFS); xs are leaves.
+  std::vector<size_t> order;
+  {
+    std::vector<char> state(graph_.nodes.size(), 0);  // 0 new, 1 open, 2 done
+    std::vector<std::pair<size_t, size_t>> stack;     // node, next input to visit
+    auto push_value = [&](const std::string& v) {
+      if (v.empty() || xs.count(v)) return;
+      auto p = producer_.find(v);
+      if (p == producer_.end()) return;
+      if (state[p->second] == 1)
+        graph_.nodes[p->second].fail("is part of a cycle in graph '", graph_.name, "'");
+      if (state[p->second] == 0) {
+        state[p->second] = 1;
+        stack.emplace_back(p->second, 0);
+      }
+    };
+    push_value(spec_.y);
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      const Node& node = graph_.nodes[n];
+      if (next < node.inputs.size()) {
+        push_value(node.inputs[next++]);
+        continue;
+      }
+      state[n] = 2;
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+
+  // Values on a path from some x.
+  depends_on_x_ = xs;
+  std::vector<bool> active(graph_.nodes.size(), false);
+  for (size_t n : order) {
+    const Node& node = graph_.nodes[n];
+    bool any = std::any_of(node.inputs.begin(), node.inputs.end(),
+                           [&](const std::string& in) { return depends_on_x_.count(in) != 0; });
+    if (!any) continue;
+    active[n] = true;
+    for (const auto& out : node.outputs)
+      if (!out.empty() && !xs.count(out)) depends_on_x_.insert(out);
+  }
+
+  // Seed dL/dy.
+  if (depends_on_x_.count(spec_.y)) {
+    std::string seed = spec_.dy;
+    if (seed.empty()) {
+      auto dt = try_dtype(spec_.y);
+      DPRUN_CHECK(dt.has_value(), "gradient: the element type of y '", spec_.y,
+                  "' is unknown, so ones cannot be built for dY");
+      DPRUN_CHECK(onnx_opset() >= 9, "gradient: building ones for dY needs ai.onnx opset >= 9, ",
+                  "the graph imports ", onnx_opset());
+      std::string shape = emit("seed", "Shape", {spec_.y}, 1, {})[0];
+      Tensor one = scalar_tensor(1.0, *dt).reshape({1});
+      seed = emit("seed", "ConstantOfShape", {shape}, 1, {{"value", grad_attr_tensor(one)}})[0];
+    }
+    grads_[spec_.y].push_back(seed);
+  }
+
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Node& node = graph_.nodes[*it];
+    if (!active[*it]) continue;
+    std::vector<std::string> go;
+    bool any_go = false;
+    for (const auto& out : node.outputs) {
+      go.push_back(out.empty() ? std::string() : accumulated(out));
+      any_go = any_go || !go.back().empty();
+    }
+    if (!any_go) continue;
+    std::vector<bool> wants;
+    bool any_wanted = false;
+    for (const auto& in : node.inputs) {
+      wants.push_back(wants_gradient(in));
+      any_wanted = any_wanted || wants.back();
+    }
+    if (!any_wanted) continue;
+    int64_t opset = graph_.opset(node.domain);
+    const GradientDef* def = GradientRegistry::instance().find(node.domain, node.op_type, opset);
+    if (def == nullptr) {
+      bool known = GradientRegistry::instance().knows_op(node.domain, node.op_type);
+      node.fail("no gradient rule for ", node.op_type,
+                known ? " at opset " + std::to_string(opset) : std::string());
+    }
+    GradientContext ctx(*this, node, go, wants);
+    def->rule(ctx);
+    const auto& gi = ctx.input_grads();
+    for (size_t i = 0; i < gi.size(); ++i)
+      if (!gi[i].empty() && wants[i]) grads_[node.inputs[i]].push_back(gi[i]);
+  }
+
+  GradientResult result;
+  for (const auto& x : spec_.xs) {
+    std::string g = accumulated(x);
+    if (g.empty() && spec_.zeros_for_unreachable) {
+      auto dt = try_dtype(x);
+      DPRUN_CHECK(dt.has_value(), "gradient: the element type of x '", x,
+                  "' is unknown, so zeros cannot be built for its gradient");
+      std::string shape = emit("zeros", "Shape", {x}, 1, {})[0];
+      Tensor zero = scalar_tensor(0.0, *dt).reshape({1});
+      g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", grad_attr_tensor(zero)}})[0];
+    }
+    result.gradients.push_back(g);
+  }
+  result.nodes = std::move(nodes_);
+  return result;
+}
+
+GradientResult build_gradient(const Graph& graph, const GradientSpec& spec) {
+  GradientBuilder builder(graph, spec);
+  return builder.run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// GradientContext
+
+GradientContext::GradientContext(GradientBuilder& builder, const Node& node,
+                                 std::vector<std::string> go, std::vector<bool> wants)
+    : builder_(builder),
+      node_(node),
+      go_(std::move(go)),
+      wants_(std::move(wants)),
+      gi_(node.inputs.size()) {}
+
+int64_t GradientContext::opset() const {
+  return builder_.graph().opset(node_.domain);
+}
+int64_t GradientContext::onnx_opset() const {
+  return builder_.onnx_opset();
+}
+
+const std::string& GradientContext::I(size_t i) const {
+  if (i >= node_.inputs.size()) fail("input ", i, " does not exist");
+  return node_.inputs[i];
+}
+const std::string& GradientContext::O(size_t i) const {
+  if (i >= node_.outputs.size()) fail("output ", i, " does not exist");
+  return node_.outputs[i];
+}
+const std::string& GradientContext::GO(size_t i) const {
+  static const std::string none;
+  return i < go_.size() ? go_[i] : none;
+}
+
+void GradientContext::set_GI(size_t i, const std::string& value) {
+  if (i >= gi_.size()) fail("input ", i, " does not exist");
+  if (wants_GI(i)) gi_[i] = value;
+}
+
+std::vector<std::string> GradientContext::emit_n(const std::string& op_type,
+                                                 std::vector<std::string> inputs, size_t outputs,
+                                                 std::map<std::string, Attribute> attrs) {
+  std::string scope = node_.name.empty() ? node_.op_type : node_.name;
+  return builder_.emit(scope, op_type, std::move(inputs), outputs, std::move(attrs));
+}
+
+std::string GradientContext::emit(const std::string& op_type, std::vector<std::string> inputs,
+                                  std::map<std::string, Attribute> attrs) {
+  return emit_n(op_type, std::move(inputs), 1, std::move(attrs))[0];
+}
+
+std::string GradientContext::constant(const Tensor& t) {
+  return emit("Constant", {}, {{"value", grad_attr_tensor(t)}});
+}
+
+std::string GradientContext::scalar(double v, DType dtype) {
+  return constant(scalar_tensor(v, dtype));
+}
+
+std::string GradientContext::ints(const std::vector<int64_t>& v) {
+  return constant(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+std::optional<TensorType> GradientContext::type_of(const std::string& value) const {
+  return builder_.type_of(value);
+}
+
+DType GradientContext::dtype_of(const std::string& value) const {
+  auto dt = builder_.try_dtype(value);
+  if (!dt) fail("the element type of '", value, "' is unknown");
+  return *dt;
+}
+
+std::optional<int64_t> GradientContext::rank_of(const std::string& value) const {
+  if (auto c = constant_value(value)) return c->rank();
+  auto t = type_of(value);
+  if (!t || !t->shape) return std::nullopt;
+  return static_cast<int64_t>(t->shape->size());
+}
+
+int64_t GradientContext::require_rank(const std::string& value) const {
+  auto r = rank_of(value);
+  if (!r) fail("the rank of '", value, "' is unknown (run shape inference on the graph)");
+  return *r;
+}
+
+std::optional<Tensor> GradientContext::constant_value(const std::string& value) const {
+  return builder_.constant_value(value);
+}
+
+std::string GradientContext::reduce_sum(const std::string& x, const std::vector<int64_t>& axes,
+                                        bool keepdims) {
+  if (axes.empty()) return x;
+  std::map<std::string, Attribute> attrs{{"keepdims", grad_attr_int(keepdims ? 1 : 0)}};
+  if (onnx_opset() < 13) {
+    attrs["axes"] = grad_attr_ints(axes);
+    return emit("ReduceSum", {x}, attrs);
+  }
+  return emit("ReduceSum", {x, ints(axes)}, attrs);
+}
+
+std::string GradientContext::unsqueeze(const std::string& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  if (onnx_opset() < 13) return emit("Unsqueeze", {x}, {{"axes", grad_attr_ints(axes)}});
+  return emit("Unsqueeze", {x, ints(axes)});
+}
+
+std::string GradientContext::squeeze(const std::string& x, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return x;
+  if (onnx_opset() < 13) return emit("Squeeze", {x}, {{"axes", grad_attr_ints(axes)}});
+  return emit("Squeeze", {x, ints(axes)});
+}
+
+std::string GradientContext::reshape_like(const std::string& x, const std::string& like) {
+  return emit("Reshape", {x, emit("Shape", {like})});
+}
+
+std::string GradientContext::cast(const std::string& x, DType to) {
+  return emit("Cast", {x}, {{"to", grad_attr_int(static_cast<int64_t>(to))}});
+}
+
+std::string GradientContext::unbroadcast(const std::string& g, const std::string& out,
+                                         const std::string& target) {
+  std::optional<SymbolicShape> g_shape;
+  if (auto t = type_of(out); t && t->shape) g_shape = t->shape;
+  return reduce_to_shape_of(g, g_shape, target);
+}
+
+std::string GradientContext::reduce_to_shape_of(const std::string& g,
+                                                std::optional<SymbolicShape> g_shape,
+                                                const std::string& target) {
+  // Decide statically when the declared shapes tell which axes were broadcast.
+  std::optional<SymbolicShape> t_shape;
+  if (auto c = constant_value(target)) {
+    SymbolicShape s;
+    for (int64_t d : c->shape()) s.push_back(Dim::known(d));
+    t_shape = s;
+  } else if (auto t = type_of(target); t && t->shape) {
+    t_shape = t->shape;
+  }
+  if (g_shape && t_shape && t_shape->size() <= g_shape->size()) {
+    const SymbolicShape& sg = *g_shape;
+    const SymbolicShape& st = *t_shape;
+    size_t lead = sg.size() - st.size();
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < lead; ++i) axes.push_back(static_cast<int64_t>(i));
+    bool decided = true;
+    for (size_t j = 0; j < st.size() && decided; ++j) {
+      const Dim& a = st[j];
+      const Dim& b = sg[lead + j];
+      if (same_dim(a, b)) continue;
+      if (a.is_known() && a.value == 1)
+        axes.push_back(static_cast<int64_t>(lead + j));
+      else if (!a.is_known())
+        decided = false;  // the target's size could be 1: only the run time knows
+    }
+    if (decided) {
+      if (axes.empty()) return g;
+      if (static_cast<size_t>(axes.back()) < lead) return reduce_sum(g, axes, false);
+      std::string r = reduce_sum(g, axes, true);
+      return lead > 0 ? reshape_like(r, target) : r;
+    }
+  }
+  if (onnx_opset() < 13)
+    fail("cannot tell statically how '", target,
+         "' was broadcast (shapes unknown), and the run-time reduction needs ai.onnx opset >= 13");
+  // Run time: pad the target's shape with leading ones to g's rank and sum over every axis
+  // where it is 1 (summing an axis that is 1 in g as well changes nothing).
+  std::string g_dims = emit("Shape", {g});
+  std::string t_dims = emit("Shape", {target});
+  std::string pad = emit("Sub", {emit("Size", {g_dims}), emit("Size", {t_dims})});
+  Tensor one = Tensor::from_vector<int64_t>({1}, {1});
+  std::string ones = emit("ConstantOfShape", {emit("Reshape", {pad, ints({1})})},
+                          {{"value", grad_attr_tensor(one)}});
+  std::string padded = emit("Concat", {ones, t_dims}, {{"axis", grad_attr_int(0)}});
+  std::string mask = emit("Equal", {padded, constant(one)});
+  std::string axes = emit("Reshape", {emit("NonZero", {mask}), ints({-1})});
+  std::string r =
+      emit("ReduceSum", {g, axes},
+           {{"keepdims", grad_attr_int(1)}, {"noop_with_empty_axes", grad_attr_int(1)}});
+  return emit("Reshape", {r, t_dims});
+}
+
+}  // namespace dprun

@@ -1,0 +1,93 @@
+#pragma once
+// Shared pieces of the gradient rules.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/gradient_builder.h"
+
+namespace dprun::grad {
+
+/// Binary ops before opset 7 broadcast B onto A from `axis` when broadcast=1; numpy-style
+/// unbroadcasting only matches the suffix-aligned form (no axis).
+inline void check_legacy_broadcast(GradientContext& ctx) {
+  if (ctx.opset() < 7 && ctx.node().attr_int("broadcast", 0) != 0 && ctx.node().has_attr("axis"))
+    ctx.fail("legacy broadcasting with an explicit axis is not supported");
+}
+
+/// The reduction axes of a Reduce* node (attribute before opset 13/18, input after) when they
+/// are known at build time; sets `all` when every axis is reduced.
+struct ReduceAxes {
+  std::vector<int64_t> axes;
+  bool all = false;       // no axes given: every axis (unless noop)
+  bool identity = false;  // noop_with_empty_axes with no axes: the node copies its input
+  bool dynamic = false;   // axes come from a non-constant input
+};
+
+inline ReduceAxes reduce_axes(GradientContext& ctx) {
+  const Node& node = ctx.node();
+  ReduceAxes r;
+  bool axes_as_input = ctx.input_count() > 1 && !ctx.I(1).empty();
+  if (axes_as_input) {
+    auto c = ctx.constant_value(ctx.I(1));
+    if (!c) {
+      r.dynamic = true;
+      return r;
+    }
+    for (int64_t i = 0; i < c->numel(); ++i)
+      r.axes.push_back(static_cast<int64_t>(c->item_as_double(i)));
+  } else {
+    r.axes = node.attr_ints("axes", {});
+  }
+  if (r.axes.empty()) {
+    if (node.attr_int("noop_with_empty_axes", 0) != 0)
+      r.identity = true;
+    else
+      r.all = true;
+  }
+  return r;
+}
+
+/// Broadcasts the gradient of a Reduce* output back over the input's shape (the shared part
+/// of ReduceSum and ReduceMean).
+inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r) {
+  const std::string& x = ctx.I(0);
+  std::string g = ctx.GO(0);
+  if (r.identity) return ctx.emit("Identity", {g});
+  bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
+  std::string x_dims = ctx.emit("Shape", {x});
+  if (!keepdims && !r.all) {
+    if (r.dynamic) {
+      // The keepdims shape: x's shape with 1 at every reduced axis (negative axes allowed).
+      Tensor one = Tensor::from_vector<int64_t>({1}, {1});
+      std::string ones = ctx.emit("ConstantOfShape", {ctx.emit("Shape", {ctx.I(1)})},
+                                  {{"value", grad_attr_tensor(one)}});
+      std::string kept =
+          ctx.emit("ScatterElements", {x_dims, ctx.I(1), ones}, {{"axis", grad_attr_int(0)}});
+      g = ctx.emit("Reshape", {g, kept});
+    } else {
+      int64_t rank = ctx.require_rank(x);
+      std::vector<int64_t> axes;
+      for (int64_t a : r.axes) axes.push_back(normalize_axis(a, rank));
+      std::sort(axes.begin(), axes.end());
+      g = ctx.unsqueeze(g, axes);
+    }
+  }
+  // With every axis reduced and keepdims=0, g is a scalar and broadcasts as it is.
+  return ctx.emit("Expand", {g, x_dims});
+}
+
+/// Softmax-family helpers: before opset 13 the op works on the input coerced to 2-D at
+/// `axis`; from 13 on a single axis. Returns {axis to reduce over, whether inputs were
+/// flattened}.
+struct SoftmaxAxis {
+  int64_t axis;
+  bool flattened;
+};
+
+inline SoftmaxAxis softmax_axis(GradientContext& ctx) {
+  if (ctx.opset() < 13) return {ctx.node().attr_int("axis", 1), true};
+  return {ctx.node().attr_int("axis", -1), false};
+}
+
+}  // namespace dprun::grad

@@ -1,0 +1,95 @@
+// MatMul (numpy semantics): dA = dY @ B^T, dB = A^T @ dY over the last two axes, summed back
+// over broadcast batch axes. 1-D operands are promoted to matrices as the forward op does.
+#include <algorithm>
+
+#include "ops/grad/grad_util.h"
+
+namespace dprun {
+namespace {
+
+std::string transpose_last_two(GradientContext& ctx, const std::string& x, int64_t rank) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+  std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
+  return ctx.emit("Transpose", {x}, {{"perm", grad_attr_ints(perm)}});
+}
+
+std::optional<SymbolicShape> shape_of(GradientContext& ctx, const std::string& v) {
+  auto t = ctx.type_of(v);
+  if (!t || !t->shape) return std::nullopt;
+  return t->shape;
+}
+
+// Broadcast of two batch shapes where it can be told statically; unknown dims otherwise.
+SymbolicShape broadcast_batch(const SymbolicShape& a, const SymbolicShape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  SymbolicShape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim* da = i + a.size() >= rank ? &a[i + a.size() - rank] : nullptr;
+    const Dim* db = i + b.size() >= rank ? &b[i + b.size() - rank] : nullptr;
+    if (!da || (db && da->is_known() && da->value == 1)) {
+      out[i] = *db;
+    } else if (!db || (db->is_known() && db->value == 1)) {
+      out[i] = *da;
+    } else if (da->is_known() && db->is_known() && da->value == db->value) {
+      out[i] = *da;
+    } else if (!da->is_known() && !db->is_known() && !da->symbol.empty() &&
+               da->symbol == db->symbol) {
+      out[i] = *da;
+    } else {
+      out[i] = Dim{};
+    }
+  }
+  return out;
+}
+
+void matmul_grad(GradientContext& ctx) {
+  const std::string &a = ctx.I(0), &b = ctx.I(1), &go = ctx.GO(0);
+  int64_t ra = ctx.require_rank(a), rb = ctx.require_rank(b);
+  if (ra == 1 && rb == 1) {  // dot product: Y is a scalar
+    if (ctx.wants_GI(0)) ctx.set_GI(0, ctx.emit("Mul", {go, b}));
+    if (ctx.wants_GI(1)) ctx.set_GI(1, ctx.emit("Mul", {go, a}));
+    return;
+  }
+  // Promote to matrices: A [K] -> [1, K], B [K] -> [K, 1]; dY gains the matching unit axis.
+  int64_t rank_o = std::max(ra, rb) - (ra == 1 || rb == 1 ? 1 : 0);
+  std::string g = go;
+  if (ra == 1) g = ctx.unsqueeze(g, {rank_o - 1});
+  if (rb == 1) g = ctx.unsqueeze(g, {rank_o});
+  std::string a2 = ra == 1 ? ctx.unsqueeze(a, {0}) : a;
+  std::string b2 = rb == 1 ? ctx.unsqueeze(b, {1}) : b;
+  int64_t r2a = std::max<int64_t>(ra, 2), r2b = std::max<int64_t>(rb, 2);
+  int64_t r2o = std::max(r2a, r2b);
+
+  // Static shapes of the full gradients, for deciding the batch reduction at build time.
+  std::optional<SymbolicShape> ga_shape, gb_shape;
+  auto sa = shape_of(ctx, a), sb = shape_of(ctx, b);
+  if (sa && sb) {
+    SymbolicShape ma = ra == 1 ? SymbolicShape{Dim::known(1), (*sa)[0]} : *sa;
+    SymbolicShape mb = rb == 1 ? SymbolicShape{(*sb)[0], Dim::known(1)} : *sb;
+    SymbolicShape batch = broadcast_batch(SymbolicShape(ma.begin(), ma.end() - 2),
+                                          SymbolicShape(mb.begin(), mb.end() - 2));
+    ga_shape = batch;
+    ga_shape->insert(ga_shape->end(), ma.end() - 2, ma.end());
+    gb_shape = batch;
+    gb_shape->insert(gb_shape->end(), mb.end() - 2, mb.end());
+    if (ra == 1) ga_shape->erase(ga_shape->end() - 2);
+    if (rb == 1) gb_shape->erase(gb_shape->end() - 1);
+  }
+
+  if (ctx.wants_GI(0)) {
+    std::string da = ctx.emit("MatMul", {g, transpose_last_two(ctx, b2, r2b)});
+    if (ra == 1) da = ctx.squeeze(da, {r2o - 2});
+    ctx.set_GI(0, ctx.reduce_to_shape_of(da, ga_shape, a));
+  }
+  if (ctx.wants_GI(1)) {
+    std::string db = ctx.emit("MatMul", {transpose_last_two(ctx, a2, r2a), g});
+    if (rb == 1) db = ctx.squeeze(db, {r2o - 1});
+    ctx.set_GI(1, ctx.reduce_to_shape_of(db, gb_shape, b));
+  }
+}
+
+DPRUN_REGISTER_GRADIENT({.op_type = "MatMul", .since = 1, .rule = matmul_grad});
+
+}  // namespace
+}  // namespace dprun

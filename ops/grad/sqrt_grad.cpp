@@ -1,0 +1,15 @@
+// Sqrt: dX = dY / (2 Y).
+#include "ops/grad/grad_util.h"
+
+namespace dprun {
+namespace {
+
+void sqrt_grad(GradientContext& ctx) {
+  std::string half = ctx.emit("Mul", {ctx.GO(0), ctx.scalar(0.5, ctx.dtype_of(ctx.O(0)))});
+  ctx.set_GI(0, ctx.emit("Div", {half, ctx.O(0)}));
+}
+
+DPRUN_REGISTER_GRADIENT({.op_type = "Sqrt", .since = 1, .rule = sqrt_grad});
+
+}  // namespace
+}  // namespace dprun
