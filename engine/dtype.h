@@ -135,4 +135,15 @@ decltype(auto) visit_numeric_dtype(DType t, F&& f) {
   }
 }
 
+/// Calls f(T{}) with T the one of the listed C++ types whose dtype is `t`; throws Error naming
+/// the dtype when it is none of them. E.g. visit_dtype_among<float, double>(t, f).
+template <class T, class... Rest, class F>
+decltype(auto) visit_dtype_among(DType t, F&& f) {
+  if (t == dtype_of<T>()) return f(T{});
+  if constexpr (sizeof...(Rest) > 0)
+    return visit_dtype_among<Rest...>(t, std::forward<F>(f));
+  else
+    fail("dtype ", dtype_name(t), " is not supported by this operation");
+}
+
 }  // namespace dprun

@@ -133,12 +133,7 @@ class ConvKernel : public OpKernel {
       conv_direct<T, T, T>(s, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, T(0), {},
                            y.data<T>());
     };
-    if (x.dtype() == DType::Float32)
-      run(float{});
-    else if (x.dtype() == DType::Float64)
-      run(double{});
-    else
-      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    visit_dtype_among<float, double>(x.dtype(), run);
   }
 
  private:

@@ -98,12 +98,7 @@ class ConvTransposeKernel : public OpKernel {
       conv_transpose_direct<T>(g, n, c, m, group_, x.data<T>(), w.data<T>(),
                                b ? b->data<T>() : nullptr, y.data<T>());
     };
-    if (x.dtype() == DType::Float32)
-      run(float{});
-    else if (x.dtype() == DType::Float64)
-      run(double{});
-    else
-      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    visit_dtype_among<float, double>(x.dtype(), run);
   }
 
  private:

@@ -55,22 +55,7 @@ class GemmKernel : public OpKernel {
                   static_cast<T>(attrs_.beta), a.data<T>(), b.data<T>(), c ? c->data<T>() : nullptr,
                   c ? c->shape() : Shape{}, y.data<T>());
     };
-    switch (a.dtype()) {
-      case DType::Float32:
-        return run(float{});
-      case DType::Float64:
-        return run(double{});
-      case DType::Int32:
-        return run(int32_t{});
-      case DType::Int64:
-        return run(int64_t{});
-      case DType::UInt32:
-        return run(uint32_t{});
-      case DType::UInt64:
-        return run(uint64_t{});
-      default:
-        ctx.fail("unsupported dtype ", dtype_name(a.dtype()));
-    }
+    visit_dtype_among<float, double, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), run);
   }
 
  private:

@@ -126,18 +126,7 @@ class MaxPoolKernel : public OpKernel {
                               plane * in_size + (storage_order_ == 1 ? column_major(g, arg) : arg);
                       });
     };
-    switch (x.dtype()) {
-      case DType::Float32:
-        return run(float{});
-      case DType::Float64:
-        return run(double{});
-      case DType::Int8:
-        return run(int8_t{});
-      case DType::UInt8:
-        return run(uint8_t{});
-      default:
-        ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
-    }
+    visit_dtype_among<float, double, int8_t, uint8_t>(x.dtype(), run);
   }
 
  private:
@@ -173,12 +162,7 @@ class AveragePoolKernel : public OpKernel {
             yp[plane * out_size + o] = count > 0 ? sum / static_cast<T>(count) : T(0);
           });
     };
-    if (x.dtype() == DType::Float32)
-      run(float{});
-    else if (x.dtype() == DType::Float64)
-      run(double{});
-    else
-      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    visit_dtype_among<float, double>(x.dtype(), run);
   }
 
  private:
@@ -214,12 +198,7 @@ class LpPoolKernel : public OpKernel {
                         yp[plane * out_size + o] = std::pow(sum, T(1) / p);
                       });
     };
-    if (x.dtype() == DType::Float32)
-      run(float{});
-    else if (x.dtype() == DType::Float64)
-      run(double{});
-    else
-      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    visit_dtype_among<float, double>(x.dtype(), run);
   }
 
  private:
@@ -277,12 +256,7 @@ class GlobalPoolKernel : public OpKernel {
                      }
                    });
     };
-    if (x.dtype() == DType::Float32)
-      run(float{});
-    else if (x.dtype() == DType::Float64)
-      run(double{});
-    else
-      ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+    visit_dtype_among<float, double>(x.dtype(), run);
   }
 
  private:

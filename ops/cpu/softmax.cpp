@@ -153,18 +153,7 @@ class SoftmaxKernel : public OpKernel {
       else
         softmax_strided<K, T>(x.data<T>(), y.data<T>(), outer, D, inner);
     };
-    switch (x.dtype()) {
-      case DType::Float32:
-        return run(float{});
-      case DType::Float64:
-        return run(double{});
-      case DType::Float16:
-        return run(Float16{});
-      case DType::BFloat16:
-        return run(BFloat16{});
-      default:
-        ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
-    }
+    visit_dtype_among<float, double, Float16, BFloat16>(x.dtype(), run);
   }
 
  private:
