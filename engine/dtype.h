@@ -30,7 +30,8 @@ enum class DType : int32_t {
   BFloat16 = 16,
 };
 
-/// Bytes per element; throws for Undefined and String (not storable as a tensor here).
+/// Bytes per element; throws for Undefined and String (string tensors hold std::string
+/// objects, which cannot be moved as raw bytes).
 size_t dtype_size(DType t);
 /// Lower-case numpy-style name: "float32", "int64", "bool", ...
 std::string_view dtype_name(DType t);
@@ -39,7 +40,8 @@ DType dtype_from_name(std::string_view name);
 bool is_floating(DType t);
 bool is_integral(DType t);  // signed or unsigned integers, not bool
 bool is_signed(DType t);    // floating types and signed integers
-/// True for the dtypes a Tensor can hold (everything but Undefined and String).
+/// True for the fixed-size dtypes (everything but Undefined and String). A Tensor can also
+/// hold String elements (std::string, CPU only); raw-byte kernels must reject those.
 bool is_storable(DType t);
 
 template <class T>
@@ -62,6 +64,7 @@ DPRUN_DTYPE_OF(uint16_t, UInt16)
 DPRUN_DTYPE_OF(uint32_t, UInt32)
 DPRUN_DTYPE_OF(uint64_t, UInt64)
 DPRUN_DTYPE_OF(bool, Bool)
+DPRUN_DTYPE_OF(std::string, String)
 #undef DPRUN_DTYPE_OF
 
 /// The DType of a C++ element type, e.g. dtype_of<float>() == DType::Float32.

@@ -20,11 +20,11 @@ void check_input(const ValueInfo& info, const Tensor& tensor) {
          shape_to_string(tensor.shape()));
 }
 
-std::vector<Tensor> execute_plan(const Plan& plan, Device device,
-                                 const std::vector<Tensor>& parameters,
-                                 const std::vector<Tensor>& feeds,
-                                 const std::map<std::string, Tensor>& overrides,
-                                 const RunOptions& options) {
+std::vector<Value> execute_plan_values(const Plan& plan, Device device,
+                                       const std::vector<Tensor>& parameters,
+                                       const std::vector<Value>& feeds,
+                                       const std::map<std::string, Tensor>& overrides,
+                                       const RunOptions& options) {
   const Graph& graph = plan.graph();
   DPRUN_CHECK(device.type == plan.device_type(), "plan compiled for ",
               device_type_name(plan.device_type()), " cannot run on ", device.to_string());
@@ -34,7 +34,9 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
               feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
   if (options.threads > 0) set_intra_op_threads(options.threads);
 
+  // Sequences live beside the tensors, in a parallel table indexed by value id.
   std::vector<Tensor> values(plan.value_count());
+  std::vector<SequencePtr> sequences(plan.value_count());
   const auto& param_ids = plan.parameter_ids();
   for (size_t i = 0; i < param_ids.size(); ++i)
     values[static_cast<size_t>(param_ids[i])] = parameters[i];
@@ -45,22 +47,38 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
     values[static_cast<size_t>(id)] = tensor.to(device);
   }
   for (size_t i = 0; i < feeds.size(); ++i) {
-    check_input(*required[i], feeds[i]);
-    values[static_cast<size_t>(feed_ids[i])] = feeds[i].to(device);
+    const Value& feed = feeds[i];
+    size_t id = static_cast<size_t>(feed_ids[i]);
+    if (feed.is_sequence()) {
+      sequences[id] = feed.sequence;
+      continue;
+    }
+    // Tensor inputs must be given; non-tensor inputs (declared without dtype) and outer-scope
+    // values (past the inputs) may be empty optionals.
+    if (i < required.size() &&
+        (feed.tensor.defined() || required[i]->type.dtype != DType::Undefined))
+      check_input(*required[i], feed.tensor);
+    if (feed.tensor.defined()) values[id] = feed.tensor.to(device);
   }
 
   std::vector<const Tensor*> inputs;
+  std::vector<SequencePtr> input_sequences;
   std::vector<Tensor> outputs;
+  std::vector<SequencePtr> output_sequences;
   for (const PlanStep& step : plan.steps()) {
     const Node& node = graph.nodes[step.node_index];
     inputs.clear();
+    input_sequences.clear();
     for (int id : step.inputs) {
       const Tensor* t = id >= 0 ? &values[static_cast<size_t>(id)] : nullptr;
       inputs.push_back(t && t->defined() ? t : nullptr);
+      input_sequences.push_back(id >= 0 ? sequences[static_cast<size_t>(id)] : nullptr);
     }
     outputs.assign(step.outputs.size(), Tensor());
+    output_sequences.assign(step.outputs.size(), nullptr);
     KernelContext ctx(node, device, intra_op_threads(), inputs, outputs);
     ctx.set_wanted(step.outputs_wanted);
+    ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)
       if (obs.before) obs.before(node, device, inputs);
     try {
@@ -74,9 +92,11 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
     }
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
-      if (!outputs[o].defined() && step.outputs_wanted[o])
+      if (!outputs[o].defined() && !output_sequences[o] && !ctx.output_is_none(o) &&
+          step.outputs_wanted[o])
         node.fail("kernel produced no value for output '", node.outputs[o], "'");
       values[static_cast<size_t>(step.outputs[o])] = std::move(outputs[o]);
+      sequences[static_cast<size_t>(step.outputs[o])] = std::move(output_sequences[o]);
     }
     if (!options.observers.empty()) {
       std::vector<Tensor> produced;
@@ -85,7 +105,10 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
       for (const auto& obs : options.observers)
         if (obs.after) obs.after(node, device, produced);
     }
-    for (int id : step.release_after) values[static_cast<size_t>(id)] = Tensor();
+    for (int id : step.release_after) {
+      values[static_cast<size_t>(id)] = Tensor();
+      sequences[static_cast<size_t>(id)] = nullptr;
+    }
   }
 
   // In-place state updates write into the parameter's own storage, so a replica that shares
@@ -100,8 +123,30 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
       }
   }
 
+  std::vector<Value> results;
+  for (int id : plan.output_ids())
+    results.push_back({values[static_cast<size_t>(id)], sequences[static_cast<size_t>(id)]});
+  return results;
+}
+
+std::vector<Tensor> execute_plan(const Plan& plan, Device device,
+                                 const std::vector<Tensor>& parameters,
+                                 const std::vector<Tensor>& feeds,
+                                 const std::map<std::string, Tensor>& overrides,
+                                 const RunOptions& options) {
+  std::vector<Value> values;
+  values.reserve(feeds.size());
+  for (const Tensor& t : feeds) values.push_back({t, nullptr});
+  std::vector<Value> outputs =
+      execute_plan_values(plan, device, parameters, values, overrides, options);
   std::vector<Tensor> results;
-  for (int id : plan.output_ids()) results.push_back(values[static_cast<size_t>(id)]);
+  const auto& declared = plan.graph().outputs;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o].is_sequence())
+      fail("graph output '", declared[o].name,
+           "' is a sequence; returning sequences from a model is not supported");
+    results.push_back(std::move(outputs[o].tensor));
+  }
   return results;
 }
 

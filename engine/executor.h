@@ -34,6 +34,25 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
                                  const std::map<std::string, Tensor>& overrides,
                                  const RunOptions& options);
 
+/// A value of the executor's table: a tensor, a sequence, or neither (an omitted value or an
+/// optional without element).
+struct Value {
+  Tensor tensor;
+  SequencePtr sequence;
+  bool is_sequence() const { return sequence != nullptr; }
+  bool empty() const { return !tensor.defined() && !sequence; }
+};
+
+/// execute_plan over values that may be sequences, for running subgraphs (control-flow
+/// kernels). `feeds` follow plan.feed_ids(); those past the graph's own inputs are the
+/// outer-scope values the plan was built with. An empty feed is an optional without value.
+/// Returns the graph outputs, possibly sequences or empty.
+std::vector<Value> execute_plan_values(const Plan& plan, Device device,
+                                       const std::vector<Tensor>& parameters,
+                                       const std::vector<Value>& feeds,
+                                       const std::map<std::string, Tensor>& overrides,
+                                       const RunOptions& options);
+
 /// Checks `tensor` against the declared type of graph input `info`; throws naming the input,
 /// what was expected and what came.
 void check_input(const ValueInfo& info, const Tensor& tensor);

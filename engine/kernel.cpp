@@ -70,6 +70,7 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::st
 }
 
 const Tensor& KernelContext::input(size_t i) const {
+  if (input_is_sequence(i)) fail("input ", i, " is a sequence where a tensor is expected");
   if (!has_input(i)) fail("required input ", i, " is missing");
   return *inputs_[i];
 }
@@ -83,6 +84,23 @@ Tensor& KernelContext::allocate_output(size_t i, Shape shape, DType dtype) {
 void KernelContext::set_output(size_t i, Tensor tensor) {
   if (i >= outputs_.size()) fail("output ", i, " does not exist");
   outputs_[i] = std::move(tensor);
+}
+
+void KernelContext::set_output_sequence(size_t i, TensorSequence sequence) {
+  set_output_sequence(i, std::make_shared<const TensorSequence>(std::move(sequence)));
+}
+
+void KernelContext::set_output_sequence(size_t i, SequencePtr sequence) {
+  if (i >= outputs_.size()) fail("output ", i, " does not exist");
+  if (i >= output_sequences_.size()) fail("output ", i, " cannot hold a sequence here");
+  DPRUN_CHECK(sequence != nullptr, "set_output_sequence: null sequence");
+  output_sequences_[i] = std::move(sequence);
+}
+
+void KernelContext::set_output_none(size_t i) {
+  if (i >= outputs_.size()) fail("output ", i, " does not exist");
+  if (none_.size() <= i) none_.resize(outputs_.size(), false);
+  none_[i] = true;
 }
 
 }  // namespace dprun

@@ -22,6 +22,11 @@
 
 namespace dprun {
 
+/// An ONNX sequence value (seq(tensor)). Values share sequences immutably: an op that changes
+/// a sequence produces a new one.
+using TensorSequence = std::vector<Tensor>;
+using SequencePtr = std::shared_ptr<const TensorSequence>;
+
 /// What a kernel factory knows about the node it is built for.
 struct KernelInfo {
   const Node& node;
@@ -33,6 +38,9 @@ struct KernelInfo {
   /// The graph that holds the node (for ops defined over their graph, such as Gradient);
   /// nullptr when a kernel is built outside a graph.
   const Graph* graph = nullptr;
+  /// Outer-scope values the node's subgraphs read (control flow: If, Loop, Scan). They are
+  /// passed to the kernel as extra inputs after the node's declared ones, in this order.
+  std::vector<std::string> implicit_inputs;
 };
 
 class KernelContext;
@@ -107,7 +115,7 @@ class KernelContext {
 
   size_t input_count() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
-  /// A required input; throws naming the node when it is absent.
+  /// A required input; throws naming the node when it is absent or a sequence.
   const Tensor& input(size_t i) const;
   /// An optional input, nullptr when omitted.
   const Tensor* optional_input(size_t i) const { return has_input(i) ? inputs_[i] : nullptr; }
@@ -124,6 +132,36 @@ class KernelContext {
 
   void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
 
+  // Sequence values. Tensor accessors see a sequence input as absent (has_input is false).
+  /// True when input i holds a sequence.
+  bool input_is_sequence(size_t i) const {
+    return i < input_sequences_.size() && input_sequences_[i] != nullptr;
+  }
+  /// Input i as a sequence, nullptr when it is not one (absent or a tensor).
+  const TensorSequence* input_sequence(size_t i) const {
+    return input_is_sequence(i) ? input_sequences_[i].get() : nullptr;
+  }
+  /// Input i as a shared sequence (to forward without copying); nullptr when not one.
+  SequencePtr input_sequence_ptr(size_t i) const {
+    return input_is_sequence(i) ? input_sequences_[i] : nullptr;
+  }
+  /// Sets output i to a sequence.
+  void set_output_sequence(size_t i, TensorSequence sequence);
+  void set_output_sequence(size_t i, SequencePtr sequence);
+  /// Leaves output i empty on purpose: an optional without a value (ONNX Optional).
+  void set_output_none(size_t i);
+  /// The sequence set for output i, nullptr when none was.
+  SequencePtr output_sequence(size_t i) const {
+    return i < output_sequences_.size() ? output_sequences_[i] : nullptr;
+  }
+  bool output_is_none(size_t i) const { return i < none_.size() && none_[i]; }
+  /// Gives the context the sequence slots of the inputs and outputs (executor only). Without
+  /// it, the node can neither read nor produce sequences.
+  void bind_sequences(std::span<const SequencePtr> inputs, std::span<SequencePtr> outputs) {
+    input_sequences_ = inputs;
+    output_sequences_ = outputs;
+  }
+
   template <class... Args>
   [[noreturn]] void fail(const Args&... args) const {
     node_.fail(args...);
@@ -136,6 +174,9 @@ class KernelContext {
   std::span<const Tensor* const> inputs_;
   std::span<Tensor> outputs_;
   std::vector<bool> wanted_;
+  std::span<const SequencePtr> input_sequences_;
+  std::span<SequencePtr> output_sequences_;
+  std::vector<bool> none_;
 };
 
 }  // namespace dprun

@@ -5,6 +5,40 @@
 
 namespace dprun {
 
+std::vector<std::string> free_variables(const Graph& graph) {
+  std::set<std::string> defined, seen;
+  for (const auto& in : graph.inputs) defined.insert(in.name);
+  for (const auto& [name, t] : graph.initializers) defined.insert(name);
+  for (const Node& node : graph.nodes)
+    for (const auto& out : node.outputs) defined.insert(out);
+  std::vector<std::string> free;
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) free.push_back(name);
+  };
+  for (const Node& node : graph.nodes) {
+    for (const auto& in : node.inputs) use(in);
+    for (const auto& name : implicit_inputs(node)) use(name);
+  }
+  for (const auto& out : graph.outputs) use(out.name);  // a subgraph may return an outer value
+  return free;
+}
+
+std::vector<std::string> implicit_inputs(const Node& node) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  auto add_graph = [&](const std::shared_ptr<Graph>& g) {
+    if (!g) return;
+    for (auto& name : free_variables(*g))
+      if (seen.insert(name).second) names.push_back(std::move(name));
+  };
+  for (const auto& [key, attr] : node.attributes) {
+    if (attr.kind == Attribute::Kind::Graph) add_graph(attr.g);
+    if (attr.kind == Attribute::Kind::Graphs)
+      for (const auto& g : attr.graphs) add_graph(g);
+  }
+  return names;
+}
+
 namespace {
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
@@ -17,6 +51,8 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
     if (it != graph.initializers.end() && !overridable.count(name))
       info.constant_inputs.emplace(i, it->second);
   }
+  info.implicit_inputs = implicit_inputs(node);
+  for (const auto& name : info.implicit_inputs) info.input_types.push_back(graph.type_of(name));
   return info;
 }
 
@@ -26,8 +62,6 @@ std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, Dev
   try {
     KernelInfo info = make_info(graph, node, device_type);
     auto kernel = KernelRegistry::instance().create(info, &why);
-    if (!kernel && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan"))
-      why = "control-flow subgraphs are not supported yet";
     return kernel;
   } catch (const Error& e) {
     why = e.what();
@@ -52,7 +86,8 @@ int Plan::value_id(const std::string& name) const {
 }
 
 std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
-                                        DeviceType device_type) {
+                                        DeviceType device_type,
+                                        const std::vector<std::string>& outer_values) {
   auto plan = std::shared_ptr<Plan>(new Plan());
   plan->graph_ = graph_ptr;
   plan->device_type_ = device_type;
@@ -66,6 +101,11 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
   };
   for (const auto& in : graph.inputs)
     if (!graph.initializers.count(in.name)) plan->feed_ids_.push_back(intern(in.name));
+  for (const auto& name : outer_values) {
+    DPRUN_CHECK(!plan->value_ids_.count(name), "outer-scope value '", name,
+                "' is also an input of graph '", graph.name, "'");
+    plan->feed_ids_.push_back(intern(name));
+  }
   for (const auto& [name, tensor] : graph.initializers)
     plan->parameter_ids_.push_back(intern(name));
 
@@ -82,6 +122,12 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
       DPRUN_CHECK(plan->value_ids_.count(in), node.describe(), ": input '", in,
                   "' is not produced by any node, graph input or initializer");
       step.inputs.push_back(plan->value_ids_.at(in));
+    }
+    step.implicit_inputs = implicit_inputs(node);
+    for (const auto& name : step.implicit_inputs) {
+      DPRUN_CHECK(plan->value_ids_.count(name), node.describe(), ": its subgraph reads '", name,
+                  "', which is not produced before it in graph '", graph.name, "'");
+      step.inputs.push_back(plan->value_ids_.at(name));
     }
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
     std::string why;

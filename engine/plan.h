@@ -19,14 +19,18 @@ struct PlanStep {
   std::vector<int> outputs;          // value ids; -1 for an omitted output
   std::vector<bool> outputs_wanted;  // an output nobody reads need not be computed
   std::vector<int> release_after;    // values whose last reader is this step
+  /// Outer-scope values read by the node's subgraphs; their ids close `inputs`.
+  std::vector<std::string> implicit_inputs;
 };
 
 class Plan {
  public:
   /// Compiles `graph` (already topologically sorted) for `device_type`. Every node without a
-  /// kernel is reported in one Error, with node names and reasons.
+  /// kernel is reported in one Error, with node names and reasons. A subgraph names the
+  /// outer-scope values it reads in `outer_values`: they are fed after its own inputs.
   static std::shared_ptr<const Plan> build(std::shared_ptr<const Graph> graph,
-                                           DeviceType device_type);
+                                           DeviceType device_type,
+                                           const std::vector<std::string>& outer_values = {});
 
   const Graph& graph() const { return *graph_; }
   std::shared_ptr<const Graph> graph_ptr() const { return graph_; }
@@ -36,7 +40,8 @@ class Plan {
   const std::string& value_name(int id) const { return value_names_[static_cast<size_t>(id)]; }
   /// -1 when no such value.
   int value_id(const std::string& name) const;
-  /// Graph inputs a caller feeds (without initializer), in declaration order.
+  /// Graph inputs a caller feeds (without initializer), in declaration order, then the
+  /// outer-scope values of a subgraph plan.
   const std::vector<int>& feed_ids() const { return feed_ids_; }
   /// Initializers, in a fixed order; a Model's parameter tensors follow it.
   const std::vector<int>& parameter_ids() const { return parameter_ids_; }
@@ -50,6 +55,12 @@ class Plan {
   std::unordered_map<std::string, int> value_ids_;
   std::vector<int> feed_ids_, parameter_ids_, output_ids_;
 };
+
+/// Names `graph` reads without defining them (as input, initializer or node output), its
+/// nested subgraphs included, in order of first use: the outer-scope values of a subgraph.
+std::vector<std::string> free_variables(const Graph& graph);
+/// The outer-scope values read by the subgraph attributes of `node` (empty for ordinary ops).
+std::vector<std::string> implicit_inputs(const Node& node);
 
 /// Every node of `graph` that has no kernel on `device_type`, as "[Op] node 'name' (reason)".
 std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type);

@@ -1,11 +1,24 @@
 #include "engine/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
 #include "engine/backend.h"
 
 namespace dprun {
+
+namespace {
+// Bytes one element occupies in storage (String tensors store std::string objects).
+size_t element_bytes(DType t) {
+  return t == DType::String ? sizeof(std::string) : dtype_size(t);
+}
+
+// Copies `count` strings; String tensors are host-only.
+void copy_strings(std::string* dst, const std::string* src, int64_t count) {
+  std::copy(src, src + count, dst);
+}
+}  // namespace
 
 Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator)
     : bytes_(bytes), device_(allocator->device()), allocator_(std::move(allocator)) {
@@ -15,21 +28,35 @@ Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator)
 Storage::Storage(void* external, size_t bytes, Device device)
     : data_(external), bytes_(bytes), device_(device) {}
 
+Storage::Storage(size_t count, DType string_tag) : device_(Device::cpu()), strings_(count) {
+  DPRUN_CHECK(string_tag == DType::String, "Storage of objects is only for strings");
+  data_ = strings_.data();
+  bytes_ = count * sizeof(std::string);
+}
+
 Storage::~Storage() {
   if (allocator_) allocator_->deallocate(data_, bytes_ == 0 ? 1 : bytes_);
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
-  DPRUN_CHECK(is_storable(dtype), "cannot create a tensor of dtype ", dtype_name(dtype));
+  DPRUN_CHECK(is_storable(dtype) || dtype == DType::String, "cannot create a tensor of dtype ",
+              dtype_name(dtype));
   Tensor t;
   t.numel_ = shape_numel(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
+  if (dtype == DType::String) {
+    DPRUN_CHECK(device.type == DeviceType::CPU, "string tensors cannot live on ",
+                device.to_string());
+    t.storage_ = std::make_shared<Storage>(static_cast<size_t>(t.numel_), DType::String);
+    return t;
+  }
   t.storage_ = std::make_shared<Storage>(t.nbytes(), backend_for(device).allocator(device));
   return t;
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
+  if (dtype == DType::String) return empty(std::move(shape), dtype, device);  // ""s
   Tensor t = empty(std::move(shape), dtype, Device::cpu());
   std::memset(t.raw_data(), 0, t.nbytes());
   return device.type == DeviceType::CPU ? t : t.to(device);
@@ -90,7 +117,7 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   for (int64_t i = axis + 1; i < rank(); ++i) inner *= shape_[i];
   Shape out_shape = shape_;
   out_shape[axis] = length;
-  size_t elem = dtype_size(dtype_);
+  size_t elem = element_bytes(dtype_);
   if (outer == 1) {
     Tensor t = *this;
     t.offset_ += static_cast<size_t>(start * inner) * elem;
@@ -103,6 +130,12 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   size_t src_stride = static_cast<size_t>(shape_[axis] * inner) * elem;
   const char* src = static_cast<const char*>(raw_data()) + start * inner * elem;
   char* dst = static_cast<char*>(out.raw_data());
+  if (dtype_ == DType::String) {
+    for (int64_t o = 0; o < outer; ++o)
+      copy_strings(reinterpret_cast<std::string*>(dst + o * row_bytes),
+                   reinterpret_cast<const std::string*>(src + o * src_stride), length * inner);
+    return out;
+  }
   for (int64_t o = 0; o < outer; ++o)
     copy_bytes(dst + o * row_bytes, out.device(), src + o * src_stride, device(), row_bytes);
   return out;
@@ -111,7 +144,10 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
 Tensor Tensor::to(Device device, bool copy) const {
   if (!copy && device == this->device()) return *this;
   Tensor out = empty(shape_, dtype_, device);
-  copy_bytes(out.raw_data(), device, raw_data(), this->device(), nbytes());
+  if (dtype_ == DType::String)
+    copy_strings(out.data<std::string>(), data<std::string>(), numel_);
+  else
+    copy_bytes(out.raw_data(), device, raw_data(), this->device(), nbytes());
   return out;
 }
 
@@ -123,6 +159,8 @@ void Tensor::copy_from(const Tensor& src) {
   DPRUN_CHECK(src.dtype_ == dtype_ && src.numel_ == numel_, "copy_from: ", src.describe(),
               " does not fit ", describe());
   if (src.raw_data() == raw_data()) return;
+  if (dtype_ == DType::String)
+    return copy_strings(data<std::string>(), src.data<std::string>(), numel_);
   copy_bytes(raw_data(), device(), src.raw_data(), src.device(), nbytes());
 }
 
@@ -167,14 +205,20 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis, Device device) {
   Tensor out = Tensor::empty(out_shape, first.dtype(), device);
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= out_shape[i];
-  size_t elem = dtype_size(first.dtype());
+  size_t elem = element_bytes(first.dtype());
   size_t out_row = static_cast<size_t>(out.numel() / std::max<int64_t>(outer, 1)) * elem;
   size_t col = 0;
   for (const Tensor& t : parts) {
     size_t part_row = static_cast<size_t>(t.numel() / std::max<int64_t>(outer, 1)) * elem;
-    for (int64_t o = 0; o < outer; ++o)
-      copy_bytes(static_cast<char*>(out.raw_data()) + o * out_row + col, device,
-                 static_cast<const char*>(t.raw_data()) + o * part_row, t.device(), part_row);
+    for (int64_t o = 0; o < outer; ++o) {
+      char* dst = static_cast<char*>(out.raw_data()) + o * out_row + col;
+      const char* src = static_cast<const char*>(t.raw_data()) + o * part_row;
+      if (first.dtype() == DType::String)
+        copy_strings(reinterpret_cast<std::string*>(dst), reinterpret_cast<const std::string*>(src),
+                     static_cast<int64_t>(part_row / elem));
+      else
+        copy_bytes(dst, device, src, t.device(), part_row);
+    }
     col += part_row;
   }
   return out;

@@ -1,6 +1,7 @@
 #pragma once
 // Tensor: a dense, C-contiguous n-d array on a device. Copying a Tensor shares its storage
-// (like torch.Tensor); clone() copies the data.
+// (like torch.Tensor); clone() copies the data. String tensors live on the CPU and hold
+// std::string elements; nbytes()/dtype_size() refuse them so byte-moving kernels fail cleanly.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,12 +14,15 @@
 
 namespace dprun {
 
-/// A block of device memory, returned to its allocator when the last owner lets go.
+/// A block of device memory (or, for String tensors, an array of std::string), returned to its
+/// allocator when the last owner lets go.
 class Storage {
  public:
   Storage(size_t bytes, std::shared_ptr<Allocator> allocator);
   /// Wraps memory owned elsewhere (not freed here); used for zero-copy views of caller data.
   Storage(void* external, size_t bytes, Device device);
+  /// Host memory holding `count` std::string objects (the storage of String tensors).
+  explicit Storage(size_t count, DType string_tag);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -33,6 +37,7 @@ class Storage {
   size_t bytes_ = 0;
   Device device_;
   std::shared_ptr<Allocator> allocator_;  // null for external memory
+  std::vector<std::string> strings_;      // String tensors only
 };
 
 class Tensor {
@@ -40,7 +45,8 @@ class Tensor {
   /// An undefined tensor (defined() is false).
   Tensor() = default;
 
-  /// Uninitialised tensor on `device`, memory from that device's allocator.
+  /// Uninitialised tensor on `device`, memory from that device's allocator (String tensors:
+  /// empty strings, CPU only).
   static Tensor empty(Shape shape, DType dtype, Device device = Device::cpu());
   /// Zero-filled tensor.
   static Tensor zeros(Shape shape, DType dtype, Device device = Device::cpu());

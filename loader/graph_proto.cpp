@@ -186,6 +186,9 @@ std::shared_ptr<Graph> graph_from_proto(const onnx::GraphProto& proto,
     for (const auto& a : n.attribute()) {
       if (!a.ref_attr_name().empty())
         node.fail("attribute '", a.name(), "' refers to a function attribute, not supported here");
+      // Type attributes (Optional's `type`) only describe static types; nothing at run time
+      // depends on them.
+      if (a.type() == onnx::AttributeProto::TYPE_PROTO) continue;
       node.attributes[a.name()] = attribute_from_proto(a, node, opsets, base_dir);
     }
     graph->nodes.push_back(std::move(node));

@@ -51,11 +51,15 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
   const std::string& name = proto.name();
   DType dtype = static_cast<DType>(proto.data_type());
-  DPRUN_CHECK(is_storable(dtype), "tensor '", name, "' has dtype ",
-              dtype == DType::String ? "string" : std::to_string(proto.data_type()),
-              ", which is not supported");
+  DPRUN_CHECK(is_storable(dtype) || dtype == DType::String, "tensor '", name, "' has dtype ",
+              std::to_string(proto.data_type()), ", which is not supported");
   Shape shape(proto.dims().begin(), proto.dims().end());
   for (int64_t d : shape) DPRUN_CHECK(d >= 0, "tensor '", name, "' has a negative dimension");
+  if (dtype == DType::String) {
+    Tensor out = Tensor::empty(shape, dtype);
+    copy_field<std::string>(proto.string_data(), out, name, [](const std::string& v) { return v; });
+    return out;
+  }
   Tensor out = Tensor::empty(shape, dtype);
   size_t bytes = out.nbytes();
 
@@ -137,6 +141,11 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::Tensor
   proto->set_name(name);
   proto->set_data_type(static_cast<int32_t>(host.dtype()));
   for (int64_t d : host.shape()) proto->add_dims(d);
+  if (host.dtype() == DType::String) {
+    const std::string* values = host.data<std::string>();
+    for (int64_t i = 0; i < host.numel(); ++i) proto->add_string_data(values[i]);
+    return;
+  }
   proto->set_raw_data(host.raw_data(), host.nbytes());
 }
 

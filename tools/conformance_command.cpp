@@ -1,7 +1,8 @@
 // `dprun conformance`: runs the ONNX backend test data (model.onnx + test_data_set_*/*.pb)
-// and compares with the ONNX runner's tolerances: rtol 1e-3, atol 1e-7, exact for integers
-// and bool. A test is skipped when the model needs something dprun reports as unsupported
-// (a node without kernel, a non-tensor input or output); any other problem is a failure.
+// and compares with the ONNX runner's tolerances: rtol 1e-3, atol 1e-7, exact for integers,
+// bool and strings. A test is skipped when the model needs something dprun reports as
+// unsupported (a node without kernel, a non-tensor input or output); any other problem is a
+// failure.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -61,6 +62,13 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
     return "output '" + name + "' has shape " + shape_to_string(got.shape()) + ", expected " +
            shape_to_string(want.shape());
   Tensor host = got.to(Device::cpu());
+  if (want.dtype() == DType::String) {
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (host.data<std::string>()[i] != want.data<std::string>()[i])
+        return "output '" + name + "' element " + std::to_string(i) + " is \"" +
+               host.data<std::string>()[i] + "\", expected \"" + want.data<std::string>()[i] + "\"";
+    return {};
+  }
   bool exact = !is_floating(want.dtype());
   for (int64_t i = 0; i < want.numel(); ++i) {
     double a = host.item_as_double(i), b = want.item_as_double(i);
@@ -89,11 +97,11 @@ Result run_test(const fs::path& dir, const std::string& id) {
     return {id, is_unsupported(e.what()) ? Status::Skipped : Status::Failed, e.what()};
   }
   for (const auto& v : graph->inputs)
-    if (v.type.dtype == DType::Undefined || v.type.dtype == DType::String)
-      return {id, Status::Skipped, "input '" + v.name + "' is not a numeric tensor"};
+    if (v.type.dtype == DType::Undefined)
+      return {id, Status::Skipped, "input '" + v.name + "' is not a tensor"};
   for (const auto& v : graph->outputs)
-    if (v.type.dtype == DType::Undefined || v.type.dtype == DType::String)
-      return {id, Status::Skipped, "output '" + v.name + "' is not a numeric tensor"};
+    if (v.type.dtype == DType::Undefined)
+      return {id, Status::Skipped, "output '" + v.name + "' is not a tensor"};
   std::unique_ptr<Model> model;
   try {
     model = std::make_unique<Model>(graph, Device::cpu());
