@@ -81,6 +81,40 @@ Tensor Node::attr_tensor(const std::string& key) const {
   return a->t;
 }
 
+std::vector<std::string> free_variables(const Graph& graph) {
+  std::set<std::string> defined, seen;
+  for (const auto& in : graph.inputs) defined.insert(in.name);
+  for (const auto& [name, t] : graph.initializers) defined.insert(name);
+  for (const Node& node : graph.nodes)
+    for (const auto& out : node.outputs) defined.insert(out);
+  std::vector<std::string> free;
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) free.push_back(name);
+  };
+  for (const Node& node : graph.nodes) {
+    for (const auto& in : node.inputs) use(in);
+    for (const auto& name : implicit_inputs(node)) use(name);
+  }
+  for (const auto& out : graph.outputs) use(out.name);  // a subgraph may return an outer value
+  return free;
+}
+
+std::vector<std::string> implicit_inputs(const Node& node) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  auto add_graph = [&](const std::shared_ptr<Graph>& g) {
+    if (!g) return;
+    for (auto& name : free_variables(*g))
+      if (seen.insert(name).second) names.push_back(std::move(name));
+  };
+  for (const auto& [key, attr] : node.attributes) {
+    if (attr.kind == Attribute::Kind::Graph) add_graph(attr.g);
+    if (attr.kind == Attribute::Kind::Graphs)
+      for (const auto& g : attr.graphs) add_graph(g);
+  }
+  return names;
+}
+
 std::vector<const ValueInfo*> Graph::required_inputs() const {
   std::vector<const ValueInfo*> out;
   for (const auto& in : inputs)
@@ -129,7 +163,9 @@ void Graph::sort_topologically() {
   std::vector<std::vector<size_t>> consumers(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {
     std::set<size_t> deps;
-    for (const auto& in : nodes[n].inputs) {
+    std::vector<std::string> reads = nodes[n].inputs;
+    for (auto& name : implicit_inputs(nodes[n])) reads.push_back(std::move(name));  // subgraphs
+    for (const auto& in : reads) {
       if (in.empty() || available.count(in)) continue;
       auto it = producer.find(in);
       // Names from an enclosing scope are resolved by the parent graph; the loader checks them.

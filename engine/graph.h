@@ -106,6 +106,12 @@ struct Graph {
   void sort_topologically();
 };
 
+/// Names `graph` reads without defining them (as input, initializer or node output), its
+/// nested subgraphs included, in order of first use: the outer-scope values of a subgraph.
+std::vector<std::string> free_variables(const Graph& graph);
+/// The outer-scope values read by the subgraph attributes of `node` (empty for ordinary ops).
+std::vector<std::string> implicit_inputs(const Node& node);
+
 /// "" and "ai.onnx" are the same domain; returns the canonical "".
 std::string canonical_domain(const std::string& domain);
 

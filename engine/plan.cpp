@@ -5,40 +5,6 @@
 
 namespace dprun {
 
-std::vector<std::string> free_variables(const Graph& graph) {
-  std::set<std::string> defined, seen;
-  for (const auto& in : graph.inputs) defined.insert(in.name);
-  for (const auto& [name, t] : graph.initializers) defined.insert(name);
-  for (const Node& node : graph.nodes)
-    for (const auto& out : node.outputs) defined.insert(out);
-  std::vector<std::string> free;
-  auto use = [&](const std::string& name) {
-    if (!name.empty() && !defined.count(name) && seen.insert(name).second) free.push_back(name);
-  };
-  for (const Node& node : graph.nodes) {
-    for (const auto& in : node.inputs) use(in);
-    for (const auto& name : implicit_inputs(node)) use(name);
-  }
-  for (const auto& out : graph.outputs) use(out.name);  // a subgraph may return an outer value
-  return free;
-}
-
-std::vector<std::string> implicit_inputs(const Node& node) {
-  std::vector<std::string> names;
-  std::set<std::string> seen;
-  auto add_graph = [&](const std::shared_ptr<Graph>& g) {
-    if (!g) return;
-    for (auto& name : free_variables(*g))
-      if (seen.insert(name).second) names.push_back(std::move(name));
-  };
-  for (const auto& [key, attr] : node.attributes) {
-    if (attr.kind == Attribute::Kind::Graph) add_graph(attr.g);
-    if (attr.kind == Attribute::Kind::Graphs)
-      for (const auto& g : attr.graphs) add_graph(g);
-  }
-  return names;
-}
-
 namespace {
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};

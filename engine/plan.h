@@ -56,12 +56,6 @@ class Plan {
   std::vector<int> feed_ids_, parameter_ids_, output_ids_;
 };
 
-/// Names `graph` reads without defining them (as input, initializer or node output), its
-/// nested subgraphs included, in order of first use: the outer-scope values of a subgraph.
-std::vector<std::string> free_variables(const Graph& graph);
-/// The outer-scope values read by the subgraph attributes of `node` (empty for ordinary ops).
-std::vector<std::string> implicit_inputs(const Node& node);
-
 /// Every node of `graph` that has no kernel on `device_type`, as "[Op] node 'name' (reason)".
 std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type);
 
