@@ -1,6 +1,7 @@
 // Clip. Opsets 1-10 take min/max as float attributes; 11+ take optional scalar inputs (and
 // integer types from 12). When min > max every element becomes max.
 #include "ops/cpu/elementwise.h"
+#include "ops/math/select.h"
 
 namespace dprun::ew {
 namespace {
@@ -36,9 +37,10 @@ class ClipKernel : public OpKernel {
           if (const Tensor* t = ctx.optional_input(2)) hi = bound<T>(ctx, *t, "max");
         }
         unary_map(x.data<T>(), y.data<T>(), x.numel(), [lo, hi](T v) {
+          // math::select keeps the loop vectorisable; NaN compares false and passes through.
           C c = static_cast<C>(v);
-          c = c < lo ? lo : c;
-          c = c > hi ? hi : c;
+          c = math::select(c < lo, lo, c);
+          c = math::select(c > hi, hi, c);
           return T(c);
         });
       }
