@@ -22,7 +22,9 @@ std::vector<DeviceCapacity> capacities(const std::vector<Device>& devices) {
   std::vector<DeviceCapacity> out;
   for (const Device& d : devices) {
     if (d.type == DeviceType::CPU) {
-      out.push_back({d, static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()), 0});
+      out.push_back(
+          {d, static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()),
+           0});
     } else {
       DeviceProperties p = backend_for(d).properties(d);
       out.push_back({d, static_cast<double>(p.compute_units), static_cast<double>(p.total_memory)});
@@ -46,7 +48,8 @@ std::optional<std::string> imbalance_warning(const std::vector<DeviceCapacity>& 
                " on the largest; the slowest device will pace every step";
     return std::nullopt;
   };
-  if (auto m = check([](const DeviceCapacity& d) { return d.compute_units; }, "compute units")) return m;
+  if (auto m = check([](const DeviceCapacity& d) { return d.compute_units; }, "compute units"))
+    return m;
   return check([](const DeviceCapacity& d) { return d.memory_bytes; }, "bytes of memory");
 }
 
@@ -97,6 +100,25 @@ void DataParallel::ensure_replicas(size_t count, DataParallelRun& run) {
     run.replicated = count > 1;
   }
   replicated_version_ = version;
+}
+
+void DataParallel::check_split_dims_are_free(const std::vector<InputSplit>& splits,
+                                             const std::vector<std::string>& names) const {
+  // A dim the model declares with a fixed size cannot take a chunk of it: say so before the
+  // replicas each fail with a shape mismatch.
+  auto types = module_->input_types();
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (splits[i].broadcast || !types[i].shape || types[i].shape->empty()) continue;
+    auto rank = static_cast<int64_t>(types[i].shape->size());
+    int64_t d = splits[i].dim.value_or(options_.dim);
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank) continue;
+    const Dim& dim = (*types[i].shape)[static_cast<size_t>(d)];
+    if (dim.is_known())
+      fail("input '", names[i], "' has the fixed size ", dim.value, " along dim ", d,
+           ", so it cannot be split across devices; broadcast it (--split ", names[i],
+           "=none) or export the model with a symbolic dim there");
+  }
 }
 
 std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inputs) {
@@ -181,6 +203,7 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   ScatterResult parts =
       scatter(inputs, ids, options_.dim, {}, options_.split_policy, weights, splits, names);
   run.scatter_seconds = seconds_since(start);
+  if (parts.devices.size() > 1) check_split_dims_are_free(splits, names);
 
   start = std::chrono::steady_clock::now();
   ensure_replicas(parts.devices.size(), run);

@@ -66,6 +66,8 @@ class DataParallel {
  private:
   void ensure_replicas(size_t count, DataParallelRun& run);
   std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
+  void check_split_dims_are_free(const std::vector<InputSplit>& splits,
+                                 const std::vector<std::string>& names) const;
 
   std::shared_ptr<Model> module_;
   DataParallelOptions options_;

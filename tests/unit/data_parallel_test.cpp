@@ -111,6 +111,20 @@ TEST(DataParallel, ParametersMustBeOnTheFirstDevice) {
   }
 }
 
+TEST(DataParallel, FixedSizeSplitDimIsAClearError) {
+  auto g = scale_rows_graph(2);
+  (*g->inputs[0].type.shape)[0] = Dim::known(4);
+  DataParallel dp(model_on(g), on(2));
+  try {
+    dp.forward({rows(4, 2)});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x' has the fixed size 4 along dim 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(DataParallel, DuplicateDevicesAreAnError) {
   auto options = on(2);
   options.device_ids.push_back(Device::cpu(1));
