@@ -87,19 +87,29 @@ DataParallelRun DataParallel::last_run() const {
   return last_run_;
 }
 
-void DataParallel::ensure_replicas(size_t count, DataParallelRun& run) {
-  const auto& ids = options_.device_ids;
+std::vector<std::shared_ptr<Model>> DataParallel::ensure_replicas(
+    const std::vector<Device>& devices, DataParallelRun& run) {
+  // Each replica remembers the parameter version it holds, so one that sat out a call (fewer
+  // chunks than devices) is still refreshed before it next runs.
   uint64_t version = module_->parameters_version();
-  bool stale = replicas_.empty() || !options_.cache_replicas || version != replicated_version_;
   if (replicas_.empty()) {
-    replicas_ = replicate(*module_, ids);
-    run.replicated = ids.size() > 1;
-  } else if (stale) {
-    for (size_t i = 1; i < std::min(count, replicas_.size()); ++i)
-      refresh_replica(*module_, *replicas_[i]);
-    run.replicated = count > 1;
+    replicas_ = replicate(*module_, options_.device_ids);
+    replica_versions_.assign(replicas_.size(), version);
+    run.replicated = replicas_.size() > 1;
   }
-  replicated_version_ = version;
+  std::vector<std::shared_ptr<Model>> used;
+  for (const Device& d : devices) {
+    size_t i = 0;
+    while (i < options_.device_ids.size() && options_.device_ids[i] != d) ++i;
+    DPRUN_CHECK(i < replicas_.size(), "no replica for device ", d.to_string());
+    if (i > 0 && (!options_.cache_replicas || replica_versions_[i] != version)) {
+      refresh_replica(*module_, *replicas_[i]);
+      replica_versions_[i] = version;
+      run.replicated = true;
+    }
+    used.push_back(replicas_[i]);
+  }
+  return used;
 }
 
 void DataParallel::check_split_dims_are_free(const std::vector<InputSplit>& splits,
@@ -134,9 +144,7 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
   if (parts.devices.size() != options_.device_ids.size())
     return std::vector<double>(options_.device_ids.size(), 1.0);
   DataParallelRun ignored;
-  ensure_replicas(parts.devices.size(), ignored);
-  std::vector<std::shared_ptr<Model>> used(
-      replicas_.begin(), replicas_.begin() + static_cast<long>(parts.devices.size()));
+  std::vector<std::shared_ptr<Model>> used = ensure_replicas(parts.devices, ignored);
   ParallelApplyOptions apply;
   apply.threads = options_.threads;
   apply.device_count = static_cast<int>(options_.device_ids.size());
@@ -206,13 +214,9 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   if (parts.devices.size() > 1) check_split_dims_are_free(splits, names);
 
   start = std::chrono::steady_clock::now();
-  ensure_replicas(parts.devices.size(), run);
+  std::vector<std::shared_ptr<Model>> used = ensure_replicas(parts.devices, run);
   run.replicate_seconds = seconds_since(start);
 
-  std::vector<std::shared_ptr<Model>> used;
-  for (const Device& d : parts.devices)
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] == d) used.push_back(replicas_[i]);
   ParallelApplyOptions apply;
   apply.threads = options_.threads;
   apply.device_count = static_cast<int>(ids.size());

@@ -64,7 +64,10 @@ class DataParallel {
   DataParallelRun last_run() const;
 
  private:
-  void ensure_replicas(size_t count, DataParallelRun& run);
+  /// The replicas of `devices` (in that order), created on first use and refreshed when the
+  /// base's parameters changed since they were last copied.
+  std::vector<std::shared_ptr<Model>> ensure_replicas(const std::vector<Device>& devices,
+                                                      DataParallelRun& run);
   std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
   void check_split_dims_are_free(const std::vector<InputSplit>& splits,
                                  const std::vector<std::string>& names) const;
@@ -73,7 +76,7 @@ class DataParallel {
   DataParallelOptions options_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<Model>> replicas_;
-  uint64_t replicated_version_ = 0;
+  std::vector<uint64_t> replica_versions_;
   DataParallelRun last_run_;
 };
 

@@ -263,6 +263,31 @@ TEST(DataParallel, ReplicasAreCachedUntilParametersChange) {
   EXPECT_FLOAT_EQ(out[0].data<float>()[7], x.data<float>()[7] * 20);
 }
 
+TEST(DataParallel, ReplicasThatSatOutACallAreStillRefreshed) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, on(4));
+  dp.forward({rows(8, 2)});  // all four replicas exist
+  model->set_parameter("w", Tensor::from_vector<float>({2}, {10, 20}));
+  dp.forward({rows(2, 2)});  // only replicas 0 and 1 run
+  Tensor x = rows(8, 2);
+  auto out = dp.forward({x});  // replicas 2 and 3 run again
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({x})[0]));
+}
+
+TEST(DataParallel, ExplicitlyEmptyChunksSkipTheRightReplica) {
+  auto model = model_on(scale_rows_graph(2));
+  auto options = on(3);
+  options.split_policy = SplitPolicy::Weighted;
+  options.weights = {1, 1e-9, 1};
+  DataParallel dp(model, options);
+  dp.forward({rows(4, 2)});
+  model->set_parameter("w", Tensor::from_vector<float>({2}, {3, 4}));
+  Tensor x = rows(4, 2);
+  auto out = dp.forward({x});
+  EXPECT_EQ(dp.last_run().devices_used, (std::vector<Device>{Device::cpu(0), Device::cpu(2)}));
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({x})[0]));
+}
+
 TEST(DataParallel, WithoutCachingEveryCallReplicates) {
   auto options = on(2);
   options.cache_replicas = false;
