@@ -46,7 +46,8 @@ class Model {
   /// The parameter named `name`; throws when there is none.
   Tensor parameter(const std::string& name) const;
   /// Copies `value` into the parameter's storage (dtype and shape must match) and bumps the
-  /// version.
+  /// version. Not thread-safe with respect to run() or DataParallel::forward on this model:
+  /// update parameters between calls.
   void set_parameter(const std::string& name, const Tensor& value);
   /// Increases whenever parameters change: set_parameter, mark_parameters_changed, or a run
   /// that performs in-place state updates. Replicas compare it to decide whether to copy again.
