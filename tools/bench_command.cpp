@@ -200,11 +200,7 @@ int bench_command(int argc, char** argv, int first) {
       out << "]";
     }
     out << "\n}\n";
-    std::ofstream file(*path + ".tmp");
-    file << out.str();
-    if (!file.flush()) fail(*path, ": cannot be written");
-    file.close();
-    std::filesystem::rename(*path + ".tmp", *path);
+    write_file_atomically(*path, out.str());
   }
   return 0;
 }

@@ -214,7 +214,8 @@ int conformance_command(int argc, char** argv, int first) {
   }
   if (auto path = args.get("write-passing")) {
     std::ofstream out(*path);
-    out << "# ONNX backend conformance tests that must keep passing (suite/test). Regenerate with:\n"
+    out << "# ONNX backend conformance tests that must keep passing (suite/test). Regenerate "
+           "with:\n"
         << "#   ./build/dprun conformance --write-passing tests/conformance_expected.txt\n";
     for (const auto& r : all)
       if (r.status == Status::Passed) out << r.id << '\n';

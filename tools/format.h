@@ -10,6 +10,9 @@ namespace dprun::cli {
 std::string preview_values(const Tensor& tensor, int64_t count = 6);
 /// An output name made safe as a file name: characters outside [A-Za-z0-9._-] become '_'.
 std::string safe_file_name(const std::string& name);
+/// Writes `contents` to `path` through a temporary file and a rename, so a failure leaves no
+/// half-written file; throws Error naming the path.
+void write_file_atomically(const std::string& path, const std::string& contents);
 /// JSON string literal with escapes.
 std::string json_string(const std::string& text);
 

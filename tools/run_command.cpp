@@ -38,13 +38,7 @@ void write_json(const std::string& path, const DataParallelRun& run,
     out << (i ? ", " : "") << json_string(names[i]) << ": "
         << json_string(std::string(dtype_name(outputs[i].dtype())));
   out << "},\n  \"milliseconds\": " << ms << "\n}\n";
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp);
-    file << out.str();
-    if (!file.flush()) fail(path, ": cannot be written");
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, out.str());
 }
 
 }  // namespace
