@@ -137,8 +137,11 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       else
         take = take && only_first_input(n);
     } else if (is_binary_agnostic(n)) {
+      // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
+      // dimension, so it commutes with permuting both. The legacy (opset < 7) `broadcast`
+      // attribute aligns dims by `axis`: those only with equal shapes.
       take = n.inputs.size() == 2 && is_nhwc(x) && is_nhwc(n.inputs[1]) &&
-             same_shape(graph, x, n.inputs[1]);
+             (!n.has_attr("broadcast") || same_shape(graph, x, n.inputs[1]));
     } else if (n.op_type == "Concat") {
       take = true;
       for (const auto& in : n.inputs) take = take && is_nhwc(in);

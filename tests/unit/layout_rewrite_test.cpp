@@ -135,24 +135,40 @@ TEST(LayoutRewrite, ResidualChainSameResults) {
   expect_same_results(residual_graph(), {random_tensor({2, 4, 8, 8}, 9)});
 }
 
-TEST(LayoutRewrite, BroadcastAddAndUnknownShapesStayNchw) {
+TEST(LayoutRewrite, UnknownShapesStillChannelsLast) {
+  // Two NHWC operands are both 4-D: their broadcasting commutes with the layout, so shape
+  // information is not needed.
   auto g = residual_graph();
-  g->value_types.clear();  // the Add's operand shapes are unknown: it may broadcast
+  g->value_types.clear();
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  int transposes = 0;
+  for (const Node& n : r->nodes) transposes += n.op_type == "Transpose";
+  EXPECT_EQ(transposes, 2);
+  expect_same_results(g, {random_tensor({2, 4, 8, 8}, 10)});
+}
+
+TEST(LayoutRewrite, AddOfAnNchwOperandStaysNchw) {
+  auto g = residual_graph();
+  g->initializers["shift"] = random_tensor({4, 1, 1}, 5);
+  g->nodes[3].inputs[1] = "shift";  // c2 + shift, broadcast over a 3-D operand
   auto r = rewrite_channels_last(*g);
   ASSERT_NE(r, nullptr);
   int transposes = 0;
   for (const Node& n : r->nodes) {
     transposes += n.op_type == "Transpose";
     if (n.op_type == "Add") {
-      EXPECT_EQ(n.inputs, (std::vector<std::string>{"c2", "r1"}));
+      EXPECT_EQ(n.inputs, (std::vector<std::string>{"c2", "shift"}));
     }
+    EXPECT_NE(n.op_type, "GlobalAveragePoolNHWC");  // its input is NCHW
   }
-  EXPECT_EQ(transposes, 3);  // x in; r1 and c2 back out (the pool then reads NCHW)
+  EXPECT_EQ(transposes, 2);  // x in, c2 out
   expect_same_results(g, {random_tensor({2, 4, 8, 8}, 10)});
 }
 
 // Grouped and depthwise convs with strides, pads and dilations; pools with ceil_mode;
-// Concat axis 1; a Conv output that is a graph output and is read in both layouts.
+// Concat axis 1; a Conv output that is a graph output and is read in both layouts; a
+// squeeze-and-excitation block (a broadcasting Mul of two NHWC values).
 std::shared_ptr<Graph> mixed_graph() {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 13;
@@ -161,6 +177,7 @@ std::shared_ptr<Graph> mixed_graph() {
   g->initializers["bg"] = random_tensor({6}, 12);
   g->initializers["wd"] = random_tensor({6, 1, 3, 3}, 13);
   g->initializers["w1"] = random_tensor({5, 12, 1, 1}, 14);
+  g->initializers["wse"] = random_tensor({6, 6, 1, 1}, 16);
   g->initializers["lo"] = Tensor::scalar(-0.25f);
   g->initializers["hi"] = Tensor::scalar(0.5f);
   g->nodes = {
@@ -174,7 +191,11 @@ std::shared_ptr<Graph> mixed_graph() {
       node("Conv", {"r", "wd"}, {"c2"},
            {{"group", int1(6)},
             {"auto_pad", Attribute{.kind = Attribute::Kind::String, .s = "SAME_UPPER"}}}),
-      node("Clip", {"c2", "lo", "hi"}, {"k"}),
+      node("GlobalAveragePool", {"c2"}, {"gp"}),
+      node("Conv", {"gp", "wse"}, {"se"}),
+      node("HardSigmoid", {"se"}, {"hs"}),
+      node("Mul", {"c2", "hs"}, {"sc"}),
+      node("Clip", {"sc", "lo", "hi"}, {"k"}),
       node("Concat", {"k", "r"}, {"cat"}, {{"axis", int1(1)}}),
       node("MaxPool", {"cat"}, {"mp"},
            {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"ceil_mode", int1(1)}}),
@@ -207,7 +228,10 @@ TEST(LayoutRewrite, GroupedDepthwisePoolsConcatSameResults) {
       EXPECT_EQ(n.inputs[0], "c1");
     }
   }
-  EXPECT_EQ(nhwc_ops, 5);  // three convs, two pools
+  EXPECT_EQ(nhwc_ops, 7);  // four convs, three pools
+  int transposes = 0;
+  for (const Node& n : r->nodes) transposes += n.op_type == "Transpose";
+  EXPECT_EQ(transposes, 4);  // x in; c1 (output and Neg), mp and cc out
   expect_same_results(g, {random_tensor({2, 6, 11, 13}, 15)});
 }
 
