@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "engine/model.h"
+#include "engine/parallel/replicate.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun {
@@ -129,6 +130,24 @@ TEST(LayoutRewrite, ResidualChainStaysChannelsLast) {
   plain.nodes = {node("Relu", {"x"}, {"y"})};
   plain.outputs = {{"y", f32({1, 2, 3, 3})}};
   EXPECT_EQ(rewrite_channels_last(plain), nullptr);
+}
+
+TEST(LayoutRewrite, ModelsPresentTheOriginalGraph) {
+  auto g = residual_graph();
+  Model m(g, Device::cpu(0));
+  EXPECT_EQ(m.graph_ptr(), g);
+  EXPECT_NE(m.plan()->graph_ptr(), g);
+  EXPECT_EQ(m.parameter_names(), (std::vector<std::string>{"b1", "w1", "w2", "wg"}));
+  for (const auto& replica : replicate(m, {Device::cpu(0), Device::cpu(1)})) {
+    EXPECT_EQ(replica->graph_ptr(), g);
+    EXPECT_EQ(replica->plan(), m.plan());
+  }
+  Model off(g, Device::cpu(0), ModelOptions{.channels_last = false});
+  EXPECT_EQ(off.plan()->graph_ptr(), g);
+  ::setenv("DPRUN_NO_LAYOUT_REWRITE", "1", 1);
+  Model env_off(g, Device::cpu(0));
+  ::unsetenv("DPRUN_NO_LAYOUT_REWRITE");
+  EXPECT_EQ(env_off.plan()->graph_ptr(), g);
 }
 
 TEST(LayoutRewrite, ResidualChainSameResults) {
