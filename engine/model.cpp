@@ -1,23 +1,42 @@
 #include "engine/model.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "engine/backend.h"
+#include "engine/layout_rewrite.h"
 
 namespace dprun {
 
-Model::Model(std::shared_ptr<const Graph> graph, Device device)
-    : plan_(Plan::build(graph, device.type)),
+namespace {
+/// The graph to compile: the channels-last rewrite where it applies (CPU, option on).
+std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>& graph,
+                                              Device device, const ModelOptions& options) {
+  const char* off = std::getenv("DPRUN_NO_LAYOUT_REWRITE");
+  if (!options.channels_last || device.type != DeviceType::CPU ||
+      (off && std::strcmp(off, "1") == 0))
+    return graph;
+  std::shared_ptr<const Graph> rewritten = rewrite_channels_last(*graph);
+  return rewritten ? rewritten : graph;
+}
+}  // namespace
+
+Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options)
+    : graph_(graph),
+      plan_(Plan::build(graph_to_compile(graph, device, options), device.type)),
       device_(device),
       version_(std::make_shared<std::atomic<uint64_t>>(0)) {
   backend_for(device).check_device(device);
+  // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
     parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));
 }
 
 Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
-             std::shared_ptr<std::atomic<uint64_t>> version)
-    : plan_(std::move(plan)),
+             std::shared_ptr<std::atomic<uint64_t>> version, std::shared_ptr<const Graph> graph)
+    : graph_(graph ? std::move(graph) : plan->graph_ptr()),
+      plan_(std::move(plan)),
       device_(device),
       parameters_(std::move(parameters)),
       version_(version ? std::move(version) : std::make_shared<std::atomic<uint64_t>>(0)) {

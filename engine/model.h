@@ -11,19 +11,31 @@
 
 namespace dprun {
 
+struct ModelOptions {
+  /// Compile CPU plans from rewrite_channels_last(graph) (engine/layout_rewrite.h): chains of
+  /// convolutions and pools run in NHWC without per-op reorders. The environment variable
+  /// DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model.
+  bool channels_last = true;
+};
+
 class Model {
  public:
   /// Places the graph's initializers on `device` as parameters and compiles the plan.
-  /// Throws Error listing every node without a kernel for that device.
-  Model(std::shared_ptr<const Graph> graph, Device device);
+  /// Throws Error listing every node without a kernel for that device. The plan may be
+  /// compiled from a rewritten copy of `graph` (see ModelOptions); graph() stays `graph`.
+  Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options = {});
   /// A model that shares `plan` (compiled for device.type) and uses `parameters` as-is.
   /// `version` is the parameter version counter; pass another model's (see
   /// shared_version()) when the parameters share its storage, so a change through either
-  /// is seen by both. nullptr starts a new counter.
+  /// is seen by both. nullptr starts a new counter. `graph` is the model's original graph
+  /// (another model's graph_ptr()); nullptr means the plan's own graph.
   Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
-        std::shared_ptr<std::atomic<uint64_t>> version = nullptr);
+        std::shared_ptr<std::atomic<uint64_t>> version = nullptr,
+        std::shared_ptr<const Graph> graph = nullptr);
 
-  const Graph& graph() const { return plan_->graph(); }
+  /// The graph the model was created from (the plan may run a rewritten copy of it).
+  const Graph& graph() const { return *graph_; }
+  std::shared_ptr<const Graph> graph_ptr() const { return graph_; }
   std::shared_ptr<const Plan> plan() const { return plan_; }
   Device device() const { return device_; }
 
@@ -56,6 +68,7 @@ class Model {
   std::shared_ptr<std::atomic<uint64_t>> shared_version() const { return version_; }
 
  private:
+  std::shared_ptr<const Graph> graph_;
   std::shared_ptr<const Plan> plan_;
   Device device_;
   std::vector<Tensor> parameters_;

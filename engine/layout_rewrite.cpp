@@ -1,0 +1,220 @@
+#include "engine/layout_rewrite.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dprun {
+namespace {
+
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+
+bool is_unary_agnostic(const Node& node) {
+  static const std::set<std::string> ops = {"Relu",        "Clip",      "LeakyRelu", "Sigmoid",
+                                            "HardSigmoid", "HardSwish", "Tanh",      "Elu",
+                                            "Selu",        "Softplus",  "Identity",  "Dropout"};
+  return node.domain.empty() && ops.count(node.op_type);
+}
+
+bool is_binary_agnostic(const Node& node) {
+  return node.domain.empty() && (node.op_type == "Add" || node.op_type == "Mul" ||
+                                 node.op_type == "Sub" || node.op_type == "Div");
+}
+
+bool known_rank4_float(const Graph& graph, const std::string& value) {
+  auto t = graph.type_of(value);
+  return t && t->dtype == DType::Float32 && t->shape && t->shape->size() == 4;
+}
+
+bool is_scalar(const Graph& graph, const std::string& value) {
+  if (value.empty()) return true;
+  auto t = graph.type_of(value);
+  return t && t->shape && t->shape->empty();
+}
+
+/// Both shapes fully known to be equal (same sizes or the same named symbol per dim).
+bool same_shape(const Graph& graph, const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto ta = graph.type_of(a), tb = graph.type_of(b);
+  if (!ta || !tb || !ta->shape || !tb->shape || ta->shape->size() != tb->shape->size())
+    return false;
+  for (size_t i = 0; i < ta->shape->size(); ++i) {
+    const Dim& x = (*ta->shape)[i];
+    const Dim& y = (*tb->shape)[i];
+    if (x.is_known() && y.is_known() && x.value == y.value) continue;
+    if (!x.is_known() && !y.is_known() && !x.symbol.empty() && x.symbol == y.symbol) continue;
+    return false;
+  }
+  return true;
+}
+
+/// Inputs other than input 0 must be absent (Dropout with a ratio or training flag may draw a
+/// layout-dependent mask; those stay in NCHW).
+bool only_first_input(const Node& node) {
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    if (!node.inputs[i].empty()) return false;
+  return true;
+}
+
+bool single_output(const Node& node) {
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) return false;
+  return !node.outputs.empty() && !node.outputs[0].empty();
+}
+
+/// How many leading inputs of a rewritten node are NHWC: all of them for binary ops and
+/// Concat, else input 0 (weights, bias and Clip bounds keep their layout).
+size_t layout_input_count(const Node& node) {
+  return (is_binary_agnostic(node) || node.op_type == "Concat") ? node.inputs.size() : 1;
+}
+
+Node make_transpose(const std::string& name, const std::string& in, const std::string& out,
+                    const std::vector<int64_t>& perm) {
+  Node t;
+  t.name = name;
+  t.op_type = "Transpose";
+  t.inputs = {in};
+  t.outputs = {out};
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = perm;
+  t.attributes["perm"] = a;
+  return t;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
+  // Every name in use, so the inserted ones are unique.
+  std::set<std::string> used;
+  for (const auto& v : graph.inputs) used.insert(v.name);
+  for (const auto& v : graph.outputs) used.insert(v.name);
+  for (const auto& [name, t] : graph.initializers) used.insert(name);
+  for (const auto& [name, t] : graph.value_types) used.insert(name);
+  for (const Node& n : graph.nodes) {
+    used.insert(n.name);
+    for (const auto& s : n.inputs) used.insert(s);
+    for (const auto& s : n.outputs) used.insert(s);
+  }
+  auto fresh = [&](const std::string& base) {
+    std::string name = "nhwc/" + base;
+    for (int k = 1; used.count(name); ++k) name = "nhwc/" + base + "#" + std::to_string(k);
+    used.insert(name);
+    return name;
+  };
+  std::map<std::string, std::string> nhwc_name;  // original value -> its NHWC twin's name
+  auto twin = [&](const std::string& v) -> const std::string& {
+    auto it = nhwc_name.find(v);
+    if (it == nhwc_name.end()) it = nhwc_name.emplace(v, fresh(v)).first;
+    return it->second;
+  };
+
+  // Pass 1: decide which nodes run in NHWC; `nhwc` holds values produced in NHWC.
+  std::set<std::string> nhwc;
+  std::vector<int> kind(graph.nodes.size(), 0);  // 0 unchanged, 1 rewritten
+  auto is_nhwc = [&](const std::string& v) { return !v.empty() && nhwc.count(v); };
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    bool take = false;
+    if (!n.domain.empty() || n.inputs.empty() || !single_output(n)) continue;
+    const std::string& x = n.inputs[0];
+    if (n.op_type == "Conv") {
+      auto w =
+          n.inputs.size() > 1 ? graph.initializers.find(n.inputs[1]) : graph.initializers.end();
+      take = w != graph.initializers.end() && w->second.dtype() == DType::Float32 &&
+             w->second.rank() == 4 && (is_nhwc(x) || known_rank4_float(graph, x));
+    } else if (n.op_type == "MaxPool" || n.op_type == "AveragePool") {
+      take = is_nhwc(x) && n.attr_ints("kernel_shape", {}).size() == 2 && only_first_input(n);
+    } else if (n.op_type == "GlobalAveragePool") {
+      take = is_nhwc(x);
+    } else if (is_unary_agnostic(n)) {
+      take = is_nhwc(x);
+      if (n.op_type == "Clip")
+        take = take && (n.inputs.size() < 2 || is_scalar(graph, n.inputs[1])) &&
+               (n.inputs.size() < 3 || is_scalar(graph, n.inputs[2]));
+      else
+        take = take && only_first_input(n);
+    } else if (is_binary_agnostic(n)) {
+      // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
+      // dimension, so it commutes with permuting both. The legacy (opset < 7) `broadcast`
+      // attribute aligns dims by `axis`: those only with equal shapes.
+      take = n.inputs.size() == 2 && is_nhwc(x) && is_nhwc(n.inputs[1]) &&
+             (!n.has_attr("broadcast") || same_shape(graph, x, n.inputs[1]));
+    } else if (n.op_type == "Concat") {
+      take = true;
+      for (const auto& in : n.inputs) take = take && is_nhwc(in);
+    }
+    if (!take) continue;
+    kind[i] = 1;
+    nhwc.insert(n.outputs[0]);
+  }
+  bool any = false;
+  for (int k : kind) any = any || k;
+  if (!any) return nullptr;
+
+  // Values that must exist in NCHW under their original names: read by an unchanged node (or
+  // by a rewritten node at a non-layout input such as Clip's bounds), by a subgraph, as a
+  // graph output or by a state update.
+  std::set<std::string> need_nchw;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    for (const auto& s : implicit_inputs(n)) need_nchw.insert(s);
+    for (size_t k = kind[i] ? layout_input_count(n) : 0; k < n.inputs.size(); ++k)
+      need_nchw.insert(n.inputs[k]);
+  }
+  for (const auto& v : graph.outputs) need_nchw.insert(v.name);
+  for (const auto& [value, param] : graph.state_updates) {
+    need_nchw.insert(value);
+    need_nchw.insert(param);
+  }
+
+  auto out = std::make_shared<Graph>(graph);
+  out->nodes.clear();
+  out->opset_imports[kLayoutDomain] = 1;
+  std::set<std::string> have_twin;  // NCHW values whose NHWC twin was emitted
+  auto ensure_twin = [&](const std::string& v) {
+    if (have_twin.insert(v).second)
+      out->nodes.push_back(make_transpose(fresh(v + "/to_nhwc"), v, twin(v), kToNhwc));
+  };
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (!kind[i]) {
+      out->nodes.push_back(n);
+      continue;
+    }
+    Node m = n;
+    for (size_t k = 0; k < layout_input_count(n); ++k) {
+      const std::string& v = n.inputs[k];
+      if (v.empty()) continue;
+      if (!is_nhwc(v)) ensure_twin(v);
+      m.inputs[k] = twin(v);
+    }
+    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
+        n.op_type == "GlobalAveragePool") {
+      m.op_type = n.op_type + "NHWC";
+      m.domain = kLayoutDomain;
+    } else if (n.op_type == "Concat") {
+      int64_t axis = n.attr_int("axis", 1);
+      if (axis < 0) axis += 4;
+      static const int64_t to_nhwc_axis[4] = {0, 3, 1, 2};
+      if (axis >= 0 && axis < 4) {
+        Attribute a;
+        a.kind = Attribute::Kind::Int;
+        a.i = to_nhwc_axis[axis];
+        m.attributes["axis"] = a;
+      }  // an invalid axis is left for the Concat kernel to report
+    }
+    const std::string& y = n.outputs[0];
+    m.outputs[0] = twin(y);
+    out->nodes.push_back(std::move(m));
+    if (need_nchw.count(y))
+      out->nodes.push_back(make_transpose(fresh(y + "/to_nchw"), twin(y), y, kToNchw));
+  }
+  // Each twin is emitted just before its first reader, after the value's producer: the
+  // order stays topological.
+  return out;
+}
+
+}  // namespace dprun

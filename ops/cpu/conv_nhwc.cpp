@@ -1,0 +1,323 @@
+// Channels-last Conv and pooling (domain "dprun"), introduced by the layout rewrite
+// (engine/layout_rewrite.h). Input 0 and output 0 are NHWC tensors ([N, H, W, C]); weights
+// and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
+// reorder of activations; every other case runs the plain op's reference kernel between
+// transposes, so all dtypes and attributes the plain op accepts still work.
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/layout_rewrite.h"
+#include "engine/parallel_for.h"
+#include "ops/cpu/conv_util.h"
+#include "ops/cpu/data_movement.h"
+#include "ops/cpu/onednn_util.h"
+
+namespace dprun {
+namespace {
+
+using dnnl::memory;
+
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+
+/// The plain op's reference kernel, run on transposed copies of input 0 and output 0.
+class NhwcReferenceKernel : public OpKernel {
+ public:
+  NhwcReferenceKernel(const KernelInfo& info, std::string plain_op) : node_(info.node) {
+    node_.op_type = std::move(plain_op);
+    node_.domain = "";
+    // The plain op's opset is the model's ai.onnx one.
+    const int64_t opset = info.graph ? info.graph->opset("") : info.opset;
+    KernelInfo plain{node_,
+                     opset,
+                     info.device_type,
+                     info.input_types,
+                     info.constant_inputs,
+                     info.graph,
+                     info.implicit_inputs};
+    if (!plain.input_types.empty()) plain.input_types[0].reset();  // the NHWC twin's type
+    std::string why;
+    kernel_ = KernelRegistry::instance().create(plain, &why, "reference");
+    if (!kernel_) info.node.fail("no ", node_.op_type, " reference kernel: ", why);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() != 4) ctx.fail("expects a 4-D NHWC input, got ", x.describe());
+    const size_t esize = dtype_size(x.dtype());
+    Tensor xn = Tensor::empty({x.dim(0), x.dim(3), x.dim(1), x.dim(2)}, x.dtype(), ctx.device());
+    permute_copy(x.raw_data(), x.shape(), kToNchw, xn.raw_data(), esize);
+    std::vector<const Tensor*> inputs(ctx.input_count(), nullptr);
+    inputs[0] = &xn;
+    for (size_t i = 1; i < inputs.size(); ++i) inputs[i] = ctx.optional_input(i);
+    std::vector<Tensor> outputs(node_.outputs.size());
+    KernelContext inner(node_, ctx.device(), ctx.threads(), inputs, outputs);
+    kernel_->compute(inner);
+    const Tensor& y = outputs.at(0);
+    if (!y.defined() || y.rank() != 4) ctx.fail("the reference kernel gave no 4-D output");
+    Tensor& out = ctx.allocate_output(0, {y.dim(0), y.dim(2), y.dim(3), y.dim(1)}, y.dtype());
+    permute_copy(y.raw_data(), y.shape(), kToNhwc, out.raw_data(), dtype_size(y.dtype()));
+  }
+
+ private:
+  Node node_;
+  std::unique_ptr<OpKernel> kernel_;
+};
+
+template <const char* Plain>
+std::unique_ptr<OpKernel> make_nhwc_reference(const KernelInfo& info) {
+  return std::make_unique<NhwcReferenceKernel>(info, Plain);
+}
+
+/// A logical NCHW descriptor over physical NHWC memory.
+memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) {
+  return memory::desc({n, c, h, w}, memory::data_type::f32, memory::format_tag::nhwc);
+}
+
+struct ConvPrimitive {
+  bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel
+  dnnl::primitive prim;
+  memory::desc src_md, weights_md, dst_md, user_weights_md, scratchpad_md;
+  Shape out_shape;  // NHWC
+};
+
+class ConvNhwcKernel : public OpKernel {
+ public:
+  explicit ConvNhwcKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {
+    attrs_.parse(info.node);
+    group_ = info.node.attr_int("group", 1);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || x.rank() != 4 ||
+        w.rank() != 4 || (b && (b->dtype() != DType::Float32 || b->rank() != 1)))
+      return reference_->compute(ctx);
+    const int64_t c = x.dim(3), m = w.dim(0);
+    if (group_ <= 0 || c != w.dim(1) * group_ || m % group_ != 0 || (b && b->dim(0) != m))
+      return reference_->compute(ctx);  // reports the error
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
+      return reference_->compute(ctx);
+    auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
+                        [&] { return build(ctx, x, w, b != nullptr); });
+    if (!p->usable) return reference_->compute(ctx);
+    using namespace onednn;
+    Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
+    memory weights = to_layout(wrap(p->user_weights_md, w.raw_data()), p->weights_md);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p->src_md, x.raw_data())},
+                                         {DNNL_ARG_WEIGHTS, weights},
+                                         {DNNL_ARG_DST, wrap(p->dst_md, y.raw_data())}};
+    if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape()), b->raw_data()));
+    execute(p->prim, p->scratchpad_md, std::move(args));
+  }
+
+ private:
+  std::shared_ptr<const ConvPrimitive> build(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w, bool has_bias) const {
+    auto p = std::make_shared<ConvPrimitive>();
+    const int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3), m = w.dim(0);
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    WindowGeometry g = attrs_.resolve(ctx.node(), {h, wd}, kernel);
+    p->out_shape = {n, g.out[0], g.out[1], m};
+    if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
+    // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
+    Shape wshape = w.shape();
+    if (group_ > 1) {
+      wshape[0] = m / group_;
+      wshape.insert(wshape.begin(), group_);
+    }
+    p->user_weights_md = onednn::plain_desc(wshape);
+    memory::dims dil = {g.dilations[0] - 1, g.dilations[1] - 1};  // oneDNN counts from 0
+    try {
+      p->src_md = nhwc_desc(n, c, h, wd);
+      p->dst_md = nhwc_desc(n, m, g.out[0], g.out[1]);
+      memory::desc weights_any(onednn::to_dims(wshape), memory::data_type::f32,
+                               memory::format_tag::any);
+      memory::desc bias_md = has_bias ? onednn::plain_desc({m}) : memory::desc();
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, p->src_md,
+          weights_any, bias_md, p->dst_md, onednn::to_dims(g.strides), dil,
+          onednn::to_dims(g.pads_begin), onednn::to_dims(g.pads_end));
+      dnnl::convolution_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
+                                                   onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
+      p->weights_md = pd.weights_desc();
+      p->prim = dnnl::convolution_forward(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  onednn::ShapeCache<ConvPrimitive> cache_;
+};
+
+struct PoolPrimitive {
+  bool usable = false;
+  dnnl::pooling_v2_forward prim;
+  memory::desc src_md, dst_md, scratchpad_md;
+  Shape out_shape;  // NHWC
+};
+
+class PoolNhwcKernel : public OpKernel {
+ public:
+  PoolNhwcKernel(const KernelInfo& info, bool is_max)
+      : reference_(onednn::make_reference(info)), is_max_(is_max) {
+    attrs_.parse(info.node);
+    count_include_pad_ = !is_max && info.node.attr_int("count_include_pad", 0) != 0;
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::Float32 || x.rank() != 4 || attrs_.kernel_shape.size() != 2 ||
+        (ctx.output_count() > 1 && ctx.output_wanted(1)))
+      return reference_->compute(ctx);
+    auto p = cache_.get(onednn::shape_key({&x.shape()}), [&] { return build(ctx, x); });
+    if (!p->usable) return reference_->compute(ctx);
+    Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
+    onednn::execute(p->prim, p->scratchpad_md,
+                    {{DNNL_ARG_SRC, onednn::wrap(p->src_md, x.raw_data())},
+                     {DNNL_ARG_DST, onednn::wrap(p->dst_md, y.raw_data())}});
+  }
+
+ private:
+  std::shared_ptr<const PoolPrimitive> build(const KernelContext& ctx, const Tensor& x) const {
+    auto p = std::make_shared<PoolPrimitive>();
+    const int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), c = x.dim(3);
+    std::vector<int64_t> in = {h, wd};
+    WindowGeometry g = attrs_.resolve(ctx.node(), in, attrs_.kernel_shape);
+    p->out_shape = {n, g.out[0], g.out[1], c};
+    if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
+    memory::dims pad_r(2), dil(2);
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t ext = (g.kernel[i] - 1) * g.dilations[i] + 1;
+      // oneDNN derives the output size from the padding: the end padding absorbs ceil_mode.
+      pad_r[i] = (g.out[i] - 1) * g.strides[i] + ext - in[i] - g.pads_begin[i];
+      dil[i] = g.dilations[i] - 1;
+      // Windows hanging past the declared end padding would be counted as padding by oneDNN.
+      if (count_include_pad_ && pad_r[i] > g.pads_end[i]) return p;
+      if (!is_max_ && g.dilations[i] != 1) return p;
+    }
+    try {
+      p->src_md = nhwc_desc(n, c, h, wd);
+      p->dst_md = nhwc_desc(n, c, g.out[0], g.out[1]);
+      auto alg = is_max_              ? dnnl::algorithm::pooling_max
+                 : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
+                                      : dnnl::algorithm::pooling_avg_exclude_padding;
+      dnnl::pooling_v2_forward::desc desc(
+          dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, onednn::to_dims(g.strides),
+          onednn::to_dims(g.kernel), dil, onednn::to_dims(g.pads_begin), pad_r);
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
+                                                  onednn::cpu_engine());
+      p->scratchpad_md = pd.scratchpad_desc();
+      p->prim = dnnl::pooling_v2_forward(pd);
+      p->usable = true;
+    } catch (const dnnl::error&) {
+      p->usable = false;
+    }
+    return p;
+  }
+
+  std::unique_ptr<OpKernel> reference_;
+  bool is_max_;
+  bool count_include_pad_ = false;
+  WindowAttrs attrs_;
+  onednn::ShapeCache<PoolPrimitive> cache_;
+};
+
+/// Mean over H and W of an NHWC tensor: contiguous rows of C summed in order.
+class GlobalAveragePoolNhwcKernel : public OpKernel {
+ public:
+  explicit GlobalAveragePoolNhwcKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() != 4 || (x.dtype() != DType::Float32 && x.dtype() != DType::Float64) ||
+        x.dim(1) * x.dim(2) == 0)
+      return reference_->compute(ctx);
+    const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+    Tensor& y = ctx.allocate_output(0, {n, 1, 1, c}, x.dtype());
+    visit_dtype(x.dtype(), [&]<class T>(T) {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* src = x.data<T>();
+        T* dst = y.data<T>();
+        parallel_for(n, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            std::vector<double> acc(static_cast<size_t>(c), 0.0);
+            const T* row = src + i * hw * c;
+            for (int64_t p = 0; p < hw; ++p)
+              for (int64_t k = 0; k < c; ++k) acc[static_cast<size_t>(k)] += row[p * c + k];
+            for (int64_t k = 0; k < c; ++k)
+              dst[i * c + k] =
+                  static_cast<T>(acc[static_cast<size_t>(k)] / static_cast<double>(hw));
+          }
+        });
+      }
+    });
+  }
+
+ private:
+  std::unique_ptr<OpKernel> reference_;
+};
+
+std::unique_ptr<OpKernel> make_max_pool(const KernelInfo& info) {
+  // The Indices output is only produced by the reference kernel.
+  if (info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
+  return std::make_unique<PoolNhwcKernel>(info, true);
+}
+std::unique_ptr<OpKernel> make_average_pool(const KernelInfo& info) {
+  return std::make_unique<PoolNhwcKernel>(info, false);
+}
+
+constexpr char kConv[] = "Conv";
+constexpr char kMaxPool[] = "MaxPool";
+constexpr char kAveragePool[] = "AveragePool";
+constexpr char kGlobalAveragePool[] = "GlobalAveragePool";
+
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "ConvNHWC",
+                       .factory = make_nhwc_reference<kConv>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "MaxPoolNHWC",
+                       .factory = make_nhwc_reference<kMaxPool>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "AveragePoolNHWC",
+                       .factory = make_nhwc_reference<kAveragePool>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "GlobalAveragePoolNHWC",
+                       .factory = make_nhwc_reference<kGlobalAveragePool>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "ConvNHWC",
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<ConvNhwcKernel>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "MaxPoolNHWC",
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_max_pool});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "AveragePoolNHWC",
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_average_pool});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "GlobalAveragePoolNHWC",
+                       .dtypes = kFloatTypes,
+                       .priority = 10,
+                       .impl = "direct",
+                       .factory = make_kernel<GlobalAveragePoolNhwcKernel>});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,304 @@
+// The channels-last rewrite (engine/layout_rewrite.h) and its NHWC kernels: the rewritten
+// graph's structure, and equal results with and without the rewrite.
+#include "engine/layout_rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "engine/model.h"
+#include "engine/parallel/replicate.h"
+#include "loader/onnx_loader.h"
+
+namespace dprun {
+namespace {
+
+Tensor random_tensor(Shape shape, uint32_t seed) {
+  Tensor t = Tensor::empty(std::move(shape), DType::Float32);
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    t.data<float>()[i] = static_cast<float>((s >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+  return t;
+}
+
+TensorType f32(const Shape& shape) {
+  TensorType t{DType::Float32, SymbolicShape{}};
+  for (int64_t d : shape) t.shape->push_back(Dim::known(d));
+  return t;
+}
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute int1(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+          std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = op + "_" + out[0];
+  n.op_type = std::move(op);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+/// Runs `graph` with and without the rewrite and compares every output.
+void expect_same_results(const std::shared_ptr<const Graph>& graph,
+                         const std::vector<Tensor>& inputs) {
+  ASSERT_NE(rewrite_channels_last(*graph), nullptr) << "nothing was rewritten";
+  Model plain(graph, Device::cpu(), ModelOptions{.channels_last = false});
+  Model nhwc(graph, Device::cpu(), ModelOptions{.channels_last = true});
+  EXPECT_EQ(&nhwc.graph(), graph.get());  // the model keeps presenting the original graph
+  EXPECT_NE(nhwc.plan()->graph_ptr(), graph);
+  EXPECT_EQ(nhwc.output_names(), plain.output_names());
+  auto want = plain.run(inputs);
+  auto got = nhwc.run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape()) << "output " << o;
+    double scale = 1e-6;
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      scale = std::max(scale, std::abs(want[o].item_as_double(i)));
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      ASSERT_NEAR(got[o].item_as_double(i), want[o].item_as_double(i), 1e-5 * scale)
+          << "output " << o << " element " << i;
+  }
+}
+
+// Conv -> Relu -> Conv -> Add(residual) -> GlobalAveragePool -> Flatten -> Gemm.
+std::shared_ptr<Graph> residual_graph() {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs = {{"x", f32({2, 4, 8, 8})}};
+  g->initializers["w1"] = random_tensor({4, 4, 3, 3}, 1);
+  g->initializers["b1"] = random_tensor({4}, 2);
+  g->initializers["w2"] = random_tensor({4, 4, 3, 3}, 3);
+  g->initializers["wg"] = random_tensor({4, 3}, 4);
+  auto pads = ints({1, 1, 1, 1});
+  g->nodes = {node("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", pads}}),
+              node("Relu", {"c1"}, {"r1"}),
+              node("Conv", {"r1", "w2"}, {"c2"}, {{"pads", pads}}),
+              node("Add", {"c2", "r1"}, {"a"}),
+              node("GlobalAveragePool", {"a"}, {"p"}),
+              node("Flatten", {"p"}, {"f"}),
+              node("Gemm", {"f", "wg"}, {"y"})};
+  for (const char* v : {"c1", "r1", "c2", "a"}) g->value_types[v] = f32({2, 4, 8, 8});
+  g->outputs = {{"y", f32({2, 3})}};
+  return g;
+}
+
+TEST(LayoutRewrite, ResidualChainStaysChannelsLast) {
+  auto g = residual_graph();
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  std::vector<std::string> ops;
+  for (const Node& n : r->nodes) ops.push_back(n.op_type);
+  EXPECT_EQ(ops,
+            (std::vector<std::string>{"Transpose", "ConvNHWC", "Relu", "ConvNHWC", "Add",
+                                      "GlobalAveragePoolNHWC", "Transpose", "Flatten", "Gemm"}));
+  EXPECT_EQ(r->nodes[0].attr_ints("perm"), (std::vector<int64_t>{0, 2, 3, 1}));
+  EXPECT_EQ(r->nodes[6].attr_ints("perm"), (std::vector<int64_t>{0, 3, 1, 2}));
+  EXPECT_EQ(r->nodes[1].domain, kLayoutDomain);
+  EXPECT_EQ(r->opset("dprun"), 1);
+  // The Transpose back restores the original name Flatten reads.
+  EXPECT_EQ(r->nodes[6].outputs[0], "p");
+  EXPECT_EQ(r->nodes[7].inputs[0], "p");
+  for (const Node& n : r->nodes)
+    for (const auto& out : n.outputs)
+      if (out != "p" && out != "f" && out != "y") {
+        EXPECT_EQ(out.rfind("nhwc/", 0), 0u) << out;
+      }
+  EXPECT_EQ(r->initializers.size(), g->initializers.size());
+  EXPECT_EQ(r->outputs[0].name, "y");
+  // Nothing to do without a convolution.
+  Graph plain;
+  plain.opset_imports[""] = 13;
+  plain.inputs = {{"x", f32({1, 2, 3, 3})}};
+  plain.nodes = {node("Relu", {"x"}, {"y"})};
+  plain.outputs = {{"y", f32({1, 2, 3, 3})}};
+  EXPECT_EQ(rewrite_channels_last(plain), nullptr);
+}
+
+TEST(LayoutRewrite, ModelsPresentTheOriginalGraph) {
+  auto g = residual_graph();
+  Model m(g, Device::cpu(0));
+  EXPECT_EQ(m.graph_ptr(), g);
+  EXPECT_NE(m.plan()->graph_ptr(), g);
+  EXPECT_EQ(m.parameter_names(), (std::vector<std::string>{"b1", "w1", "w2", "wg"}));
+  for (const auto& replica : replicate(m, {Device::cpu(0), Device::cpu(1)})) {
+    EXPECT_EQ(replica->graph_ptr(), g);
+    EXPECT_EQ(replica->plan(), m.plan());
+  }
+  Model off(g, Device::cpu(0), ModelOptions{.channels_last = false});
+  EXPECT_EQ(off.plan()->graph_ptr(), g);
+  ::setenv("DPRUN_NO_LAYOUT_REWRITE", "1", 1);
+  Model env_off(g, Device::cpu(0));
+  ::unsetenv("DPRUN_NO_LAYOUT_REWRITE");
+  EXPECT_EQ(env_off.plan()->graph_ptr(), g);
+}
+
+TEST(LayoutRewrite, ResidualChainSameResults) {
+  expect_same_results(residual_graph(), {random_tensor({2, 4, 8, 8}, 9)});
+}
+
+TEST(LayoutRewrite, UnknownShapesStillChannelsLast) {
+  // Two NHWC operands are both 4-D: their broadcasting commutes with the layout, so shape
+  // information is not needed.
+  auto g = residual_graph();
+  g->value_types.clear();
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  int transposes = 0;
+  for (const Node& n : r->nodes) transposes += n.op_type == "Transpose";
+  EXPECT_EQ(transposes, 2);
+  expect_same_results(g, {random_tensor({2, 4, 8, 8}, 10)});
+}
+
+TEST(LayoutRewrite, AddOfAnNchwOperandStaysNchw) {
+  auto g = residual_graph();
+  g->initializers["shift"] = random_tensor({4, 1, 1}, 5);
+  g->nodes[3].inputs[1] = "shift";  // c2 + shift, broadcast over a 3-D operand
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  int transposes = 0;
+  for (const Node& n : r->nodes) {
+    transposes += n.op_type == "Transpose";
+    if (n.op_type == "Add") {
+      EXPECT_EQ(n.inputs, (std::vector<std::string>{"c2", "shift"}));
+    }
+    EXPECT_NE(n.op_type, "GlobalAveragePoolNHWC");  // its input is NCHW
+  }
+  EXPECT_EQ(transposes, 2);  // x in, c2 out
+  expect_same_results(g, {random_tensor({2, 4, 8, 8}, 10)});
+}
+
+// Grouped and depthwise convs with strides, pads and dilations; pools with ceil_mode;
+// Concat axis 1; a Conv output that is a graph output and is read in both layouts; a
+// squeeze-and-excitation block (a broadcasting Mul of two NHWC values).
+std::shared_ptr<Graph> mixed_graph() {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs = {{"x", f32({2, 6, 11, 13})}};
+  g->initializers["wg"] = random_tensor({6, 2, 3, 3}, 11);
+  g->initializers["bg"] = random_tensor({6}, 12);
+  g->initializers["wd"] = random_tensor({6, 1, 3, 3}, 13);
+  g->initializers["w1"] = random_tensor({5, 12, 1, 1}, 14);
+  g->initializers["wse"] = random_tensor({6, 6, 1, 1}, 16);
+  g->initializers["lo"] = Tensor::scalar(-0.25f);
+  g->initializers["hi"] = Tensor::scalar(0.5f);
+  g->nodes = {
+      node("Conv", {"x", "wg", "bg"}, {"c1"},
+           {{"group", int1(3)},
+            {"strides", ints({2, 1})},
+            {"pads", ints({1, 0, 2, 1})},
+            {"dilations", ints({1, 2})}}),
+      node("Relu", {"c1"}, {"r"}),
+      node("Neg", {"c1"}, {"n"}),
+      node("Conv", {"r", "wd"}, {"c2"},
+           {{"group", int1(6)},
+            {"auto_pad", Attribute{.kind = Attribute::Kind::String, .s = "SAME_UPPER"}}}),
+      node("GlobalAveragePool", {"c2"}, {"gp"}),
+      node("Conv", {"gp", "wse"}, {"se"}),
+      node("HardSigmoid", {"se"}, {"hs"}),
+      node("Mul", {"c2", "hs"}, {"sc"}),
+      node("Clip", {"sc", "lo", "hi"}, {"k"}),
+      node("Concat", {"k", "r"}, {"cat"}, {{"axis", int1(1)}}),
+      node("MaxPool", {"cat"}, {"mp"},
+           {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"ceil_mode", int1(1)}}),
+      node("AveragePool", {"cat"}, {"ap"},
+           {{"kernel_shape", ints({2, 3})},
+            {"strides", ints({2, 2})},
+            {"pads", ints({0, 1, 1, 1})},
+            {"count_include_pad", int1(1)},
+            {"ceil_mode", int1(1)}}),
+      node("Conv", {"ap", "w1"}, {"c3"}),
+      node("Sigmoid", {"c3"}, {"s"}),
+      node("Concat", {"s", "s"}, {"cc"}, {{"axis", int1(-3)}}),
+  };
+  g->outputs = {{"c1", f32({})}, {"n", f32({})}, {"mp", f32({})}, {"cc", f32({})}};
+  for (auto& o : g->outputs) o.type.shape.reset();
+  return g;
+}
+
+TEST(LayoutRewrite, GroupedDepthwisePoolsConcatSameResults) {
+  auto g = mixed_graph();
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  int nhwc_ops = 0;
+  for (const Node& n : r->nodes) {
+    nhwc_ops += n.domain == kLayoutDomain;
+    if (n.op_type == "Concat") {
+      EXPECT_EQ(n.attr_int("axis"), 3);
+    }
+    if (n.op_type == "Neg") {
+      EXPECT_EQ(n.inputs[0], "c1");
+    }
+  }
+  EXPECT_EQ(nhwc_ops, 7);  // four convs, three pools
+  int transposes = 0;
+  for (const Node& n : r->nodes) transposes += n.op_type == "Transpose";
+  EXPECT_EQ(transposes, 4);  // x in; c1 (output and Neg), mp and cc out
+  expect_same_results(g, {random_tensor({2, 6, 11, 13}, 15)});
+}
+
+TEST(LayoutRewrite, OtherDtypesRunThroughTheReference) {
+  // A float64 Conv is not rewritten; a ConvNHWC node run directly in float64 uses the
+  // reference between transposes.
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->opset_imports[kLayoutDomain] = 1;
+  g->inputs = {{"x", TensorType{DType::Float64, std::nullopt}}};
+  Tensor w = Tensor::empty({3, 2, 2, 2}, DType::Float64);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<double>()[i] = 0.1 * static_cast<double>(i % 7);
+  g->initializers["w"] = w;
+  Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"strides", ints({1, 2})}});
+  conv.domain = kLayoutDomain;
+  g->nodes = {conv};
+  g->outputs = {{"y", TensorType{DType::Float64, std::nullopt}}};
+  Tensor x = Tensor::empty({1, 3, 4, 2}, DType::Float64);  // NHWC, C = 2
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<double>()[i] = static_cast<double>(i);
+  Model m(g, Device::cpu(), ModelOptions{.channels_last = false});
+  Tensor y = m.run(std::vector<Tensor>{x})[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 2, 2, 3}));  // NHWC [N, OH, OW, M]
+  // y[0, oh, ow, m] = sum_c,kh,kw x[0, oh+kh, 2*ow+kw, c] * w[m, c, kh, kw]
+  for (int64_t oh = 0; oh < 2; ++oh)
+    for (int64_t ow = 0; ow < 2; ++ow)
+      for (int64_t mm = 0; mm < 3; ++mm) {
+        double want = 0;
+        for (int64_t c = 0; c < 2; ++c)
+          for (int64_t kh = 0; kh < 2; ++kh)
+            for (int64_t kw = 0; kw < 2; ++kw)
+              want += x.data<double>()[((oh + kh) * 4 + (2 * ow + kw)) * 2 + c] *
+                      w.data<double>()[((mm * 2 + c) * 2 + kh) * 2 + kw];
+        EXPECT_NEAR(y.data<double>()[(oh * 2 + ow) * 3 + mm], want, 1e-12);
+      }
+}
+
+TEST(LayoutRewrite, BundledCnnSameResults) {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  std::string path = std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/cnn.onnx";
+  Model loaded = load_model(path, Device::cpu());
+  std::vector<Tensor> inputs;
+  for (const TensorType& t : loaded.input_types()) {
+    Shape s;
+    for (const Dim& d : *t.shape) s.push_back(d.is_known() ? d.value : 3);
+    inputs.push_back(random_tensor(s, 21));
+  }
+  expect_same_results(loaded.graph_ptr(), inputs);
+}
+
+}  // namespace
+}  // namespace dprun
