@@ -8,6 +8,7 @@
 #include "engine/kernel.h"
 #include "engine/layout_rewrite.h"
 #include "engine/parallel_for.h"
+#include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/onednn_util.h"
@@ -74,12 +75,7 @@ memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) {
   return memory::desc({n, c, h, w}, memory::data_type::f32, memory::format_tag::nhwc);
 }
 
-struct ConvPrimitive {
-  bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel
-  dnnl::primitive prim;
-  memory::desc src_md, weights_md, dst_md, user_weights_md, scratchpad_md;
-  Shape out_shape;  // NHWC
-};
+using onednn::ConvPrimitive;  // out_shape is NHWC here
 
 class ConvNhwcKernel : public OpKernel {
  public:
@@ -123,33 +119,8 @@ class ConvNhwcKernel : public OpKernel {
     WindowGeometry g = attrs_.resolve(ctx.node(), {h, wd}, kernel);
     p->out_shape = {n, g.out[0], g.out[1], m};
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
-    // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
-    Shape wshape = w.shape();
-    if (group_ > 1) {
-      wshape[0] = m / group_;
-      wshape.insert(wshape.begin(), group_);
-    }
-    p->user_weights_md = onednn::plain_desc(wshape);
-    memory::dims dil = {g.dilations[0] - 1, g.dilations[1] - 1};  // oneDNN counts from 0
-    try {
-      p->src_md = nhwc_desc(n, c, h, wd);
-      p->dst_md = nhwc_desc(n, m, g.out[0], g.out[1]);
-      memory::desc weights_any(onednn::to_dims(wshape), memory::data_type::f32,
-                               memory::format_tag::any);
-      memory::desc bias_md = has_bias ? onednn::plain_desc({m}) : memory::desc();
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, p->src_md,
-          weights_any, bias_md, p->dst_md, onednn::to_dims(g.strides), dil,
-          onednn::to_dims(g.pads_begin), onednn::to_dims(g.pads_end));
-      dnnl::convolution_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
-                                                   onednn::cpu_engine());
-      p->scratchpad_md = pd.scratchpad_desc();
-      p->weights_md = pd.weights_desc();
-      p->prim = dnnl::convolution_forward(pd);
-      p->usable = true;
-    } catch (const dnnl::error&) {
-      p->usable = false;
-    }
+    onednn::build_conv_primitive(*p, nhwc_desc(n, c, h, wd), nhwc_desc(n, m, g.out[0], g.out[1]),
+                                 w.shape(), group_, has_bias, g);
     return p;
   }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 
@@ -12,14 +13,7 @@ namespace {
 
 using dnnl::memory;
 
-struct ConvPrimitive {
-  bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel
-  dnnl::primitive prim;
-  memory::desc src_md, weights_md, dst_md;
-  memory::desc user_weights_md;  // the ONNX weights layout, viewed in oneDNN's dims order
-  memory::desc scratchpad_md;
-  Shape out_shape;
-};
+using onednn::ConvPrimitive;
 
 memory::dims sub1(const std::vector<int64_t>& v) {
   memory::dims r(v.begin(), v.end());
@@ -91,33 +85,11 @@ class ConvOnednnKernel : public OpKernel {
       p->usable = true;
       return p;
     }
-    // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
-    Shape wshape = w.shape();
-    if (group_ > 1) {
-      wshape[0] = w.dim(0) / group_;
-      wshape.insert(wshape.begin(), group_);
-    }
-    p->user_weights_md = onednn::plain_desc(wshape);
     auto any = [](const Shape& s) {
       return memory::desc(onednn::to_dims(s), memory::data_type::f32, memory::format_tag::any);
     };
-    try {
-      memory::desc bias_md = has_bias ? onednn::plain_desc({m}) : memory::desc();
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any(x.shape()),
-          any(wshape), bias_md, any(p->out_shape), onednn::to_dims(g.strides), sub1(g.dilations),
-          onednn::to_dims(g.pads_begin), onednn::to_dims(g.pads_end));
-      dnnl::convolution_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
-                                                   onednn::cpu_engine());
-      p->scratchpad_md = pd.scratchpad_desc();
-      p->src_md = pd.src_desc();
-      p->weights_md = pd.weights_desc();
-      p->dst_md = pd.dst_desc();
-      p->prim = dnnl::convolution_forward(pd);
-      p->usable = true;
-    } catch (const dnnl::error&) {
-      p->usable = false;
-    }
+    onednn::build_conv_primitive(*p, any(x.shape()), any(p->out_shape), w.shape(), group_, has_bias,
+                                 g);
     return p;
   }
 

@@ -1,0 +1,53 @@
+#pragma once
+// The oneDNN forward convolution shared by the NCHW (conv_onednn.cpp) and NHWC
+// (conv_nhwc.cpp) Conv kernels: they differ only in the activation layouts they ask for.
+#include "ops/cpu/conv_util.h"
+#include "ops/cpu/onednn_util.h"
+
+namespace dprun::onednn {
+
+/// A convolution compiled for one set of shapes.
+struct ConvPrimitive {
+  bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel
+  dnnl::primitive prim;
+  dnnl::memory::desc src_md, weights_md, dst_md;
+  dnnl::memory::desc user_weights_md;  // the ONNX weights layout, viewed in oneDNN's dims order
+  dnnl::memory::desc scratchpad_md;
+  Shape out_shape;
+};
+
+/// Fills `p` with a float32 inference convolution from `src` to `dst` (fixed layouts, or
+/// format_tag::any to let oneDNN choose), for ONNX weights of shape `weights` in `group`
+/// groups and the resolved window geometry `g`. Leaves p.usable false when oneDNN rejects it.
+inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src,
+                                 const dnnl::memory::desc& dst, const Shape& weights, int64_t group,
+                                 bool has_bias, const WindowGeometry& g) {
+  using dnnl::memory;
+  // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
+  Shape wshape = weights;
+  if (group > 1) {
+    wshape[0] /= group;
+    wshape.insert(wshape.begin(), group);
+  }
+  p.user_weights_md = plain_desc(wshape);
+  memory::dims dilations;
+  for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts dilation from 0
+  try {
+    memory::desc weights_any(to_dims(wshape), memory::data_type::f32, memory::format_tag::any);
+    memory::desc bias_md = has_bias ? plain_desc({weights[0]}) : memory::desc();
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
+        bias_md, dst, to_dims(g.strides), dilations, to_dims(g.pads_begin), to_dims(g.pads_end));
+    dnnl::convolution_forward::primitive_desc pd(desc, concurrent_attr(), cpu_engine());
+    p.scratchpad_md = pd.scratchpad_desc();
+    p.src_md = pd.src_desc();
+    p.weights_md = pd.weights_desc();
+    p.dst_md = pd.dst_desc();
+    p.prim = dnnl::convolution_forward(pd);
+    p.usable = true;
+  } catch (const dnnl::error&) {
+    p.usable = false;
+  }
+}
+
+}  // namespace dprun::onednn
