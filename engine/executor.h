@@ -12,7 +12,10 @@
 namespace dprun {
 
 /// Per-node callbacks, PyTorch forward-hook style: `before` sees the node's inputs, `after`
-/// its outputs. Called on the thread that runs the node, with that replica's device.
+/// its outputs. Called on the thread that runs the node, with that replica's device. They see
+/// the nodes of the plan: with the channels-last rewrite (ModelOptions) convolution chains
+/// appear as dprun-domain NHWC nodes and Transposes; compile with channels_last = false to
+/// observe the original nodes and layouts.
 struct NodeObserver {
   std::function<void(const Node&, Device, std::span<const Tensor* const> inputs)> before;
   std::function<void(const Node&, Device, std::span<const Tensor> outputs)> after;

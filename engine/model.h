@@ -14,7 +14,8 @@ namespace dprun {
 struct ModelOptions {
   /// Compile CPU plans from rewrite_channels_last(graph) (engine/layout_rewrite.h): chains of
   /// convolutions and pools run in NHWC without per-op reorders. The environment variable
-  /// DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model.
+  /// DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model. Per-node observers see the
+  /// rewritten nodes; turn it off to observe the original ones.
   bool channels_last = true;
 };
 
