@@ -129,6 +129,15 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       take = is_nhwc(x) && n.attr_ints("kernel_shape", {}).size() == 2 && only_first_input(n);
     } else if (n.op_type == "GlobalAveragePool") {
       take = is_nhwc(x);
+    } else if (n.op_type == "BatchNormalization") {
+      // Inference form only (one output): a per-channel scale and shift by initializers.
+      // Training mode and the per-activation form (spatial = 0) stay in NCHW.
+      take = is_nhwc(x) && n.inputs.size() == 5 && n.attr_int("training_mode", 0) == 0 &&
+             n.attr_int("spatial", 1) == 1;
+      for (size_t k = 1; take && k < 5; ++k) {
+        auto it = graph.initializers.find(n.inputs[k]);
+        take = it != graph.initializers.end() && it->second.rank() == 1;
+      }
     } else if (is_unary_agnostic(n)) {
       take = is_nhwc(x);
       if (n.op_type == "Clip")
@@ -192,7 +201,7 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       m.inputs[k] = twin(v);
     }
     if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
-        n.op_type == "GlobalAveragePool") {
+        n.op_type == "GlobalAveragePool" || n.op_type == "BatchNormalization") {
       m.op_type = n.op_type + "NHWC";
       m.domain = kLayoutDomain;
     } else if (n.op_type == "Concat") {

@@ -3,6 +3,8 @@
 // and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
 // reorder of activations; every other case runs the plain op's reference kernel between
 // transposes, so all dtypes and attributes the plain op accepts still work.
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "engine/kernel.h"
@@ -65,9 +67,13 @@ class NhwcReferenceKernel : public OpKernel {
   std::unique_ptr<OpKernel> kernel_;
 };
 
+std::unique_ptr<OpKernel> make_nhwc_reference_kernel(const KernelInfo& info, const char* plain) {
+  return std::make_unique<NhwcReferenceKernel>(info, plain);
+}
+
 template <const char* Plain>
 std::unique_ptr<OpKernel> make_nhwc_reference(const KernelInfo& info) {
-  return std::make_unique<NhwcReferenceKernel>(info, Plain);
+  return make_nhwc_reference_kernel(info, Plain);
 }
 
 /// A logical NCHW descriptor over physical NHWC memory.
@@ -239,6 +245,50 @@ class GlobalAveragePoolNhwcKernel : public OpKernel {
   std::unique_ptr<OpKernel> reference_;
 };
 
+/// Inference BatchNormalization on NHWC data: y = x * a[c] + b[c] with
+/// a = scale / sqrt(var + epsilon) and b = B - mean * a, channels innermost.
+class BatchNormNhwcKernel : public OpKernel {
+ public:
+  explicit BatchNormNhwcKernel(const KernelInfo& info)
+      : reference_(make_nhwc_reference_kernel(info, "BatchNormalization")),
+        epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() != 4) return reference_->compute(ctx);
+    const int64_t c = x.dim(3);
+    for (size_t k = 1; k < 5; ++k)
+      if (!ctx.has_input(k) || ctx.input(k).dtype() != x.dtype() || ctx.input(k).numel() != c)
+        return reference_->compute(ctx);  // reports the error
+    visit_dtype_among<float, double>(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* scale = ctx.input(1).data<T>();
+      const T* bias = ctx.input(2).data<T>();
+      const T* mean = ctx.input(3).data<T>();
+      const T* var = ctx.input(4).data<T>();
+      std::vector<T> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+      for (int64_t k = 0; k < c; ++k) {
+        a[k] = scale[k] / std::sqrt(var[k] + static_cast<T>(epsilon_));
+        b[k] = bias[k] - mean[k] * a[k];
+      }
+      Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
+      const T* src = x.data<T>();
+      T* dst = y.data<T>();
+      parallel_for(x.numel() / std::max<int64_t>(c, 1),
+                   std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r)
+                       for (int64_t k = 0; k < c; ++k)
+                         dst[r * c + k] = src[r * c + k] * a[k] + b[k];
+                   });
+    });
+  }
+
+ private:
+  std::unique_ptr<OpKernel> reference_;
+  float epsilon_;
+};
+
 std::unique_ptr<OpKernel> make_max_pool(const KernelInfo& info) {
   // The Indices output is only produced by the reference kernel.
   if (info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
@@ -252,6 +302,7 @@ constexpr char kConv[] = "Conv";
 constexpr char kMaxPool[] = "MaxPool";
 constexpr char kAveragePool[] = "AveragePool";
 constexpr char kGlobalAveragePool[] = "GlobalAveragePool";
+constexpr char kBatchNormalization[] = "BatchNormalization";
 
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConvNHWC",
@@ -265,6 +316,15 @@ DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "GlobalAveragePoolNHWC",
                        .factory = make_nhwc_reference<kGlobalAveragePool>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "BatchNormalizationNHWC",
+                       .factory = make_nhwc_reference<kBatchNormalization>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "BatchNormalizationNHWC",
+                       .dtypes = kFloatTypes,
+                       .priority = 10,
+                       .impl = "direct",
+                       .factory = make_kernel<BatchNormNhwcKernel>});
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConvNHWC",
                        .dtypes = {DType::Float32},

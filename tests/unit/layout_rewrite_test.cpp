@@ -287,6 +287,47 @@ TEST(LayoutRewrite, OtherDtypesRunThroughTheReference) {
       }
 }
 
+// Conv -> BatchNormalization (inference) -> Relu -> output, plus a training-mode BN that must
+// stay NCHW.
+std::shared_ptr<Graph> batch_norm_graph(bool training) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 15;
+  g->inputs.push_back({"x", f32({2, 3, 6, 6})});
+  g->initializers["w"] = random_tensor({5, 3, 3, 3}, 31);
+  Tensor var = random_tensor({5}, 32);
+  for (int64_t i = 0; i < 5; ++i) var.data<float>()[i] = 1.5f + var.data<float>()[i];
+  g->initializers["scale"] = random_tensor({5}, 33);
+  g->initializers["bias"] = random_tensor({5}, 34);
+  g->initializers["mean"] = random_tensor({5}, 35);
+  g->initializers["var"] = var;
+  std::map<std::string, Attribute> attrs = {{"epsilon", Attribute{}}};
+  attrs["epsilon"].kind = Attribute::Kind::Float;
+  attrs["epsilon"].f = 1e-3f;
+  if (training) attrs["training_mode"] = int1(1);
+  g->nodes = {node("Conv", {"x", "w"}, {"c"}, {{"pads", ints({1, 1, 1, 1})}}),
+              node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"b"}, attrs),
+              node("Relu", {"b"}, {"y"})};
+  g->outputs.push_back({"y", f32({2, 5, 6, 6})});
+  return g;
+}
+
+TEST(LayoutRewrite, InferenceBatchNormJoinsTheChain) {
+  auto r = rewrite_channels_last(*batch_norm_graph(false));
+  ASSERT_NE(r, nullptr);
+  std::vector<std::string> ops;
+  for (const Node& n : r->nodes) ops.push_back(n.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "ConvNHWC", "BatchNormalizationNHWC",
+                                           "Relu", "Transpose"}));
+  expect_same_results(batch_norm_graph(false), {random_tensor({2, 3, 6, 6}, 36)});
+}
+
+TEST(LayoutRewrite, TrainingBatchNormStaysNchw) {
+  auto r = rewrite_channels_last(*batch_norm_graph(true));
+  ASSERT_NE(r, nullptr);
+  for (const Node& n : r->nodes) EXPECT_NE(n.op_type, "BatchNormalizationNHWC");
+  expect_same_results(batch_norm_graph(true), {random_tensor({2, 3, 6, 6}, 37)});
+}
+
 TEST(LayoutRewrite, BundledCnnSameResults) {
   const char* root = std::getenv("DPRUN_SOURCE_DIR");
   std::string path = std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/cnn.onnx";
