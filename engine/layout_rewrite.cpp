@@ -1,6 +1,8 @@
 #include "engine/layout_rewrite.h"
 
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -68,6 +70,62 @@ bool single_output(const Node& node) {
 /// Concat, else input 0 (weights, bias and Clip bounds keep their layout).
 size_t layout_input_count(const Node& node) {
   return (is_binary_agnostic(node) || node.op_type == "Concat") ? node.inputs.size() : 1;
+}
+
+/// The value of a float32 scalar known when the graph is compiled (an initializer that
+/// callers cannot override, or a Constant node's output), or nullopt.
+std::optional<float> constant_scalar(const Graph& graph, const std::string& value) {
+  bool overridable = false;
+  for (const auto& in : graph.inputs) overridable = overridable || in.name == value;
+  if (auto it = graph.initializers.find(value); it != graph.initializers.end() && !overridable) {
+    const Tensor& t = it->second;
+    if (t.dtype() == DType::Float32 && t.numel() == 1) return t.data<float>()[0];
+    return std::nullopt;
+  }
+  for (const Node& n : graph.nodes)
+    if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
+        n.outputs[0] == value) {
+      const Attribute* a = n.find_attr("value");
+      if (a && a->kind == Attribute::Kind::Tensor && a->t.dtype() == DType::Float32 &&
+          a->t.numel() == 1)
+        return a->t.data<float>()[0];
+    }
+  return std::nullopt;
+}
+
+/// The activation a ConvNHWC applies to its output instead of a separate Relu or Clip node
+/// (oneDNN runs it as a post-op, saving a pass over the activations), or nullopt.
+std::optional<std::map<std::string, Attribute>> fusable_activation(const Graph& graph,
+                                                                   const Node& n) {
+  auto text = [](std::string s) {
+    Attribute a;
+    a.kind = Attribute::Kind::String;
+    a.s = std::move(s);
+    return a;
+  };
+  auto number = [](float f) {
+    Attribute a;
+    a.kind = Attribute::Kind::Float;
+    a.f = f;
+    return a;
+  };
+  if (n.op_type == "Relu" && only_first_input(n)) return {{{"activation", text("Relu")}}};
+  if (n.op_type != "Clip") return std::nullopt;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (n.has_attr("min") || n.has_attr("max")) {  // Clip before opset 11
+    lo = n.attr_float("min", lo);
+    hi = n.attr_float("max", hi);
+  }
+  for (size_t k = 1; k < n.inputs.size() && k < 3; ++k) {
+    if (n.inputs[k].empty()) continue;
+    auto v = constant_scalar(graph, n.inputs[k]);
+    if (!v) return std::nullopt;
+    (k == 1 ? lo : hi) = *v;
+  }
+  if (!(lo <= hi)) return std::nullopt;  // Clip's min > max rule stays with the Clip kernel
+  return {{{"activation", text("Clip")},
+           {"activation_min", number(lo)},
+           {"activation_max", number(hi)}}};
 }
 
 Node make_transpose(const std::string& name, const std::string& in, const std::string& out,
@@ -140,10 +198,13 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       }
     } else if (is_unary_agnostic(n)) {
       take = is_nhwc(x);
-      if (n.op_type == "Clip")
-        take = take && (n.inputs.size() < 2 || is_scalar(graph, n.inputs[1])) &&
-               (n.inputs.size() < 3 || is_scalar(graph, n.inputs[2]));
-      else
+      if (n.op_type == "Clip") {
+        auto bound_ok = [&](size_t k) {
+          return n.inputs.size() <= k || is_scalar(graph, n.inputs[k]) ||
+                 constant_scalar(graph, n.inputs[k]).has_value();
+        };
+        take = take && bound_ok(1) && bound_ok(2);
+      } else
         take = take && only_first_input(n);
     } else if (is_binary_agnostic(n)) {
       // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
@@ -179,6 +240,30 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
     need_nchw.insert(param);
   }
 
+  // Conv followed by its only reader, a rewritten Relu or Clip with constant bounds: the Conv
+  // applies the activation itself and the activation node goes away.
+  std::map<std::string, int> readers;
+  for (const Node& n : graph.nodes) {
+    for (const auto& in : n.inputs) ++readers[in];
+    for (const auto& in : implicit_inputs(n)) ++readers[in];
+  }
+  std::map<size_t, size_t> fused;  // Conv node -> activation node
+  std::set<size_t> absorbed;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!kind[i] || graph.nodes[i].op_type != "Conv") continue;
+    const std::string& y = graph.nodes[i].outputs[0];
+    if (need_nchw.count(y) || readers[y] != 1) continue;
+    for (size_t j = i + 1; j < graph.nodes.size(); ++j) {
+      const Node& a = graph.nodes[j];
+      if (a.inputs.empty() || a.inputs[0] != y) continue;
+      if (kind[j] && fusable_activation(graph, a)) {
+        fused[i] = j;
+        absorbed.insert(j);
+      }
+      break;
+    }
+  }
+
   auto out = std::make_shared<Graph>(graph);
   out->nodes.clear();
   out->opset_imports[kLayoutDomain] = 1;
@@ -193,6 +278,7 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       out->nodes.push_back(n);
       continue;
     }
+    if (absorbed.count(i)) continue;  // applied by the Conv before it
     Node m = n;
     for (size_t k = 0; k < layout_input_count(n); ++k) {
       const std::string& v = n.inputs[k];
@@ -215,7 +301,13 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
         m.attributes["axis"] = a;
       }  // an invalid axis is left for the Concat kernel to report
     }
-    const std::string& y = n.outputs[0];
+    std::string y = n.outputs[0];
+    if (auto f = fused.find(i); f != fused.end()) {
+      const Node& activation = graph.nodes[f->second];
+      const auto attrs = fusable_activation(graph, activation);
+      for (const auto& [key, attr] : *attrs) m.attributes[key] = attr;
+      y = activation.outputs[0];
+    }
     m.outputs[0] = twin(y);
     out->nodes.push_back(std::move(m));
     if (need_nchw.count(y))

@@ -23,10 +23,40 @@ using dnnl::memory;
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 
+/// The activation the layout rewrite fused into a ConvNHWC ("activation" attribute: Relu, or
+/// Clip with activation_min/max), applied in place.
+struct FusedActivation {
+  std::string kind;  // empty: none
+  float lo = 0, hi = 0;
+  explicit FusedActivation(const Node& node)
+      : kind(node.attr_string("activation", "")),
+        lo(node.attr_float("activation_min", 0)),
+        hi(node.attr_float("activation_max", 0)) {
+    if (!kind.empty() && kind != "Relu" && kind != "Clip")
+      node.fail("unknown fused activation '", kind, "'");
+  }
+  template <class T>
+  void apply(T* data, int64_t n) const {
+    if (kind == "Relu")
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] < T(0) ? T(0) : data[i];
+    else if (kind == "Clip")
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = data[i] < T(lo) ? T(lo) : (data[i] > T(hi) ? T(hi) : data[i]);
+  }
+  void apply(Tensor& t) const {
+    if (kind.empty()) return;
+    visit_dtype_among<float, double>(t.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      apply(t.data<T>(), t.numel());
+    });
+  }
+};
+
 /// The plain op's reference kernel, run on transposed copies of input 0 and output 0.
 class NhwcReferenceKernel : public OpKernel {
  public:
-  NhwcReferenceKernel(const KernelInfo& info, std::string plain_op) : node_(info.node) {
+  NhwcReferenceKernel(const KernelInfo& info, std::string plain_op)
+      : node_(info.node), activation_(info.node) {
     node_.op_type = std::move(plain_op);
     node_.domain = "";
     // The plain op's opset is the model's ai.onnx one.
@@ -60,10 +90,12 @@ class NhwcReferenceKernel : public OpKernel {
     if (!y.defined() || y.rank() != 4) ctx.fail("the reference kernel gave no 4-D output");
     Tensor& out = ctx.allocate_output(0, {y.dim(0), y.dim(2), y.dim(3), y.dim(1)}, y.dtype());
     permute_copy(y.raw_data(), y.shape(), kToNhwc, out.raw_data(), dtype_size(y.dtype()));
+    activation_.apply(out);
   }
 
  private:
   Node node_;
+  FusedActivation activation_;
   std::unique_ptr<OpKernel> kernel_;
 };
 
@@ -85,7 +117,8 @@ using onednn::ConvPrimitive;  // out_shape is NHWC here
 
 class ConvNhwcKernel : public OpKernel {
  public:
-  explicit ConvNhwcKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {
+  explicit ConvNhwcKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)), activation_(info.node) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
   }
@@ -125,14 +158,24 @@ class ConvNhwcKernel : public OpKernel {
     WindowGeometry g = attrs_.resolve(ctx.node(), {h, wd}, kernel);
     p->out_shape = {n, g.out[0], g.out[1], m};
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
+    dnnl::primitive_attr attr = onednn::concurrent_attr();
+    if (!activation_.kind.empty()) {  // the fused Relu or Clip runs as a post-op
+      dnnl::post_ops ops;
+      if (activation_.kind == "Relu")
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      else
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, activation_.lo, activation_.hi);
+      attr.set_post_ops(ops);
+    }
     onednn::build_conv_primitive(*p, nhwc_desc(n, c, h, wd), nhwc_desc(n, m, g.out[0], g.out[1]),
-                                 w.shape(), group_, has_bias, g);
+                                 w.shape(), group_, has_bias, g, attr);
     return p;
   }
 
   std::unique_ptr<OpKernel> reference_;
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  FusedActivation activation_;
   onednn::ShapeCache<ConvPrimitive> cache_;
 };
 

@@ -19,9 +19,11 @@ struct ConvPrimitive {
 /// Fills `p` with a float32 inference convolution from `src` to `dst` (fixed layouts, or
 /// format_tag::any to let oneDNN choose), for ONNX weights of shape `weights` in `group`
 /// groups and the resolved window geometry `g`. Leaves p.usable false when oneDNN rejects it.
+/// `attr` may carry post-ops; it must use a user scratchpad (concurrent_attr()).
 inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src,
                                  const dnnl::memory::desc& dst, const Shape& weights, int64_t group,
-                                 bool has_bias, const WindowGeometry& g) {
+                                 bool has_bias, const WindowGeometry& g,
+                                 const dnnl::primitive_attr& attr = concurrent_attr()) {
   using dnnl::memory;
   // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
   Shape wshape = weights;
@@ -38,7 +40,7 @@ inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
         bias_md, dst, to_dims(g.strides), dilations, to_dims(g.pads_begin), to_dims(g.pads_end));
-    dnnl::convolution_forward::primitive_desc pd(desc, concurrent_attr(), cpu_engine());
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     p.scratchpad_md = pd.scratchpad_desc();
     p.src_md = pd.src_desc();
     p.weights_md = pd.weights_desc();

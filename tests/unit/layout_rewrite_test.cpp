@@ -10,6 +10,7 @@
 
 #include "engine/model.h"
 #include "engine/parallel/replicate.h"
+#include "kernel_test_util.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun {
@@ -106,16 +107,19 @@ TEST(LayoutRewrite, ResidualChainStaysChannelsLast) {
   ASSERT_NE(r, nullptr);
   std::vector<std::string> ops;
   for (const Node& n : r->nodes) ops.push_back(n.op_type);
+  // The Relu after the first Conv is fused into it.
   EXPECT_EQ(ops,
-            (std::vector<std::string>{"Transpose", "ConvNHWC", "Relu", "ConvNHWC", "Add",
+            (std::vector<std::string>{"Transpose", "ConvNHWC", "ConvNHWC", "Add",
                                       "GlobalAveragePoolNHWC", "Transpose", "Flatten", "Gemm"}));
   EXPECT_EQ(r->nodes[0].attr_ints("perm"), (std::vector<int64_t>{0, 2, 3, 1}));
-  EXPECT_EQ(r->nodes[6].attr_ints("perm"), (std::vector<int64_t>{0, 3, 1, 2}));
+  EXPECT_EQ(r->nodes[5].attr_ints("perm"), (std::vector<int64_t>{0, 3, 1, 2}));
   EXPECT_EQ(r->nodes[1].domain, kLayoutDomain);
+  EXPECT_EQ(r->nodes[1].attr_string("activation", ""), "Relu");
+  EXPECT_EQ(r->nodes[2].attr_string("activation", ""), "");
   EXPECT_EQ(r->opset("dprun"), 1);
   // The Transpose back restores the original name Flatten reads.
-  EXPECT_EQ(r->nodes[6].outputs[0], "p");
-  EXPECT_EQ(r->nodes[7].inputs[0], "p");
+  EXPECT_EQ(r->nodes[5].outputs[0], "p");
+  EXPECT_EQ(r->nodes[6].inputs[0], "p");
   for (const Node& n : r->nodes)
     for (const auto& out : n.outputs)
       if (out != "p" && out != "f" && out != "y") {
@@ -309,6 +313,79 @@ std::shared_ptr<Graph> batch_norm_graph(bool training) {
               node("Relu", {"b"}, {"y"})};
   g->outputs.push_back({"y", f32({2, 5, 6, 6})});
   return g;
+}
+
+// Conv -> Clip(Constant bounds) -> output, and a Conv whose output Relu and Neg both read.
+std::shared_ptr<Graph> activation_graph() {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs.push_back({"x", f32({2, 3, 7, 7})});
+  g->initializers["w"] = random_tensor({4, 3, 3, 3}, 41);
+  g->initializers["w2"] = random_tensor({4, 4, 1, 1}, 42);
+  Node lo = node("Constant", {}, {"lo"});
+  lo.attributes["value"].kind = Attribute::Kind::Tensor;
+  lo.attributes["value"].t = Tensor::scalar<float>(-0.25f);
+  Node hi = node("Constant", {}, {"hi"});
+  hi.attributes["value"].kind = Attribute::Kind::Tensor;
+  hi.attributes["value"].t = Tensor::scalar<float>(0.5f);
+  g->nodes = {lo,
+              hi,
+              node("Conv", {"x", "w"}, {"c"}, {{"strides", ints({2, 2})}}),
+              node("Clip", {"c", "lo", "hi"}, {"clipped"}),
+              node("Conv", {"clipped", "w2"}, {"c2"}),
+              node("Relu", {"c2"}, {"r"}),
+              node("Neg", {"c2"}, {"n"})};
+  g->outputs = {{"r", f32({2, 4, 3, 3})}, {"n", f32({2, 4, 3, 3})}};
+  return g;
+}
+
+TEST(LayoutRewrite, ConvAbsorbsItsOnlyActivation) {
+  auto r = rewrite_channels_last(*activation_graph());
+  ASSERT_NE(r, nullptr);
+  int clips = 0, relus = 0, fused = 0;
+  for (const Node& n : r->nodes) {
+    clips += n.op_type == "Clip";
+    relus += n.op_type == "Relu";
+    if (n.op_type == "ConvNHWC" && n.attr_string("activation", "") == "Clip") {
+      ++fused;
+      EXPECT_EQ(n.attr_float("activation_min"), -0.25f);
+      EXPECT_EQ(n.attr_float("activation_max"), 0.5f);
+    }
+  }
+  EXPECT_EQ(clips, 0);
+  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(relus, 1);  // c2 has two readers: its Relu stays a node
+  expect_same_results(activation_graph(), {random_tensor({2, 3, 7, 7}, 43)});
+}
+
+TEST(LayoutRewrite, FusedActivationOnTheReferencePath) {
+  // The reference ConvNHWC (used for shapes oneDNN rejects and other dtypes) applies a fused
+  // activation exactly like the oneDNN post-op does.
+  for (const char* kind : {"Relu", "Clip"}) {
+    Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
+    conv.domain = kLayoutDomain;
+    conv.attributes["activation"].kind = Attribute::Kind::String;
+    conv.attributes["activation"].s = kind;
+    conv.attributes["activation_min"].kind = Attribute::Kind::Float;
+    conv.attributes["activation_min"].f = -0.1f;
+    conv.attributes["activation_max"].kind = Attribute::Kind::Float;
+    conv.attributes["activation_max"].f = 0.3f;
+    std::vector<Tensor> inputs = {random_tensor({2, 5, 5, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
+    auto reference = testing::run_impl(conv, inputs, 13, "reference");
+    auto fast = testing::run_impl(conv, inputs, 13, "onednn");
+    ASSERT_EQ(reference[0].shape(), (Shape{2, 5, 5, 4}));
+    bool saw_bound = false;
+    for (int64_t i = 0; i < reference[0].numel(); ++i) {
+      float r = reference[0].data<float>()[i];
+      EXPECT_NEAR(fast[0].data<float>()[i], r, 1e-5) << kind << " element " << i;
+      EXPECT_GE(r, std::string(kind) == "Relu" ? 0.0f : -0.1f);
+      if (std::string(kind) == "Clip") {
+        EXPECT_LE(r, 0.3f);
+      }
+      saw_bound = saw_bound || r == 0.0f || r == -0.1f || r == 0.3f;
+    }
+    EXPECT_TRUE(saw_bound) << kind << ": the activation never clamped anything";
+  }
 }
 
 TEST(LayoutRewrite, InferenceBatchNormJoinsTheChain) {
