@@ -108,36 +108,6 @@ decltype(auto) visit_dtype(DType t, F&& f) {
   }
 }
 
-/// Like visit_dtype, restricted to the arithmetic types kernels compute in natively
-/// (float, double, and the integer types). 16-bit floats and bool are rejected.
-template <class F>
-decltype(auto) visit_numeric_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Int8:
-      return f(int8_t{});
-    case DType::Int16:
-      return f(int16_t{});
-    case DType::Int32:
-      return f(int32_t{});
-    case DType::Int64:
-      return f(int64_t{});
-    case DType::UInt8:
-      return f(uint8_t{});
-    case DType::UInt16:
-      return f(uint16_t{});
-    case DType::UInt32:
-      return f(uint32_t{});
-    case DType::UInt64:
-      return f(uint64_t{});
-    default:
-      fail("dtype ", dtype_name(t), " is not supported by this operation");
-  }
-}
-
 /// Calls f(T{}) with T the one of the listed C++ types whose dtype is `t`; throws Error naming
 /// the dtype when it is none of them. E.g. visit_dtype_among<float, double>(t, f).
 template <class T, class... Rest, class F>
@@ -147,6 +117,14 @@ decltype(auto) visit_dtype_among(DType t, F&& f) {
     return visit_dtype_among<Rest...>(t, std::forward<F>(f));
   else
     fail("dtype ", dtype_name(t), " is not supported by this operation");
+}
+
+/// Like visit_dtype, restricted to the arithmetic types kernels compute in natively
+/// (float, double, and the integer types). 16-bit floats and bool are rejected.
+template <class F>
+decltype(auto) visit_numeric_dtype(DType t, F&& f) {
+  return visit_dtype_among<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+                           uint32_t, uint64_t>(t, std::forward<F>(f));
 }
 
 }  // namespace dprun

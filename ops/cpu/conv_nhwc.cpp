@@ -14,6 +14,7 @@
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/onednn_util.h"
+#include "ops/cpu/pool_primitive.h"
 
 namespace dprun {
 namespace {
@@ -179,12 +180,7 @@ class ConvNhwcKernel : public OpKernel {
   onednn::ShapeCache<ConvPrimitive> cache_;
 };
 
-struct PoolPrimitive {
-  bool usable = false;
-  dnnl::pooling_v2_forward prim;
-  memory::desc src_md, dst_md, scratchpad_md;
-  Shape out_shape;  // NHWC
-};
+using onednn::PoolPrimitive;
 
 class PoolNhwcKernel : public OpKernel {
  public:
@@ -215,33 +211,8 @@ class PoolNhwcKernel : public OpKernel {
     WindowGeometry g = attrs_.resolve(ctx.node(), in, attrs_.kernel_shape);
     p->out_shape = {n, g.out[0], g.out[1], c};
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
-    memory::dims pad_r(2), dil(2);
-    for (size_t i = 0; i < 2; ++i) {
-      const int64_t ext = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      // oneDNN derives the output size from the padding: the end padding absorbs ceil_mode.
-      pad_r[i] = (g.out[i] - 1) * g.strides[i] + ext - in[i] - g.pads_begin[i];
-      dil[i] = g.dilations[i] - 1;
-      // Windows hanging past the declared end padding would be counted as padding by oneDNN.
-      if (count_include_pad_ && pad_r[i] > g.pads_end[i]) return p;
-      if (!is_max_ && g.dilations[i] != 1) return p;
-    }
-    try {
-      p->src_md = nhwc_desc(n, c, h, wd);
-      p->dst_md = nhwc_desc(n, c, g.out[0], g.out[1]);
-      auto alg = is_max_              ? dnnl::algorithm::pooling_max
-                 : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
-                                      : dnnl::algorithm::pooling_avg_exclude_padding;
-      dnnl::pooling_v2_forward::desc desc(
-          dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, onednn::to_dims(g.strides),
-          onednn::to_dims(g.kernel), dil, onednn::to_dims(g.pads_begin), pad_r);
-      dnnl::pooling_v2_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
-                                                  onednn::cpu_engine());
-      p->scratchpad_md = pd.scratchpad_desc();
-      p->prim = dnnl::pooling_v2_forward(pd);
-      p->usable = true;
-    } catch (const dnnl::error&) {
-      p->usable = false;
-    }
+    onednn::build_pool_primitive(*p, nhwc_desc(n, c, h, wd), nhwc_desc(n, c, g.out[0], g.out[1]),
+                                 in, g, is_max_, count_include_pad_);
     return p;
   }
 

@@ -5,18 +5,14 @@
 #include "engine/kernel.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
+#include "ops/cpu/pool_primitive.h"
 
 namespace dprun {
 namespace {
 
 using dnnl::memory;
 
-struct PoolPrimitive {
-  bool usable = false;
-  dnnl::pooling_v2_forward prim;
-  memory::desc src_md, dst_md, scratchpad_md;
-  Shape out_shape;
-};
+using onednn::PoolPrimitive;
 
 class PoolOnednnKernel : public OpKernel {
  public:
@@ -50,34 +46,9 @@ class PoolOnednnKernel : public OpKernel {
     p->out_shape = {x.dim(0), x.dim(1)};
     for (int64_t o : g.out) p->out_shape.push_back(o);
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
-    const size_t nd = g.rank();
-    memory::dims pad_r(nd), dil(nd);
-    for (size_t i = 0; i < nd; ++i) {
-      const int64_t ext = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      // oneDNN derives the output size from the padding: the end padding absorbs ceil_mode.
-      pad_r[i] = (g.out[i] - 1) * g.strides[i] + ext - in[i] - g.pads_begin[i];
-      dil[i] = g.dilations[i] - 1;
-      // Windows hanging past the declared end padding would be counted as padding by oneDNN.
-      if (count_include_pad_ && pad_r[i] > g.pads_end[i]) return p;
-      if (!is_max_ && g.dilations[i] != 1) return p;
-    }
-    try {
-      p->src_md = onednn::plain_desc(x.shape());
-      p->dst_md = onednn::plain_desc(p->out_shape);
-      auto alg = is_max_              ? dnnl::algorithm::pooling_max
-                 : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
-                                      : dnnl::algorithm::pooling_avg_exclude_padding;
-      dnnl::pooling_v2_forward::desc desc(
-          dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, onednn::to_dims(g.strides),
-          onednn::to_dims(g.kernel), dil, onednn::to_dims(g.pads_begin), pad_r);
-      dnnl::pooling_v2_forward::primitive_desc pd(desc, onednn::concurrent_attr(),
-                                                  onednn::cpu_engine());
-      p->scratchpad_md = pd.scratchpad_desc();
-      p->prim = dnnl::pooling_v2_forward(pd);
-      p->usable = true;
-    } catch (const dnnl::error&) {
-      p->usable = false;
-    }
+    onednn::build_pool_primitive(*p, onednn::plain_desc(x.shape()),
+                                 onednn::plain_desc(p->out_shape), in, g, is_max_,
+                                 count_include_pad_);
     return p;
   }
 
