@@ -1,5 +1,7 @@
 #pragma once
 // Runs a single ONNX node through the real registry and executor, for kernel tests.
+#include <gtest/gtest.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +71,15 @@ inline Attribute string_attr(std::string v) {
   a.kind = Attribute::Kind::String;
   a.s = std::move(v);
   return a;
+}
+
+/// Expects `t` to have `shape` and, element by element, `values` within `tol`.
+inline void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& values,
+                          double tol = 1e-5) {
+  ASSERT_EQ(shape_to_string(t.shape()), shape_to_string(shape));
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(values.size()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    EXPECT_NEAR(t.item_as_double(i), values[static_cast<size_t>(i)], tol) << "element " << i;
 }
 
 }  // namespace dprun::testing

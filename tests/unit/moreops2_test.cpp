@@ -18,13 +18,7 @@ using testing::make_node;
 using testing::run_node;
 using testing::string_attr;
 
-void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& values,
-                   double tol = 1e-5) {
-  ASSERT_EQ(shape_to_string(t.shape()), shape_to_string(shape));
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(values.size()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    EXPECT_NEAR(t.item_as_double(i), values[static_cast<size_t>(i)], tol) << "element " << i;
-}
+using testing::expect_values;
 
 TEST(MoreOpsNms, SuppressesOverlapsPerClass) {
   // Boxes as [y1, x1, y2, x2]; box 1 overlaps box 0 heavily, box 2 is apart.

@@ -18,13 +18,7 @@ using testing::make_node;
 using testing::run_node;
 using testing::string_attr;
 
-void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& values,
-                   double tol = 1e-5) {
-  ASSERT_EQ(shape_to_string(t.shape()), shape_to_string(shape));
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(values.size()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    EXPECT_NEAR(t.item_as_double(i), values[static_cast<size_t>(i)], tol) << "element " << i;
-}
+using testing::expect_values;
 
 Attribute strings_attr(std::vector<std::string> v) {
   Attribute a;

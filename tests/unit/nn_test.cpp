@@ -35,13 +35,7 @@ Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
   return Tensor::from_vector<float>(shape, v);
 }
 
-void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& values,
-                   double tol = 1e-5) {
-  ASSERT_EQ(shape_to_string(t.shape()), shape_to_string(shape));
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(values.size()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    EXPECT_NEAR(t.item_as_double(i), values[static_cast<size_t>(i)], tol) << "element " << i;
-}
+using testing::expect_values;
 
 /// Runs `node` through the "onednn" and "reference" kernels and compares every output.
 void expect_impls_agree(const Node& node, const std::vector<Tensor>& inputs, int64_t opset = 13,
