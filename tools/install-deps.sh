@@ -6,9 +6,16 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # oneDNN's CMake package looks for OpenCL; Debian only recommends these two.
+  libdnnl-dev opencl-headers ocl-icd-opencl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy
 )
+# bench/peers/compare.sh installs onnxruntime-node with npm and runs it with node. A node
+# that is already there (NodeSource's bundles npm and conflicts with Debian's) is kept.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
