@@ -1,0 +1,535 @@
+#!/usr/bin/python3
+"""Reference data for `dprun train`, produced by PyTorch's own training.
+
+Run with Debian's interpreter (it has torch 1.13, onnx and numpy):
+
+    /usr/bin/python3 models/training/make_references.py
+
+For every case <case> this writes, next to this script:
+    <case>.onnx          the model before training, exported with
+                         torch.onnx.export(..., training=TrainingMode.TRAINING,
+                         do_constant_folding=False), dynamic batch dim, so the
+                         initializers keep PyTorch's parameter/buffer names
+    <case>.<input>.npy   the data set (one row per sample) for each model input
+    <case>.target.npy    the labels / targets, when the loss needs them
+    <case>.args          the `dprun train` arguments after the model path
+    <case>.losses.npy    float64 [steps]: PyTorch's loss at each step (before the update)
+    <case>.trained.onnx  the model after the steps (same export, same initializer names)
+
+Data parallelism is simulated the way nn.DataParallel does it: each batch is
+split with torch.chunk (ceil(N/k) rows per chunk), every replica runs the
+module with the shared parameters (torch.nn.utils.stateless.functional_call)
+and its own copy of the buffers, except replica 0 whose buffers are the base
+model's own (so BatchNorm running statistics come from chunk 0 only). Each
+replica's mean loss is weighted by its share of the rows, the weighted losses
+are summed, and one backward pass sums the gradients.
+
+Everything is deterministic: one thread, float32, a distinct seed per case.
+"""
+import copy
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.utils.stateless import functional_call
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REL = "models/training"          # paths in .args are relative to the repository root
+
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True)
+torch.set_default_dtype(torch.float32)
+
+
+# ------------------------------------------------------------------ models
+class MLP(nn.Module):
+    """Linear(12,16) - GELU (erf form) - Linear(16,5)."""
+
+    def __init__(self, d_in=12, d_hidden=16, d_out=5):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class CNN(nn.Module):
+    """Conv-BN-ReLU-MaxPool-Conv-BN-ReLU-GAP-Flatten-Linear on 3x8x8 images."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(4, 6, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(6)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(torch.flatten(self.gap(x), 1))
+
+
+class Block(nn.Module):
+    """Pre-norm GPT block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
+
+    def __init__(self, d, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.head_dim = d // n_head
+        self.ln1 = nn.LayerNorm(d)
+        self.q = nn.Linear(d, d)
+        # no key bias: q.(k + b) adds the same amount to every score of a query, so
+        # softmax cancels it and its gradient is zero up to rounding noise, which
+        # Adam would scale up to full-size, noise-driven steps
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc_out = nn.Linear(4 * d, d)
+
+    def heads(self, t, b, s):
+        return t.reshape(b, s, self.n_head, self.head_dim).transpose(1, 2)   # [B,H,S,hd]
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln1(x)
+        q, k, v = self.heads(self.q(h), b, s), self.heads(self.k(h), b, s), self.heads(self.v(h), b, s)
+        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
+        pos = torch.arange(s, device=x.device)
+        future = pos.unsqueeze(0) > pos.unsqueeze(1)          # [S,S], True above the diagonal
+        att = att.masked_fill(future, float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        x = x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        return x
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=11, d=8, max_seq=6, n_head=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_seq, d)
+        self.block = Block(d, n_head)
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        s = idx.shape[1]
+        pos = torch.arange(s, device=idx.device).unsqueeze(0)
+        x = self.tok(idx) + self.pos(pos)
+        x = self.block(x)
+        return self.head(self.ln_f(x))                        # [B,S,V] logits
+
+
+class Small(nn.Module):
+    """Linear(6,3), optionally followed by LogSoftmax (for nll)."""
+
+    def __init__(self, log_softmax=False):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+        self.log_softmax = log_softmax
+
+    def forward(self, x):
+        y = self.fc(x)
+        return F.log_softmax(y, dim=1) if self.log_softmax else y
+
+
+class MSEModel(nn.Module):
+    """forward(x, target) returns the mean squared error itself (0-d)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x, target):
+        y = self.fc2(torch.tanh(self.fc1(x)))
+        return ((y - target) ** 2).mean()
+
+
+def randomize_norms(model, seed):
+    """Non-trivial affine parameters for LayerNorm/BatchNorm (defaults are 1/0)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+                m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.5 + 0.75)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
+
+
+# ------------------------------------------------------------------ losses
+def make_loss(kind, class_dim=1):
+    if kind == "cross_entropy":
+        if class_dim == -1:
+            return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        return lambda out, y: F.cross_entropy(out, y)
+    if kind == "nll":
+        return lambda out, y: F.nll_loss(out, y)
+    if kind == "mse":
+        return lambda out, y: F.mse_loss(out, y)
+    if kind == "l1":
+        return lambda out, y: F.l1_loss(out, y)
+    if kind == "bce_with_logits":
+        return lambda out, y: F.binary_cross_entropy_with_logits(out, y)
+    if kind == "none":
+        return lambda out, y: out
+    raise ValueError(kind)
+
+
+# ------------------------------------------------------------------ training
+def batch_rows(step, n_rows, batch):
+    """--no-shuffle: batch k is rows k*N .. k*N+N-1, the last one partial, going round."""
+    n_batches = (n_rows + batch - 1) // batch
+    b = step % n_batches
+    return torch.arange(b * batch, min(b * batch + batch, n_rows))
+
+
+def dp_step(model, inputs, target, loss_fn, n_devices, rows):
+    """One DataParallel forward/backward over the batch `rows`; returns the
+    share-weighted sum of the replicas' losses (the whole batch's loss)."""
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    n = len(rows)
+    chunks = torch.chunk(rows, n_devices)            # torch.chunk's rule, as scatter uses
+    total = None
+    for r, idx in enumerate(chunks):
+        # replica 0 shares storage with the base model; the others get copies
+        bufs = buffers if r == 0 else {k: v.clone() for k, v in buffers.items()}
+        args = tuple(t[idx] for t in inputs)
+        out = functional_call(model, {**params, **bufs}, args)
+        loss = loss_fn(out, None if target is None else target[idx]) * (len(idx) / n)
+        total = loss if total is None else total + loss
+    total.backward()
+    return total
+
+
+def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices):
+    model.train()
+    n_rows = inputs[0].shape[0]
+    losses = []
+    for step in range(steps):
+        rows = batch_rows(step, n_rows, batch)
+        opt.zero_grad(set_to_none=True)
+        loss = dp_step(model, inputs, target, loss_fn, n_devices, rows)
+        opt.step()
+        losses.append(float(loss.item()))
+    return np.array(losses, dtype=np.float64)
+
+
+def make_optimizer(spec, params):
+    kind = spec["optimizer"]
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0),
+                               nesterov=spec.get("nesterov", False),
+                               weight_decay=spec.get("weight_decay", 0.0))
+    if kind in ("adam", "adamw"):
+        cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+        return cls(params, lr=spec["lr"], betas=spec["betas"], eps=spec["eps"],
+                   weight_decay=spec["weight_decay"])
+    raise ValueError(kind)
+
+
+def optimizer_args(spec):
+    a = [f"--optimizer {spec['optimizer']}", f"--lr {spec['lr']:g}"]
+    if spec["optimizer"] == "sgd":
+        if spec.get("momentum"):
+            a.append(f"--momentum {spec['momentum']:g}")
+        if spec.get("nesterov"):
+            a.append("--nesterov")
+        if spec.get("weight_decay"):
+            a.append(f"--weight-decay {spec['weight_decay']:g}")
+    else:
+        a.append(f"--weight-decay {spec['weight_decay']:g}")
+        a.append(f"--betas {spec['betas'][0]:g},{spec['betas'][1]:g}")
+        a.append(f"--eps {spec['eps']:g}")
+    return a
+
+
+# ------------------------------------------------------------------ export
+def export(model, path, example, input_names, output_names, dynamic_axes, opset):
+    """Export in training mode from a copy (tracing a BatchNorm in training mode
+    would update the running statistics of the model it runs), then check that
+    every initializer holds exactly the model's tensor of the same name."""
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    m = copy.deepcopy(model)
+    torch.onnx.export(m, tuple(example), path, export_params=True,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      opset_version=opset, input_names=input_names,
+                      output_names=output_names, dynamic_axes=dynamic_axes)
+    proto = onnx.load(path)
+    names = [i.name for i in proto.graph.initializer]
+    unknown = [n for n in names if n not in state]
+    if unknown:
+        raise SystemExit(f"{path}: initializers not named after PyTorch's state dict: {unknown}")
+    patched = []
+    for init in proto.graph.initializer:
+        want = state[init.name].numpy()
+        have = onnx.numpy_helper.to_array(init)
+        if have.shape != want.shape or have.dtype != want.dtype:
+            raise SystemExit(f"{path}: {init.name} is {have.dtype}{have.shape}, "
+                             f"state dict has {want.dtype}{want.shape}")
+        if not np.array_equal(have, want):
+            init.CopyFrom(onnx.numpy_helper.from_array(want, init.name))
+            patched.append(init.name)
+    if patched:
+        onnx.save(proto, path)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    return names, patched
+
+
+def op_types(path):
+    counts = {}
+    for node in onnx.load(path).graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+# ------------------------------------------------------------------ cases
+def mlp_data(seed, n_rows=25, d_in=12, classes=5):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, d_in, generator=g)
+    y = torch.randint(0, classes, (n_rows,), generator=g)
+    return [x], y
+
+
+def cnn_data(seed, n_rows=20):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, 3, 8, 8, generator=g)
+    y = torch.randint(0, 4, (n_rows,), generator=g)
+    return [x], y
+
+
+def gpt_data(seed, n_rows=16, seq=6, vocab=11):
+    """Sequences t0, t0+d, t0+2d, ... mod vocab; input the first seq, target the next."""
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, vocab, (n_rows, 1), generator=g)
+    stride = torch.randint(1, 4, (n_rows, 1), generator=g)
+    full = (start + stride * torch.arange(seq + 1)) % vocab
+    return [full[:, :seq].contiguous()], full[:, 1:].contiguous()
+
+
+def small_data(seed, loss, n_rows=20):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, 6, generator=g)
+    if loss in ("mse", "l1"):
+        y = torch.randn(n_rows, 3, generator=g)
+    elif loss == "bce_with_logits":
+        y = torch.rand(n_rows, 3, generator=g)
+    else:                               # nll
+        y = torch.randint(0, 3, (n_rows,), generator=g)
+    return [x], y
+
+
+def loss_none_data(seed):
+    """x and target are both model inputs; there is no --target."""
+    (x,), y = small_data(seed, "mse")
+    return [x, y], None
+
+
+def cases():
+    sgd_m = dict(optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=1e-4)
+    cnn_sgd = dict(optimizer="sgd", lr=0.1, momentum=0.9)
+    c = []
+    c.append(dict(name="mlp_sgd", seed=101, model=MLP, data=lambda: mlp_data(1101),
+                  loss="cross_entropy", opt=sgd_m, batch=10, steps=4, devices=1, opset=17))
+    c.append(dict(name="mlp_nesterov_dp3", seed=102, model=MLP, data=lambda: mlp_data(1102),
+                  loss="cross_entropy",
+                  opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True),
+                  batch=10, steps=4, devices=3, opset=17))
+    c.append(dict(name="mlp_adam", seed=103, model=MLP, data=lambda: mlp_data(1103),
+                  loss="cross_entropy",
+                  opt=dict(optimizer="adam", lr=1e-2, weight_decay=1e-3, betas=(0.9, 0.99), eps=1e-8),
+                  batch=10, steps=3, devices=1, opset=17))
+    c.append(dict(name="mlp_adamw", seed=104, model=MLP, data=lambda: mlp_data(1104, n_rows=20),
+                  loss="cross_entropy",
+                  opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.05, betas=(0.9, 0.999), eps=1e-8),
+                  batch=9, steps=3, devices=2, opset=17))
+    for name, dev in (("cnn_bn_dp3", 3), ("cnn_bn_1dev", 1)):
+        # same initial model and data for both, so they differ only by the split
+        c.append(dict(name=name, seed=105, model=CNN, data=lambda: cnn_data(1105),
+                      loss="cross_entropy", opt=cnn_sgd, batch=10, steps=3, devices=dev,
+                      opset=15, norm_seed=2105))
+    c.append(dict(name="gpt_adamw", seed=107, model=TinyGPT, data=lambda: gpt_data(1107),
+                  loss="cross_entropy", class_dim=-1,
+                  opt=dict(optimizer="adamw", lr=2e-2, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8),
+                  batch=8, steps=3, devices=2, opset=17, norm_seed=2107,
+                  input_names=["idx"], dyn={"idx": {0: "batch", 1: "seq"},
+                                            "logits": {0: "batch", 1: "seq"}}))
+    for i, loss in enumerate(("mse", "l1", "bce_with_logits", "nll")):
+        c.append(dict(name=f"losses_{loss}", seed=110 + i,
+                      model=(lambda: Small(log_softmax=True)) if loss == "nll" else Small,
+                      data=(lambda loss=loss, i=i: small_data(1110 + i, loss)),
+                      loss=loss, opt=dict(optimizer="sgd", lr=0.2 if loss == "mse" else 0.5),
+                      batch=8, steps=3, devices=1, opset=17,
+                      output_names=["log_probs" if loss == "nll" else "y"]))
+    c.append(dict(name="loss_none", seed=120, model=MSEModel,
+                  data=lambda: loss_none_data(1120),
+                  loss="none", opt=dict(optimizer="sgd", lr=0.2, momentum=0.5),
+                  batch=8, steps=3, devices=1, opset=17,
+                  input_names=["x", "target"], output_names=["loss"],
+                  dyn={"x": {0: "batch"}, "target": {0: "batch"}}))
+    return c
+
+
+def run_case(case):
+    name = case["name"]
+    torch.manual_seed(case["seed"])
+    model = case["model"]()
+    if "norm_seed" in case:
+        randomize_norms(model, case["norm_seed"])
+    inputs, target = case["data"]()
+    input_names = case.get("input_names", ["x"])
+    output_names = case.get("output_names", ["logits"])
+    dyn = case.get("dyn") or {**{n: {0: "batch"} for n in input_names},
+                              **{n: {0: "batch"} for n in output_names}}
+    example = [t[:4] for t in inputs]
+    base = os.path.join(HERE, name)
+
+    names0, patched0 = export(model, base + ".onnx", example, input_names, output_names, dyn,
+                              case["opset"])
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    opt = make_optimizer(case["opt"], model.parameters())
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
+                   case["devices"])
+
+    names1, patched1 = export(model, base + ".trained.onnx", example, input_names, output_names,
+                              dyn, case["opset"])
+    if names0 != names1:
+        raise SystemExit(f"{name}: initializer names differ: {names0} vs {names1}")
+
+    for n, t in zip(input_names, inputs):
+        np.save(f"{base}.{n}.npy", np.ascontiguousarray(t.numpy()))
+    args = [f"--input {n}={REL}/{name}.{n}.npy" for n in input_names]
+    if target is not None:
+        np.save(f"{base}.target.npy", np.ascontiguousarray(target.numpy()))
+        args.append(f"--target {REL}/{name}.target.npy")
+    args.append(f"--loss {case['loss']}")
+    if "class_dim" in case:
+        args.append(f"--class-dim {case['class_dim']}")
+    args += optimizer_args(case["opt"])
+    args += [f"--batch {case['batch']}", f"--steps {case['steps']}", "--no-shuffle",
+             "--devices " + ",".join(f"cpu:{i}" for i in range(case["devices"]))]
+    with open(base + ".args", "w") as f:
+        f.write(" ".join(args) + "\n")
+    np.save(base + ".losses.npy", losses)
+
+    after = model.state_dict()
+    param_names = {k for k, _ in model.named_parameters()}
+    rel, buf = {}, {}
+    for k, v0 in before.items():
+        if k in param_names:
+            rel[k] = ((after[k] - v0).norm() / v0.norm()).item()
+        elif not k.endswith("num_batches_tracked"):
+            buf[k] = (after[k] - v0).abs().max().item()
+    return dict(name=name, losses=losses, rel=rel, buf=buf, names=names0, patched=(patched0, patched1),
+                model=model, inputs=inputs, target=target, case=case)
+
+
+def one_device_replay(case):
+    """Train the same case on one device, to show a DataParallel case without
+    BatchNorm is the one-device step (up to float rounding)."""
+    torch.manual_seed(case["seed"])
+    model = case["model"]()
+    if "norm_seed" in case:
+        randomize_norms(model, case["norm_seed"])
+    inputs, target = case["data"]()
+    opt = make_optimizer(case["opt"], model.parameters())
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"], 1)
+    return losses, model.state_dict()
+
+
+def plain_replay(case):
+    """cnn_bn_1dev without functional_call: plain model(x), loss, backward, step."""
+    torch.manual_seed(case["seed"])
+    model = case["model"]()
+    randomize_norms(model, case["norm_seed"])
+    (x,), y = case["data"]()
+    model.train()
+    opt = make_optimizer(case["opt"], model.parameters())
+    losses = []
+    for step in range(case["steps"]):
+        rows = batch_rows(step, x.shape[0], case["batch"])
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x[rows]), y[rows])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses), model.state_dict()
+
+
+def max_diff(a, b):
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+
+
+def main():
+    results = [run_case(c) for c in cases()]
+    by_name = {r["name"]: r for r in results}
+
+    print("\n=== checks")
+    for r in results:
+        c = r["case"]
+        if c["devices"] > 1 and c["model"] is not CNN:
+            l1, sd1 = one_device_replay(c)
+            print(f"{r['name']}: vs one device: max |loss diff| {np.abs(l1 - r['losses']).max():.3g}, "
+                  f"max |param diff| {max_diff(sd1, r['model'].state_dict()):.3g}")
+    c = by_name["cnn_bn_1dev"]["case"]
+    lp, sdp = plain_replay(c)
+    print(f"cnn_bn_1dev vs plain model(x) training: max |loss diff| "
+          f"{np.abs(lp - by_name['cnn_bn_1dev']['losses']).max():.3g}, "
+          f"max |state diff| {max_diff(sdp, by_name['cnn_bn_1dev']['model'].state_dict()):.3g}")
+    a, b = by_name["cnn_bn_dp3"], by_name["cnn_bn_1dev"]
+    print(f"cnn_bn_dp3 vs cnn_bn_1dev (BatchNorm per-chunk statistics): losses "
+          f"{a['losses'].round(5).tolist()} vs {b['losses'].round(5).tolist()}")
+
+    total = 0
+    for r in results:
+        name = r["name"]
+        files = sorted(f for f in os.listdir(HERE) if f.startswith(name + "."))
+        p0, p1 = os.path.join(HERE, name + ".onnx"), os.path.join(HERE, name + ".trained.onnx")
+        for p in (p0, p1):
+            onnx.checker.check_model(onnx.load(p), full_check=True)
+        n0 = [i.name for i in onnx.load(p0).graph.initializer]
+        n1 = [i.name for i in onnx.load(p1).graph.initializer]
+        assert n0 == n1, (name, n0, n1)
+        size = sum(os.path.getsize(os.path.join(HERE, f)) for f in files)
+        total += size
+        m = onnx.load(p0)
+        print(f"\n=== {name}  (opset {m.opset_import[0].version}, {size} bytes in {len(files)} files)")
+        print("args:", open(os.path.join(HERE, name + ".args")).read().strip())
+        print("initializers:", n0)
+        if any(r["patched"]):
+            print("initializers re-written with the model's values:", r["patched"])
+        print("ops:", op_types(p0))
+        print("loss per step:", [f"{v:.6f}" for v in r["losses"]])
+        k = max(r["rel"], key=r["rel"].get)
+        j = min(r["rel"], key=r["rel"].get)
+        print(f"relative change |p1-p0|/|p0| of the parameters: max {r['rel'][k]:.4f} ({k}), "
+              f"min {r['rel'][j]:.4f} ({j})")
+        if r["buf"]:
+            print("max abs change of the buffers:",
+                  ", ".join(f"{b} {v:.4f}" for b, v in r["buf"].items()))
+        if size > 300 * 1024:
+            raise SystemExit(f"{name}: {size} bytes")
+    print(f"\nall cases: {total} bytes")
+    if total > 2 * 1024 * 1024:
+        raise SystemExit("over 2 MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
