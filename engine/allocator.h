@@ -10,6 +10,13 @@
 
 namespace dprun {
 
+/// Statistics of a caching allocator, in bytes.
+struct AllocatorStats {
+  size_t in_use = 0;       // handed out and not yet returned
+  size_t peak_in_use = 0;  // maximum of in_use since creation
+  size_t cached = 0;       // returned blocks kept for reuse
+};
+
 /// Allocates device memory. Implementations are thread-safe.
 class Allocator {
  public:
@@ -19,13 +26,8 @@ class Allocator {
   /// Returns memory obtained from allocate(bytes) with the same size.
   virtual void deallocate(void* ptr, size_t bytes) = 0;
   virtual Device device() const = 0;
-};
-
-/// Statistics of a caching allocator, in bytes.
-struct AllocatorStats {
-  size_t in_use = 0;       // handed out and not yet returned
-  size_t peak_in_use = 0;  // maximum of in_use since creation
-  size_t cached = 0;       // returned blocks kept for reuse
+  /// Bytes in use, their peak and the cache; zeros where the allocator does not count.
+  virtual AllocatorStats stats() const { return {}; }
 };
 
 /// A host-memory allocator that keeps freed blocks in per-size free lists, so repeated runs of
@@ -38,7 +40,7 @@ class CachingHostAllocator : public Allocator {
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr, size_t bytes) override;
   Device device() const override { return device_; }
-  AllocatorStats stats() const;
+  AllocatorStats stats() const override;
   /// Frees every cached block back to the system.
   void release_cached();
 

@@ -112,4 +112,13 @@ void Model::set_parameter(const std::string& name, const Tensor& value) {
   mark_parameters_changed();
 }
 
+std::shared_ptr<Model> share_parameters(const Model& base, std::shared_ptr<const Graph> graph,
+                                        ModelOptions options) {
+  Model compiled(std::move(graph), base.device(), options);
+  std::vector<Tensor> shared;
+  for (const auto& name : compiled.parameter_names()) shared.push_back(base.parameter(name));
+  return std::make_shared<Model>(compiled.plan(), base.device(), std::move(shared),
+                                 base.shared_version(), compiled.graph_ptr());
+}
+
 }  // namespace dprun

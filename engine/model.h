@@ -76,4 +76,11 @@ class Model {
   std::shared_ptr<std::atomic<uint64_t>> version_;
 };
 
+/// A model that runs `graph` (compiled for base's device) on base's parameter tensors and
+/// version counter: every initializer of `graph` must be a parameter of `base`, by name.
+/// Training and evaluation graphs built from base's graph run this way, so updates made
+/// through either model are seen by both.
+std::shared_ptr<Model> share_parameters(const Model& base, std::shared_ptr<const Graph> graph,
+                                        ModelOptions options = {});
+
 }  // namespace dprun

@@ -8,5 +8,6 @@ int run_command(int argc, char** argv, int first);
 int inspect_command(int argc, char** argv, int first);
 int conformance_command(int argc, char** argv, int first);
 int bench_command(int argc, char** argv, int first);
+int train_command(int argc, char** argv, int first);
 
 }  // namespace dprun::cli

@@ -16,6 +16,7 @@ usage:
   dprun MODEL.onnx [options]          run a model data-parallel (random inputs unless --input)
   dprun run MODEL.onnx [options]      the same
   dprun bench MODEL.onnx [options]    measure throughput (samples/s) over the devices
+  dprun train MODEL.onnx [options]    train data-parallel from .npy files, save to ONNX
   dprun inspect MODEL.onnx            inputs, outputs, opsets, op histogram, parameters
   dprun conformance [options]         run the ONNX backend conformance suite
 
@@ -40,6 +41,24 @@ bench only:
   --sweep                also run on the first 1..N devices and print the scaling table
   --profile              also print the time per op type (summed over devices)
   --json FILE            write samples_per_s, batch, iters, devices and per-device figures
+
+train options (also --devices, --dim, --split, --split-policy, --weights, --threads):
+  --input NAME=FILE.npy  the rows of input NAME (split along --dim); repeatable, required
+  --target FILE.npy      the labels or targets, one row per sample
+  --loss L               cross_entropy | nll | mse | l1 | bce_with_logits | none (the output is
+                         the loss), each the mean over the batch
+  --class-dim D          class dim of the output for cross_entropy and nll (default 1)
+  --output NAME          the output the loss reads (default: the first)
+  --optimizer O --lr F   sgd | adam | adamw, and the learning rate (both required)
+  --momentum F --nesterov --weight-decay F --betas B1,B2 --eps F   as torch.optim
+  --batch N              rows per step (required); a last partial batch is used as it is
+  --steps N | --epochs N optimizer steps, or passes over the data
+  --shuffle|--no-shuffle reshuffle each epoch from --seed N (default: shuffle with --epochs)
+  --freeze NAME,...      initializers not to train
+  --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
+  --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps
+  --json FILE            losses, samples_per_s, devices, peak_bytes per device
+  --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
 
 conformance options:
   --data DIR             test data root (default /usr/share/libonnx-testdata/data)
@@ -75,6 +94,7 @@ int main(int argc, char** argv) {
     if (first == "conformance") return conformance_command(argc, argv, 2);
     if (first == "run") return run_command(argc, argv, 2);
     if (first == "bench") return bench_command(argc, argv, 2);
+    if (first == "train") return train_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dprun: %s\n", e.what());

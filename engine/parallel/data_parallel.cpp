@@ -6,6 +6,7 @@
 
 #include "engine/backend.h"
 #include "engine/backends/cpu/cpu_backend.h"
+#include "engine/parallel/comm.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
 #include "engine/warning.h"
@@ -180,6 +181,10 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   for (const auto& [name, rule] : options_.input_splits)
     DPRUN_CHECK(std::find(names.begin(), names.end(), name) != names.end(), "split rule for '",
                 name, "', which is not an input of the model");
+  auto outputs_named = module_->output_names();
+  for (const auto& name : options_.summed_outputs)
+    DPRUN_CHECK(std::find(outputs_named.begin(), outputs_named.end(), name) != outputs_named.end(),
+                "summed output '", name, "' is not an output of the model");
   DPRUN_CHECK(inputs.size() == names.size(), "the model takes ", names.size(), " inputs but ",
               inputs.size(), " were given");
 
@@ -226,12 +231,41 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   run.apply_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  auto gathered = gather(outputs, output_device(), options_.dim);
+  auto gathered = gather_or_sum(outputs);
   run.gather_seconds = seconds_since(start);
   run.devices_used = parts.devices;
   run.chunk_rows = parts.rows;
   last_run_ = run;
   return gathered;
+}
+
+std::vector<Tensor> DataParallel::gather_or_sum(
+    const std::vector<std::vector<Tensor>>& outputs) const {
+  auto names = module_->output_names();
+  std::vector<bool> summed(names.size());
+  for (size_t o = 0; o < names.size(); ++o) summed[o] = options_.summed_outputs.count(names[o]);
+  if (std::none_of(summed.begin(), summed.end(), [](bool s) { return s; }))
+    return gather(outputs, output_device(), options_.dim);
+  // Concatenate the others together, then put the sums in their places.
+  std::vector<std::vector<Tensor>> concatenated(outputs.size());
+  for (size_t r = 0; r < outputs.size(); ++r)
+    for (size_t o = 0; o < names.size(); ++o)
+      if (!summed[o]) concatenated[r].push_back(outputs[r][o]);
+  std::vector<Tensor> gathered = concatenated[0].empty()
+                                     ? std::vector<Tensor>{}
+                                     : gather(concatenated, output_device(), options_.dim);
+  std::vector<Tensor> result;
+  size_t next = 0;
+  for (size_t o = 0; o < names.size(); ++o) {
+    if (!summed[o]) {
+      result.push_back(gathered[next++]);
+      continue;
+    }
+    std::vector<Tensor> parts;
+    for (const auto& replica : outputs) parts.push_back(replica[o]);
+    result.push_back(reduce_add(parts, output_device()));
+  }
+  return result;
 }
 
 std::vector<Tensor> data_parallel(const Model& module, const std::vector<Tensor>& inputs,

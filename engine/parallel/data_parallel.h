@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,11 @@ struct DataParallelOptions {
   SplitPolicy split_policy = SplitPolicy::Chunk;
   /// Weighted policy: one positive weight per device. Empty: measured on the first call.
   std::vector<double> weights;
-  /// Per-input rules by input name (split along a dim, or broadcast whole).
+  /// Per-input rules by input name (split along a dim, broadcast whole, or share of rows).
   std::map<std::string, InputSplit> input_splits;
+  /// Outputs summed over the replicas on the output device (reduce_add, in device order)
+  /// instead of concatenated along `dim`: losses and gradients in training.
+  std::set<std::string> summed_outputs;
   /// Intra-op threads per device; 0 = the device's core share.
   int threads = 0;
   /// Copy parameters to replicas again only when the base's version changed (true), or on
@@ -69,6 +73,8 @@ class DataParallel {
   std::vector<std::shared_ptr<Model>> ensure_replicas(const std::vector<Device>& devices,
                                                       DataParallelRun& run);
   std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
+  /// gather() for the concatenated outputs, reduce_add() for options_.summed_outputs.
+  std::vector<Tensor> gather_or_sum(const std::vector<std::vector<Tensor>>& outputs) const;
   void check_split_dims_are_free(const std::vector<InputSplit>& splits,
                                  const std::vector<std::string>& names) const;
 

@@ -59,6 +59,20 @@ std::vector<int64_t> compute_chunk_sizes(int64_t n, size_t k, SplitPolicy policy
   return sizes;
 }
 
+namespace {
+
+// A 0-d floating tensor times `factor`, on the host.
+Tensor scaled_scalar(const Tensor& t, double factor) {
+  Tensor host = t.to(Device::cpu(), true);
+  if (host.dtype() == DType::Float64)
+    return Tensor::scalar<double>(host.data<double>()[0] * factor);
+  DPRUN_CHECK(host.dtype() == DType::Float32,
+              "scatter: a row share must be float32 or float64, not ", host.describe());
+  return Tensor::scalar<float>(static_cast<float>(host.data<float>()[0] * factor));
+}
+
+}  // namespace
+
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
                       int64_t dim, const std::vector<int64_t>& chunk_sizes, SplitPolicy policy,
                       const std::vector<double>& weights, const std::vector<InputSplit>& splits,
@@ -77,7 +91,11 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     InputSplit rule = splits.empty() ? InputSplit{} : splits[i];
-    if (rule.broadcast || t.rank() == 0) continue;
+    if (rule.row_share)
+      DPRUN_CHECK(t.rank() == 0 && is_floating(t.dtype()), "scatter: ", name_of(i),
+                  " takes each replica's share of the rows, so it must be a 0-d float, not ",
+                  t.describe());
+    if (rule.broadcast || rule.row_share || t.rank() == 0) continue;
     int64_t d = rule.dim.value_or(dim);
     DPRUN_CHECK(d >= -t.rank() && d < t.rank(), "scatter: dim ", d, " is out of range for ",
                 name_of(i), " of shape ", shape_to_string(t.shape()));
@@ -119,6 +137,8 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
     std::vector<Tensor> chunk;
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor part = split_dim[i] < 0 ? inputs[i] : inputs[i].narrow(split_dim[i], start, sizes[c]);
+      if (!splits.empty() && splits[i].row_share && n > 0)
+        part = scaled_scalar(part, static_cast<double>(sizes[c]) / static_cast<double>(n));
       chunk.push_back(part.to(devices[c]));
     }
     result.inputs.push_back(std::move(chunk));

@@ -18,12 +18,16 @@ enum class SplitPolicy {
 /// Parses "chunk", "even" or "weighted"; throws Error otherwise.
 SplitPolicy parse_split_policy(const std::string& text);
 
-/// How one input is distributed: split along a dim, or broadcast whole to every replica.
+/// How one input is distributed: split along a dim, broadcast whole to every replica, or
+/// (for a 0-d input) scaled by each replica's share of the rows: value * rows / total, so
+/// that a loss weighted by it sums over the replicas to the whole batch's mean.
 struct InputSplit {
   std::optional<int64_t> dim;  // nullopt: use the DataParallel dim
   bool broadcast = false;
-  static InputSplit along(int64_t d) { return {d, false}; }
-  static InputSplit whole() { return {std::nullopt, true}; }
+  bool row_share = false;
+  static InputSplit along(int64_t d) { return {d, false, false}; }
+  static InputSplit whole() { return {std::nullopt, true, false}; }
+  static InputSplit share_of_rows() { return {std::nullopt, false, true}; }
 };
 
 /// Chunk sizes of `n` rows over `k` devices under `policy` (`weights` for Weighted, one per

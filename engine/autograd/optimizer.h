@@ -1,0 +1,91 @@
+#pragma once
+// Optimizers with torch.optim's exact update rules (PyTorch 1.13, single-tensor forms), so a
+// model trained here follows the parameters PyTorch would reach.
+//
+//   Sgd optimizer(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
+//   optimizer.step(gradients);  // one gradient per parameter, same order
+//
+// Parameters are updated in place; they must live in host memory (CPU devices).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace dprun {
+
+/// Updates a fixed list of parameter tensors from gradients, in place.
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> parameters);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// One update. `gradients[i]` belongs to parameters()[i] and must match its shape and
+  /// dtype (float32 or float64); throws naming the index otherwise.
+  void step(const std::vector<Tensor>& gradients);
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+  /// Steps taken so far.
+  int64_t steps() const { return steps_; }
+  virtual double lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+
+ protected:
+  /// Updates parameter i; steps() already counts this step.
+  virtual void update(size_t i, Tensor& parameter, const Tensor& gradient) = 0;
+
+ private:
+  std::vector<Tensor> parameters_;
+  int64_t steps_ = 0;
+};
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;  // L2: added to the gradient
+  bool nesterov = false;
+};
+
+/// torch.optim.SGD: the momentum buffer starts as the first gradient.
+class Sgd final : public Optimizer {
+ public:
+  /// Throws on a negative lr, momentum or weight decay, or Nesterov without momentum (or
+  /// with dampening), as torch.optim.SGD does.
+  Sgd(std::vector<Tensor> parameters, SgdOptions options);
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override { options_.lr = lr; }
+
+ private:
+  void update(size_t i, Tensor& parameter, const Tensor& gradient) override;
+  SgdOptions options_;
+  std::vector<Tensor> momentum_;
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// Adam: L2 added to the gradient. AdamW: decoupled decay (torch's default there is 0.01).
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;
+};
+
+/// torch.optim.Adam, or torch.optim.AdamW with decoupled_weight_decay.
+class Adam final : public Optimizer {
+ public:
+  /// Throws on a negative lr or eps, or a beta outside [0, 1).
+  Adam(std::vector<Tensor> parameters, AdamOptions options);
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override { options_.lr = lr; }
+
+ private:
+  void update(size_t i, Tensor& parameter, const Tensor& gradient) override;
+  AdamOptions options_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace dprun

@@ -1,0 +1,75 @@
+#pragma once
+// Data-parallel training of a Model: PyTorch's DataParallel training step, in one call.
+//
+//   auto model = std::make_shared<Model>(load_model("mlp.onnx", Device::cpu(0)));
+//   TrainerOptions options;
+//   options.training.loss = {.kind = LossKind::CrossEntropy};
+//   options.parallel.device_ids = parse_device_list("cpu:0,cpu:1");
+//   Trainer trainer(model, options);
+//   Sgd optimizer(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
+//   double loss = trainer.step({images}, labels, optimizer);
+//   save_model(*model, "trained.onnx");
+//
+// Each step splits the batch over the devices, every replica runs the training graph
+// (engine/autograd/training_graph.h) on its chunk with its loss weighted by its share of the
+// rows, and the replicas' losses and gradients are summed on device_ids[0] in device order:
+// the step is the whole batch's, however it was split, and it is deterministic. The
+// optimizer then updates the model's parameters in place and the replicas are refreshed
+// before the next step. BatchNormalization in training mode uses each replica's own batch
+// statistics and keeps the running statistics of replica 0's chunk, as PyTorch does.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/optimizer.h"
+#include "engine/autograd/training_graph.h"
+#include "engine/model.h"
+#include "engine/parallel/data_parallel.h"
+
+namespace dprun {
+
+struct TrainerOptions {
+  TrainingSpec training;
+  /// Devices, split dim and policy, threads. The trainer adds its own rules for the target
+  /// (split like the inputs unless input_splits names "target"), the loss weight and the
+  /// summed outputs; results land on device_ids[0], so output_device must be unset or equal.
+  DataParallelOptions parallel;
+  /// Compile the training graph from the channels-last rewrite on CPU (ModelOptions).
+  bool channels_last = false;
+};
+
+/// Thread safety: as DataParallel, calls are serialized; parameters change only in step().
+class Trainer {
+ public:
+  /// Builds and compiles the training graph of `model` (whose parameters it shares). Throws
+  /// Error naming every node without a gradient rule, and as DataParallel does for devices.
+  Trainer(std::shared_ptr<Model> model, TrainerOptions options);
+
+  /// Forward and backward over one batch: `inputs` in model().input_names() order and
+  /// `target` (undefined when the loss takes none). Returns the batch's mean loss; gradients()
+  /// then holds its gradients, on device_ids[0]. Parameters are not changed.
+  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
+  /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
+  /// changed so the replicas are refreshed. Returns the loss.
+  double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
+
+  /// Gradients of the last forward_backward, in parameter_names() order.
+  const std::vector<Tensor>& gradients() const { return gradients_; }
+  /// The trainable parameters, sharing storage with the model's: give them to an optimizer.
+  std::vector<Tensor> parameters() const;
+  const std::vector<std::string>& parameter_names() const { return training_.parameters; }
+  const TrainingGraph& training_graph() const { return training_; }
+  bool needs_target() const { return !training_.target.empty(); }
+  Model& model() { return *model_; }
+  /// What the last step's DataParallel call did (devices, rows, timings).
+  DataParallelRun last_run() const { return parallel_->last_run(); }
+
+ private:
+  std::shared_ptr<Model> model_;
+  TrainingGraph training_;
+  std::shared_ptr<Model> training_model_;
+  std::unique_ptr<DataParallel> parallel_;
+  std::vector<Tensor> gradients_;
+};
+
+}  // namespace dprun

@@ -1,0 +1,195 @@
+#include "engine/autograd/training_graph.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "engine/autograd/gradient_builder.h"
+#include "engine/autograd/gradient_registry.h"
+#include "engine/error.h"
+
+namespace dprun {
+
+namespace {
+
+bool maybe_floating(const Graph& graph, const std::string& value) {
+  auto t = graph.type_of(value);
+  return !t || t->dtype == DType::Undefined || is_floating(t->dtype);
+}
+
+/// Floating-point initializers that may be trained: not frozen, not a state-update target
+/// (BatchNormalization running statistics), not overridable by a graph input.
+std::vector<std::string> candidate_parameters(const Graph& graph, const TrainingSpec& spec) {
+  std::set<std::string> frozen(spec.freeze.begin(), spec.freeze.end());
+  for (const auto& name : frozen)
+    DPRUN_CHECK(graph.initializers.count(name), "--freeze names '", name,
+                "', which is not an initializer of the model");
+  std::set<std::string> state;
+  for (const auto& [value, param] : graph.state_updates) state.insert(param);
+  std::set<std::string> overridable;
+  for (const auto& in : graph.inputs) overridable.insert(in.name);
+  std::vector<std::string> out;
+  for (const auto& [name, tensor] : graph.initializers)
+    if (is_floating(tensor.dtype()) && !frozen.count(name) && !state.count(name) &&
+        !overridable.count(name))
+      out.push_back(name);
+  return out;
+}
+
+/// Every node on a floating-point path from a parameter to the loss whose op has no gradient
+/// rule, so that all of them are reported at once (the builder stops at the first).
+std::vector<std::string> nodes_without_rules(const Graph& graph,
+                                             const std::vector<std::string>& params,
+                                             const std::string& loss) {
+  std::set<std::string> from_params(params.begin(), params.end());
+  for (const Node& node : graph.nodes) {  // topological order
+    bool reached = std::any_of(node.inputs.begin(), node.inputs.end(), [&](const auto& in) {
+      return from_params.count(in) && maybe_floating(graph, in);
+    });
+    if (reached)
+      for (const auto& out : node.outputs)
+        if (!out.empty()) from_params.insert(out);
+  }
+  std::set<std::string> to_loss = {loss};
+  std::vector<std::string> missing;
+  for (auto it = graph.nodes.rbegin(); it != graph.nodes.rend(); ++it) {
+    const Node& node = *it;
+    bool feeds_loss = std::any_of(node.outputs.begin(), node.outputs.end(), [&](const auto& out) {
+      return to_loss.count(out) && maybe_floating(graph, out);
+    });
+    if (!feeds_loss) continue;
+    bool on_path = false;
+    for (const auto& in : node.inputs)
+      if (!in.empty() && maybe_floating(graph, in)) {
+        to_loss.insert(in);
+        on_path = on_path || from_params.count(in);
+      }
+    if (on_path &&
+        !GradientRegistry::instance().find(node.domain, node.op_type, graph.opset(node.domain)))
+      missing.push_back(node.describe());
+  }
+  std::reverse(missing.begin(), missing.end());
+  return missing;
+}
+
+bool dropout_is_training(const Graph& graph, const Node& node) {
+  if (graph.opset(node.domain) < 12) return !node.attr_int("is_test", 0);
+  if (node.inputs.size() < 3 || node.inputs[2].empty()) return false;
+  auto it = graph.initializers.find(node.inputs[2]);
+  if (it != graph.initializers.end()) return it->second.item_as_double() != 0;
+  for (const Node& producer : graph.nodes)
+    if (producer.op_type == "Constant" && !producer.outputs.empty() &&
+        producer.outputs[0] == node.inputs[2] && producer.has_attr("value"))
+      return producer.attr_tensor("value").item_as_double() != 0;
+  return true;  // fed at run time: keep the mask in case it is on
+}
+
+/// Gives every Dropout that may run in training mode a mask output.
+void name_dropout_masks(Graph& graph) {
+  for (Node& node : graph.nodes)
+    if (node.op_type == "Dropout" && canonical_domain(node.domain).empty() &&
+        dropout_is_training(graph, node) && (node.outputs.size() < 2 || node.outputs[1].empty())) {
+      node.outputs.resize(2);
+      node.outputs[1] = node.outputs[0] + "/mask";
+    }
+}
+
+Node make_node(const std::string& op, std::vector<std::string> inputs, std::string output) {
+  Node n;
+  n.name = "train/" + output;
+  n.op_type = op;
+  n.inputs = std::move(inputs);
+  n.outputs = {std::move(output)};
+  return n;
+}
+
+}  // namespace
+
+std::string gradient_output_name(const std::string& name) {
+  return name + "_grad";
+}
+
+TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spec) {
+  TrainingGraph result;
+  auto graph = std::make_shared<Graph>(forward);
+  name_dropout_masks(*graph);
+  LossNodes loss = append_loss(*graph, spec.loss);
+  result.target = loss.target;
+  result.loss_dtype = loss.dtype;
+  result.loss_kind = spec.loss.kind;
+
+  std::vector<std::string> candidates = candidate_parameters(*graph, spec);
+  std::vector<std::string> missing = nodes_without_rules(*graph, candidates, loss.loss);
+  if (!missing.empty()) {
+    std::ostringstream list;
+    for (size_t i = 0; i < missing.size(); ++i) list << (i ? ", " : "") << missing[i];
+    fail("cannot train: ", missing.size(), " node", missing.size() == 1 ? " has" : "s have",
+         " no gradient rule: ", list.str());
+  }
+
+  // loss = mean loss * loss_weight; its gradient is what the replicas sum.
+  for (const auto& in : graph->inputs)
+    DPRUN_CHECK(in.name != result.loss_weight && in.name != result.loss,
+                "the model already has an input named '", in.name, "'");
+  graph->inputs.push_back({result.loss_weight, TensorType{loss.dtype, SymbolicShape{}}});
+  graph->nodes.push_back(make_node("Mul", {loss.loss, result.loss_weight}, result.loss));
+  graph->value_types[result.loss] = TensorType{loss.dtype, SymbolicShape{}};
+
+  GradientSpec gspec;
+  gspec.xs = candidates;
+  gspec.y = result.loss;
+  gspec.zeros_for_unreachable = false;
+  GradientResult grads = build_gradient(*graph, gspec);
+  graph->nodes.insert(graph->nodes.end(), grads.nodes.begin(), grads.nodes.end());
+
+  graph->outputs = {{result.loss, TensorType{loss.dtype, SymbolicShape{}}}};
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (grads.gradients[i].empty()) continue;  // the loss does not depend on it
+    const std::string& name = candidates[i];
+    std::string out = gradient_output_name(name);
+    DPRUN_CHECK(!graph->type_of(out), "the model already has a value named '", out, "'");
+    graph->nodes.push_back(make_node("Identity", {grads.gradients[i]}, out));
+    const Tensor& param = graph->initializers.at(name);
+    SymbolicShape shape;
+    for (int64_t d : param.shape()) shape.push_back(Dim::known(d));
+    graph->outputs.push_back({out, TensorType{param.dtype(), shape}});
+    result.parameters.push_back(name);
+  }
+  DPRUN_CHECK(!result.parameters.empty(),
+              "nothing to train: the loss depends on no floating-point initializer that is not "
+              "frozen");
+  graph->name = forward.name.empty() ? "training" : forward.name + "_training";
+  result.graph = graph;
+  return result;
+}
+
+Graph inference_graph(const Graph& forward) {
+  Graph g = forward;
+  for (Node& node : g.nodes) {
+    if (!canonical_domain(node.domain).empty()) continue;
+    if (node.op_type == "BatchNormalization" && node.attr_int("training_mode", 0) != 0) {
+      node.attributes.erase("training_mode");
+      node.outputs.resize(1);
+    } else if (node.op_type == "Dropout") {
+      if (g.opset("") >= 12)
+        node.inputs.resize(std::min<size_t>(node.inputs.size(), 1));
+      else
+        node.attributes["is_test"] = grad_attr_int(1);
+    }
+  }
+  g.state_updates.clear();
+  return g;
+}
+
+Graph exportable_training_graph(const TrainingGraph& training) {
+  Graph g = *training.graph;
+  Tensor one = training.loss_dtype == DType::Float64 ? Tensor::scalar<double>(1.0)
+                                                     : Tensor::scalar<float>(1.0f);
+  g.initializers[training.loss_weight] = one;
+  // Running statistics are written back by dprun's executor, not by the graph: a standalone
+  // training graph leaves them to its caller.
+  g.state_updates.clear();
+  return g;
+}
+
+}  // namespace dprun

@@ -1,0 +1,57 @@
+#pragma once
+// The training graph: a forward graph, its loss and the backward pass, as one ONNX graph.
+//
+//   inputs:  the model's fed inputs, then `target` when the loss needs one, then `loss_weight`
+//            (0-d, the loss's dtype: the share of the batch this run's rows are)
+//   outputs: `loss` (the mean loss times loss_weight), then `<param>_grad` for every trainable
+//            parameter (the gradient of `loss`)
+//
+// With loss_weight = rows / batch on each replica, the replicas' losses and gradients sum to
+// those of the whole batch, however it is split.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/loss.h"
+#include "engine/graph.h"
+
+namespace dprun {
+
+struct TrainingSpec {
+  LossSpec loss;
+  /// Initializers that are never trained (in addition to BatchNormalization running
+  /// statistics and non-floating initializers, which never are).
+  std::vector<std::string> freeze;
+};
+
+struct TrainingGraph {
+  std::shared_ptr<Graph> graph;
+  /// Trainable parameters: every floating-point initializer the loss depends on
+  /// differentiably, less the frozen ones; gradients follow this order.
+  std::vector<std::string> parameters;
+  /// The target input's name, or empty when the loss needs none.
+  std::string target;
+  std::string loss_weight = "loss_weight";
+  std::string loss = "loss";
+  DType loss_dtype = DType::Float32;
+  LossKind loss_kind = LossKind::CrossEntropy;
+};
+
+/// Builds the training graph. Throws Error naming every node on a path from a parameter to
+/// the loss whose op has no gradient rule (all of them at once), a frozen name that is not an
+/// initializer, or a model with nothing to train. Dropout nodes get a mask output if they
+/// lack one (their gradient needs it).
+TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spec);
+
+/// The training graph as a standalone model: `loss_weight` gets the initializer 1, so it is
+/// an optional input and the graph runs in any ONNX engine with the model's inputs and target.
+Graph exportable_training_graph(const TrainingGraph& training);
+
+/// `forward` as it runs for evaluation: BatchNormalization in training mode uses its running
+/// statistics and updates nothing, Dropout passes its input through.
+Graph inference_graph(const Graph& forward);
+
+/// The name of the gradient output of parameter `name`.
+std::string gradient_output_name(const std::string& name);
+
+}  // namespace dprun

@@ -1,0 +1,316 @@
+// `dprun train MODEL.onnx`: data-parallel training from .npy files, saved back to ONNX.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "engine/autograd/trainer.h"
+#include "engine/backend.h"
+#include "engine/parallel/device_list.h"
+#include "loader/onnx_loader.h"
+#include "tools/commands.h"
+#include "tools/format.h"
+#include "tools/parallel_options.h"
+#include "tools/train_data.h"
+#include "tools/train_validation.h"
+#include "tools/training_export.h"
+
+namespace dprun::cli {
+
+namespace {
+
+double parse_double(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw UsageError("--" + option + " must be a number, got '" + text + "'");
+  return v;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const Args& args, std::vector<Tensor> parameters) {
+  std::string kind = args.get("optimizer").value_or("");
+  if (kind.empty()) throw UsageError("--optimizer is required (sgd, adam or adamw)");
+  auto lr_text = args.get("lr");
+  if (!lr_text) throw UsageError("--lr is required");
+  double lr = parse_double(*lr_text, "lr");
+  auto number = [&](const char* name, double fallback) {
+    auto v = args.get(name);
+    return v ? parse_double(*v, name) : fallback;
+  };
+  if (kind == "sgd") {
+    if (args.has("betas") || args.has("eps"))
+      throw UsageError("--betas and --eps are Adam options, not SGD's");
+    return std::make_unique<Sgd>(std::move(parameters),
+                                 SgdOptions{.lr = lr,
+                                            .momentum = number("momentum", 0),
+                                            .weight_decay = number("weight-decay", 0),
+                                            .nesterov = args.has("nesterov")});
+  }
+  if (kind != "adam" && kind != "adamw")
+    throw UsageError("--optimizer must be sgd, adam or adamw, got '" + kind + "'");
+  if (args.has("momentum") || args.has("nesterov"))
+    throw UsageError("--momentum and --nesterov are SGD options, not " + kind + "'s");
+  AdamOptions o{.lr = lr, .eps = number("eps", 1e-8)};
+  o.decoupled_weight_decay = kind == "adamw";
+  o.weight_decay = number("weight-decay", o.decoupled_weight_decay ? 0.01 : 0.0);
+  if (auto betas = args.get("betas")) {
+    auto items = split_list(*betas);
+    if (items.size() != 2) throw UsageError("--betas takes two numbers, B1,B2");
+    o.beta1 = parse_double(items[0], "betas");
+    o.beta2 = parse_double(items[1], "betas");
+  }
+  return std::make_unique<Adam>(std::move(parameters), o);
+}
+
+struct Schedule {
+  int64_t steps = 0;
+  bool by_epochs = false;
+};
+
+Schedule parse_schedule(const Args& args, int64_t batches_per_epoch) {
+  if (args.has("steps") == args.has("epochs"))
+    throw UsageError("give exactly one of --steps N and --epochs N");
+  if (args.has("steps")) return {args.get_int("steps", 1, 1, int64_t(1) << 40), false};
+  return {args.get_int("epochs", 1, 1, 1 << 20) * batches_per_epoch, true};
+}
+
+void check_writable(const std::string& path, const char* option) {
+  auto dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
+    fail("--", option, " ", path, ": the folder ", dir.string(),
+         " does not exist or is not writable");
+}
+
+class Progress {
+ public:
+  Progress(int64_t total, int64_t per_epoch)
+      : total_(total), per_epoch_(per_epoch), tty_(isatty(STDERR_FILENO)) {}
+
+  void update(int64_t step, double loss, double samples_per_s) {
+    if (!tty_) return;
+    int width = 30;
+    int filled = static_cast<int>(width * step / total_);
+    std::fprintf(stderr, "\r[%-*s] step %lld/%lld  loss %.5f  %.1f samples/s", width,
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 static_cast<long long>(step), static_cast<long long>(total_), loss, samples_per_s);
+    if (step == total_) std::fprintf(stderr, "\n");
+  }
+
+  void epoch_done(int64_t epoch, double mean_loss, double samples_per_s,
+                  const std::optional<ValidationResult>& val) {
+    if (tty_) std::fprintf(stderr, "\n");
+    std::printf("epoch %lld: loss %.6f, %.1f samples/s", static_cast<long long>(epoch + 1),
+                mean_loss, samples_per_s);
+    if (val) {
+      std::printf(", val_loss %.6f", val->loss);
+      if (val->accuracy) std::printf(", val_accuracy %.4f", *val->accuracy);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  int64_t per_epoch() const { return per_epoch_; }
+
+ private:
+  int64_t total_, per_epoch_;
+  bool tty_;
+};
+
+void write_json(const std::string& path, const std::vector<double>& losses, double samples_per_s,
+                const std::vector<Device>& devices, const std::vector<ValidationResult>& vals,
+                const std::vector<std::string>& parameters) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "{\n  \"losses\": [";
+  for (size_t i = 0; i < losses.size(); ++i) out << (i ? ", " : "") << losses[i];
+  out << "],\n  \"samples_per_s\": " << samples_per_s << ",\n  \"devices\": [";
+  for (size_t i = 0; i < devices.size(); ++i)
+    out << (i ? ", " : "") << json_string(devices[i].to_string());
+  out << "],\n  \"peak_bytes\": [";
+  for (size_t i = 0; i < devices.size(); ++i)
+    out << (i ? ", " : "") << backend_for(devices[i]).allocator(devices[i])->stats().peak_in_use;
+  out << "],\n  \"parameters\": [";
+  for (size_t i = 0; i < parameters.size(); ++i)
+    out << (i ? ", " : "") << json_string(parameters[i]);
+  out << "],\n  \"validation\": [";
+  for (size_t i = 0; i < vals.size(); ++i) {
+    out << (i ? ", " : "") << "{\"loss\": " << vals[i].loss;
+    if (vals[i].accuracy) out << ", \"accuracy\": " << *vals[i].accuracy;
+    out << "}";
+  }
+  out << "]\n}\n";
+  write_file_atomically(path, out.str());
+}
+
+std::vector<OptionSpec> train_option_specs() {
+  auto specs = parallel_option_specs();
+  specs.insert(specs.end(), {{"target"},
+                             {"loss"},
+                             {"class-dim"},
+                             {"output"},
+                             {"optimizer"},
+                             {"lr"},
+                             {"momentum"},
+                             {"nesterov", false},
+                             {"weight-decay"},
+                             {"betas"},
+                             {"eps"},
+                             {"steps"},
+                             {"epochs"},
+                             {"shuffle", false},
+                             {"no-shuffle", false},
+                             {"seed"},
+                             {"freeze", true, true},
+                             {"val-input", true, true},
+                             {"val-target"},
+                             {"save"},
+                             {"checkpoint-every"},
+                             {"json"},
+                             {"export-training-graph"}});
+  return specs;
+}
+
+TrainerOptions parse_trainer_options(const Args& args) {
+  TrainerOptions options;
+  options.parallel = parse_parallel_options(args);
+  auto loss = args.get("loss");
+  if (!loss)
+    throw UsageError("--loss is required (cross_entropy, nll, mse, l1, bce_with_logits or none)");
+  try {
+    options.training.loss.kind = parse_loss_kind(*loss);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--loss: ") + e.what());
+  }
+  options.training.loss.class_dim = args.get_int("class-dim", 1, -64, 63);
+  options.training.loss.output = args.get("output").value_or("");
+  for (const auto& list : args.all("freeze"))
+    for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
+  return options;
+}
+
+std::map<std::string, std::string> input_files(const Args& args, const char* option) {
+  std::map<std::string, std::string> files;
+  for (const auto& spec : args.all(option)) {
+    auto [name, path] = split_assignment(spec, option);
+    if (files.count(name))
+      throw UsageError(std::string("--") + option + " '" + name + "' given twice");
+    files[name] = path;
+  }
+  return files;
+}
+
+}  // namespace
+
+int train_command(int argc, char** argv, int first) {
+  Args args(argc, argv, first, train_option_specs());
+  if (args.positionals().size() != 1)
+    throw UsageError("expected exactly one model file (see --help)");
+  const std::string model_path = args.positionals()[0];
+  TrainerOptions options = parse_trainer_options(args);
+  auto save = args.get("save");
+  if (!save) throw UsageError("--save OUT.onnx is required");
+  if (args.has("shuffle") && args.has("no-shuffle"))
+    throw UsageError("--shuffle and --no-shuffle contradict each other");
+  if (args.has("val-target") && !args.has("val-input"))
+    throw UsageError("--val-target needs --val-input");
+  int64_t batch = args.get_int("batch", 0, 1, int64_t(1) << 30);
+  if (batch == 0) throw UsageError("--batch N is required");
+  int64_t checkpoint_every = args.get_int("checkpoint-every", 0, 1, int64_t(1) << 40);
+  std::string json_path = args.get("json").value_or("");
+  std::string export_path = args.get("export-training-graph").value_or("");
+  check_writable(*save, "save");
+  if (!json_path.empty()) check_writable(json_path, "json");
+  if (!export_path.empty()) check_writable(export_path, "export-training-graph");
+
+  const std::vector<Device> devices = options.parallel.device_ids;
+  auto model = std::make_shared<Model>(load_model(model_path, devices.front()));
+  Trainer trainer(model, options);
+  if (trainer.needs_target() && !args.has("target"))
+    throw UsageError("--loss " + loss_kind_name(options.training.loss.kind) +
+                     " needs --target FILE.npy");
+  if (!trainer.needs_target() && args.has("target"))
+    throw UsageError("--loss none takes no --target: the model's output is the loss");
+
+  TrainingDataOptions data_options;
+  data_options.input_names = model->input_names();
+  data_options.files = input_files(args, "input");
+  data_options.target_file = args.get("target").value_or("");
+  data_options.dim = options.parallel.dim;
+  data_options.batch = batch;
+  data_options.shuffle = args.has("shuffle") || (args.has("epochs") && !args.has("no-shuffle"));
+  data_options.seed = static_cast<uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  TrainingData data(data_options);
+  Schedule schedule = parse_schedule(args, data.batches_per_epoch());
+
+  std::optional<Validation> validation;
+  if (args.has("val-input")) {
+    TrainingDataOptions val = data_options;
+    val.files = input_files(args, "val-input");
+    val.target_file = args.get("val-target").value_or("");
+    val.shuffle = false;
+    if (trainer.needs_target() && val.target_file.empty())
+      throw UsageError("--val-input needs --val-target for this loss");
+    validation.emplace(*model, options.training.loss, val);
+  }
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer.parameters());
+  if (!export_path.empty()) save_training_graph(trainer, *model, export_path);
+
+  std::printf(
+      "training %s on %s: %zu parameters, %lld rows, %lld batches of %lld per epoch, %lld steps\n",
+      model_path.c_str(), device_list_to_string(devices).c_str(), trainer.parameter_names().size(),
+      static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
+      static_cast<long long>(batch), static_cast<long long>(schedule.steps));
+  Progress progress(schedule.steps, data.batches_per_epoch());
+  std::vector<double> losses;
+  std::vector<ValidationResult> vals;
+  int64_t samples = 0, epoch_samples = 0;
+  double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
+  for (int64_t step = 0; step < schedule.steps; ++step) {
+    int64_t epoch = step / data.batches_per_epoch(), k = step % data.batches_per_epoch();
+    Batch b = data.batch(epoch, k);
+    auto start = std::chrono::steady_clock::now();
+    double loss = trainer.step(b.inputs, b.target, *optimizer);
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    DPRUN_CHECK(std::isfinite(loss), "step ", step + 1, ": the loss is ", loss,
+                "; training diverged (try a smaller --lr)");
+    losses.push_back(loss);
+    seconds += elapsed;
+    epoch_seconds += elapsed;
+    samples += b.rows;
+    epoch_samples += b.rows;
+    epoch_loss += loss * static_cast<double>(b.rows);
+    progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
+    if (checkpoint_every && (step + 1) % checkpoint_every == 0) save_model(*model, *save);
+    bool epoch_end = k + 1 == data.batches_per_epoch() || step + 1 == schedule.steps;
+    if (epoch_end) {
+      std::optional<ValidationResult> val;
+      if (validation) vals.push_back(*(val = validation->run(batch)));
+      progress.epoch_done(epoch, epoch_loss / static_cast<double>(epoch_samples),
+                          static_cast<double>(epoch_samples) / epoch_seconds, val);
+      epoch_samples = 0;
+      epoch_seconds = epoch_loss = 0;
+    }
+  }
+  save_model(*model, *save);
+  double samples_per_s = static_cast<double>(samples) / seconds;
+  if (!json_path.empty())
+    write_json(json_path, losses, samples_per_s, devices, vals, trainer.parameter_names());
+  std::printf("final loss %.6f, %.1f samples/s; saved %s\n", losses.back(), samples_per_s,
+              save->c_str());
+  return 0;
+}
+
+}  // namespace dprun::cli

@@ -1,0 +1,101 @@
+#include "tools/train_data.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "loader/npy.h"
+
+namespace dprun::cli {
+
+namespace {
+
+int64_t resolve_dim(const Tensor& t, int64_t dim, const std::string& what) {
+  int64_t d = dim < 0 ? dim + t.rank() : dim;
+  DPRUN_CHECK(d >= 0 && d < t.rank(), what, " has shape ", shape_to_string(t.shape()),
+              ", which has no dim ", dim, " to take rows from");
+  return d;
+}
+
+}  // namespace
+
+Tensor take_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices) {
+  int64_t d = resolve_dim(t, dim, "a tensor");
+  Shape shape = t.shape();
+  int64_t rows = shape[static_cast<size_t>(d)];
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= shape[static_cast<size_t>(i)];
+  for (int64_t i = d + 1; i < t.rank(); ++i) inner *= shape[static_cast<size_t>(i)];
+  shape[static_cast<size_t>(d)] = static_cast<int64_t>(indices.size());
+  DPRUN_CHECK(t.dtype() != DType::String, "string tensors cannot be batched for training");
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  size_t row_bytes = static_cast<size_t>(inner) * dtype_size(t.dtype());
+  const char* src = static_cast<const char*>(t.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < indices.size(); ++k)
+      std::memcpy(dst + (static_cast<size_t>(o) * indices.size() + k) * row_bytes,
+                  src + static_cast<size_t>(o * rows + indices[k]) * row_bytes, row_bytes);
+  return out;
+}
+
+TrainingData::TrainingData(const TrainingDataOptions& options) : options_(options) {
+  for (const auto& [name, path] : options_.files) {
+    bool known = false;
+    for (const auto& input : options_.input_names) known |= input == name;
+    DPRUN_CHECK(known, "--input names '", name, "', which is not an input of the model");
+  }
+  std::string first;
+  for (const auto& name : options_.input_names) {
+    auto it = options_.files.find(name);
+    DPRUN_CHECK(it != options_.files.end(), "training needs data for input '", name,
+                "': give --input ", name, "=FILE.npy");
+    Tensor t = read_npy(it->second);
+    int64_t n = t.dim(resolve_dim(t, options_.dim, "input '" + name + "'"));
+    if (first.empty()) {
+      first = name;
+      rows_ = n;
+    }
+    DPRUN_CHECK(n == rows_, "input '", name, "' has ", n, " rows along dim ", options_.dim,
+                " but input '", first, "' has ", rows_);
+    inputs_.push_back(t);
+  }
+  if (!options_.target_file.empty()) {
+    target_ = read_npy(options_.target_file);
+    DPRUN_CHECK(target_.rank() >= 1, "the target file ", options_.target_file,
+                " holds a 0-d array; it needs one row per sample");
+    DPRUN_CHECK(target_.dim(0) == rows_, "the target has ", target_.dim(0), " rows but input '",
+                first, "' has ", rows_);
+  }
+  DPRUN_CHECK(rows_ > 0, "the training data has no rows");
+}
+
+const std::vector<int64_t>& TrainingData::order_of(int64_t epoch) {
+  if (epoch == cached_epoch_) return order_;
+  order_.resize(static_cast<size_t>(rows_));
+  std::iota(order_.begin(), order_.end(), 0);
+  if (options_.shuffle) {
+    // Fisher-Yates with a generator seeded from (seed, epoch): the same on every platform.
+    std::mt19937_64 rng(options_.seed * 1000003u + static_cast<uint64_t>(epoch));
+    for (size_t i = order_.size() - 1; i > 0; --i) {
+      size_t j = static_cast<size_t>(rng() % (i + 1));
+      std::swap(order_[i], order_[j]);
+    }
+  }
+  cached_epoch_ = epoch;
+  return order_;
+}
+
+Batch TrainingData::batch(int64_t epoch, int64_t k) {
+  const auto& order = order_of(epoch);
+  int64_t start = k * options_.batch;
+  int64_t end = std::min(rows_, start + options_.batch);
+  DPRUN_CHECK(start < end, "batch ", k, " is past the end of the data");
+  std::vector<int64_t> rows(order.begin() + start, order.begin() + end);
+  Batch b;
+  b.rows = end - start;
+  for (const Tensor& t : inputs_) b.inputs.push_back(take_rows(t, options_.dim, rows));
+  if (target_.defined()) b.target = take_rows(target_, 0, rows);
+  return b;
+}
+
+}  // namespace dprun::cli

@@ -1,0 +1,13 @@
+#pragma once
+// `dprun train --export-training-graph`: the training graph as a standalone ONNX model.
+#include <string>
+
+#include "engine/autograd/trainer.h"
+
+namespace dprun::cli {
+
+/// Writes trainer's training graph (exportable_training_graph) with model's current
+/// parameter values to `path`, atomically.
+void save_training_graph(const Trainer& trainer, const Model& model, const std::string& path);
+
+}  // namespace dprun::cli
