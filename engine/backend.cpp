@@ -1,6 +1,8 @@
 #include "engine/backend.h"
 
 #include <array>
+#include <cctype>
+#include <string>
 
 #include "engine/error.h"
 
@@ -11,6 +13,12 @@ std::array<Backend*, 2>& backends() {
   static std::array<Backend*, 2> table{};
   return table;
 }
+
+std::string no_backend_message(DeviceType type) {
+  std::string name(device_type_name(type));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "this build of dprun has no " + name + " support";
+}
 }  // namespace
 
 void register_backend(DeviceType type, Backend* backend) {
@@ -19,7 +27,13 @@ void register_backend(DeviceType type, Backend* backend) {
 
 Backend& backend_for(DeviceType type) {
   Backend* b = backends()[static_cast<size_t>(type)];
-  if (b == nullptr) fail("no ", device_type_name(type), " backend in this build");
+  if (b == nullptr) fail(no_backend_message(type));
+  return *b;
+}
+
+Backend& backend_for(Device device) {
+  Backend* b = backends()[static_cast<size_t>(device.type)];
+  if (b == nullptr) fail("device ", device.to_string(), ": ", no_backend_message(device.type));
   return *b;
 }
 
@@ -31,7 +45,7 @@ bool backend_available(DeviceType type) {
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
   // A non-CPU side owns the transfer; CPU to CPU is a plain copy.
-  DeviceType owner = dst_device.type != DeviceType::CPU ? dst_device.type : src_device.type;
+  Device owner = dst_device.type != DeviceType::CPU ? dst_device : src_device;
   backend_for(owner).copy(dst, dst_device, src, src_device, bytes);
 }
 

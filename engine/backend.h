@@ -1,6 +1,9 @@
 #pragma once
 // The per-device-type runtime: memory, copies and synchronisation. One Backend instance per
-// DeviceType, registered at start-up; the CUDA backend registers itself when compiled in.
+// DeviceType, registered at start-up by the backend's own file. This build has one backend,
+// CPU (engine/backends/cpu). The interface is the seam a GPU backend would plug into:
+// DeviceType already names CUDA and device lists parse cuda:N, but no CUDA backend exists
+// yet, so resolving a CUDA device fails with a clear error.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -24,7 +27,7 @@ class Backend {
   virtual DeviceType type() const = 0;
   /// Number of physical devices visible (CPU: hardware cores).
   virtual int device_count() const = 0;
-  /// Throws Error when `device` cannot be used (e.g. cuda:3 on a machine with 2 GPUs).
+  /// Throws Error when `device` cannot be used by this backend (CPU: a negative index).
   virtual void check_device(Device device) const = 0;
   /// The allocator of one device; the same object on every call for that device.
   virtual std::shared_ptr<Allocator> allocator(Device device) = 0;
@@ -37,16 +40,18 @@ class Backend {
   virtual DeviceProperties properties(Device device) const = 0;
   /// Prepares the calling thread to run work for `device` when `device_count` devices of this
   /// type work side by side (CPU: pin to the device's core share and set its intra-op
-  /// threads, `threads` or the share's size when 0; CUDA: make the device current).
+  /// threads, `threads` or the share's size when 0; a GPU backend would make its device
+  /// current here).
   /// Returns the intra-op thread count the thread will use.
   virtual int prepare_worker_thread(Device device, int device_count, int threads) = 0;
 };
 
-/// The backend of a device type; throws Error when that type is not compiled in.
+/// The backend of a device type; throws Error when this build has none for it ("this build
+/// of dprun has no CUDA support").
 Backend& backend_for(DeviceType type);
-inline Backend& backend_for(Device device) {
-  return backend_for(device.type);
-}
+/// The backend of `device`'s type; throws Error naming the device when this build has none
+/// ("device cuda:0: this build of dprun has no CUDA support").
+Backend& backend_for(Device device);
 /// True when the backend of `type` is compiled in and has at least one device.
 bool backend_available(DeviceType type);
 /// Installs a backend (called by each backend's registrar at static-init time).

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <set>
 
 namespace dprun {
 
@@ -15,6 +16,14 @@ WarningHandler& current_handler() {
     std::fprintf(stderr, "dprun: warning: %s\n", message.c_str());
   };
   return handler;
+}
+std::mutex& once_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<std::string>& once_keys() {
+  static std::set<std::string> keys;
+  return keys;
 }
 }  // namespace
 
@@ -32,6 +41,19 @@ void warn(const std::string& message) {
     handler = current_handler();
   }
   if (handler) handler(message);
+}
+
+void warn_once(const std::string& key, const std::string& message) {
+  {
+    std::lock_guard lock(once_mutex());
+    if (!once_keys().insert(key).second) return;
+  }
+  warn(message);
+}
+
+void reset_warn_once() {
+  std::lock_guard lock(once_mutex());
+  once_keys().clear();
 }
 
 }  // namespace dprun

@@ -11,5 +11,11 @@ using WarningHandler = std::function<void(const std::string&)>;
 WarningHandler set_warning_handler(WarningHandler handler);
 /// Emits a warning through the current handler.
 void warn(const std::string& message);
+/// Emits `message` the first time this process sees `key`; later calls with the same key do
+/// nothing (PyTorch shows such a warning once). Thread-safe.
+void warn_once(const std::string& key, const std::string& message);
+/// Forgets every key warn_once() has seen, so each of those warnings is given once more.
+/// Meant for tests that count warnings.
+void reset_warn_once();
 
 }  // namespace dprun

@@ -154,6 +154,22 @@ std::set<std::string> read_list(const std::string& path) {
   return names;
 }
 
+/// The tests named in `expected` that the chosen suites and filter select but that were not
+/// found in the data folder, joined by ", " (empty when none is missing).
+std::string missing_expected(const std::set<std::string>& expected, const std::vector<Result>& all,
+                             const std::vector<std::string>& suites, const std::string& filter) {
+  std::set<std::string> found;
+  for (const auto& r : all) found.insert(r.id);
+  std::string missing;
+  for (const auto& id : expected) {
+    bool selected =
+        std::find(suites.begin(), suites.end(), id.substr(0, id.find('/'))) != suites.end() &&
+        (filter.empty() || id.find(filter) != std::string::npos);
+    if (selected && !found.count(id)) missing += (missing.empty() ? "" : ", ") + id;
+  }
+  return missing;
+}
+
 }  // namespace
 
 int conformance_command(int argc, char** argv, int first) {
@@ -226,7 +242,11 @@ int conformance_command(int argc, char** argv, int first) {
   if (regressions)
     std::printf("%d test%s expected to pass did not\n", regressions, regressions == 1 ? "" : "s");
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  return regressions ? 1 : 0;
+  std::string missing = missing_expected(expected, all, suites, filter);
+  if (!missing.empty())
+    std::printf("expected to pass but not found under %s: %s\n", root.string().c_str(),
+                missing.c_str());
+  return regressions || !missing.empty() ? 1 : 0;
 }
 
 }  // namespace dprun::cli

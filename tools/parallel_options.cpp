@@ -2,9 +2,21 @@
 
 #include <sstream>
 
+#include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 
 namespace dprun::cli {
+
+namespace {
+/// Resolves every device named by the options to its backend. Throws Error (exit status 1)
+/// for a device this build cannot run: "device cuda:0: this build of dprun has no CUDA
+/// support".
+void check_devices_have_backends(const DataParallelOptions& options) {
+  for (const Device& d : options.device_ids) backend_for(d).check_device(d);
+  if (options.output_device)
+    backend_for(*options.output_device).check_device(*options.output_device);
+}
+}  // namespace
 
 std::vector<OptionSpec> parallel_option_specs() {
   return {{"devices"},       {"dim"},
@@ -61,6 +73,7 @@ DataParallelOptions parse_parallel_options(const Args& args) {
                        std::to_string(options.device_ids.size()) + " devices");
   }
   options.threads = static_cast<int>(args.get_int("threads", 0, 1, 1024));
+  check_devices_have_backends(options);
   return options;
 }
 

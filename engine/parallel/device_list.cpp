@@ -45,11 +45,6 @@ std::vector<Device> parse_device_list(const std::string& text) {
     Device d = all_digits(item) ? Device::parse("cuda:" + item) : Device::parse(item);
     DPRUN_CHECK(std::find(out.begin(), out.end(), d) == out.end(), "invalid device list '", text,
                 "': ", d.to_string(), " appears twice");
-    if (d.type == DeviceType::CUDA) {
-      DPRUN_CHECK(backend_available(DeviceType::CUDA), "device ", d.to_string(),
-                  " is not available: no CUDA GPU in this build or on this machine");
-      backend_for(d).check_device(d);
-    }
     out.push_back(d);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -37,7 +37,7 @@ void DeviceWorker::loop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();  // exceptions are stored in the task's future
+    task();  // exceptions of every type are stored in the task's future, never thrown here
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // One long-lived worker thread per device. Work for a device always runs on its worker, so
-// thread-local runtime state (OpenMP teams, oneDNN streams, the current CUDA device) is
-// created once and reused across calls.
+// thread-local runtime state (OpenMP teams, oneDNN streams, the core pinning) is created once
+// and reused across calls.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -21,7 +21,8 @@ class DeviceWorker {
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
   Device device() const { return device_; }
-  /// Queues `task`; the future reports its completion or rethrows its exception.
+  /// Queues `task`; the future reports its completion or rethrows its exception, whatever
+  /// its type. Throws only when the task cannot be queued (out of memory).
   std::future<void> submit(std::function<void()> task);
 
  private:
@@ -34,7 +35,8 @@ class DeviceWorker {
   std::thread thread_;
 };
 
-/// The process-wide worker of `device` (created on first use). Thread-safe.
+/// The process-wide worker of `device` (created on first use). Thread-safe. Throws
+/// std::system_error when the worker's thread cannot be started.
 DeviceWorker& device_worker(Device device);
 
 }  // namespace dprun

@@ -1,18 +1,14 @@
 #include "engine/parallel/gather.h"
 
-#include <atomic>
-
 #include "engine/warning.h"
 
 namespace dprun {
 
 namespace {
 void warn_scalars_once() {
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true))
-    warn(
-        "was asked to gather along dimension 0, but all input tensors were scalars; will "
-        "instead unsqueeze and return a vector");
+  warn_once("gather.scalars",
+            "was asked to gather along dimension 0, but all input tensors were scalars; will "
+            "instead unsqueeze and return a vector");
 }
 }  // namespace
 

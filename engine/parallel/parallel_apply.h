@@ -20,8 +20,10 @@ struct ReplicaTiming {
 };
 
 /// Runs replicas[i] on inputs[i] on the worker of replicas[i]->device(), all at once, and
-/// waits for all of them. When any replica fails, every worker is still joined first; then
-/// one Error is raised naming each failing replica, its device and its message.
+/// waits for all of them. When any replica fails (with an exception of any type, or because
+/// it could not be queued), every worker is still joined first; then one Error is raised
+/// naming each failing replica, its device and its message ("unknown exception (not derived
+/// from std::exception)" when it has none).
 std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
                                                 const std::vector<std::vector<Tensor>>& inputs,
                                                 const ParallelApplyOptions& options = {},

@@ -57,6 +57,22 @@ TEST(CliErrors, BadDeviceList) {
   expect_error(run_dprun(source_path("models/mlp.onnx") + " --devices tpu:0"), 2, "invalid device");
 }
 
+TEST(CliErrors, CudaDevicesNeedACudaBackend) {
+  std::string model = source_path("models/mlp.onnx");
+  for (const char* devices : {"cuda:0", "cuda:0,cuda:1", "0,1"}) {
+    auto r = run_dprun(model + " --devices " + devices);
+    EXPECT_EQ(r.status, 1) << devices;
+    EXPECT_EQ(r.output, "dprun: error: device cuda:0: this build of dprun has no CUDA support\n")
+        << devices;
+  }
+  auto r = run_dprun(model + " --devices cpu:0 --output-device cuda:1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, "dprun: error: device cuda:1: this build of dprun has no CUDA support\n");
+  r = run_dprun("bench " + model + " --devices cuda:2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, "dprun: error: device cuda:2: this build of dprun has no CUDA support\n");
+}
+
 TEST(CliErrors, MissingModel) {
   expect_error(run_dprun("/nonexistent/model.onnx"), 1, "file not found");
 }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "cli_test_util.h"
+#include "engine/backends/cpu/cpu_backend.h"
+#include "loader/npy.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun::testing {
@@ -53,6 +55,31 @@ std::string write_scalar_model(const fs::path& dir) {
   g.outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(3)}}});
   g.outputs.push_back({"total", {DType::Float32, SymbolicShape{}}});
   std::string path = (dir / "scalar.onnx").string();
+  save_graph(g, {}, path);
+  return path;
+}
+
+// A model where splitting dim 1 is meaningful: y = ReduceSum(x, axes = [-1], keepdims = 1)
+// for x: float32[rows, cols], both symbolic. Split along the columns, each device sums only
+// its own columns.
+std::string write_column_sum_model(const fs::path& dir) {
+  Graph g;
+  g.name = "column_sum";
+  g.opset_imports[""] = 11;
+  g.inputs.push_back(
+      {"x", {DType::Float32, SymbolicShape{Dim::named("rows"), Dim::named("cols")}}});
+  Node sum;
+  sum.name = "sum";
+  sum.op_type = "ReduceSum";
+  sum.inputs = {"x"};
+  sum.outputs = {"y"};
+  Attribute axes;
+  axes.kind = Attribute::Kind::Ints;
+  axes.ints = {-1};
+  sum.attributes["axes"] = axes;
+  g.nodes = {sum};
+  g.outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("rows"), Dim::known(1)}}});
+  std::string path = (dir / "column_sum.onnx").string();
   save_graph(g, {}, path);
   return path;
 }
@@ -135,7 +162,39 @@ TEST(DataParallelCli, OutputDeviceAndDim) {
                      " --devices cpu:0,cpu:1 --batch 4 --output-device cpu:1");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("float32[4, 10] on cpu:1"), std::string::npos) << r.output;
+
+  // x = [[0 1 2 3 4], [5 6 7 8 9]] split along dim 1: cpu:0 takes columns 0..2, cpu:1 takes
+  // columns 3..4; each sums its own, and the [2, 1] sums are joined along dim 1 on cpu:1.
+  std::string model = write_column_sum_model(dir);
+  std::string x = (dir / "x.npy").string();
+  write_npy(Tensor::from_vector<float>({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), x);
+  for (const char* dim : {"1", "-1"}) {
+    fs::path out = dir / (std::string("out") + dim);
+    r = run_dprun(model + " --devices cpu:0,cpu:1 --output-device cpu:1 --dim " + dim +
+                  " --input x=" + x + " --output-dir " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find(std::string("split along dim ") + dim +
+                            " (chunk):\n  cpu:0    3 rows\n  cpu:1    2 rows\n"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("float32[2, 2] on cpu:1"), std::string::npos) << r.output;
+    Tensor y = read_npy((out / "y.npy").string());
+    ASSERT_EQ(y.shape(), (Shape{2, 2}));
+    EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 4),
+              (std::vector<float>{0 + 1 + 2, 3 + 4, 5 + 6 + 7, 8 + 9}))
+        << "--dim " << dim;
+  }
   fs::remove_all(dir);
+}
+
+TEST(DataParallelCli, AllMeansOneCpuDevicePerCore) {
+  std::string model = source_path("models/mlp.onnx");
+  auto r = run_dprun(model + " --devices all");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string devices;
+  for (int i = 0; i < available_cores(); ++i) devices += (i ? ",cpu:" : "cpu:") + std::to_string(i);
+  EXPECT_NE(r.output.find("model " + model + " on " + devices + "\n"), std::string::npos)
+      << r.output;
 }
 
 TEST(DataParallelCli, BadParallelFlagsAreUsageErrors) {

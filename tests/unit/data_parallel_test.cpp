@@ -2,23 +2,30 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "engine/backend.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/parallel/device_list.h"
 #include "engine/parallel/replicate.h"
 #include "engine/warning.h"
+#include "op_test_util.h"
 #include "parallel_test_kernels.h"
 
 namespace dprun {
 namespace {
 
 using testing::add_row_graph;
+using testing::expect_values;
 using testing::fail_on_graph;
 using testing::running_mean_graph;
 using testing::scale_rows_graph;
+using testing::sum_last_dim_graph;
 
 std::vector<Device> cpus(int n) {
   std::vector<Device> d;
@@ -162,13 +169,89 @@ TEST(DataParallel, OutputDeviceAndNegativeDim) {
   EXPECT_THROW(by_columns.forward({rows(2, 4)}), Error);
 }
 
+// Records, for each device, the shape and values of the first input its replica's node saw.
+class SliceRecorder {
+ public:
+  NodeObserver observer() {
+    NodeObserver obs;
+    obs.before = [this](const Node&, Device d, std::span<const Tensor* const> in) {
+      std::vector<double> values;
+      for (int64_t i = 0; i < in[0]->numel(); ++i) values.push_back(in[0]->item_as_double(i));
+      std::lock_guard lock(mutex_);
+      seen_[d] = {in[0]->shape(), values};
+    };
+    return obs;
+  }
+  std::map<Device, std::pair<Shape, std::vector<double>>> seen() const {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Device, std::pair<Shape, std::vector<double>>> seen_;
+};
+
+Tensor iota(Shape shape) {
+  Tensor t = Tensor::empty(shape, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(DataParallel, DimOneSplitsColumnsAndGathersThemBack) {
+  SliceRecorder recorder;
+  auto options = on(2);
+  options.dim = 1;
+  options.observers = {recorder.observer()};
+  DataParallel dp(model_on(sum_last_dim_graph(2)), options);
+  // x = [[0 1 2 3 4], [5 6 7 8 9]]: torch.chunk gives columns 0..2 and 3..4.
+  auto out = dp.forward({iota({2, 5})});
+  EXPECT_EQ(dp.last_run().chunk_rows, (std::vector<int64_t>{3, 2}));
+  auto seen = recorder.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[Device::cpu(0)].first, (Shape{2, 3}));
+  EXPECT_EQ(seen[Device::cpu(0)].second, (std::vector<double>{0, 1, 2, 5, 6, 7}));
+  EXPECT_EQ(seen[Device::cpu(1)].first, (Shape{2, 2}));
+  EXPECT_EQ(seen[Device::cpu(1)].second, (std::vector<double>{3, 4, 8, 9}));
+  // Each replica sums its own columns; the [2, 1] results are joined along dim 1.
+  expect_values(out[0], {2, 2}, {0 + 1 + 2, 3 + 4, 5 + 6 + 7, 8 + 9});
+}
+
+TEST(DataParallel, NegativeDimSplitsTheLastDim) {
+  SliceRecorder recorder;
+  auto options = on(3);
+  options.dim = -1;
+  options.observers = {recorder.observer()};
+  DataParallel dp(model_on(sum_last_dim_graph(3)), options);
+  // x[a][b][c] = 10a + 5b + c, shape [2, 2, 5]: the last dim splits into 2, 2 and 1.
+  auto out = dp.forward({iota({2, 2, 5})});
+  EXPECT_EQ(dp.last_run().chunk_rows, (std::vector<int64_t>{2, 2, 1}));
+  auto seen = recorder.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[Device::cpu(0)].first, (Shape{2, 2, 2}));
+  EXPECT_EQ(seen[Device::cpu(0)].second, (std::vector<double>{0, 1, 5, 6, 10, 11, 15, 16}));
+  EXPECT_EQ(seen[Device::cpu(1)].first, (Shape{2, 2, 2}));
+  EXPECT_EQ(seen[Device::cpu(1)].second, (std::vector<double>{2, 3, 7, 8, 12, 13, 17, 18}));
+  EXPECT_EQ(seen[Device::cpu(2)].first, (Shape{2, 2, 1}));
+  EXPECT_EQ(seen[Device::cpu(2)].second, (std::vector<double>{4, 9, 14, 19}));
+  expect_values(out[0], {2, 2, 3}, {1, 5, 4, 11, 15, 9, 21, 25, 14, 31, 35, 19});
+  EXPECT_EQ(out[0].device(), Device::cpu(0));
+}
+
 TEST(DataParallel, ScalarOutputsAreGatheredIntoAVector) {
+  auto model = model_on(scale_rows_graph(2, /*with_total=*/true));
+  // Built before the handler is installed: whether 3 devices are unequal depends on the
+  // machine's core count, and that warning is tested on its own (Imbalance).
+  DataParallel dp(model, on(3));
   std::vector<std::string> warnings;
   auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
-  auto model = model_on(scale_rows_graph(2, /*with_total=*/true));
-  DataParallel dp(model, on(3));
+  reset_warn_once();
   auto out = dp.forward({rows(6, 2)});
+  dp.forward({rows(6, 2)});  // the warning is given once per process, as in PyTorch
   set_warning_handler(previous);
+  EXPECT_EQ(warnings, (std::vector<std::string>{
+                          "was asked to gather along dimension 0, but all input tensors were "
+                          "scalars; will instead unsqueeze and return a vector"}));
   ASSERT_EQ(out[1].shape(), (Shape{3}));
   // Replica r sums rows 2r, 2r+1 of x * [1, 2].
   Tensor x = rows(6, 2);
@@ -209,6 +292,35 @@ TEST(DataParallel, OneFailingReplicaOnly) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(ParallelApply, AnExceptionOfAnyTypeIsReportedAfterEveryReplicaIsJoined) {
+  auto model = model_on(scale_rows_graph(2));
+  auto replicas = replicate(*model, cpus(2));
+  std::atomic<bool> slow_replica_finished{false};
+  NodeObserver observer;
+  observer.before = [](const Node&, Device d, std::span<const Tensor* const>) {
+    if (d == Device::cpu(0)) throw 42;  // not a std::exception
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  };
+  observer.after = [&](const Node&, Device d, std::span<const Tensor>) {
+    if (d == Device::cpu(1)) slow_replica_finished = true;
+  };
+  ParallelApplyOptions options;
+  options.observers = {observer};
+  try {
+    parallel_apply(replicas, {{rows(2, 2)}, {rows(2, 2, 1)}}, options);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "1 of 2 replicas failed: replica 0 on cpu:0: unknown exception (not derived "
+                 "from std::exception)");
+  }
+  // Replica 1 was still sleeping when replica 0 threw: it must have been waited for.
+  EXPECT_TRUE(slow_replica_finished.load());
+  // The workers are still usable afterwards.
+  auto out = parallel_apply(replicas, {{rows(2, 2)}, {rows(2, 2)}});
+  EXPECT_EQ(out.size(), 2u);
 }
 
 TEST(DataParallel, InPlaceStateUpdatesPersistFromReplicaZeroOnly) {
@@ -347,6 +459,27 @@ TEST(Replicate, ReplicaZeroSharesStorageOthersCopy) {
   EXPECT_EQ(replicas[2]->parameters()[0].device(), Device::cpu(2));
   EXPECT_EQ(replicas[1]->plan(), model->plan());  // one immutable plan per device type
   EXPECT_THROW(replicate(*model, {Device::cpu(1)}), Error);
+}
+
+TEST(DeviceList, CudaDevicesParseButThisBuildHasNoCudaBackend) {
+  const std::vector<Device> two_gpus = {Device::cuda(0), Device::cuda(1)};
+  EXPECT_EQ(parse_device_list("cuda:0,cuda:1"), two_gpus);
+  EXPECT_EQ(parse_device_list("0,1"), two_gpus);
+  EXPECT_EQ(parse_device_list("all"), parse_device_list("cpu"));
+  try {
+    backend_for(Device::cuda(1));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "device cuda:1: this build of dprun has no CUDA support");
+  }
+  DataParallelOptions options;
+  options.device_ids = {Device::cpu(0), Device::cuda(0)};
+  try {
+    DataParallel dp(model_on(scale_rows_graph(2)), options);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "device cuda:0: this build of dprun has no CUDA support");
+  }
 }
 
 TEST(Imbalance, WarnsBelowThreeQuartersOfTheLargest) {

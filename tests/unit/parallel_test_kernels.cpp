@@ -144,4 +144,29 @@ std::shared_ptr<Graph> add_row_graph(int64_t width) {
   return g;
 }
 
+std::shared_ptr<Graph> sum_last_dim_graph(int64_t rank) {
+  auto g = std::make_shared<Graph>();
+  g->name = "sum_last_dim";
+  g->opset_imports = {{"", 11}};
+  SymbolicShape shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    std::string name = "d";  // not "d" + to_string(d): GCC 12 gives a false -Wrestrict there
+    name += std::to_string(d);
+    shape.push_back(Dim::named(name));
+  }
+  g->inputs.push_back({"x", {DType::Float32, shape}});
+  Node sum;
+  sum.name = "sum";
+  sum.op_type = "ReduceSum";
+  sum.inputs = {"x"};
+  sum.outputs = {"y"};
+  Attribute axes;
+  axes.kind = Attribute::Kind::Ints;
+  axes.ints = {-1};
+  sum.attributes["axes"] = axes;
+  g->nodes.push_back(sum);
+  g->outputs.push_back({"y", {DType::Float32, std::nullopt}});
+  return g;
+}
+
 }  // namespace dprun::testing

@@ -21,5 +21,8 @@ std::shared_ptr<Graph> running_mean_graph(int64_t width);
 /// Two inputs a: float32[batch, width], b: float32[width-or-batch...]: y = a + b broadcast
 /// over rows (b is meant to be broadcast whole to every replica).
 std::shared_ptr<Graph> add_row_graph(int64_t width);
+/// x: float32 of `rank` symbolic dims -> y = ReduceSum(x, axes = [-1], keepdims = 1), the
+/// standard ONNX op: split along the last dim, each replica sums only its own slice.
+std::shared_ptr<Graph> sum_last_dim_graph(int64_t rank);
 
 }  // namespace dprun::testing

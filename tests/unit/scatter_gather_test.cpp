@@ -115,6 +115,7 @@ TEST(Gather, MismatchOutsideDimIsAnError) {
 TEST(Gather, ScalarsBecomeAVectorWithOneWarning) {
   std::vector<std::string> warnings;
   auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  reset_warn_once();  // an earlier test in this process may have given the warning already
   auto g =
       gather({{Tensor::scalar<float>(1)}, {Tensor::scalar<float>(2)}, {Tensor::scalar<float>(3)}},
              Device::cpu(0), 0);
@@ -122,7 +123,22 @@ TEST(Gather, ScalarsBecomeAVectorWithOneWarning) {
   set_warning_handler(previous);
   EXPECT_EQ(g[0].shape(), (Shape{3}));
   EXPECT_EQ(g[0].data<float>()[2], 3.0f);
-  ASSERT_LE(warnings.size(), 1u);  // once per process; an earlier test may have used it
+  EXPECT_EQ(warnings, (std::vector<std::string>{
+                          "was asked to gather along dimension 0, but all input tensors were "
+                          "scalars; will instead unsqueeze and return a vector"}));
+}
+
+TEST(Warnings, WarnOnceGivesEachKeyOnceUntilReset) {
+  std::vector<std::string> warnings;
+  auto previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  reset_warn_once();
+  warn_once("test.a", "first a");
+  warn_once("test.a", "second a");
+  warn_once("test.b", "first b");
+  reset_warn_once();
+  warn_once("test.a", "third a");
+  set_warning_handler(previous);
+  EXPECT_EQ(warnings, (std::vector<std::string>{"first a", "first b", "third a"}));
 }
 
 }  // namespace
