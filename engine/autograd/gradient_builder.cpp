@@ -23,6 +23,12 @@ Attribute grad_attr_ints(std::vector<int64_t> v) {
   a.ints = std::move(v);
   return a;
 }
+Attribute grad_attr_string(std::string v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = std::move(v);
+  return a;
+}
 Attribute grad_attr_tensor(Tensor t) {
   Attribute a;
   a.kind = Attribute::Kind::Tensor;
@@ -132,11 +138,11 @@ class GradientBuilder {
     if (p == producer_.end() || depth > 256) return std::nullopt;
     const Node& node = graph_.nodes[p->second];
     static const std::set<std::string> same_shape = {
-        "Neg",        "Relu",       "Sigmoid",   "Tanh", "Exp", "Log", "Sqrt",
-        "Identity",   "Cast",       "Abs",       "Erf",  "Sin", "Cos", "Softmax",
-        "LogSoftmax", "Reciprocal", "LeakyRelu", "Elu",  "Gelu"};
-    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul", "Div", "Pow",
-                                                       "Sum", "Max", "Min", "Mean"};
+        "Neg",        "Relu",       "Sigmoid",   "Tanh", "Exp",  "Log",      "Sqrt",
+        "Identity",   "Cast",       "Abs",       "Erf",  "Sin",  "Cos",      "Softmax",
+        "LogSoftmax", "Reciprocal", "LeakyRelu", "Elu",  "Gelu", "Softplus", "LayerNormalization"};
+    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul", "Div",  "Pow",
+                                                       "Sum", "Max", "Min", "Mean", "Where"};
     std::optional<SymbolicShape> result;
     if (same_shape.count(node.op_type) && node.outputs[0] == value && !node.inputs.empty()) {
       result = try_shape(node.inputs[0], depth + 1);
@@ -158,30 +164,61 @@ class GradientBuilder {
     auto p = producer_.find(value);
     if (p == producer_.end() || depth > 256) return std::nullopt;
     const Node& node = graph_.nodes[p->second];
-    std::optional<DType> result;
-    static const std::set<std::string> int64_ops = {"Shape", "Size", "NonZero", "ArgMax", "ArgMin"};
+    auto pos = std::find(node.outputs.begin(), node.outputs.end(), value);
+    auto result = output_dtype(node, static_cast<size_t>(pos - node.outputs.begin()), depth);
+    if (result) dtype_cache_[value] = *result;
+    return result;
+  }
+
+  /// The element type of output `index` of `node` by its op's type rule: a fixed type, an
+  /// attribute, or the type of the input that carries the values (the first one by default).
+  /// nullopt where it cannot be told, so the value is assumed differentiable.
+  std::optional<DType> output_dtype(const Node& node, size_t index, int depth) const {
+    static const std::set<std::string> subgraph_ops = {"If", "Loop", "Scan"};
+    static const std::map<std::string, size_t> value_input = {
+        {"Where", 1}, {"CastLike", 1}, {"OneHot", 2}, {"DequantizeLinear", 1}};
+    const std::string& op = node.op_type;
+    if (auto fixed = fixed_dtype(node, index)) return fixed;
+    if (op == "QuantizeLinear" && (node.inputs.size() < 3 || node.inputs[2].empty()))
+      return DType::UInt8;
+    if (op == "QuantizeLinear") return try_dtype(node.inputs[2], depth + 1);
+    if (op == "LayerNormalization" && index > 0) {
+      // Mean and InvStdDev: float32 (float64 for float64 inputs, as the kernel keeps them).
+      auto x = node.inputs.empty() ? std::nullopt : try_dtype(node.inputs[0], depth + 1);
+      return x == DType::Float64 ? DType::Float64 : DType::Float32;
+    }
+    if (subgraph_ops.count(op)) return std::nullopt;
+    size_t from = 0;
+    if (auto it = value_input.find(op); it != value_input.end()) from = it->second;
+    for (size_t i = from; i < node.inputs.size(); ++i)
+      if (!node.inputs[i].empty()) return try_dtype(node.inputs[i], depth + 1);
+    return std::nullopt;
+  }
+
+  /// Output types that do not depend on the inputs' types.
+  static std::optional<DType> fixed_dtype(const Node& node, size_t index) {
+    static const std::set<std::string> int64_ops = {"Shape",  "Size",   "NonZero",
+                                                    "ArgMax", "ArgMin", "NonMaxSuppression"};
+    // Ops whose outputs after the first are int64 indices.
+    static const std::set<std::string> int64_tail_ops = {"TopK", "MaxPool", "Unique"};
     static const std::set<std::string> bool_ops = {
         "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
         "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
-    if (node.op_type == "Cast") {
-      result = static_cast<DType>(node.attr_int("to"));
-    } else if (int64_ops.count(node.op_type)) {
-      result = DType::Int64;
-    } else if (bool_ops.count(node.op_type)) {
-      result = DType::Bool;
-    } else if (node.op_type == "Constant" && node.has_attr("value")) {
-      result = node.attr_tensor("value").dtype();
-    } else if (node.op_type == "ConstantOfShape") {
-      result = node.has_attr("value") ? node.attr_tensor("value").dtype() : DType::Float32;
-    } else {
-      for (const auto& in : node.inputs)
-        if (!in.empty()) {
-          result = try_dtype(in, depth + 1);
-          break;
-        }
-    }
-    if (result) dtype_cache_[value] = *result;
-    return result;
+    static const std::set<std::string> dtype_attr_ops = {
+        "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+        "EyeLike",      "Bernoulli",     "Multinomial"};
+    const std::string& op = node.op_type;
+    if (op == "Cast") return static_cast<DType>(node.attr_int("to"));
+    if (int64_ops.count(op) || (index > 0 && int64_tail_ops.count(op))) return DType::Int64;
+    if (bool_ops.count(op) || (op == "Dropout" && index == 1)) return DType::Bool;
+    if (op == "MatMulInteger" || op == "ConvInteger") return DType::Int32;
+    if (op == "Constant" && node.has_attr("value")) return node.attr_tensor("value").dtype();
+    if (op == "ConstantOfShape")
+      return node.has_attr("value") ? node.attr_tensor("value").dtype() : DType::Float32;
+    if (dtype_attr_ops.count(op) && node.has_attr("dtype"))
+      return static_cast<DType>(node.attr_int("dtype"));
+    if (op == "Multinomial") return DType::Int32;  // its default dtype
+    return std::nullopt;
   }
 
   std::optional<Tensor> constant_value(const std::string& value) const {
@@ -211,7 +248,11 @@ class GradientBuilder {
   }
 
   bool wants_gradient(const std::string& value) const {
-    if (value.empty() || !depends_on_x_.count(value)) return false;
+    return !value.empty() && depends_on_x_.count(value) && may_be_floating(value);
+  }
+
+  // Only floating values carry gradients; an unknown type is assumed floating.
+  bool may_be_floating(const std::string& value) const {
     auto dt = try_dtype(value);
     return !dt || is_floating(*dt);
   }
@@ -266,7 +307,9 @@ GradientResult GradientBuilder::run() {
     }
   }
 
-  // Values on a path from some x.
+  // Values on a differentiable path from some x. Integer and bool values cut the path (Shape,
+  // Equal, ArgMax, Cast to int...): nothing flows back through them, so the nodes that read or
+  // produce only such values need no rule.
   depends_on_x_ = xs;
   std::vector<bool> active(graph_.nodes.size(), false);
   for (size_t n : order) {
@@ -276,7 +319,7 @@ GradientResult GradientBuilder::run() {
     if (!any) continue;
     active[n] = true;
     for (const auto& out : node.outputs)
-      if (!out.empty() && !xs.count(out)) depends_on_x_.insert(out);
+      if (!out.empty() && !xs.count(out) && may_be_floating(out)) depends_on_x_.insert(out);
   }
 
   // Seed dL/dy.

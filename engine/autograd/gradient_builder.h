@@ -4,6 +4,10 @@
 // backward pass as ordinary ONNX nodes (default domain). Appending them to the forward graph
 // gives a training graph that any ONNX engine can run.
 //
+// Only floating values carry gradients: integer and bool values (Shape, Equal, Gather's
+// indices, Cast to int...) cut the path, so the nodes that produce them need no rule and the
+// integer inputs of a node (indices, shapes, conditions) get no gradient.
+//
 // Emitted nodes target the graph's ai.onnx opset (ops whose signature changed across versions,
 // such as ReduceSum or Unsqueeze, are emitted in the form of that opset). Static shapes from
 // Graph::value_types decide broadcasting reductions at build time where they can; otherwise a
@@ -51,6 +55,7 @@ GradientResult build_gradient(const Graph& graph, const GradientSpec& spec);
 Attribute grad_attr_int(int64_t v);
 Attribute grad_attr_float(float v);
 Attribute grad_attr_ints(std::vector<int64_t> v);
+Attribute grad_attr_string(std::string v);
 Attribute grad_attr_tensor(Tensor t);
 
 class GradientBuilder;

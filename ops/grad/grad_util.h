@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the gradient rules.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,12 @@ inline ReduceAxes reduce_axes(GradientContext& ctx) {
 }
 
 /// Broadcasts the gradient of a Reduce* output back over the input's shape (the shared part
-/// of ReduceSum and ReduceMean).
-inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r) {
+/// of the Reduce* rules); `value` (default GO(0)) may be another value shaped like the output,
+/// such as the output itself.
+inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r,
+                                       std::string value = {}) {
   const std::string& x = ctx.I(0);
-  std::string g = ctx.GO(0);
+  std::string g = value.empty() ? ctx.GO(0) : value;
   if (r.identity) return ctx.emit("Identity", {g});
   bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
   std::string x_dims = ctx.emit("Shape", {x});
@@ -75,6 +78,35 @@ inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r
   }
   // With every axis reduced and keepdims=0, g is a scalar and broadcasts as it is.
   return ctx.emit("Expand", {g, x_dims});
+}
+
+/// A Reduce* node over static axes (every axis when empty) in the form of the emitted opset:
+/// axes as an attribute before opset 13 (ReduceSum) or 18 (the other reductions), as an input
+/// from then on.
+inline std::string reduce(GradientContext& ctx, const std::string& op, const std::string& x,
+                          const std::vector<int64_t>& axes, bool keepdims) {
+  std::map<std::string, Attribute> attrs{{"keepdims", grad_attr_int(keepdims ? 1 : 0)}};
+  if (axes.empty()) return ctx.emit(op, {x}, attrs);
+  if (ctx.onnx_opset() < (op == "ReduceSum" ? 13 : 18)) {
+    attrs["axes"] = grad_attr_ints(axes);
+    return ctx.emit(op, {x}, attrs);
+  }
+  return ctx.emit(op, {x, ctx.ints(axes)}, attrs);
+}
+
+/// Zeros of `dtype` with the runtime shape `dims` (a 1-D int64 value; ConstantOfShape, opset 9).
+inline std::string zeros_of_shape(GradientContext& ctx, const std::string& dims, DType dtype) {
+  if (ctx.onnx_opset() < 9) ctx.fail("building zeros needs ai.onnx opset >= 9");
+  Tensor zero = visit_numeric_dtype(dtype, [](auto tag) {
+    using T = decltype(tag);
+    return Tensor::scalar<T>(static_cast<T>(0.0)).reshape({1});
+  });
+  return ctx.emit("ConstantOfShape", {dims}, {{"value", grad_attr_tensor(zero)}});
+}
+
+/// Zeros shaped like `like`, of `like`'s element type.
+inline std::string zeros_like(GradientContext& ctx, const std::string& like) {
+  return zeros_of_shape(ctx, ctx.emit("Shape", {like}), ctx.dtype_of(like));
 }
 
 /// Softmax-family helpers: before opset 13 the op works on the input coerced to 2-D at
