@@ -2,6 +2,7 @@
 // Shared pieces of the gradient rules.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,32 @@ struct SoftmaxAxis {
 inline SoftmaxAxis softmax_axis(GradientContext& ctx) {
   if (ctx.opset() < 13) return {ctx.node().attr_int("axis", 1), true};
   return {ctx.node().attr_int("axis", -1), false};
+}
+
+/// The sizes of `v`'s axes from `first` on, when every one of them is known at build time (a
+/// constant, or a declared shape); nullopt otherwise.
+inline std::optional<std::vector<int64_t>> static_dims(GradientContext& ctx, const std::string& v,
+                                                       size_t first = 0) {
+  SymbolicShape shape;
+  if (auto c = ctx.constant_value(v)) {
+    for (int64_t d : c->shape()) shape.push_back(Dim::known(d));
+  } else if (auto t = ctx.type_of(v); t && t->shape) {
+    shape = *t->shape;
+  } else {
+    return std::nullopt;
+  }
+  if (first > shape.size()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (size_t i = first; i < shape.size(); ++i) {
+    if (!shape[i].is_known()) return std::nullopt;
+    dims.push_back(shape[i].value);
+  }
+  return dims;
+}
+
+/// The sum of every element of `x` as a 0-d value (ReduceSum without axes, at any opset).
+inline std::string sum_all(GradientContext& ctx, const std::string& x) {
+  return ctx.emit("ReduceSum", {x}, {{"keepdims", grad_attr_int(0)}});
 }
 
 }  // namespace dprun::grad
