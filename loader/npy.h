@@ -6,13 +6,21 @@
 
 namespace dprun {
 
-/// Reads a .npy file into a CPU tensor. Throws Error naming the file for a missing file, a bad
-/// magic/header, Fortran order, an unsupported dtype, big-endian data or a short payload.
+/// Reads a .npy file into a CPU tensor. Numbers and bools of every width numpy writes are
+/// read as they are. numpy's fixed-width strings become String tensors: '|S<n>' bytes as
+/// they are, '<U<n>' (and big-endian '>U<n>') UTF-32 converted to UTF-8; trailing NULs are
+/// dropped from each element, as numpy does. Raw 2-byte void data ('V2', how ml_dtypes'
+/// bfloat16 arrays are saved) is read as its uint16 bits. Throws Error naming the file for a
+/// missing file, a bad magic/header, Fortran order, an unsupported dtype, other big-endian
+/// data, a code point that is not a Unicode character, or a short payload.
 Tensor read_npy(const std::string& path);
 /// Parses .npy bytes held in memory; `what` names the source in error messages.
 Tensor parse_npy(const std::string& bytes, const std::string& what);
-/// Writes `tensor` as a version 1.0 .npy file (bfloat16, which numpy lacks, is written as
-/// float32). Writes to a temporary file and renames it, so no half-written file remains.
+/// Writes `tensor` as a version 1.0 .npy file. bfloat16, which numpy lacks, is written as
+/// float32. String tensors are written as numpy writes str arrays, '<U<n>' with n the longest
+/// element in code points, or as '|S<n>' bytes when an element is not valid UTF-8; as in
+/// numpy, trailing NULs of an element do not survive. Writes to a temporary file and renames
+/// it, so no half-written file remains.
 void write_npy(const Tensor& tensor, const std::string& path);
 /// The .npy bytes of `tensor`.
 std::string serialize_npy(const Tensor& tensor);

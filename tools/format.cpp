@@ -13,6 +13,10 @@ std::string preview_values(const Tensor& tensor, int64_t count) {
   out << '[';
   int64_t n = std::min(count, host.numel());
   for (int64_t i = 0; i < n; ++i) {
+    if (host.dtype() == DType::String) {
+      out << (i ? ", " : "") << json_string(host.data<std::string>()[i]);
+      continue;
+    }
     double v = host.item_as_double(i);
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.6g", v);

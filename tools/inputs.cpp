@@ -1,5 +1,6 @@
 #include "tools/inputs.h"
 
+#include <cstring>
 #include <random>
 
 #include "loader/npy.h"
@@ -39,6 +40,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
+Tensor as_declared(const Tensor& t, DType declared) {
+  if (declared != DType::BFloat16 || t.dtype() != DType::UInt16) return t;
+  Tensor out = Tensor::empty(t.shape(), DType::BFloat16);
+  std::memcpy(out.raw_data(), t.raw_data(), t.nbytes());
+  return out;
+}
+
 Shape concrete_shape(const TensorType& type, const InputOptions& options) {
   Shape shape;
   if (!type.shape) return shape;
@@ -74,8 +82,9 @@ std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& optio
                                      static_cast<uint32_t>(1234 + i)));
       continue;
     }
-    Tensor t = ends_with(file->second, ".pb") ? read_tensor_proto_file(file->second)
-                                              : read_npy(file->second);
+    Tensor t = as_declared(ends_with(file->second, ".pb") ? read_tensor_proto_file(file->second)
+                                                          : read_npy(file->second),
+                           types[i].dtype);
     check_input({names[i], types[i]}, t);
     inputs.push_back(t);
   }

@@ -30,7 +30,9 @@ run and bench options:
   --split-policy P       chunk (torch.chunk sizes, default) | even | weighted
   --weights W0,W1,...    device weights for --split-policy weighted (default: measured)
   --threads N            intra-op threads per device (default: the device's core share)
-  --input NAME=FILE      input from a .npy file (or an ONNX TensorProto .pb); repeatable
+  --input NAME=FILE      input from a .npy file (numbers, bool, '|S'/'<U' strings; a 2-byte
+                         '<u2'/'V2' file for a bfloat16 input) or an ONNX TensorProto .pb;
+                         repeatable
   --batch N              size of symbolic leading dims of generated inputs (default 1)
   --symbol NAME=N        size of another symbolic dim of generated inputs; repeatable
 run only:
@@ -68,6 +70,9 @@ conformance options:
   --expected FILE        fail (exit 1) if a test listed in FILE does not pass
   --write-passing FILE   write the names of passing tests to FILE
   --verbose              print every test's result
+  --via-cli              run each test through this executable (dprun MODEL --input NAME=FILE.npy
+                         ... --output-dir DIR) instead of in this process
+  --jobs N               with --via-cli, run N tests at once (default 1)
 
 exit status: 0 success, 1 runtime error, 2 usage error
 )";

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "loader/npy.h"
 
@@ -72,6 +76,125 @@ TEST(Npy, RejectsBadFilesWithClearErrors) {
                "truncated");
   expect_error(header_bytes("{'fortran_order': False, 'shape': (3,), }", 12), "descr");
   EXPECT_THROW(read_npy("/nonexistent/file.npy"), Error);
+}
+
+using Strings = std::vector<std::string>;
+
+// A fixture written by numpy (tests/data/npy/make_fixtures.py).
+std::string fixture(const std::string& name) {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  return std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/tests/data/npy/" + name + ".npy";
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Strings strings_of(const Tensor& t) {
+  return Strings(t.data<std::string>(), t.data<std::string>() + t.numel());
+}
+
+Tensor strings(Shape shape, Strings values) {
+  return Tensor::from_vector<std::string>(std::move(shape), values);
+}
+
+std::string error_of(const std::string& bytes) {
+  try {
+    parse_npy(bytes, "x.npy");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(NpyStrings, ReadsNumpyStrArraysAsUtf8) {
+  Tensor t = read_npy(fixture("str_1d"));
+  EXPECT_EQ(t.dtype(), DType::String);
+  EXPECT_EQ(t.shape(), (Shape{2}));
+  EXPECT_EQ(strings_of(t), (Strings{"ab", "c\xC3\xA9"}));
+  t = read_npy(fixture("str_2d"));
+  EXPECT_EQ(t.shape(), (Shape{2, 2}));
+  EXPECT_EQ(strings_of(t), (Strings{"a", "bb", "\xE2\x82\xAC", "\xF0\x9F\x98\x80x"}));
+  t = read_npy(fixture("str_0d"));
+  EXPECT_EQ(t.shape(), (Shape{}));
+  EXPECT_EQ(strings_of(t), (Strings{"h\xC3\xA9llo"}));
+  t = read_npy(fixture("str_empty"));
+  EXPECT_EQ(strings_of(t), (Strings{"", std::string("a\0b", 3), ""}));
+  t = read_npy(fixture("str_none"));
+  EXPECT_EQ(t.dtype(), DType::String);
+  EXPECT_EQ(t.shape(), (Shape{2, 0}));
+  EXPECT_EQ(strings_of(read_npy(fixture("str_big_endian"))), (Strings{"ab", "c\xC3\xA9"}));
+}
+
+TEST(NpyStrings, ReadsNumpyBytesArraysAsTheyAre) {
+  Tensor t = read_npy(fixture("bytes_1d"));
+  EXPECT_EQ(t.dtype(), DType::String);
+  EXPECT_EQ(strings_of(t), (Strings{"ab", std::string("c\0d", 3), ""}));
+  EXPECT_EQ(strings_of(read_npy(fixture("bytes_not_utf8"))), (Strings{"\xFF", "ab"}));
+}
+
+TEST(NpyStrings, WritesTheBytesNumpyWrites) {
+  EXPECT_EQ(serialize_npy(strings({2}, {"ab", "c\xC3\xA9"})), file_bytes(fixture("str_1d")));
+  EXPECT_EQ(serialize_npy(strings({2, 2}, {"a", "bb", "\xE2\x82\xAC", "\xF0\x9F\x98\x80x"})),
+            file_bytes(fixture("str_2d")));
+  EXPECT_EQ(serialize_npy(strings({}, {"h\xC3\xA9llo"})), file_bytes(fixture("str_0d")));
+  EXPECT_EQ(serialize_npy(strings({3}, {"", std::string("a\0b", 3), ""})),
+            file_bytes(fixture("str_empty")));
+  EXPECT_EQ(serialize_npy(strings({2, 0}, {})), file_bytes(fixture("str_none")));
+  EXPECT_EQ(serialize_npy(strings({2}, {"\xFF", "ab"})), file_bytes(fixture("bytes_not_utf8")));
+}
+
+TEST(NpyStrings, RoundTripsStrings) {
+  std::vector<Tensor> cases = {
+      strings({2, 3}, {"", "a", "caf\xC3\xA9", "\xE2\x82\xAC\xF0\x9F\x98\x80", "", "longer one"}),
+      strings({}, {""}), strings({1}, {std::string("in\0side", 7)}),
+      strings({2}, {"\xC3", "not UTF-8 above"}), strings({0, 4}, {})};
+  for (const Tensor& t : cases) {
+    Tensor back = parse_npy(serialize_npy(t), "mem");
+    EXPECT_EQ(back.dtype(), DType::String);
+    EXPECT_EQ(back.shape(), t.shape());
+    EXPECT_EQ(strings_of(back), strings_of(t));
+  }
+  EXPECT_NE(serialize_npy(cases[0]).find("'descr': '<U10'"), std::string::npos);
+  EXPECT_NE(serialize_npy(cases[1]).find("'descr': '<U1', 'fortran_order': False, 'shape': ()"),
+            std::string::npos);
+  EXPECT_NE(serialize_npy(cases[3]).find("'descr': '|S15'"), std::string::npos);
+}
+
+TEST(NpyStrings, RejectsWhatIsNotText) {
+  EXPECT_EQ(error_of(header_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", 0) +
+                     std::string("\x00\x00\x11\x00", 4)),
+            "x.npy: element 0 of the .npy string array holds U+110000, which is not a Unicode "
+            "character");
+  EXPECT_EQ(error_of(header_bytes("{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", 0) +
+                     std::string("a\0\0\0\x00\xD8\0\0", 8)),
+            "x.npy: element 0 of the .npy string array holds U+D800, which is not a Unicode "
+            "character");
+  EXPECT_EQ(error_of(header_bytes("{'descr': '|U2', 'fortran_order': False, 'shape': (1,), }", 8)),
+            "x.npy: unsupported .npy dtype '|U2'");
+  EXPECT_EQ(error_of(header_bytes("{'descr': '|Sx', 'fortran_order': False, 'shape': (1,), }", 8)),
+            "x.npy: unsupported .npy dtype '|Sx'");
+  EXPECT_EQ(error_of(header_bytes("{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", 8)),
+            "x.npy: truncated .npy data: 8 bytes for shape [2] of string (16 needed)");
+}
+
+TEST(Npy, ReadsTwoByteVoidAndUInt16AsBits) {
+  const std::vector<uint16_t> bits = {0x3FC0, 0xC000, 0x7F80, 0x0001, 0x7FC1, 0x3F81};
+  for (const char* name : {"bfloat16_u2", "bfloat16_v2"}) {
+    Tensor t = read_npy(fixture(name));
+    EXPECT_EQ(t.dtype(), DType::UInt16) << name;
+    EXPECT_EQ(std::vector<uint16_t>(t.data<uint16_t>(), t.data<uint16_t>() + t.numel()), bits)
+        << name;
+  }
+  // ml_dtypes' bfloat16 arrays are saved as '<V2'.
+  Tensor t = parse_npy(
+      header_bytes("{'descr': '<V2', 'fortran_order': False, 'shape': (1,), }", 0) + "\xC0\x3F",
+      "mem");
+  EXPECT_EQ(t.dtype(), DType::UInt16);
+  EXPECT_EQ(t.data<uint16_t>()[0], 0x3FC0);
+  EXPECT_EQ(error_of(header_bytes("{'descr': '|V4', 'fortran_order': False, 'shape': (1,), }", 4)),
+            "x.npy: unsupported .npy dtype '|V4'");
 }
 
 TEST(Npy, WriteLeavesNoTemporaryBehind) {
