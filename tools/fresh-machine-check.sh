@@ -55,8 +55,9 @@ Usage: tools/fresh-machine-check.sh [--keep] [--help]
 Builds a bare Debian 12 root with debootstrap (variant $variant), clones HEAD into it and
 runs README.md's two Quick start commands inside a chroot: install the dependencies, build,
 run models/cnn.onnx on every device, then build and run ctest. Proves that a fresh machine
-needs nothing beyond what the README says. Takes about 20-40 minutes on 2 cores. Must run
-as root. Uncommitted changes are not part of the check: commit first.
+needs nothing beyond what the README says. Takes about 9 minutes on 2 idle cores, 20 or
+more on busy ones. Must run as root. Uncommitted changes are not part of the check:
+commit first.
 
 Options:
   --keep    keep the root for inspection (printed at the end); mounts are still removed
