@@ -94,6 +94,23 @@ void name_dropout_masks(Graph& graph) {
     }
 }
 
+bool name_is_used(const Graph& graph, const std::string& name) {
+  if (graph.initializers.count(name) || graph.value_types.count(name)) return true;
+  for (const auto& in : graph.inputs)
+    if (in.name == name) return true;
+  for (const auto& node : graph.nodes)
+    for (const auto& out : node.outputs)
+      if (out == name) return true;
+  return false;
+}
+
+/// `base`, or `base_1`, `base_2`, ... : the first name no value of `graph` has.
+std::string unused_name(const Graph& graph, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; name_is_used(graph, name); ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 Node make_node(const std::string& op, std::vector<std::string> inputs, std::string output) {
   Node n;
   n.name = "train/" + output;
@@ -127,10 +144,10 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
          " no gradient rule: ", list.str());
   }
 
-  // loss = mean loss * loss_weight; its gradient is what the replicas sum.
-  for (const auto& in : graph->inputs)
-    DPRUN_CHECK(in.name != result.loss_weight && in.name != result.loss,
-                "the model already has an input named '", in.name, "'");
+  // loss = mean loss * loss_weight; its gradient is what the replicas sum. The names avoid
+  // the model's own values (a model may already call its output "loss").
+  result.loss = unused_name(*graph, "loss");
+  result.loss_weight = unused_name(*graph, "loss_weight");
   graph->inputs.push_back({result.loss_weight, TensorType{loss.dtype, SymbolicShape{}}});
   graph->nodes.push_back(make_node("Mul", {loss.loss, result.loss_weight}, result.loss));
   graph->value_types[result.loss] = TensorType{loss.dtype, SymbolicShape{}};
