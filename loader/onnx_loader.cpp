@@ -36,6 +36,29 @@ void check_opsets(const onnx::ModelProto& model) {
   }
 }
 
+// Fills the graph's value_info with ONNX's shape inference. Data propagation is on: it
+// computes shape tensors built from Shape, Gather, Concat, ... so that a Reshape to such a
+// tensor gets an output shape. Without it ONNX 1.12 gives that Reshape no shape at all, not
+// even a rank, and everything computed from it (a transformer's attention heads, every layer
+// after them) stays unknown. If data propagation fails, inference runs again without it from
+// the original value_info. Types are a help (kernel choice, gradient building), not a
+// requirement: kernels check shapes at run time, so a failing inference is not an error.
+void infer_shapes(onnx::ModelProto& model) {
+  const auto original = model.graph().value_info();
+  try {
+    onnx::ShapeInferenceOptions data_propagation(false, 0, true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), data_propagation);
+    return;
+  } catch (const std::exception&) {
+    *model.mutable_graph()->mutable_value_info() = original;
+  }
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception&) {
+    *model.mutable_graph()->mutable_value_info() = original;
+  }
+}
+
 bool uses_external_data(const onnx::GraphProto& graph) {
   for (const auto& t : graph.initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
@@ -58,13 +81,7 @@ std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_
       fail("the ONNX checker rejects the model: ", one_line(e.what()));
     }
   }
-  if (options.run_shape_inference) {
-    try {
-      onnx::shape_inference::InferShapes(model);
-    } catch (const std::exception&) {
-      // Types are a help for kernel choice, not a requirement: kernels check shapes at run time.
-    }
-  }
+  if (options.run_shape_inference) infer_shapes(model);
   std::map<std::string, int64_t> opsets;
   for (const auto& op : model.opset_import()) opsets[canonical_domain(op.domain())] = op.version();
   if (!opsets.count("")) opsets[""] = 1;

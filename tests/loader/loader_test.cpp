@@ -100,6 +100,80 @@ TEST_F(LoaderTest, SymbolicDimsAndTypesSurvive) {
   EXPECT_EQ(graph->opset(""), 13);
 }
 
+// Shape inference runs with data propagation: a Reshape to a shape computed from Shape,
+// Gather and Concat gets an output shape (ONNX 1.12 gives it none otherwise, not even a rank),
+// and so does the LayerNormalization after it.
+TEST_F(LoaderTest, ShapeInferencePropagatesComputedShapes) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_value(6);
+  // The graph output is the element count, so y's shape can only come from inference.
+  g->add_output()->set_name("count");
+  auto* out_type = g->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  out_type->set_elem_type(onnx::TensorProto::INT64);
+  out_type->mutable_shape();
+  auto add_node = [&](const std::string& op, std::vector<std::string> inputs,
+                      const std::string& output) {
+    auto* n = g->add_node();
+    n->set_name(output);
+    n->set_op_type(op);
+    for (const auto& i : inputs) n->add_input(i);
+    n->add_output(output);
+    return n;
+  };
+  auto add_ints = [&](const std::string& name, std::vector<int64_t> dims,
+                      std::vector<int64_t> values) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+  };
+  auto add_floats = [&](const std::string& name, float value) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(3);
+    for (int i = 0; i < 3; ++i) t->add_float_data(value);
+  };
+  add_ints("zero", {}, {0});
+  add_ints("axes", {1}, {0});
+  add_ints("tail", {2}, {2, 3});
+  add_floats("scale", 1.0f);
+  add_floats("bias", 0.0f);
+  add_node("Shape", {"x"}, "dims");
+  add_node("Gather", {"dims", "zero"}, "n");
+  add_node("Unsqueeze", {"n", "axes"}, "n1");
+  auto* concat = add_node("Concat", {"n1", "tail"}, "shape");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  add_node("Reshape", {"x", "shape"}, "r");
+  add_node("LayerNormalization", {"r", "scale", "bias"}, "y");
+  add_node("Size", {"y"}, "count");
+  write(path("m.onnx"), m.SerializeAsString());
+
+  auto graph = load_graph(path("m.onnx"));
+  for (const std::string value : {"r", "y"}) {
+    auto type = graph->type_of(value);
+    ASSERT_TRUE(type && type->shape) << value;
+    const SymbolicShape& shape = *type->shape;
+    ASSERT_EQ(shape.size(), 3u) << value;
+    EXPECT_EQ(shape[0].symbol, "batch") << value;
+    EXPECT_EQ(shape[1].value, 2) << value;
+    EXPECT_EQ(shape[2].value, 3) << value;
+  }
+}
+
 TEST_F(LoaderTest, CheckerRejectsUndefinedValue) {
   auto m = identity_model();
   m.mutable_graph()->mutable_node(0)->set_input(0, "undefined_value");
