@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/autograd/shape_propagation.h"
+
 namespace dprun {
 
 Attribute grad_attr_int(int64_t v) {
@@ -44,28 +46,6 @@ Tensor scalar_tensor(double v, DType dtype) {
     using T = decltype(tag);
     return Tensor::scalar<T>(static_cast<T>(v));
   });
-}
-
-bool same_dim(const Dim& a, const Dim& b) {
-  if (a.is_known() || b.is_known()) return a.is_known() && b.is_known() && a.value == b.value;
-  return !a.symbol.empty() && a.symbol == b.symbol;
-}
-
-// numpy broadcasting of declared shapes; nullopt when a dimension cannot be told statically.
-std::optional<SymbolicShape> broadcast_symbolic(const SymbolicShape& a, const SymbolicShape& b) {
-  size_t rank = std::max(a.size(), b.size());
-  SymbolicShape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const Dim* da = i + a.size() >= rank ? &a[i + a.size() - rank] : nullptr;
-    const Dim* db = i + b.size() >= rank ? &b[i + b.size() - rank] : nullptr;
-    if (!da || (db && da->is_known() && da->value == 1))
-      out[i] = *db;
-    else if (!db || (db->is_known() && db->value == 1) || same_dim(*da, *db))
-      out[i] = *da;
-    else
-      return std::nullopt;
-  }
-  return out;
 }
 
 }  // namespace
@@ -118,8 +98,9 @@ class GradientBuilder {
     return outs;
   }
 
-  /// The declared type, with the shape filled in by propagation through elementwise ops when
-  /// the graph carries none (a graph without shape inference).
+  /// The declared type, with the shape filled in by propagate_shape from the producer's
+  /// inputs when the graph carries none (a graph without shape inference, or a value that
+  /// inference left unknown).
   std::optional<TensorType> type_of(const std::string& value) const {
     std::optional<TensorType> t = graph_.type_of(value);
     if (t && t->shape) return t;
@@ -137,24 +118,18 @@ class GradientBuilder {
     auto p = producer_.find(value);
     if (p == producer_.end() || depth > 256) return std::nullopt;
     const Node& node = graph_.nodes[p->second];
-    static const std::set<std::string> same_shape = {
-        "Neg",        "Relu",       "Sigmoid",   "Tanh", "Exp",  "Log",      "Sqrt",
-        "Identity",   "Cast",       "Abs",       "Erf",  "Sin",  "Cos",      "Softmax",
-        "LogSoftmax", "Reciprocal", "LeakyRelu", "Elu",  "Gelu", "Softplus", "LayerNormalization"};
-    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul", "Div",  "Pow",
-                                                       "Sum", "Max", "Min", "Mean", "Where"};
-    std::optional<SymbolicShape> result;
-    if (same_shape.count(node.op_type) && node.outputs[0] == value && !node.inputs.empty()) {
-      result = try_shape(node.inputs[0], depth + 1);
-    } else if (broadcasting.count(node.op_type) && !node.has_attr("broadcast")) {
-      for (const auto& in : node.inputs) {
-        auto s = in.empty() ? std::nullopt : try_shape(in, depth + 1);
-        if (!s) return std::nullopt;
-        result = result ? broadcast_symbolic(*result, *s) : s;
-        if (!result) return std::nullopt;
-      }
-    }
-    if (result) shape_cache_[value] = *result;
+    auto pos = std::find(node.outputs.begin(), node.outputs.end(), value);
+    ShapeSource source{[&](const std::string& v) -> std::optional<SymbolicShape> {
+                         if (auto c = constant_value(v)) {
+                           SymbolicShape s;
+                           for (int64_t d : c->shape()) s.push_back(Dim::known(d));
+                           return s;
+                         }
+                         return try_shape(v, depth + 1);
+                       },
+                       [&](const std::string& v) { return constant_value(v); }};
+    auto result = propagate_shape(node, static_cast<size_t>(pos - node.outputs.begin()), source);
+    shape_cache_[value] = result;  // unknown too: a value may be asked for again and again
     return result;
   }
 
@@ -262,7 +237,7 @@ class GradientBuilder {
   std::unordered_map<std::string, size_t> producer_;
   std::unordered_set<std::string> used_, graph_inputs_, depends_on_x_;
   mutable std::unordered_map<std::string, DType> dtype_cache_;
-  mutable std::unordered_map<std::string, SymbolicShape> shape_cache_;
+  mutable std::unordered_map<std::string, std::optional<SymbolicShape>> shape_cache_;
   std::unordered_map<std::string, std::vector<std::string>> grads_;
   std::vector<Node> nodes_;
   size_t counter_ = 0;

@@ -11,7 +11,9 @@
 // Emitted nodes target the graph's ai.onnx opset (ops whose signature changed across versions,
 // such as ReduceSum or Unsqueeze, are emitted in the form of that opset). Static shapes from
 // Graph::value_types decide broadcasting reductions at build time where they can; otherwise a
-// Shape/NonZero/ReduceSum composition decides them at run time (needs opset 13).
+// Shape/NonZero/ReduceSum composition decides them at run time (needs opset 13). A value
+// without a declared shape gets one, or at least a rank, from its producer's inputs
+// (engine/autograd/shape_propagation.h).
 #include <map>
 #include <optional>
 #include <string>

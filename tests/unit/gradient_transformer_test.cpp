@@ -127,6 +127,31 @@ DPRUN_GRADIENT_CASE(LayerNormalization, LayerNormStatisticsOutputs) {
                   Decl::Symbolic);
 }
 
+DPRUN_GRADIENT_CASE(LayerNormalization, LayerNormAfterComputedReshape) {
+  // GPT's attention heads: a Reshape to a shape computed from Shape, Gather, Unsqueeze and
+  // Concat, a LayerNormalization, then a MatMul whose rule needs its input's rank. The graph
+  // carries no inferred types: the builder works the ranks out from the producers, starting
+  // from x's declared rank.
+  Input zero{"zero", Tensor::from_vector<int64_t>({}, {0}), true};
+  Input axes{"axes", Tensor::from_vector<int64_t>({1}, {0}), true};
+  Input tail{"tail", Tensor::from_vector<int64_t>({2}, {2, 3}), true};
+  std::vector<Node> nodes = {node("Shape", {"x"}, {"dims"}),
+                             node("Gather", {"dims", "zero"}, {"n"}),
+                             node("Unsqueeze", {"n", "axes"}, {"n1"}),
+                             node("Concat", {"n1", "tail"}, {"shape"}, {{"axis", int_attr(0)}}),
+                             node("Reshape", {"x", "shape"}, {"r"}),
+                             node("LayerNormalization", {"r", "scale", "b"}, {"ln"}),
+                             node("MatMul", {"ln", "w"}, {"y"})};
+  std::vector<Input> inputs = {in("x", {2, 6}, 1),
+                               in("scale", {3}, 2),
+                               in("b", {3}, 3),
+                               in("w", {3, 4}, 4),
+                               zero,
+                               axes,
+                               tail};
+  check_gradients(nodes, inputs, "y", {"x", "scale", "b", "w"}, 17, Decl::Symbolic);
+}
+
 // ---- elementwise ----
 
 void check_unary(const char* op, double lo = -1, double hi = 1) {
