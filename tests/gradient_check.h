@@ -43,6 +43,7 @@ enum class Decl {
   Full,      // concrete shapes on inputs and y
   Symbolic,  // ranks only: every dim a distinct symbol
   None,      // dtypes only
+  Batch,     // as exported with a dynamic batch: dim 0 the symbol "batch", the others concrete
 };
 
 struct Input {
@@ -62,8 +63,10 @@ inline Tensor random_tensor(const Shape& shape, double lo, double hi, uint32_t s
 inline SymbolicShape declare(const Shape& shape, Decl decl, int& symbol) {
   SymbolicShape s;
   for (int64_t d : shape) {
-    if (decl == Decl::Full) {
+    if (decl == Decl::Full || (decl == Decl::Batch && !s.empty())) {
       s.push_back(Dim::known(d));
+    } else if (decl == Decl::Batch) {
+      s.push_back(Dim::named("batch"));
     } else {
       std::string name = "s";
       name += std::to_string(symbol++);

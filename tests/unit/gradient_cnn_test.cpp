@@ -119,6 +119,15 @@ DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormTrainingBeforeOpset14) {
   check_at({bn}, bn_inputs({4, 2, 3}, {2, 3}), "y", {"x", "scale", "b"}, {7});
 }
 
+DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormSymbolicBatch) {
+  // As PyTorch exports it: a dynamic batch, the other dims static.
+  auto train = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"},
+                    {{"training_mode", int_attr(1)}, {"epsilon", float_attr(1e-2f)}});
+  auto infer = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y"});
+  for (const Node& bn : {train, infer})
+    check_gradients({bn}, bn_inputs({3, 2, 2, 3}, {2}), "y", kBnAll, 15, Decl::Batch);
+}
+
 // population variance and mean of channel c of x [N, C, S].
 void batch_stats(const Tensor& x, int64_t c, double& mean, double& var) {
   const int64_t n = x.dim(0), channels = x.dim(1), s = x.numel() / (n * channels);
@@ -231,6 +240,15 @@ DPRUN_GRADIENT_CASE(MaxPool, MaxPool1DAndNonOverlapping) {
   check_at({one}, {distinct("x", {1, 1, 2, 2}, 7)}, "y", {"x"}, {9, 12, 17});
 }
 
+DPRUN_GRADIENT_CASE(MaxPool, MaxPoolSymbolicBatch) {
+  auto mp = node("MaxPool", {"x"}, {"y"},
+                 {{"kernel_shape", ints_attr({3, 3})},
+                  {"strides", ints_attr({2, 2})},
+                  {"pads", ints_attr({1, 1, 1, 1})}});
+  for (int64_t opset : {9, 10, 12, 16})
+    check_gradients({mp}, {distinct("x", {3, 2, 6, 5}, 2)}, "y", {"x"}, opset, Decl::Batch);
+}
+
 TEST(GradientCnn, MaxPoolOverlapSumsRepeatedIndices) {
   // A 4x4 plane, 3x3 windows, stride 1: all four windows select element 6, the largest.
   std::vector<double> v(16);
@@ -301,6 +319,20 @@ DPRUN_GRADIENT_CASE(AveragePool, AveragePoolShapes) {
 DPRUN_GRADIENT_CASE(GlobalAveragePool, GlobalAveragePoolCases) {
   check_all_ways({node("GlobalAveragePool", {"x"}, {"y"})}, {in("x", {2, 3, 4, 5}, 1)}, "y", {"x"});
   check_at({node("GlobalAveragePool", {"x"}, {"y"})}, {in("x", {2, 3, 4}, 2)}, "y", {"x"}, {8, 12});
+}
+
+DPRUN_GRADIENT_CASE(AveragePool, AveragePoolSymbolicBatch) {
+  auto ap = node("AveragePool", {"x"}, {"y"},
+                 {{"kernel_shape", ints_attr({3, 2})},
+                  {"strides", ints_attr({2, 3})},
+                  {"pads", ints_attr({1, 1, 0, 0})}});
+  for (int64_t opset : {7, 17})
+    check_gradients({ap}, {in("x", {3, 2, 8, 7}, 2)}, "y", {"x"}, opset, Decl::Batch);
+}
+
+DPRUN_GRADIENT_CASE(GlobalAveragePool, GlobalAveragePoolSymbolicBatch) {
+  check_gradients({node("GlobalAveragePool", {"x"}, {"y"})}, {in("x", {3, 2, 4, 5}, 1)}, "y", {"x"},
+                  15, Decl::Batch);
 }
 
 DPRUN_GRADIENT_CASE(GlobalMaxPool, GlobalMaxPoolCases) {
@@ -572,6 +604,33 @@ std::vector<Tensor> cnn_block_gradients(const std::vector<Input>& inputs64, cons
   std::vector<Tensor> feeds = feeds_of(inputs);
   feeds.push_back(dy);
   return run_graph(typed, feeds);
+}
+
+TEST(GradientCnn, BlockWithSymbolicBatch) {
+  // The CNN reference models' chain (Conv, training BatchNorm, Relu, MaxPool, Conv,
+  // GlobalAveragePool) with a dynamic batch, as torch.onnx exports it. The graph carries no
+  // inferred types, so the second Conv's X has no known shape and its rule reads the sizes at
+  // run time.
+  Input w1 = in("w1", {3, 2, 3, 3}, 2), w2 = in("w2", {2, 3, 3, 3}, 3);
+  w1.constant = w2.constant = true;
+  std::vector<Input> inputs = {in("x", {3, 2, 6, 6}, 1),
+                               w1,
+                               w2,
+                               in("cb", {3}, 4),
+                               in("scale", {3}, 5, 0.5, 2),
+                               in("b", {3}, 6),
+                               in("mean", {3}, 7),
+                               in("var", {3}, 8, 0.5, 1)};
+  std::vector<Node> nodes = {
+      node("Conv", {"x", "w1", "cb"}, {"c"}, {{"pads", ints_attr({1, 1, 1, 1})}}),
+      node("BatchNormalization", {"c", "scale", "b", "mean", "var"}, {"n", "rm", "rv"},
+           {{"training_mode", int_attr(1)}}),
+      node("Relu", {"n"}, {"r"}),
+      node("MaxPool", {"r"}, {"m"},
+           {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}}),
+      node("Conv", {"m", "w2"}, {"c2"}, {{"pads", ints_attr({1, 1, 1, 1})}}),
+      node("GlobalAveragePool", {"c2"}, {"y"})};
+  check_gradients(nodes, inputs, "y", {"x", "w1", "w2", "cb", "scale", "b"}, 15, Decl::Batch);
 }
 
 TEST(GradientCnn, Float32BlockMatchesFloat64) {

@@ -252,6 +252,42 @@ DPRUN_GRADIENT_CASE(Conv, ConvCases) {
                   {in("x", {1, 4, 4, 4}, 1), in("w", {4, 2, 3, 3}, 2)}, "y", {"x"}, 17, Decl::Full);
 }
 
+DPRUN_GRADIENT_CASE(Conv, ConvSymbolicShapes) {
+  // A dynamic batch (as PyTorch exports it): the static spatial sizes still give exact
+  // ConvTranspose attributes, at every opset.
+  auto n = node("Conv", {"x", "w", "b"}, {"y"},
+                {{"strides", ints_attr({2, 1})},
+                 {"pads", ints_attr({1, 0, 0, 1})},
+                 {"dilations", ints_attr({1, 2})}});
+  std::vector<Input> inputs = {in("x", {3, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)};
+  for (int64_t opset : {9, 17})
+    check_gradients({n}, inputs, "y", {"x", "w", "b"}, opset, Decl::Batch);
+  // Every dim symbolic: X's size and the kernel's are read at run time. Strides 2 and 3 leave
+  // input rows unused, which dX must give back as zeros.
+  check_gradients({n}, inputs, "y", {"x", "w", "b"}, 17, Decl::Symbolic);
+  check_gradients(
+      {node("Conv", {"x", "w"}, {"y"}, {{"strides", ints_attr({3})}, {"pads", ints_attr({2, 0})}})},
+      {in("x", {2, 2, 9}, 1), in("w", {3, 2, 2}, 2)}, "y", {"x", "w"}, 17, Decl::Symbolic);
+  // No shapes at all: the kernel from kernel_shape, the spatial sizes at run time.
+  check_gradients({node("Conv", {"x", "w"}, {"y"},
+                        {{"kernel_shape", ints_attr({3, 2})}, {"strides", ints_attr({2, 2})}})},
+                  {in("x", {2, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2)}, "y", {"x", "w"}, 17,
+                  Decl::None);
+}
+
+TEST(GradientRules, ConvRunTimeSizesNeedOpset10) {
+  auto g = make_graph({node("Conv", {"x", "w"}, {"y"})},
+                      {in("x", {1, 2, 4, 4}, 1), in("w", {3, 2, 3, 3}, 2)}, "y", 9, Decl::Symbolic);
+  try {
+    build_gradient(*g, GradientSpec{{"x"}, "y"});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "[Conv] node 'Conv_fwd': gradient: at ai.onnx opset 9 the gradient needs static "
+                 "spatial sizes of X and W (run-time sizes need opset >= 10)");
+  }
+}
+
 // ---- squeeze, unsqueeze, sum ----
 
 DPRUN_GRADIENT_CASE(Squeeze, SqueezeAxes) {
