@@ -120,6 +120,83 @@ Node make_node(const std::string& op, std::vector<std::string> inputs, std::stri
   return n;
 }
 
+/// A 0-d Constant node of `dtype` holding `v` (made in float32 and cast when `dtype` differs).
+std::string constant_scalar(Graph& graph, const std::string& name, double v, DType dtype) {
+  std::string value = unused_name(graph, name);
+  Node c = make_node("Constant", {}, value);
+  Attribute a;
+  a.kind = Attribute::Kind::Tensor;
+  a.t = dtype == DType::Float64 ? Tensor::scalar<double>(v)
+                                : Tensor::scalar<float>(static_cast<float>(v));
+  c.attributes["value"] = a;
+  graph.nodes.push_back(std::move(c));
+  if (dtype == DType::Float64 || dtype == DType::Float32) return value;
+  std::string cast = unused_name(graph, name + "/cast");
+  Node n = make_node("Cast", {value}, cast);
+  Attribute to;
+  to.kind = Attribute::Kind::Int;
+  to.i = static_cast<int64_t>(dtype);
+  n.attributes["to"] = to;
+  graph.nodes.push_back(std::move(n));
+  return cast;
+}
+
+/// Makes the running variance that BatchNormalization in training mode writes back PyTorch's.
+///
+/// PyTorch updates running_var with the unbiased batch variance, var * n / (n - 1), n being
+/// the elements behind each channel (N * D1 * ... of the rows this replica ran). The ONNX
+/// spec, which the kernel follows (the conformance tests depend on it), uses the population
+/// variance: running_var_out = momentum * running_var + (1 - momentum) * var. So the training
+/// graph writes back instead
+///
+///   running_var_out + (running_var_out - momentum * running_var) / (n - 1)
+///     = momentum * running_var + (1 - momentum) * var * n / (n - 1),
+///
+/// computed on [C] vectors from the node's own output, whatever X's shape and layout. n comes
+/// from Size(X) / Size(running_var) at run time, so each replica uses its own chunk's count.
+/// With n = 1 PyTorch refuses to train; here n - 1 is taken as at least 1 so the result
+/// stays finite.
+void write_back_unbiased_running_variance(Graph& graph) {
+  std::map<std::string, std::string> updates;
+  const size_t forward_nodes = graph.nodes.size();
+  for (size_t i = 0; i < forward_nodes; ++i) {
+    const Node node = graph.nodes[i];
+    if (node.op_type != "BatchNormalization" || !canonical_domain(node.domain).empty() ||
+        node.outputs.size() < 3 || node.inputs.size() < 5)
+      continue;
+    auto update = graph.state_updates.find(node.outputs[2]);
+    if (update == graph.state_updates.end() || update->second != node.inputs[4]) continue;
+    const std::string& var_out = node.outputs[2];
+    const std::string& var_in = node.inputs[4];
+    DType dtype = graph.initializers.at(var_in).dtype();
+    auto add = [&](const std::string& op, std::vector<std::string> inputs) {
+      std::string out = unused_name(graph, var_out + "/unbiased/" + op);
+      graph.nodes.push_back(make_node(op, std::move(inputs), out));
+      return out;
+    };
+    std::string n = add("Div", {add("Size", {node.inputs[0]}), add("Size", {var_in})});
+    Node cast = make_node("Cast", {n}, unused_name(graph, var_out + "/unbiased/Cast"));
+    Attribute to;
+    to.kind = Attribute::Kind::Int;
+    to.i = static_cast<int64_t>(dtype);
+    cast.attributes["to"] = to;
+    std::string n_float = cast.outputs[0];
+    graph.nodes.push_back(std::move(cast));
+    std::string one = constant_scalar(graph, var_out + "/unbiased/one", 1.0, dtype);
+    std::string denominator = add("Max", {add("Sub", {n_float, one}), one});
+    double momentum = node.attr_float("momentum", 0.9f);
+    std::string m = constant_scalar(graph, var_out + "/unbiased/momentum", momentum, dtype);
+    std::string excess = add("Sub", {var_out, add("Mul", {var_in, m})});
+    std::string unbiased = add("Add", {var_out, add("Div", {excess, denominator})});
+    updates[var_out] = unbiased;
+  }
+  for (const auto& [old_value, new_value] : updates) {
+    std::string param = graph.state_updates.at(old_value);
+    graph.state_updates.erase(old_value);
+    graph.state_updates[new_value] = param;
+  }
+}
+
 }  // namespace
 
 std::string gradient_output_name(const std::string& name) {
@@ -130,6 +207,7 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
   TrainingGraph result;
   auto graph = std::make_shared<Graph>(forward);
   name_dropout_masks(*graph);
+  write_back_unbiased_running_variance(*graph);
   LossNodes loss = append_loss(*graph, spec.loss);
   result.target = loss.target;
   result.loss_dtype = loss.dtype;

@@ -8,6 +8,10 @@
 //
 // With loss_weight = rows / batch on each replica, the replicas' losses and gradients sum to
 // those of the whole batch, however it is split.
+//
+// BatchNormalization in training mode writes back PyTorch's running variance, updated with
+// the unbiased batch variance (n / (n - 1) times the population variance that the ONNX op
+// uses, n the elements per channel of the replica's chunk); the running mean is the op's own.
 #include <memory>
 #include <string>
 #include <vector>

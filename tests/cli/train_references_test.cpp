@@ -9,7 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <regex>
 #include <sstream>
 
@@ -51,16 +50,6 @@ std::vector<double> json_losses(const std::string& json) {
   return out;
 }
 
-// Cases that dprun cannot train yet, with the error it gives: the test fails when the error
-// changes, so a fix has to move the case into the compared set.
-const std::map<std::string, std::string> kNotYetTrainable = {
-    {"cnn_bn_1dev", "[Conv] node '/conv2/Conv': gradient: needs static shapes of X and W"},
-    {"cnn_bn_dp3", "[Conv] node '/conv2/Conv': gradient: needs static shapes of X and W"},
-    {"gpt_adamw",
-     "[MatMul] node '/head/MatMul': gradient: the rank of '/ln_f/LayerNormalization_output_0' is "
-     "unknown"},
-};
-
 class TrainReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainReference, MatchesPyTorch) {
@@ -74,12 +63,6 @@ TEST_P(TrainReference, MatchesPyTorch) {
   args = std::regex_replace(args, std::regex("models/training/"), dir.string() + "/");
   auto r = run_dprun("train " + (dir / (name + ".onnx")).string() + " " + args + " --save " +
                      (out / "trained.onnx").string() + " --json " + (out / "run.json").string());
-  if (auto gap = kNotYetTrainable.find(name); gap != kNotYetTrainable.end()) {
-    EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.output.find(gap->second), std::string::npos) << r.output;
-    fs::remove_all(out);
-    return;
-  }
   ASSERT_EQ(r.status, 0) << r.output;
 
   Tensor expected = read_npy((dir / (name + ".losses.npy")).string());

@@ -275,6 +275,67 @@ TEST(Trainer, StepUpdatesTheModelAndRefreshesReplicas) {
     EXPECT_EQ(again_w.data<float>()[i], two_w.data<float>()[i]);
 }
 
+// x [N, 2, 3] -> BatchNormalization in training mode (momentum 0.8: PyTorch's 0.2) -> y, with
+// the running statistics written back as the loader records them.
+std::shared_ptr<Graph> batch_norm_graph() {
+  auto g = std::make_shared<Graph>();
+  g->name = "bn";
+  g->opset_imports[""] = 15;
+  g->inputs.push_back(
+      {"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(2), Dim::known(3)}}});
+  g->initializers["scale"] = floats({2}, {1.5f, 0.5f});
+  g->initializers["bias"] = floats({2}, {0.1f, -0.2f});
+  g->initializers["mean"] = floats({2}, {0.3f, -0.1f});
+  g->initializers["var"] = floats({2}, {1.2f, 0.7f});
+  Node bn = make_node("BatchNormalization", {"x", "scale", "bias", "mean", "var"},
+                      {"y", "mean_out", "var_out"});
+  bn.name = "bn";
+  bn.attributes["training_mode"].i = 1;
+  bn.attributes["momentum"].kind = Attribute::Kind::Float;
+  bn.attributes["momentum"].f = 0.8f;
+  g->nodes.push_back(bn);
+  g->outputs.push_back({"y", {DType::Float32, std::nullopt}});
+  g->state_updates = {{"mean_out", "mean"}, {"var_out", "var"}};
+  return g;
+}
+
+TEST(Trainer, BatchNormRunningVarianceIsUnbiasedAsPyTorchKeepsIt) {
+  // PyTorch: running_var = 0.8 running_var + 0.2 * var * n / (n - 1), var the population
+  // variance of the chunk replica 0 ran and n its elements per channel (rows * 3).
+  Tensor x = random_floats({5, 2, 3}, 41), t = random_floats({5, 2, 3}, 42);
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+    SCOPED_TRACE(devices);
+    auto model = std::make_shared<Model>(batch_norm_graph(), Device::cpu(0));
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::Mse;
+    options.parallel.device_ids = parse_device_list(devices);
+    Trainer trainer(model, options);
+    trainer.forward_backward({x}, t);
+    const int64_t rows = std::string(devices) == "cpu:0" ? 5 : 3;  // chunks of 3 and 2
+    const double n = static_cast<double>(rows * 3);
+    for (int64_t c = 0; c < 2; ++c) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < 3; ++j) sum += x.data<float>()[(i * 2 + c) * 3 + j];
+      double mean = sum / n;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          double d = x.data<float>()[(i * 2 + c) * 3 + j] - mean;
+          sq += d * d;
+        }
+      double unbiased = sq / (n - 1);
+      double mean0 = c == 0 ? 0.3 : -0.1, var0 = c == 0 ? 1.2 : 0.7;
+      EXPECT_NEAR(model->parameter("mean").data<float>()[c], 0.8 * mean0 + 0.2 * mean, 1e-6);
+      EXPECT_NEAR(model->parameter("var").data<float>()[c], 0.8 * var0 + 0.2 * unbiased, 1e-6);
+    }
+  }
+  // The exported training graph leaves the write-back to its caller, as before.
+  TrainingSpec spec;
+  spec.loss.kind = LossKind::Mse;
+  EXPECT_TRUE(exportable_training_graph(build_training_graph(*batch_norm_graph(), spec))
+                  .state_updates.empty());
+}
+
 TEST(Trainer, TargetErrors) {
   auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0));
   TrainerOptions options;
