@@ -51,6 +51,10 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
     DPRUN_CHECK(!target.defined(), "the loss takes no target, but one was given");
   }
   feeds.push_back(scalar_of(training_.loss_dtype, 1.0));
+  // An optimizer may have updated the parameters in place since the last call without telling
+  // the model (optimizer.step(gradients()) after forward_backward, as in PyTorch): refresh
+  // the replicas from them. step() does this anyway, so it costs nothing there.
+  model_->mark_parameters_changed();
   std::vector<Tensor> outputs = parallel_->forward(feeds);
   gradients_.assign(outputs.begin() + 1, outputs.end());
   return outputs[0].item_as_double();

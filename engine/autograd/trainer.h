@@ -47,7 +47,10 @@ class Trainer {
 
   /// Forward and backward over one batch: `inputs` in model().input_names() order and
   /// `target` (undefined when the loss takes none). Returns the batch's mean loss; gradients()
-  /// then holds its gradients, on device_ids[0]. Parameters are not changed.
+  /// then holds its gradients, on device_ids[0]. Parameters are not changed. The replicas are
+  /// refreshed from the model's parameters first, so `optimizer.step(trainer.gradients())`
+  /// between two calls is seen on every device, as after loss.backward(); optimizer.step()
+  /// in PyTorch.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
   /// changed so the replicas are refreshed. Returns the loss.

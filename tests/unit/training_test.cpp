@@ -275,6 +275,31 @@ TEST(Trainer, StepUpdatesTheModelAndRefreshesReplicas) {
     EXPECT_EQ(again_w.data<float>()[i], two_w.data<float>()[i]);
 }
 
+// The PyTorch pattern, backward then optimizer.step, with no call telling the trainer that
+// the parameters changed: every replica must still see the update before the next step.
+TEST(Trainer, ForwardBackwardThenOptimizerStepEqualsStep) {
+  Tensor x = random_floats({6, 3}, 41), t = random_floats({6, 2}, 42);
+  auto run = [&](bool split_calls) {
+    auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0));
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::Mse;
+    options.parallel.device_ids = parse_device_list("cpu:0,cpu:1");
+    Trainer trainer(model, options);
+    Sgd sgd(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
+    std::vector<double> losses;
+    for (int s = 0; s < 4; ++s) {
+      if (split_calls) {
+        losses.push_back(trainer.forward_backward({x}, t));
+        sgd.step(trainer.gradients());
+      } else {
+        losses.push_back(trainer.step({x}, t, sgd));
+      }
+    }
+    return losses;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
 TEST(Trainer, TargetErrors) {
   auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0));
   TrainerOptions options;
