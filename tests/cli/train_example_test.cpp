@@ -43,8 +43,10 @@ std::vector<double> step_losses(const std::string& output) {
 }
 
 void expect_trains(const std::string& optimizer) {
-  fs::path out = fs::temp_directory_path() / ("dprun_train_mlp_example_" + optimizer + ".onnx");
-  fs::remove(out);
+  fs::path dir = scratch_path("dprun_train_mlp_example_" + optimizer);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path out = dir / "trained.onnx";
   std::string model = source_path("models/mlp.onnx");
   auto r = run_example(model + " " + out.string() + " 12 " + optimizer);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -69,7 +71,7 @@ void expect_trains(const std::string& optimizer) {
   }
   Model loaded = load_model(out.string(), Device::cpu(0));
   EXPECT_EQ(loaded.input_names(), std::vector<std::string>{"input"});
-  fs::remove(out);
+  fs::remove_all(dir);
 }
 
 TEST(TrainMlpExample, SgdLossFallsAndTheSavedModelLoads) {

@@ -34,7 +34,7 @@ std::string json_field(const std::string& json, const std::string& name) {
 }
 
 TrainJson train(const std::string& extra, const std::string& tag) {
-  fs::path dir = fs::temp_directory_path() / ("dprun_train_throughput_" + tag);
+  fs::path dir = scratch_path("dprun_train_throughput_" + tag);
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string data = source_path("models/training/mlp_sgd");
@@ -104,7 +104,9 @@ TEST(TrainThroughputCli, AsManyWarmupStepsAsStepsGivesTheOverallFigure) {
 
 TEST(TrainThroughputCli, PrintsBothFigures) {
   std::string data = source_path("models/training/mlp_sgd");
-  fs::path out = fs::temp_directory_path() / "dprun_train_throughput_print.onnx";
+  fs::path dir = scratch_path("dprun_train_throughput_print");
+  fs::create_directories(dir);
+  fs::path out = dir / "out.onnx";
   auto r = run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
                      ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 " +
                      "--steps 3 --devices cpu:0 --warmup-steps 2 --save " + out.string());
@@ -113,7 +115,7 @@ TEST(TrainThroughputCli, PrintsBothFigures) {
       r.output, std::regex(R"(final loss [0-9.]+, [0-9.]+ samples/s after 2 warm-up steps )"
                            R"(\([0-9.]+ overall\); saved )")))
       << r.output;
-  fs::remove(out);
+  fs::remove_all(dir);
 }
 
 TEST(TrainThroughputCli, NegativeWarmupIsAUsageError) {
