@@ -31,6 +31,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(
   ModelOptions compile;
   compile.channels_last = options.channels_last;
   training_model_ = share_parameters(*model_, training_.graph, compile);
+  devices_ = options.parallel.device_ids;
   parallel_ = std::make_unique<DataParallel>(
       training_model_, training_parallel_options(std::move(options.parallel), training_));
 }
@@ -63,7 +64,8 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
 double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
                      Optimizer& optimizer) {
   double loss = forward_backward(inputs, target);
-  optimizer.step(gradients_);
+  // The devices' workers are idle between steps: the update is split over them.
+  optimizer.step(gradients_, devices_);
   model_->mark_parameters_changed();
   return loss;
 }

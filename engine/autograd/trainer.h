@@ -52,8 +52,9 @@ class Trainer {
   /// between two calls is seen on every device, as after loss.backward(); optimizer.step()
   /// in PyTorch.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
-  /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
-  /// changed so the replicas are refreshed. Returns the loss.
+  /// forward_backward, then `optimizer.step(gradients())` with the update split over the
+  /// devices' worker threads, then marks the model's parameters changed so the replicas are
+  /// refreshed. Returns the loss.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
   /// Gradients of the last forward_backward, in parameter_names() order.
@@ -73,6 +74,7 @@ class Trainer {
   std::shared_ptr<Model> training_model_;
   std::unique_ptr<DataParallel> parallel_;
   std::vector<Tensor> gradients_;
+  std::vector<Device> devices_;  // options.parallel.device_ids
 };
 
 }  // namespace dprun

@@ -99,17 +99,20 @@ std::vector<std::shared_ptr<Model>> DataParallel::ensure_replicas(
     run.replicated = replicas_.size() > 1;
   }
   std::vector<std::shared_ptr<Model>> used;
+  std::vector<Model*> stale;
   for (const Device& d : devices) {
     size_t i = 0;
     while (i < options_.device_ids.size() && options_.device_ids[i] != d) ++i;
     DPRUN_CHECK(i < replicas_.size(), "no replica for device ", d.to_string());
     if (i > 0 && (!options_.cache_replicas || replica_versions_[i] != version)) {
-      refresh_replica(*module_, *replicas_[i]);
+      stale.push_back(replicas_[i].get());
       replica_versions_[i] = version;
       run.replicated = true;
     }
     used.push_back(replicas_[i]);
   }
+  // The copies are split over the devices' workers, which are idle until the replicas run.
+  if (!stale.empty()) refresh_replicas(*module_, stale, options_.device_ids);
   return used;
 }
 
@@ -254,17 +257,16 @@ std::vector<Tensor> DataParallel::gather_or_sum(
   std::vector<Tensor> gathered = concatenated[0].empty()
                                      ? std::vector<Tensor>{}
                                      : gather(concatenated, output_device(), options_.dim);
+  // All sums at once, split over the devices' workers (idle now that the replicas are done).
+  std::vector<std::vector<Tensor>> to_sum(outputs.size());
+  for (size_t r = 0; r < outputs.size(); ++r)
+    for (size_t o = 0; o < names.size(); ++o)
+      if (summed[o]) to_sum[r].push_back(outputs[r][o]);
+  std::vector<Tensor> sums = reduce_add_coalesced(to_sum, output_device(), options_.device_ids);
   std::vector<Tensor> result;
-  size_t next = 0;
-  for (size_t o = 0; o < names.size(); ++o) {
-    if (!summed[o]) {
-      result.push_back(gathered[next++]);
-      continue;
-    }
-    std::vector<Tensor> parts;
-    for (const auto& replica : outputs) parts.push_back(replica[o]);
-    result.push_back(reduce_add(parts, output_device()));
-  }
+  size_t next = 0, next_sum = 0;
+  for (size_t o = 0; o < names.size(); ++o)
+    result.push_back(summed[o] ? sums[next_sum++] : gathered[next++]);
   return result;
 }
 
