@@ -518,6 +518,61 @@ TEST(NnPool, OnednnMatchesReference) {
   }
 }
 
+// MaxPool with Indices on 2-D float32 windows: the direct kernel gives the reference's values
+// and indices bitwise, ties (repeated values) going to the first element of the window.
+TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
+  std::mt19937 rng(7);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads;
+    bool ceil;
+    std::string auto_pad;
+  };
+  std::vector<Case> cases = {
+      {{2, 3, 12, 12}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, ""},  // ResNet's stem pool
+      {{1, 2, 9, 8}, {3, 2}, {2, 2}, {1, 0, 1, 1}, true, ""},
+      {{1, 2, 9, 8}, {2, 2}, {1, 2}, {}, false, "SAME_UPPER"},
+      {{1, 1, 7, 7}, {2, 3}, {2, 2}, {}, false, "SAME_LOWER"},
+      {{1, 2, 5, 6}, {2, 2}, {2, 2}, {}, false, "VALID"},
+      {{3, 4, 6, 6}, {1, 1}, {1, 1}, {}, false, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.x));
+    Node n = make_node("MaxPool", {"x"}, {"y", "i"});
+    n.attributes["kernel_shape"] = ints_attr(c.kernel);
+    n.attributes["strides"] = ints_attr(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
+    n.attributes["ceil_mode"] = int_attr(c.ceil);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    // Values from a few levels, so windows hold ties.
+    std::uniform_int_distribution<int> level(-3, 3);
+    std::vector<float> v(static_cast<size_t>(shape_numel(c.x)));
+    for (float& e : v) e = static_cast<float>(level(rng)) * 0.5f;
+    Tensor x = Tensor::from_vector<float>(c.x, v);
+    auto fast = run_impl(n, {x}, 12, "direct2d", 2);
+    auto ref = run_impl(n, {x}, 12, "reference", 2);
+    ASSERT_EQ(fast[0].shape(), ref[0].shape());
+    ASSERT_EQ(fast[1].shape(), ref[1].shape());
+    for (int64_t i = 0; i < ref[0].numel(); ++i) {
+      ASSERT_EQ(fast[0].data<float>()[i], ref[0].data<float>()[i]) << "Y element " << i;
+      ASSERT_EQ(fast[1].data<int64_t>()[i], ref[1].data<int64_t>()[i]) << "Indices element " << i;
+    }
+  }
+  // Dilations and storage_order 1 are the reference kernel's.
+  Node dilated = make_node("MaxPool", {"x"}, {"y", "i"});
+  dilated.attributes["kernel_shape"] = ints_attr({2, 2});
+  dilated.attributes["dilations"] = ints_attr({2, 2});
+  Tensor x = random_tensor({1, 1, 5, 5}, rng);
+  auto fast = run_impl(dilated, {x}, 12, "direct2d");
+  auto ref = run_impl(dilated, {x}, 12, "reference");
+  for (int64_t i = 0; i < ref[1].numel(); ++i)
+    EXPECT_EQ(fast[1].data<int64_t>()[i], ref[1].data<int64_t>()[i]);
+  Node column = dilated;
+  column.attributes.erase("dilations");
+  column.attributes["storage_order"] = int_attr(1);
+  EXPECT_THROW(run_impl(column, {x}, 12, "direct2d"), Error);
+}
+
 // ----------------------------------------------------------------------- Resize/Upsample
 
 TEST(NnResize, NearestScalesAndSizes) {
