@@ -10,6 +10,7 @@
 #include "engine/error.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
+#include "ops/cpu/conv_backward_weights.h"
 
 namespace dprun {
 namespace {
@@ -167,6 +168,47 @@ TEST(NnConv, OnednnMatchesReference) {
     in[0] = random_tensor(x2, rng);
     expect_impls_agree(n, in, 11);
   }
+}
+
+// Conv shaped like a weight gradient (conv_grad.cpp's dW = Conv(X^T, dY^T), forward strides
+// as dilations, forward dilations as strides) runs as oneDNN's backward-weights primitive.
+TEST(NnConv, WeightGradientShapesMatchReference) {
+  std::mt19937 rng(2);
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> strides, pads, dilations;
+  };
+  std::vector<Case> cases = {
+      // forward X [3, 4, 9, 9], W [5, 4, 3, 3], stride 1, pads 1
+      {{4, 3, 9, 9}, {5, 3, 9, 9}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      // forward stride 2: the correlation extends past the 3x3 kernel (out 3x4)
+      {{3, 2, 9, 8}, {4, 2, 5, 4}, {1, 1}, {1, 1, 1, 1}, {2, 2}},
+      // forward dilation 2, asymmetric pads
+      {{3, 2, 10, 9}, {4, 2, 7, 6}, {2, 2}, {1, 0, 0, 1}, {1, 1}},
+      // 1-D and 3-D
+      {{3, 2, 12}, {4, 2, 10}, {1}, {0, 0}, {1}},
+      {{2, 3, 6, 5, 6}, {4, 3, 6, 5, 6}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    Node n = make_node("Conv", {"x", "w"}, {"y"});
+    n.attributes["strides"] = ints_attr(c.strides);
+    n.attributes["pads"] = ints_attr(c.pads);
+    n.attributes["dilations"] = ints_attr(c.dilations);
+    SCOPED_TRACE(shape_to_string(c.a) + " w " + shape_to_string(c.b));
+    WindowAttrs attrs;
+    attrs.parse(n);
+    std::vector<int64_t> in(c.a.begin() + 2, c.a.end()), kernel(c.b.begin() + 2, c.b.end());
+    WindowGeometry g = attrs.resolve(n, in, kernel);
+    EXPECT_TRUE(onednn::prefer_backward_weights(c.a, c.b, g));
+    EXPECT_TRUE(onednn::build_backward_weights(c.a, c.b, g).usable);
+    expect_impls_agree(n, {random_tensor(c.a, rng), random_tensor(c.b, rng)}, 11);
+  }
+  // An ordinary convolution keeps the forward primitive.
+  Node n = make_node("Conv", {"x", "w"}, {"y"});
+  WindowAttrs attrs;
+  attrs.parse(n);
+  WindowGeometry g = attrs.resolve(n, {9, 9}, {3, 3});
+  EXPECT_FALSE(onednn::prefer_backward_weights({2, 3, 9, 9}, {4, 3, 3, 3}, g));
 }
 
 TEST(NnConv, ConvInteger) {
