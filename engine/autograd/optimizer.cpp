@@ -123,6 +123,18 @@ void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Dev
   });
 }
 
+void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end) {
+  DPRUN_CHECK(i < parameters_.size(), "optimizer: parameter ", i, " of ", parameters_.size());
+  DPRUN_CHECK(gradient.shape() == parameters_[i].shape() &&
+                  gradient.dtype() == parameters_[i].dtype() &&
+                  gradient.device().type == DeviceType::CPU,
+              "optimizer: gradient ", i, " is ", gradient.describe(), " but its parameter is ",
+              parameters_[i].describe());
+  DPRUN_CHECK(0 <= begin && begin <= end && end <= counts_[i], "optimizer: range [", begin, ", ",
+              end, ") of parameter ", i, " with ", counts_[i], " elements");
+  update(i, parameters_[i], gradient, begin, end);
+}
+
 Sgd::Sgd(std::vector<Tensor> parameters, SgdOptions options)
     : Optimizer(std::move(parameters)), options_(options) {
   DPRUN_CHECK(options_.lr >= 0, "SGD: invalid learning rate ", options_.lr);

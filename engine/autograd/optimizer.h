@@ -29,6 +29,13 @@ class Optimizer {
   /// devices), the elements of all parameters are split over their worker threads
   /// (run_in_parts); every element's update is the same however they are split.
   void step(const std::vector<Tensor>& gradients, const std::vector<Device>& workers = {});
+  /// step() in pieces, for a caller that fuses the update with other per-element work (the
+  /// Trainer sums the replicas' gradients and copies the new values to them in the same
+  /// pass): begin_step() counts the step, then update_range(i, gradient, begin, end) updates
+  /// elements [begin, end) of parameter i from a host-memory gradient. One step's ranges must
+  /// cover every parameter once; disjoint ranges may be updated concurrently.
+  void begin_step() { ++steps_; }
+  void update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end);
   const std::vector<Tensor>& parameters() const { return parameters_; }
   /// Steps taken so far.
   int64_t steps() const { return steps_; }

@@ -165,6 +165,39 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
 std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   std::lock_guard lock(mutex_);
   DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
+    last_run_ = run;
+    return std::move(outputs[0]);
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto gathered = gather_or_sum(outputs);
+  run.gather_seconds = seconds_since(start);
+  last_run_ = run;
+  return gathered;
+}
+
+std::vector<std::vector<Tensor>> DataParallel::forward_per_replica(
+    const std::vector<Tensor>& inputs) {
+  std::lock_guard lock(mutex_);
+  DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  last_run_ = run;
+  return outputs;
+}
+
+std::vector<std::shared_ptr<Model>> DataParallel::replicas() const {
+  std::lock_guard lock(mutex_);
+  return replicas_;
+}
+
+void DataParallel::mark_replicas_current() {
+  std::lock_guard lock(mutex_);
+  replica_versions_.assign(replicas_.size(), module_->parameters_version());
+}
+
+std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Tensor>& inputs,
+                                                            DataParallelRun& run) {
   const auto& ids = options_.device_ids;
   if (ids.empty()) {  // no devices: the base model runs as it is
     RunOptions direct;
@@ -172,8 +205,7 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
     direct.observers = options_.observers;
     auto outputs = module_->run(inputs, direct);
     run.devices_used = {module_->device()};
-    last_run_ = run;
-    return outputs;
+    return {outputs};
   }
   auto names = module_->input_names();
   std::vector<InputSplit> splits;
@@ -206,8 +238,7 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
         break;
       }
     run.chunk_rows = {rows};
-    last_run_ = run;
-    return outputs[0];
+    return outputs;
   }
 
   std::vector<double> weights = options_.weights;
@@ -232,14 +263,9 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   start = std::chrono::steady_clock::now();
   auto outputs = parallel_apply(used, parts.inputs, apply, &run.timings);
   run.apply_seconds = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
-  auto gathered = gather_or_sum(outputs);
-  run.gather_seconds = seconds_since(start);
   run.devices_used = parts.devices;
   run.chunk_rows = parts.rows;
-  last_run_ = run;
-  return gathered;
+  return outputs;
 }
 
 std::vector<Tensor> DataParallel::gather_or_sum(
