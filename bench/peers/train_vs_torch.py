@@ -9,7 +9,8 @@
     train_vs_torch.py time MODEL DIR BATCH THREADS STEPS WARMUP
         Trains the same model (same seed, same data, batch k = rows k*BATCH.., wrapping round)
         with torch.optim.SGD for WARMUP + STEPS steps on THREADS threads and prints one JSON
-        line: samples_per_s over the STEPS steps after the warm-up, and the per-step seconds.
+        line: samples_per_s over the STEPS steps after the warm-up, the same from the median
+        step time (median_step_samples_per_s), and every step's seconds.
 
 Models:
     mlp       Linear(784,512)-GELU-Linear(512,256)-GELU-Linear(256,10)-LogSoftmax, nll loss,
@@ -100,9 +101,11 @@ def time_training(name, batch, threads, steps, warmup):
         optimizer.step()
         seconds.append(time.perf_counter() - start)
     timed = seconds[warmup:]
+    median = sorted(timed)[(len(timed) - 1) // 2]
     print(json.dumps({"runtime": "pytorch " + torch.__version__, "model": name, "batch": batch,
                       "threads": threads, "steps": steps, "warmup_steps": warmup,
                       "samples_per_s": batch * len(timed) / sum(timed),
+                      "median_step_samples_per_s": batch / median,
                       "step_seconds": seconds, "last_loss": loss.item()}))
 
 
