@@ -56,11 +56,14 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --momentum F --nesterov --weight-decay F --betas B1,B2 --eps F   as torch.optim
   --batch N              rows per step (required); a last partial batch is used as it is
   --steps N | --epochs N optimizer steps, or passes over the data
+  --warmup-steps N       steps left out of the reported samples/s (default 1: the first step
+                         builds buffers and kernels); the overall figure is reported too
   --shuffle|--no-shuffle reshuffle each epoch from --seed N (default: shuffle with --epochs)
   --freeze NAME,...      initializers not to train
   --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
   --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps
-  --json FILE            losses, samples_per_s, devices, peak_bytes per device
+  --json FILE            losses, step_seconds, samples_per_s (after the warm-up),
+                         samples_per_s_overall, warmup_steps, devices, peak_bytes per device
   --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
 
 conformance options:

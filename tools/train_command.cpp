@@ -8,13 +8,13 @@
 #include <sstream>
 
 #include "engine/autograd/trainer.h"
-#include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
 #include "tools/format.h"
 #include "tools/parallel_options.h"
 #include "tools/train_data.h"
+#include "tools/train_report.h"
 #include "tools/train_validation.h"
 #include "tools/training_export.h"
 
@@ -128,32 +128,6 @@ class Progress {
   bool tty_;
 };
 
-void write_json(const std::string& path, const std::vector<double>& losses, double samples_per_s,
-                const std::vector<Device>& devices, const std::vector<ValidationResult>& vals,
-                const std::vector<std::string>& parameters) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "{\n  \"losses\": [";
-  for (size_t i = 0; i < losses.size(); ++i) out << (i ? ", " : "") << losses[i];
-  out << "],\n  \"samples_per_s\": " << samples_per_s << ",\n  \"devices\": [";
-  for (size_t i = 0; i < devices.size(); ++i)
-    out << (i ? ", " : "") << json_string(devices[i].to_string());
-  out << "],\n  \"peak_bytes\": [";
-  for (size_t i = 0; i < devices.size(); ++i)
-    out << (i ? ", " : "") << backend_for(devices[i]).allocator(devices[i])->stats().peak_in_use;
-  out << "],\n  \"parameters\": [";
-  for (size_t i = 0; i < parameters.size(); ++i)
-    out << (i ? ", " : "") << json_string(parameters[i]);
-  out << "],\n  \"validation\": [";
-  for (size_t i = 0; i < vals.size(); ++i) {
-    out << (i ? ", " : "") << "{\"loss\": " << vals[i].loss;
-    if (vals[i].accuracy) out << ", \"accuracy\": " << *vals[i].accuracy;
-    out << "}";
-  }
-  out << "]\n}\n";
-  write_file_atomically(path, out.str());
-}
-
 std::vector<OptionSpec> train_option_specs() {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(), {{"target"},
@@ -168,6 +142,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"betas"},
                              {"eps"},
                              {"steps"},
+                             {"warmup-steps"},
                              {"epochs"},
                              {"shuffle", false},
                              {"no-shuffle", false},
@@ -228,6 +203,7 @@ int train_command(int argc, char** argv, int first) {
   int64_t batch = args.get_int("batch", 0, 1, int64_t(1) << 30);
   if (batch == 0) throw UsageError("--batch N is required");
   int64_t checkpoint_every = args.get_int("checkpoint-every", 0, 1, int64_t(1) << 40);
+  int64_t warmup_steps = args.get_int("warmup-steps", 1, 0, int64_t(1) << 40);
   std::string json_path = args.get("json").value_or("");
   std::string export_path = args.get("export-training-graph").value_or("");
   check_writable(*save, "save");
@@ -273,8 +249,9 @@ int train_command(int argc, char** argv, int first) {
       static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
       static_cast<long long>(batch), static_cast<long long>(schedule.steps));
   Progress progress(schedule.steps, data.batches_per_epoch());
-  std::vector<double> losses;
-  std::vector<ValidationResult> vals;
+  TrainReport report;
+  report.devices = devices;
+  report.parameters = trainer.parameter_names();
   int64_t samples = 0, epoch_samples = 0;
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
   for (int64_t step = 0; step < schedule.steps; ++step) {
@@ -286,7 +263,7 @@ int train_command(int argc, char** argv, int first) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     DPRUN_CHECK(std::isfinite(loss), "step ", step + 1, ": the loss is ", loss,
                 "; training diverged (try a smaller --lr)");
-    losses.push_back(loss);
+    report.steps.push_back({.loss = loss, .rows = b.rows, .seconds = elapsed});
     seconds += elapsed;
     epoch_seconds += elapsed;
     samples += b.rows;
@@ -297,7 +274,7 @@ int train_command(int argc, char** argv, int first) {
     bool epoch_end = k + 1 == data.batches_per_epoch() || step + 1 == schedule.steps;
     if (epoch_end) {
       std::optional<ValidationResult> val;
-      if (validation) vals.push_back(*(val = validation->run(batch)));
+      if (validation) report.validation.push_back(*(val = validation->run(batch)));
       progress.epoch_done(epoch, epoch_loss / static_cast<double>(epoch_samples),
                           static_cast<double>(epoch_samples) / epoch_seconds, val);
       epoch_samples = 0;
@@ -305,11 +282,16 @@ int train_command(int argc, char** argv, int first) {
     }
   }
   save_model(*model, *save);
-  double samples_per_s = static_cast<double>(samples) / seconds;
-  if (!json_path.empty())
-    write_json(json_path, losses, samples_per_s, devices, vals, trainer.parameter_names());
-  std::printf("final loss %.6f, %.1f samples/s; saved %s\n", losses.back(), samples_per_s,
-              save->c_str());
+  report.throughput = measure_throughput(report.steps, warmup_steps);
+  if (!json_path.empty()) write_train_json(json_path, report);
+  std::printf("final loss %.6f, %.1f samples/s", report.steps.back().loss,
+              report.throughput.samples_per_s);
+  if (report.throughput.warmup_steps > 0)
+    std::printf(" after %lld warm-up step%s (%.1f overall)",
+                static_cast<long long>(report.throughput.warmup_steps),
+                report.throughput.warmup_steps == 1 ? "" : "s",
+                report.throughput.overall_samples_per_s);
+  std::printf("; saved %s\n", save->c_str());
   return 0;
 }
 

@@ -3,10 +3,15 @@
 #include <cmath>
 
 #include "engine/error.h"
+#include "engine/parallel/run_in_parts.h"
 
 namespace dprun {
 
 namespace {
+
+// Below this many elements in all, one thread updates them all: a hand-off to another worker
+// costs about as much as updating this many.
+constexpr int64_t kMinParallelElements = 1 << 15;
 
 void check_host_float(const Tensor& t, size_t i) {
   DPRUN_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::Float64, "optimizer: parameter ",
@@ -25,19 +30,41 @@ void with_float_type(const Tensor& t, F&& f) {
 }
 
 // The scalar arguments of torch's tensor ops are cast to the tensor's type before use; these
-// loops do the same, one rounding per op, in torch's order.
-template <class T>
-void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, const SgdOptions& o) {
+// loops do the same, one rounding per op, in torch's order. Each combination of settings gets
+// its own branch-free loop, so that the compiler vectorises it.
+template <class T, bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgd_loop(T* p, const T* g, T* buf, int64_t n, const SgdOptions& o) {
   const T wd = static_cast<T>(o.weight_decay), m = static_cast<T>(o.momentum);
   const T keep = static_cast<T>(1 - o.dampening), neg_lr = static_cast<T>(-o.lr);
   for (int64_t i = 0; i < n; ++i) {
-    T d = o.weight_decay != 0 ? g[i] + wd * p[i] : g[i];
-    if (o.momentum != 0) {
-      buf[i] = first ? d : buf[i] * m + keep * d;
-      d = o.nesterov ? d + m * buf[i] : buf[i];
+    T d = g[i];
+    if constexpr (kDecay) d = d + wd * p[i];
+    if constexpr (kMomentum) {
+      T b = kFirst ? d : buf[i] * m + keep * d;
+      buf[i] = b;
+      d = kNesterov ? d + m * b : b;
     }
     p[i] = p[i] + neg_lr * d;
   }
+}
+
+template <class T>
+void sgd_update(T* p, const T* g, T* buf, bool first, int64_t n, const SgdOptions& o) {
+  auto with_momentum = [&]<bool kDecay>() {
+    if (first)
+      o.nesterov ? sgd_loop<T, kDecay, true, true, true>(p, g, buf, n, o)
+                 : sgd_loop<T, kDecay, true, true, false>(p, g, buf, n, o);
+    else
+      o.nesterov ? sgd_loop<T, kDecay, true, false, true>(p, g, buf, n, o)
+                 : sgd_loop<T, kDecay, true, false, false>(p, g, buf, n, o);
+  };
+  if (o.momentum == 0)
+    o.weight_decay != 0 ? sgd_loop<T, true, false, false, false>(p, g, buf, n, o)
+                        : sgd_loop<T, false, false, false, false>(p, g, buf, n, o);
+  else if (o.weight_decay != 0)
+    with_momentum.template operator()<true>();
+  else
+    with_momentum.template operator()<false>();
 }
 
 template <class T>
@@ -71,11 +98,13 @@ std::vector<Tensor> zeros_like_all(const std::vector<Tensor>& params) {
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<Tensor> parameters) : parameters_(std::move(parameters)) {
+Optimizer::Optimizer(std::vector<Tensor> parameters)
+    : parameters_(std::move(parameters)), counts_(element_counts(parameters_)) {
   for (size_t i = 0; i < parameters_.size(); ++i) check_host_float(parameters_[i], i);
+  for (int64_t c : counts_) total_elements_ += c;
 }
 
-void Optimizer::step(const std::vector<Tensor>& gradients) {
+void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Device>& workers) {
   DPRUN_CHECK(gradients.size() == parameters_.size(), "optimizer: ", gradients.size(),
               " gradients for ", parameters_.size(), " parameters");
   for (size_t i = 0; i < gradients.size(); ++i)
@@ -84,11 +113,26 @@ void Optimizer::step(const std::vector<Tensor>& gradients) {
                 "optimizer: gradient ", i, " is ", gradients[i].describe(),
                 " but its parameter is ", parameters_[i].describe());
   ++steps_;
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    Tensor g = gradients[i].device().type == DeviceType::CPU ? gradients[i]
-                                                             : gradients[i].to(Device::cpu());
-    update(i, parameters_[i], g);
-  }
+  std::vector<Tensor> host;
+  for (const Tensor& g : gradients)
+    host.push_back(g.device().type == DeviceType::CPU ? g : g.to(Device::cpu()));
+  run_in_parts(workers, total_elements_, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    for_each_piece(counts_, begin, end, [&](size_t i, int64_t first, int64_t last) {
+      update(i, parameters_[i], host[i], first, last);
+    });
+  });
+}
+
+void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end) {
+  DPRUN_CHECK(i < parameters_.size(), "optimizer: parameter ", i, " of ", parameters_.size());
+  DPRUN_CHECK(gradient.shape() == parameters_[i].shape() &&
+                  gradient.dtype() == parameters_[i].dtype() &&
+                  gradient.device().type == DeviceType::CPU,
+              "optimizer: gradient ", i, " is ", gradient.describe(), " but its parameter is ",
+              parameters_[i].describe());
+  DPRUN_CHECK(0 <= begin && begin <= end && end <= counts_[i], "optimizer: range [", begin, ", ",
+              end, ") of parameter ", i, " with ", counts_[i], " elements");
+  update(i, parameters_[i], gradient, begin, end);
 }
 
 Sgd::Sgd(std::vector<Tensor> parameters, SgdOptions options)
@@ -101,12 +145,12 @@ Sgd::Sgd(std::vector<Tensor> parameters, SgdOptions options)
   if (options_.momentum != 0) momentum_ = zeros_like_all(this->parameters());
 }
 
-void Sgd::update(size_t i, Tensor& parameter, const Tensor& gradient) {
+void Sgd::update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin, int64_t end) {
   with_float_type(parameter, [&](auto tag) {
     using T = decltype(tag);
-    T* buf = options_.momentum != 0 ? momentum_[i].data<T>() : nullptr;
-    sgd_update(parameter.data<T>(), gradient.data<T>(), buf, steps() == 1, parameter.numel(),
-               options_);
+    T* buf = options_.momentum != 0 ? momentum_[i].data<T>() + begin : nullptr;
+    sgd_update(parameter.data<T>() + begin, gradient.data<T>() + begin, buf, steps() == 1,
+               end - begin, options_);
   });
 }
 
@@ -121,11 +165,12 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
   exp_avg_sq_ = zeros_like_all(this->parameters());
 }
 
-void Adam::update(size_t i, Tensor& parameter, const Tensor& gradient) {
+void Adam::update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin, int64_t end) {
   with_float_type(parameter, [&](auto tag) {
     using T = decltype(tag);
-    adam_update(parameter.data<T>(), gradient.data<T>(), exp_avg_[i].data<T>(),
-                exp_avg_sq_[i].data<T>(), parameter.numel(), steps(), options_);
+    adam_update(parameter.data<T>() + begin, gradient.data<T>() + begin,
+                exp_avg_[i].data<T>() + begin, exp_avg_sq_[i].data<T>() + begin, end - begin,
+                steps(), options_);
   });
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -24,8 +25,17 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update. `gradients[i]` belongs to parameters()[i] and must match its shape and
-  /// dtype (float32 or float64); throws naming the index otherwise.
-  void step(const std::vector<Tensor>& gradients);
+  /// dtype (float32 or float64); throws naming the index otherwise. With `workers` (CPU
+  /// devices), the elements of all parameters are split over their worker threads
+  /// (run_in_parts); every element's update is the same however they are split.
+  void step(const std::vector<Tensor>& gradients, const std::vector<Device>& workers = {});
+  /// step() in pieces, for a caller that fuses the update with other per-element work (the
+  /// Trainer sums the replicas' gradients and copies the new values to them in the same
+  /// pass): begin_step() counts the step, then update_range(i, gradient, begin, end) updates
+  /// elements [begin, end) of parameter i from a host-memory gradient. One step's ranges must
+  /// cover every parameter once; disjoint ranges may be updated concurrently.
+  void begin_step() { ++steps_; }
+  void update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end);
   const std::vector<Tensor>& parameters() const { return parameters_; }
   /// Steps taken so far.
   int64_t steps() const { return steps_; }
@@ -33,11 +43,15 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
 
  protected:
-  /// Updates parameter i; steps() already counts this step.
-  virtual void update(size_t i, Tensor& parameter, const Tensor& gradient) = 0;
+  /// Updates elements [begin, end) of parameter i (and of its state); steps() already counts
+  /// this step. Called concurrently for disjoint ranges of one step.
+  virtual void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
+                      int64_t end) = 0;
 
  private:
   std::vector<Tensor> parameters_;
+  std::vector<int64_t> counts_;  // elements of each parameter
+  int64_t total_elements_ = 0;
   int64_t steps_ = 0;
 };
 
@@ -59,7 +73,8 @@ class Sgd final : public Optimizer {
   void set_lr(double lr) override { options_.lr = lr; }
 
  private:
-  void update(size_t i, Tensor& parameter, const Tensor& gradient) override;
+  void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
+              int64_t end) override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
 };
@@ -83,7 +98,8 @@ class Adam final : public Optimizer {
   void set_lr(double lr) override { options_.lr = lr; }
 
  private:
-  void update(size_t i, Tensor& parameter, const Tensor& gradient) override;
+  void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
+              int64_t end) override;
   AdamOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };

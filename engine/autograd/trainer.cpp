@@ -1,8 +1,16 @@
 #include "engine/autograd/trainer.h"
 
+#include <cstring>
+
+#include "engine/parallel/comm.h"
+#include "engine/parallel/run_in_parts.h"
+
 namespace dprun {
 
 namespace {
+
+// Below this many parameter elements in all, one thread does the fused update.
+constexpr int64_t kMinParallelElements = 1 << 15;
 
 DataParallelOptions training_parallel_options(DataParallelOptions options,
                                               const TrainingGraph& training) {
@@ -23,6 +31,23 @@ Tensor scalar_of(DType dtype, double v) {
                                  : Tensor::scalar<float>(static_cast<float>(v));
 }
 
+// out[first, last) = parts[0] + parts[1] + ..., in list order (as reduce_add sums).
+template <class T>
+void sum_range(const std::vector<const Tensor*>& parts, Tensor& out, int64_t first, int64_t last) {
+  T* o = out.data<T>();
+  const T* a = parts[0]->data<T>();
+  if (parts.size() == 1) {
+    std::memcpy(o + first, a + first, static_cast<size_t>(last - first) * sizeof(T));
+    return;
+  }
+  const T* b = parts[1]->data<T>();
+  for (int64_t i = first; i < last; ++i) o[i] = a[i] + b[i];
+  for (size_t p = 2; p < parts.size(); ++p) {
+    const T* c = parts[p]->data<T>();
+    for (int64_t i = first; i < last; ++i) o[i] += c[i];
+  }
+}
+
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(std::move(model)) {
@@ -31,8 +56,15 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(
   ModelOptions compile;
   compile.channels_last = options.channels_last;
   training_model_ = share_parameters(*model_, training_.graph, compile);
+  devices_ = options.parallel.device_ids;
   parallel_ = std::make_unique<DataParallel>(
       training_model_, training_parallel_options(std::move(options.parallel), training_));
+  // Where each trainable parameter sits in the training model's (and replicas') parameters.
+  std::vector<std::string> slots = training_model_->parameter_names();
+  slot_parameter_.assign(slots.size(), -1);
+  for (size_t k = 0; k < training_.parameters.size(); ++k)
+    for (size_t s = 0; s < slots.size(); ++s)
+      if (slots[s] == training_.parameters[k]) slot_parameter_[s] = static_cast<int64_t>(k);
 }
 
 std::vector<Tensor> Trainer::parameters() const {
@@ -41,7 +73,7 @@ std::vector<Tensor> Trainer::parameters() const {
   return out;
 }
 
-double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target) {
+std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tensor& target) const {
   std::vector<Tensor> feeds = inputs;
   if (needs_target()) {
     DPRUN_CHECK(target.defined(), "the ", loss_kind_name(training_.loss_kind),
@@ -51,16 +83,92 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
     DPRUN_CHECK(!target.defined(), "the loss takes no target, but one was given");
   }
   feeds.push_back(scalar_of(training_.loss_dtype, 1.0));
-  std::vector<Tensor> outputs = parallel_->forward(feeds);
+  return feeds;
+}
+
+double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target) {
+  std::vector<Tensor> all = feeds(inputs, target);
+  // An optimizer may have updated the parameters in place since the last call without telling
+  // the model (optimizer.step(gradients()) after forward_backward, as in PyTorch): refresh
+  // the replicas from them.
+  model_->mark_parameters_changed();
+  replicas_current_ = false;  // the caller may update the parameters before the next call
+  std::vector<Tensor> outputs = parallel_->forward(all);
   gradients_.assign(outputs.begin() + 1, outputs.end());
   return outputs[0].item_as_double();
 }
 
+bool Trainer::can_fuse(const Optimizer& optimizer) const {
+  if (devices_.size() < 2) return false;
+  for (const Device& d : devices_)
+    if (d.type != DeviceType::CPU) return false;
+  for (const Tensor& p : training_model_->parameters())
+    if (p.dtype() == DType::String) return false;
+  // The optimizer must update exactly the trainer's parameters, in its order.
+  const auto& updated = optimizer.parameters();
+  if (updated.size() != training_.parameters.size()) return false;
+  std::vector<Tensor> own = parameters();
+  for (size_t k = 0; k < own.size(); ++k)
+    if (!updated[k].shares_storage_with(own[k])) return false;
+  return true;
+}
+
 double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
                      Optimizer& optimizer) {
-  double loss = forward_backward(inputs, target);
-  optimizer.step(gradients_);
-  model_->mark_parameters_changed();
+  if (!can_fuse(optimizer)) {
+    double loss = forward_backward(inputs, target);
+    // The devices' workers are idle between steps: the update is split over them.
+    optimizer.step(gradients_, devices_);
+    model_->mark_parameters_changed();
+    return loss;
+  }
+  std::vector<Tensor> all = feeds(inputs, target);
+  // Unless the last call was a step(), which left the replicas current, refresh them.
+  if (!replicas_current_) model_->mark_parameters_changed();
+  std::vector<std::vector<Tensor>> outputs = parallel_->forward_per_replica(all);
+
+  std::vector<Tensor> losses;
+  for (const auto& replica : outputs) losses.push_back(replica[0]);
+  const double loss = reduce_add(losses, devices_[0]).item_as_double();
+  const std::vector<Tensor> own = parameters();
+  gradients_.clear();
+  for (const Tensor& p : own)
+    gradients_.push_back(Tensor::empty(p.shape(), p.dtype(), devices_[0]));
+
+  // One pass, split over the devices' workers: each element of a trainable parameter is
+  // summed over the replicas (in device order, as reduce_add does), updated, and copied to
+  // the other replicas; every other parameter (BatchNorm statistics) is copied.
+  const std::vector<Tensor>& slots = training_model_->parameters();
+  std::vector<std::shared_ptr<Model>> replicas = parallel_->replicas();
+  std::vector<int64_t> counts = element_counts(slots);
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  optimizer.begin_step();
+  run_in_parts(devices_, total, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    for_each_piece(counts, begin, end, [&](size_t s, int64_t first, int64_t last) {
+      if (int64_t k = slot_parameter_[s]; k >= 0) {
+        std::vector<const Tensor*> parts;
+        for (const auto& replica : outputs) parts.push_back(&replica[static_cast<size_t>(k) + 1]);
+        Tensor& g = gradients_[static_cast<size_t>(k)];
+        if (g.dtype() == DType::Float64)
+          sum_range<double>(parts, g, first, last);
+        else
+          sum_range<float>(parts, g, first, last);
+        optimizer.update_range(static_cast<size_t>(k), g, first, last);
+      }
+      const size_t element = dtype_size(slots[s].dtype());
+      const char* from = static_cast<const char*>(slots[s].raw_data());
+      for (size_t r = 1; r < replicas.size(); ++r) {
+        Tensor to = replicas[r]->parameters()[s];  // a handle on the replica's storage
+        if (to.shares_storage_with(slots[s])) continue;
+        std::memcpy(static_cast<char*>(to.raw_data()) + first * element, from + first * element,
+                    static_cast<size_t>(last - first) * element);
+      }
+    });
+  });
+  model_->mark_parameters_changed();  // for other users of the model
+  parallel_->mark_replicas_current();
+  replicas_current_ = true;
   return loss;
 }
 

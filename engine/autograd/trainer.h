@@ -47,10 +47,18 @@ class Trainer {
 
   /// Forward and backward over one batch: `inputs` in model().input_names() order and
   /// `target` (undefined when the loss takes none). Returns the batch's mean loss; gradients()
-  /// then holds its gradients, on device_ids[0]. Parameters are not changed.
+  /// then holds its gradients, on device_ids[0]. Parameters are not changed. The replicas are
+  /// refreshed from the model's parameters first, so `optimizer.step(trainer.gradients())`
+  /// between two calls is seen on every device, as after loss.backward(); optimizer.step()
+  /// in PyTorch.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
-  /// changed so the replicas are refreshed. Returns the loss.
+  /// changed. Returns the loss. On several CPU devices, with an optimizer made from
+  /// parameters(), the replicas' gradients are summed, the update is made and its result is
+  /// copied to the replicas in one pass split over the devices' worker threads (the same
+  /// values as the separate calls). Between two step() calls the replicas are then current;
+  /// code that changes the parameters in place in between must call
+  /// model().mark_parameters_changed() (set_parameter does).
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
   /// Gradients of the last forward_backward, in parameter_names() order.
@@ -69,7 +77,17 @@ class Trainer {
   TrainingGraph training_;
   std::shared_ptr<Model> training_model_;
   std::unique_ptr<DataParallel> parallel_;
+  /// The feeds of the training graph: inputs, the target when the loss takes one, loss_weight.
+  std::vector<Tensor> feeds(const std::vector<Tensor>& inputs, const Tensor& target) const;
+  /// Whether step() can fuse the update with the gradient sum and the replica copies.
+  bool can_fuse(const Optimizer& optimizer) const;
+
   std::vector<Tensor> gradients_;
+  std::vector<Device> devices_;  // options.parallel.device_ids
+  /// For each parameter of the training model (plan order), its index in parameter_names(),
+  /// or -1 when it is not trained.
+  std::vector<int64_t> slot_parameter_;
+  bool replicas_current_ = false;  // the last call was a fused step()
 };
 
 }  // namespace dprun

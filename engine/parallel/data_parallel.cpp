@@ -99,17 +99,20 @@ std::vector<std::shared_ptr<Model>> DataParallel::ensure_replicas(
     run.replicated = replicas_.size() > 1;
   }
   std::vector<std::shared_ptr<Model>> used;
+  std::vector<Model*> stale;
   for (const Device& d : devices) {
     size_t i = 0;
     while (i < options_.device_ids.size() && options_.device_ids[i] != d) ++i;
     DPRUN_CHECK(i < replicas_.size(), "no replica for device ", d.to_string());
     if (i > 0 && (!options_.cache_replicas || replica_versions_[i] != version)) {
-      refresh_replica(*module_, *replicas_[i]);
+      stale.push_back(replicas_[i].get());
       replica_versions_[i] = version;
       run.replicated = true;
     }
     used.push_back(replicas_[i]);
   }
+  // The copies are split over the devices' workers, which are idle until the replicas run.
+  if (!stale.empty()) refresh_replicas(*module_, stale, options_.device_ids);
   return used;
 }
 
@@ -162,6 +165,39 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
 std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   std::lock_guard lock(mutex_);
   DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
+    last_run_ = run;
+    return std::move(outputs[0]);
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto gathered = gather_or_sum(outputs);
+  run.gather_seconds = seconds_since(start);
+  last_run_ = run;
+  return gathered;
+}
+
+std::vector<std::vector<Tensor>> DataParallel::forward_per_replica(
+    const std::vector<Tensor>& inputs) {
+  std::lock_guard lock(mutex_);
+  DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  last_run_ = run;
+  return outputs;
+}
+
+std::vector<std::shared_ptr<Model>> DataParallel::replicas() const {
+  std::lock_guard lock(mutex_);
+  return replicas_;
+}
+
+void DataParallel::mark_replicas_current() {
+  std::lock_guard lock(mutex_);
+  replica_versions_.assign(replicas_.size(), module_->parameters_version());
+}
+
+std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Tensor>& inputs,
+                                                            DataParallelRun& run) {
   const auto& ids = options_.device_ids;
   if (ids.empty()) {  // no devices: the base model runs as it is
     RunOptions direct;
@@ -169,8 +205,7 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
     direct.observers = options_.observers;
     auto outputs = module_->run(inputs, direct);
     run.devices_used = {module_->device()};
-    last_run_ = run;
-    return outputs;
+    return {outputs};
   }
   auto names = module_->input_names();
   std::vector<InputSplit> splits;
@@ -203,8 +238,7 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
         break;
       }
     run.chunk_rows = {rows};
-    last_run_ = run;
-    return outputs[0];
+    return outputs;
   }
 
   std::vector<double> weights = options_.weights;
@@ -229,14 +263,9 @@ std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   start = std::chrono::steady_clock::now();
   auto outputs = parallel_apply(used, parts.inputs, apply, &run.timings);
   run.apply_seconds = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
-  auto gathered = gather_or_sum(outputs);
-  run.gather_seconds = seconds_since(start);
   run.devices_used = parts.devices;
   run.chunk_rows = parts.rows;
-  last_run_ = run;
-  return gathered;
+  return outputs;
 }
 
 std::vector<Tensor> DataParallel::gather_or_sum(
@@ -254,17 +283,16 @@ std::vector<Tensor> DataParallel::gather_or_sum(
   std::vector<Tensor> gathered = concatenated[0].empty()
                                      ? std::vector<Tensor>{}
                                      : gather(concatenated, output_device(), options_.dim);
+  // All sums at once, split over the devices' workers (idle now that the replicas are done).
+  std::vector<std::vector<Tensor>> to_sum(outputs.size());
+  for (size_t r = 0; r < outputs.size(); ++r)
+    for (size_t o = 0; o < names.size(); ++o)
+      if (summed[o]) to_sum[r].push_back(outputs[r][o]);
+  std::vector<Tensor> sums = reduce_add_coalesced(to_sum, output_device(), options_.device_ids);
   std::vector<Tensor> result;
-  size_t next = 0;
-  for (size_t o = 0; o < names.size(); ++o) {
-    if (!summed[o]) {
-      result.push_back(gathered[next++]);
-      continue;
-    }
-    std::vector<Tensor> parts;
-    for (const auto& replica : outputs) parts.push_back(replica[o]);
-    result.push_back(reduce_add(parts, output_device()));
-  }
+  size_t next = 0, next_sum = 0;
+  for (size_t o = 0; o < names.size(); ++o)
+    result.push_back(summed[o] ? sums[next_sum++] : gathered[next++]);
   return result;
 }
 

@@ -60,6 +60,18 @@ class DataParallel {
   /// Scatters `inputs` (in module().input_names() order), runs the replicas concurrently
   /// and gathers the outputs on the output device. Errors name the failing replicas.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  /// forward() without the gather: the outputs of every replica that ran, in
+  /// last_run().devices_used order, where the replica left them. With no devices or one, a
+  /// single list.
+  std::vector<std::vector<Tensor>> forward_per_replica(const std::vector<Tensor>& inputs);
+
+  /// The replicas, replicas()[i] on device_ids[i] (replica 0 shares the module's parameter
+  /// storage); empty until the first call on more than one device.
+  std::vector<std::shared_ptr<Model>> replicas() const;
+  /// Records every replica as holding the module's current parameters: for a caller that
+  /// wrote the new values into replicas()' parameters itself (Trainer fuses this copy with the
+  /// optimizer update), so the next call does not copy them again.
+  void mark_replicas_current();
 
   Model& module() { return *module_; }
   const DataParallelOptions& options() const { return options_; }
@@ -73,6 +85,9 @@ class DataParallel {
   std::vector<std::shared_ptr<Model>> ensure_replicas(const std::vector<Device>& devices,
                                                       DataParallelRun& run);
   std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
+  /// Scatter, replicas and parallel_apply (mutex_ held); fills `run` but for gather timings.
+  std::vector<std::vector<Tensor>> run_replicas(const std::vector<Tensor>& inputs,
+                                                DataParallelRun& run);
   /// gather() for the concatenated outputs, reduce_add() for options_.summed_outputs.
   std::vector<Tensor> gather_or_sum(const std::vector<std::vector<Tensor>>& outputs) const;
   void check_split_dims_are_free(const std::vector<InputSplit>& splits,

@@ -1,5 +1,9 @@
 #include "engine/parallel/replicate.h"
 
+#include <cstring>
+
+#include "engine/parallel/run_in_parts.h"
+
 namespace dprun {
 
 std::vector<std::shared_ptr<Model>> replicate(const Model& model,
@@ -27,6 +31,47 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
         std::make_shared<Model>(plan, devices[i], std::move(params), nullptr, model.graph_ptr()));
   }
   return replicas;
+}
+
+void refresh_replicas(const Model& base, const std::vector<Model*>& replicas,
+                      const std::vector<Device>& workers) {
+  const auto& src = base.parameters();
+  std::vector<Model*> copies;  // replicas that share no storage with the base
+  for (Model* replica : replicas) {
+    DPRUN_CHECK(replica->parameters().size() == src.size(),
+                "refresh_replica: parameter lists differ");
+    bool host = replica->device().type == DeviceType::CPU;
+    for (size_t i = 0; i < src.size() && host; ++i) host = src[i].dtype() != DType::String;
+    if (!host) {  // device memory or std::string elements: tensor by tensor
+      refresh_replica(base, *replica);
+      continue;
+    }
+    copies.push_back(replica);
+  }
+  if (copies.empty() || base.device().type != DeviceType::CPU) {
+    for (Model* replica : copies) refresh_replica(base, *replica);
+    return;
+  }
+  // Byte ranges of every parameter, split over the workers.
+  std::vector<int64_t> bytes;
+  int64_t total = 0;
+  for (const Tensor& p : src) {
+    bytes.push_back(static_cast<int64_t>(p.nbytes()));
+    total += bytes.back();
+  }
+  run_in_parts(workers, total, int64_t(1) << 17, [&](int64_t begin, int64_t end) {
+    for_each_piece(bytes, begin, end, [&](size_t i, int64_t first, int64_t last) {
+      const char* from = static_cast<const char*>(src[i].raw_data()) + first;
+      for (Model* replica : copies) {
+        Tensor dst = replica->parameters()[i];  // a handle on the replica's storage
+        if (dst.shares_storage_with(src[i])) continue;
+        DPRUN_CHECK(dst.nbytes() == src[i].nbytes(), "refresh_replica: parameter ", i, " is ",
+                    dst.describe(), " on the replica but ", src[i].describe(), " on the base");
+        std::memcpy(static_cast<char*>(dst.raw_data()) + first, from,
+                    static_cast<size_t>(last - first));
+      }
+    });
+  });
 }
 
 void refresh_replica(const Model& base, Model& replica) {

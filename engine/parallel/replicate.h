@@ -16,5 +16,9 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
 
 /// Copies the base's current parameter values into `replica` (same plan layout), in place.
 void refresh_replica(const Model& base, Model& replica);
+/// refresh_replica for several replicas, with the elements of all parameters split over the
+/// worker threads of `workers` (CPU devices, see run_in_parts).
+void refresh_replicas(const Model& base, const std::vector<Model*>& replicas,
+                      const std::vector<Device>& workers);
 
 }  // namespace dprun

@@ -1,9 +1,11 @@
-// oneDNN fast paths for float32 Conv and ConvTranspose (1-D to 3-D, groups, dilations).
+// oneDNN fast paths for float32 Conv and ConvTranspose (1-D to 3-D, groups, dilations); a
+// Conv shaped like a weight gradient runs as a backward-weights primitive.
 // Primitives are cached per input shapes; weights are reordered into the primitive's
 // preferred layout on every call because they may be changed between runs.
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/conv_backward_weights.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
@@ -65,6 +67,15 @@ class ConvOnednnKernel : public OpKernel {
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
     if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
       return reference_->compute(ctx);
+    if (group_ == 1 && !b) {  // perhaps a weight gradient (conv_backward_weights.h)
+      auto bw = backward_weights_cache_.get(onednn::shape_key({&x.shape(), &w.shape()}),
+                                            [&] { return build_backward_weights(ctx, x, w); });
+      if (bw->usable) {
+        Tensor& y = ctx.allocate_output(0, bw->out_shape, DType::Float32);
+        if (y.numel() > 0) onednn::execute_backward_weights(*bw, x, w, y);
+        return;
+      }
+    }
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
@@ -72,6 +83,19 @@ class ConvOnednnKernel : public OpKernel {
   }
 
  private:
+  // Usable only for the shapes prefer_backward_weights() picks.
+  std::shared_ptr<const onednn::ConvBackwardWeightsPrimitive> build_backward_weights(
+      const KernelContext& ctx, const Tensor& x, const Tensor& w) const {
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    WindowGeometry g = attrs_.resolve(ctx.node(), in, kernel);
+    auto p = std::make_shared<onednn::ConvBackwardWeightsPrimitive>();
+    if (onednn::prefer_backward_weights(x.shape(), w.shape(), g) && shape_numel(x.shape()) > 0 &&
+        shape_numel(w.shape()) > 0)
+      *p = onednn::build_backward_weights(x.shape(), w.shape(), g);
+    return p;
+  }
+
   std::shared_ptr<const ConvPrimitive> build(const KernelContext& ctx, const Tensor& x,
                                              const Tensor& w, bool has_bias) const {
     auto p = std::make_shared<ConvPrimitive>();
@@ -97,6 +121,7 @@ class ConvOnednnKernel : public OpKernel {
   WindowAttrs attrs_;
   int64_t group_ = 1;
   onednn::ShapeCache<ConvPrimitive> cache_;
+  onednn::ShapeCache<onednn::ConvBackwardWeightsPrimitive> backward_weights_cache_;
 };
 
 class ConvTransposeOnednnKernel : public OpKernel {

@@ -1,9 +1,11 @@
 #pragma once
 // Runs the dprun executable and captures its exit status and combined output.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace dprun::testing {
@@ -29,6 +31,12 @@ inline CommandResult run_dprun(const std::string& arguments) {
 
 inline std::string source_path(const std::string& relative) {
   return std::string(DPRUN_SOURCE_DIR) + "/" + relative;
+}
+
+/// A path in the temporary folder that no other test process uses at the same time (other
+/// checkouts of the project may run the same tests concurrently): NAME_PID.
+inline std::filesystem::path scratch_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()));
 }
 
 }  // namespace dprun::testing

@@ -55,7 +55,7 @@ class TrainReference : public ::testing::TestWithParam<std::string> {};
 TEST_P(TrainReference, MatchesPyTorch) {
   const std::string name = GetParam();
   fs::path dir = source_path("models/training");
-  fs::path out = fs::temp_directory_path() / ("dprun_train_" + name);
+  fs::path out = testing::scratch_path("dprun_train_" + name);
   fs::create_directories(out);
   std::string args = read_text(dir / (name + ".args"));
   args.erase(args.find_last_not_of(" \n") + 1);

@@ -12,6 +12,7 @@
 #include "engine/backend.h"
 #include "engine/parallel/data_parallel.h"
 #include "engine/parallel/device_list.h"
+#include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
 #include "engine/warning.h"
 #include "op_test_util.h"
@@ -373,6 +374,44 @@ TEST(DataParallel, ReplicasAreCachedUntilParametersChange) {
   EXPECT_TRUE(dp.last_run().replicated);
   // Rows 2..3 ran on replica 1 and must see the new weights.
   EXPECT_FLOAT_EQ(out[0].data<float>()[7], x.data<float>()[7] * 20);
+}
+
+// forward_per_replica leaves the outputs where each replica made them; a caller that wrote
+// new parameter values into replicas() itself can say so with mark_replicas_current.
+TEST(DataParallel, PerReplicaOutputsAndReplicasMarkedCurrent) {
+  auto model = model_on(scale_rows_graph(2));
+  DataParallel dp(model, on(3));
+  EXPECT_TRUE(dp.replicas().empty());
+  Tensor x = rows(5, 2);
+  auto per_replica = dp.forward_per_replica({x});
+  ASSERT_EQ(per_replica.size(), 3u);
+  EXPECT_EQ(dp.last_run().chunk_rows, (std::vector<int64_t>{2, 2, 1}));
+  for (size_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(per_replica[r].size(), 1u);
+    EXPECT_EQ(per_replica[r][0].device(), Device::cpu(static_cast<int>(r)));
+  }
+  EXPECT_TRUE(bitwise_equal(gather(per_replica, Device::cpu(0), 0)[0], dp.forward({x})[0]));
+  auto replicas = dp.replicas();
+  ASSERT_EQ(replicas.size(), 3u);
+  EXPECT_TRUE(replicas[0]->parameters()[0].shares_storage_with(model->parameters()[0]));
+
+  // New weights written into the base and, by hand, into the other replicas.
+  Tensor w = Tensor::from_vector<float>({2}, {10, 20});
+  model->set_parameter("w", w);
+  for (size_t r = 1; r < 3; ++r) {
+    Tensor replica_w = replicas[r]->parameters()[0];  // a handle on the replica's storage
+    replica_w.copy_from(w);
+  }
+  dp.mark_replicas_current();
+  auto out = dp.forward({x});
+  EXPECT_FALSE(dp.last_run().replicated);
+  EXPECT_TRUE(bitwise_equal(out[0], model->run({x})[0]));
+
+  DataParallel one(model, on(1));
+  auto single = one.forward_per_replica({x});
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_TRUE(bitwise_equal(single[0][0], model->run({x})[0]));
+  EXPECT_TRUE(one.replicas().empty());
 }
 
 TEST(DataParallel, ReplicasThatSatOutACallAreStillRefreshed) {

@@ -111,6 +111,51 @@ TEST(ElementwiseUnary, MathMatchesStd) {
   }
 }
 
+// Exp over its whole range, with overflow, underflow and denormal results; Erf's vectorisable
+// float32 approximation within a few ulp of the exact value.
+TEST(ElementwiseUnary, ExpAccurateOverItsWholeRange) {
+  std::vector<float> xs;
+  for (float v = -110.0f; v <= 95.0f; v += 0.0371f) xs.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-7f, 88.0f, 88.5f, 88.72f, 88.73f, -87.0f, -87.5f, -100.0f,
+                  -103.9f, -104.0f, -200.0f, kInf, -kInf})
+    xs.push_back(v);
+  Tensor y =
+      run1(unary("Exp"), {Tensor::from_vector<float>({static_cast<int64_t>(xs.size())}, xs)});
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double want = std::exp(static_cast<double>(xs[i]));
+    float got = y.data<float>()[i];
+    if (want > std::numeric_limits<float>::max()) {
+      EXPECT_EQ(got, kInf) << "exp(" << xs[i] << ")";
+    } else if (want >= std::numeric_limits<float>::min()) {  // normal results: 4e-7
+      EXPECT_NEAR(got, want, 4e-7 * want) << "exp(" << xs[i] << ")";
+    } else {  // denormal results: 1e-5 relative, or half the smallest denormal
+      EXPECT_NEAR(got, want, 1e-5 * want + 0.7e-45) << "exp(" << xs[i] << ")";
+    }
+  }
+  Tensor nan = run1(unary("Exp"), {Tensor::from_vector<float>({1}, {kNaN})});
+  EXPECT_TRUE(std::isnan(nan.data<float>()[0]));
+}
+
+TEST(ElementwiseUnary, ErfAccurateOverItsWholeRange) {
+  std::vector<float> xs;
+  for (float v = -6.0f; v <= 6.0f; v += 0.00137f) xs.push_back(v);
+  for (float v :
+       {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-7f, 0.999999f, 1.0f, -1.0f, 10.0f, -10.0f, kInf, -kInf})
+    xs.push_back(v);
+  Tensor y =
+      run1(unary("Erf"), {Tensor::from_vector<float>({static_cast<int64_t>(xs.size())}, xs)});
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double want = std::erf(static_cast<double>(xs[i]));
+    // 3 ulp below |x| = 1 (relative accuracy down to the smallest x), 4.6e-7 from there.
+    EXPECT_NEAR(y.data<float>()[i], want, std::fabs(xs[i]) < 1 ? 3.6e-7 * std::fabs(want) : 4.6e-7)
+        << "erf(" << xs[i] << ")";
+  }
+  EXPECT_EQ(y.data<float>()[xs.size() - 2], 1.0f);
+  EXPECT_EQ(y.data<float>()[xs.size() - 1], -1.0f);
+  Tensor nan = run1(unary("Erf"), {Tensor::from_vector<float>({1}, {kNaN})});
+  EXPECT_TRUE(std::isnan(nan.data<float>()[0]));
+}
+
 TEST(ElementwiseUnary, DoubleAndEmptyTensors) {
   Tensor y = run1(unary("Exp"), {Tensor::from_vector<double>({2}, {0.0, 1.0})});
   EXPECT_EQ(y.dtype(), DType::Float64);

@@ -10,6 +10,7 @@
 #include "engine/error.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
+#include "ops/cpu/conv_backward_weights.h"
 
 namespace dprun {
 namespace {
@@ -167,6 +168,47 @@ TEST(NnConv, OnednnMatchesReference) {
     in[0] = random_tensor(x2, rng);
     expect_impls_agree(n, in, 11);
   }
+}
+
+// Conv shaped like a weight gradient (conv_grad.cpp's dW = Conv(X^T, dY^T), forward strides
+// as dilations, forward dilations as strides) runs as oneDNN's backward-weights primitive.
+TEST(NnConv, WeightGradientShapesMatchReference) {
+  std::mt19937 rng(2);
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> strides, pads, dilations;
+  };
+  std::vector<Case> cases = {
+      // forward X [3, 4, 9, 9], W [5, 4, 3, 3], stride 1, pads 1
+      {{4, 3, 9, 9}, {5, 3, 9, 9}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      // forward stride 2: the correlation extends past the 3x3 kernel (out 3x4)
+      {{3, 2, 9, 8}, {4, 2, 5, 4}, {1, 1}, {1, 1, 1, 1}, {2, 2}},
+      // forward dilation 2, asymmetric pads
+      {{3, 2, 10, 9}, {4, 2, 7, 6}, {2, 2}, {1, 0, 0, 1}, {1, 1}},
+      // 1-D and 3-D
+      {{3, 2, 12}, {4, 2, 10}, {1}, {0, 0}, {1}},
+      {{2, 3, 6, 5, 6}, {4, 3, 6, 5, 6}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    Node n = make_node("Conv", {"x", "w"}, {"y"});
+    n.attributes["strides"] = ints_attr(c.strides);
+    n.attributes["pads"] = ints_attr(c.pads);
+    n.attributes["dilations"] = ints_attr(c.dilations);
+    SCOPED_TRACE(shape_to_string(c.a) + " w " + shape_to_string(c.b));
+    WindowAttrs attrs;
+    attrs.parse(n);
+    std::vector<int64_t> in(c.a.begin() + 2, c.a.end()), kernel(c.b.begin() + 2, c.b.end());
+    WindowGeometry g = attrs.resolve(n, in, kernel);
+    EXPECT_TRUE(onednn::prefer_backward_weights(c.a, c.b, g));
+    EXPECT_TRUE(onednn::build_backward_weights(c.a, c.b, g).usable);
+    expect_impls_agree(n, {random_tensor(c.a, rng), random_tensor(c.b, rng)}, 11);
+  }
+  // An ordinary convolution keeps the forward primitive.
+  Node n = make_node("Conv", {"x", "w"}, {"y"});
+  WindowAttrs attrs;
+  attrs.parse(n);
+  WindowGeometry g = attrs.resolve(n, {9, 9}, {3, 3});
+  EXPECT_FALSE(onednn::prefer_backward_weights({2, 3, 9, 9}, {4, 3, 3, 3}, g));
 }
 
 TEST(NnConv, ConvInteger) {
@@ -516,6 +558,61 @@ TEST(NnPool, OnednnMatchesReference) {
     SCOPED_TRACE(c.op + " " + shape_to_string(c.x));
     expect_impls_agree(n, {random_tensor(c.x, rng)}, 12);
   }
+}
+
+// MaxPool with Indices on 2-D float32 windows: the direct kernel gives the reference's values
+// and indices bitwise, ties (repeated values) going to the first element of the window.
+TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
+  std::mt19937 rng(7);
+  struct Case {
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads;
+    bool ceil;
+    std::string auto_pad;
+  };
+  std::vector<Case> cases = {
+      {{2, 3, 12, 12}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false, ""},  // ResNet's stem pool
+      {{1, 2, 9, 8}, {3, 2}, {2, 2}, {1, 0, 1, 1}, true, ""},
+      {{1, 2, 9, 8}, {2, 2}, {1, 2}, {}, false, "SAME_UPPER"},
+      {{1, 1, 7, 7}, {2, 3}, {2, 2}, {}, false, "SAME_LOWER"},
+      {{1, 2, 5, 6}, {2, 2}, {2, 2}, {}, false, "VALID"},
+      {{3, 4, 6, 6}, {1, 1}, {1, 1}, {}, false, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.x));
+    Node n = make_node("MaxPool", {"x"}, {"y", "i"});
+    n.attributes["kernel_shape"] = ints_attr(c.kernel);
+    n.attributes["strides"] = ints_attr(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
+    n.attributes["ceil_mode"] = int_attr(c.ceil);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    // Values from a few levels, so windows hold ties.
+    std::uniform_int_distribution<int> level(-3, 3);
+    std::vector<float> v(static_cast<size_t>(shape_numel(c.x)));
+    for (float& e : v) e = static_cast<float>(level(rng)) * 0.5f;
+    Tensor x = Tensor::from_vector<float>(c.x, v);
+    auto fast = run_impl(n, {x}, 12, "direct2d", 2);
+    auto ref = run_impl(n, {x}, 12, "reference", 2);
+    ASSERT_EQ(fast[0].shape(), ref[0].shape());
+    ASSERT_EQ(fast[1].shape(), ref[1].shape());
+    for (int64_t i = 0; i < ref[0].numel(); ++i) {
+      ASSERT_EQ(fast[0].data<float>()[i], ref[0].data<float>()[i]) << "Y element " << i;
+      ASSERT_EQ(fast[1].data<int64_t>()[i], ref[1].data<int64_t>()[i]) << "Indices element " << i;
+    }
+  }
+  // Dilations and storage_order 1 are the reference kernel's.
+  Node dilated = make_node("MaxPool", {"x"}, {"y", "i"});
+  dilated.attributes["kernel_shape"] = ints_attr({2, 2});
+  dilated.attributes["dilations"] = ints_attr({2, 2});
+  Tensor x = random_tensor({1, 1, 5, 5}, rng);
+  auto fast = run_impl(dilated, {x}, 12, "direct2d");
+  auto ref = run_impl(dilated, {x}, 12, "reference");
+  for (int64_t i = 0; i < ref[1].numel(); ++i)
+    EXPECT_EQ(fast[1].data<int64_t>()[i], ref[1].data<int64_t>()[i]);
+  Node column = dilated;
+  column.attributes.erase("dilations");
+  column.attributes["storage_order"] = int_attr(1);
+  EXPECT_THROW(run_impl(column, {x}, 12, "direct2d"), Error);
 }
 
 // ----------------------------------------------------------------------- Resize/Upsample

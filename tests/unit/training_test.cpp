@@ -336,6 +336,89 @@ TEST(Trainer, BatchNormRunningVarianceIsUnbiasedAsPyTorchKeepsIt) {
                   .state_updates.empty());
 }
 
+// The PyTorch pattern, backward then optimizer.step, with no call telling the trainer that
+// the parameters changed: every replica must still see the update before the next step.
+TEST(Trainer, ForwardBackwardThenOptimizerStepEqualsStep) {
+  Tensor x = random_floats({6, 3}, 41), t = random_floats({6, 2}, 42);
+  auto run = [&](bool split_calls) {
+    auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0));
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::Mse;
+    options.parallel.device_ids = parse_device_list("cpu:0,cpu:1");
+    Trainer trainer(model, options);
+    Sgd sgd(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
+    std::vector<double> losses;
+    for (int s = 0; s < 4; ++s) {
+      if (split_calls) {
+        losses.push_back(trainer.forward_backward({x}, t));
+        sgd.step(trainer.gradients());
+      } else {
+        losses.push_back(trainer.step({x}, t, sgd));
+      }
+    }
+    return losses;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
+// step() on several devices sums the replicas' gradients, updates and copies the new values
+// to the replicas in one pass over the devices' workers: exactly the losses and parameters of
+// forward_backward followed by optimizer.step, with and without a frozen parameter and with
+// fewer chunks than devices.
+TEST(Trainer, FusedStepEqualsSeparateCalls) {
+  // W has 300 x 200 elements: the fused pass is split over the workers.
+  Tensor x = random_floats({6, 300}, 51), t = random_floats({6, 200}, 52);
+  Tensor x2 = random_floats({2, 300}, 53), t2 = random_floats({2, 200}, 54);
+  struct Result {
+    std::vector<double> losses;
+    Tensor w, b;
+  };
+  auto run = [&](bool fused, bool freeze_b) {
+    auto model = std::make_shared<Model>(linear_graph(300, 200), Device::cpu(0));
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::Mse;
+    options.parallel.device_ids = parse_device_list("cpu:0,cpu:1,cpu:2");
+    if (freeze_b) options.training.freeze = {"b"};
+    Trainer trainer(model, options);
+    Sgd sgd(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
+    Result result;
+    for (int s = 0; s < 5; ++s) {
+      const Tensor& in = s % 2 ? x2 : x;  // 2 rows: two of the three replicas run
+      const Tensor& target = s % 2 ? t2 : t;
+      if (fused) {
+        result.losses.push_back(trainer.step({in}, target, sgd));
+      } else {
+        result.losses.push_back(trainer.forward_backward({in}, target));
+        sgd.step(trainer.gradients());
+      }
+    }
+    result.w = model->parameter("W").clone();
+    result.b = model->parameter("b").clone();
+    return result;
+  };
+  for (bool freeze_b : {false, true}) {
+    SCOPED_TRACE(freeze_b ? "b frozen" : "b trained");
+    Result fused = run(true, freeze_b), separate = run(false, freeze_b);
+    EXPECT_EQ(fused.losses, separate.losses);
+    for (const auto& [got, want] : {std::pair{fused.w, separate.w}, {fused.b, separate.b}})
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+  }
+  // An optimizer over other parameters is refused, as optimizer.step refuses it.
+  auto model = std::make_shared<Model>(linear_graph(300, 200), Device::cpu(0));
+  TrainerOptions options;
+  options.training.loss.kind = LossKind::Mse;
+  options.parallel.device_ids = parse_device_list("cpu:0,cpu:1");
+  Trainer trainer(model, options);
+  Sgd only_w({model->parameter("W")}, {.lr = 0.1});
+  try {
+    trainer.step({x}, t, only_w);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "optimizer: 2 gradients for 1 parameters");
+  }
+}
+
 TEST(Trainer, TargetErrors) {
   auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0));
   TrainerOptions options;

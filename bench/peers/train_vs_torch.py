@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""The PyTorch side of bench/peers/train_vs_torch.sh (run with Debian's /usr/bin/python3).
+
+    train_vs_torch.py export MODEL DIR BATCH
+        Builds MODEL (mlp or resnet18) with a fixed seed, exports it to DIR/MODEL.onnx in
+        training mode with do_constant_folding=False (initializers keep PyTorch's names), and
+        writes a data set DIR/MODEL.x.npy, DIR/MODEL.target.npy of 8 batches. The MLP has a
+        dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
+    train_vs_torch.py time MODEL DIR BATCH THREADS STEPS WARMUP
+        Trains the same model (same seed, same data, batch k = rows k*BATCH.., wrapping round)
+        with torch.optim.SGD for WARMUP + STEPS steps on THREADS threads and prints one JSON
+        line: samples_per_s over the STEPS steps after the warm-up, the same from the median
+        step time (median_step_samples_per_s), and every step's seconds.
+
+Models:
+    mlp       Linear(784,512)-GELU-Linear(512,256)-GELU-Linear(256,10)-LogSoftmax, nll loss,
+              SGD lr 0.01 momentum 0.9
+    resnet18  torchvision resnet18 (random init, 1000 classes) on 3x224x224, cross entropy,
+              SGD lr 0.01 momentum 0.9
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCHES = 8
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 512)
+        self.fc2 = nn.Linear(512, 256)
+        self.fc3 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        x = F.gelu(self.fc1(x))
+        x = F.gelu(self.fc2(x))
+        return F.log_softmax(self.fc3(x), dim=1)
+
+
+def build(name):
+    torch.manual_seed(0)
+    if name == "mlp":
+        return MLP(), (784,), 10, F.nll_loss
+    if name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(), (3, 224, 224), 1000, F.cross_entropy
+    raise SystemExit(f"unknown model {name}")
+
+
+def data(name, batch):
+    _, shape, classes, _ = build(name)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn((batch * BATCHES,) + shape, generator=g)
+    target = torch.randint(0, classes, (batch * BATCHES,), generator=g)
+    return x, target
+
+
+def export(name, out_dir, batch):
+    model, shape, _, _ = build(name)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    x, target = data(name, batch)
+    dynamic = {"x": {0: "batch"}} if name == "mlp" else None
+    path = os.path.join(out_dir, name + ".onnx")
+    torch.onnx.export(model, x[:batch], path, input_names=["x"], output_names=["y"],
+                      dynamic_axes=dynamic, opset_version=15 if name == "resnet18" else 17,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    # Exporting in training mode runs the model once, which updates BatchNorm's running
+    # statistics; put the values from before the export back.
+    import onnx
+    import onnx.numpy_helper
+    proto = onnx.load(path)
+    for init in proto.graph.initializer:
+        if init.name in state:
+            init.CopyFrom(onnx.numpy_helper.from_array(state[init.name].numpy(), init.name))
+    onnx.save(proto, path)
+    np.save(os.path.join(out_dir, name + ".x.npy"), x.numpy())
+    np.save(os.path.join(out_dir, name + ".target.npy"), target.numpy())
+
+
+def time_training(name, batch, threads, steps, warmup):
+    torch.set_num_threads(threads)
+    model, _, _, loss_fn = build(name)
+    model.train()
+    x, target = data(name, batch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    seconds = []
+    for step in range(warmup + steps):
+        k = step % BATCHES
+        xb, tb = x[k * batch:(k + 1) * batch], target[k * batch:(k + 1) * batch]
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = loss_fn(model(xb), tb)
+        loss.backward()
+        optimizer.step()
+        seconds.append(time.perf_counter() - start)
+    timed = seconds[warmup:]
+    median = sorted(timed)[(len(timed) - 1) // 2]
+    print(json.dumps({"runtime": "pytorch " + torch.__version__, "model": name, "batch": batch,
+                      "threads": threads, "steps": steps, "warmup_steps": warmup,
+                      "samples_per_s": batch * len(timed) / sum(timed),
+                      "median_step_samples_per_s": batch / median,
+                      "step_seconds": seconds, "last_loss": loss.item()}))
+
+
+def main():
+    mode, name, out_dir, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    if mode == "export":
+        export(name, out_dir, batch)
+    elif mode == "time":
+        threads, steps, warmup = map(int, sys.argv[5:8])
+        time_training(name, batch, threads, steps, warmup)
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Training throughput of `dprun train` against PyTorch 1.13 (/usr/bin/python3) on the same
+# models, data, batch, optimizer and thread counts, in one run. train_vs_torch.py builds the
+# models with torch, exports them (training mode, do_constant_folding=False) and times
+# PyTorch's own training loop; `dprun train --json` times dprun's steps. Both leave out the
+# same warm-up steps.
+#   MLP 784-512-256-10, GELU, LogSoftmax, nll loss, batch 64, SGD (lr 0.01, momentum 0.9):
+#     dprun cpu:0 --threads 1 against torch.set_num_threads(1); dprun cpu:0,cpu:1 x 1 thread
+#     against dprun on one device (and PyTorch on 2 threads, for reference)
+#   ResNet-18 (torchvision, random init), batch 16, cross entropy, SGD, one thread
+# Two figures per run: samples/s over all timed steps (mean), and batch / the median step
+# time, which a machine shared with other work disturbs far less. Every measurement is
+# repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
+# (every round is printed above them).
+# usage: bench/peers/train_vs_torch.sh [ROUNDS] (default 3)
+# environment: MLP_STEPS (300), RESNET_STEPS (8), WORK (a folder to keep the files in)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+dprun="$root/build/dprun"
+python=/usr/bin/python3
+rounds=${1:-3}
+mlp_steps=${MLP_STEPS:-300}
+resnet_steps=${RESNET_STEPS:-8}
+if [ -n "${WORK:-}" ]; then
+  work=$WORK
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+
+"$python" "$here/train_vs_torch.py" export mlp "$work" 64 2>/dev/null
+"$python" "$here/train_vs_torch.py" export resnet18 "$work" 16 2>/dev/null
+
+# dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS: "MEAN MEDIAN" samples/s after the warm-up.
+dprun_rate() {
+  "$dprun" train "$work/$1.onnx" --input "x=$work/$1.x.npy" --target "$work/$1.target.npy" \
+    --loss "$6" --optimizer sgd --lr 0.01 --momentum 0.9 --batch "$2" --steps $(($4 + $5)) \
+    --warmup-steps "$5" --no-shuffle --devices "$3" --threads 1 --save "$work/trained.onnx" \
+    --json "$work/train.json" >/dev/null
+  local mean steps
+  mean=$(sed -n 's/^  "samples_per_s": \([0-9.e+-]*\),$/\1/p' "$work/train.json")
+  steps=$(sed -n 's/^  "step_seconds": \[\(.*\)\],$/\1/p' "$work/train.json")
+  echo "$mean $(echo "$steps" | tr ',' '\n' | tail -n +$(($5 + 1)) | sort -g |
+    awk -v b="$2" '{v[NR] = $1} END {print b / v[int((NR + 1) / 2)]}')"
+}
+# torch_rate MODEL BATCH THREADS STEPS WARMUP: "MEAN MEDIAN"
+torch_rate() {
+  "$python" "$here/train_vs_torch.py" time "$1" "$work" "$2" "$3" "$4" "$5" |
+    sed 's/.*"samples_per_s": \([0-9.e+-]*\), "median_step_samples_per_s": \([0-9.e+-]*\),.*/\1 \2/'
+}
+median() { tr ' ' '\n' | awk NF | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+declare -A means medians
+measure() {  # KEY COMMAND...
+  local key=$1
+  shift
+  local v
+  read -r -a v <<<"$("$@")"
+  means[$key]="${means[$key]:-} ${v[0]}"
+  medians[$key]="${medians[$key]:-} ${v[1]}"
+  printf "  %-24s %10.1f samples/s (median step: %10.1f)\n" "$key" "${v[0]}" "${v[1]}"
+}
+
+for ((r = 1; r <= rounds; ++r)); do
+  echo "round $r (load average $(cut -d' ' -f1 /proc/loadavg))"
+  measure mlp_dprun_1dev dprun_rate mlp 64 cpu:0 "$mlp_steps" 5 nll
+  measure mlp_torch_1thread torch_rate mlp 64 1 "$mlp_steps" 5
+  measure mlp_dprun_2dev dprun_rate mlp 64 cpu:0,cpu:1 "$mlp_steps" 5 nll
+  measure mlp_torch_2threads torch_rate mlp 64 2 "$mlp_steps" 5
+  measure resnet18_dprun_1dev dprun_rate resnet18 16 cpu:0 "$resnet_steps" 2 cross_entropy
+  measure resnet18_torch_1thread torch_rate resnet18 16 1 "$resnet_steps" 2
+done
+
+table() {  # TITLE ARRAY
+  local -n values=$2
+  m() { echo "${values[$1]}" | median; }
+  row() {
+    printf "%-44s %12.1f %12.1f %7.2fx\n" "$1" "$(m "$2")" "$(m "$3")" \
+      "$(awk -v a="$(m "$2")" -v b="$(m "$3")" 'BEGIN {print a / b}')"
+  }
+  echo
+  echo "$1 (median of $rounds rounds), samples/s"
+  printf "%-44s %12s %12s %8s\n" comparison dprun other ratio
+  row "MLP b64, 1 thread: dprun vs PyTorch" mlp_dprun_1dev mlp_torch_1thread
+  row "MLP b64: dprun 2 devices x 1 vs 1 device" mlp_dprun_2dev mlp_dprun_1dev
+  row "MLP b64: dprun 2 devices vs PyTorch 2 threads" mlp_dprun_2dev mlp_torch_2threads
+  row "ResNet-18 b16, 1 thread: dprun vs PyTorch" resnet18_dprun_1dev resnet18_torch_1thread
+}
+table "from the median step time" medians
+table "over all timed steps" means

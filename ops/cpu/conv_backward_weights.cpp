@@ -1,0 +1,141 @@
+#include "ops/cpu/conv_backward_weights.h"
+
+#include <algorithm>
+
+#include "engine/parallel_for.h"
+
+namespace dprun::onednn {
+
+namespace {
+
+using dnnl::memory;
+
+// The descriptor of a row-major tensor of shape `shape` seen with its first two axes swapped.
+memory::desc swapped_view(const Shape& shape) {
+  memory::dims dims = to_dims(shape), strides = dense_strides(shape);
+  std::swap(dims[0], dims[1]);
+  std::swap(strides[0], strides[1]);
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc any_like(const memory::desc& view) {
+  return memory::desc(view.dims(), memory::data_type::f32, memory::format_tag::any);
+}
+
+// The channels-last descriptor of dims (N, C, spatial...).
+memory::desc channels_last(const memory::dims& dims) {
+  const size_t nd = dims.size() - 2;
+  auto tag = nd == 1   ? memory::format_tag::nwc
+             : nd == 2 ? memory::format_tag::nhwc
+                       : memory::format_tag::ndhwc;
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// out = t with its first two axes swapped, in channels-last order: t is [d0, d1, S] (S the
+// spatial elements) and out is [d1, S, d0], out[j][s][i] = t[i][j][s]. oneDNN's reorder of
+// the strided view does the same an order of magnitude slower.
+void swap_to_channels_last(const float* t, float* out, int64_t d0, int64_t d1, int64_t spatial) {
+  constexpr int64_t kTile = 16;
+  const int64_t tiles = (spatial + kTile - 1) / kTile;
+  parallel_for(d1 * tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t j = task / tiles, s0 = (task % tiles) * kTile;
+      const int64_t s1 = std::min(s0 + kTile, spatial);
+      float* o = out + j * spatial * d0;
+      for (int64_t i = 0; i < d0; ++i) {
+        const float* row = t + (i * d1 + j) * spatial;
+        for (int64_t s = s0; s < s1; ++s) o[s * d0 + i] = row[s];
+      }
+    }
+  });
+}
+
+// A per-thread buffer of at least `count` floats, reused across calls; `which` selects one
+// of two (the source and the output gradient are prepared side by side).
+float* thread_buffer(int which, size_t count) {
+  thread_local std::vector<float> buffers[2];
+  auto& b = buffers[which];
+  if (b.size() < count) b.resize(count);
+  return b.data();
+}
+
+// `t` (shape [d0, d1, spatial...]) as memory of descriptor `md` (dims [d1, d0, ...]).
+memory prepare(const Tensor& t, const memory::desc& view, const memory::desc& md, int which) {
+  if (md == channels_last(view.dims())) {
+    const int64_t d0 = t.dim(0), d1 = t.dim(1);
+    const int64_t spatial = t.numel() / std::max<int64_t>(d0 * d1, 1);
+    float* buffer = thread_buffer(which, static_cast<size_t>(t.numel()));
+    swap_to_channels_last(t.data<float>(), buffer, d0, d1, spatial);
+    return memory(md, cpu_engine(), buffer);
+  }
+  return to_layout(wrap(view, t.raw_data()), md);
+}
+
+}  // namespace
+
+bool prefer_backward_weights(const Shape& a, const Shape& b, const WindowGeometry& g) {
+  int64_t kernel = 1, out = 1;
+  for (size_t i = 2; i < b.size(); ++i) kernel *= b[i];
+  for (int64_t o : g.out) out *= o;
+  return a.size() == b.size() && kernel > out;
+}
+
+ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape& b,
+                                                    const WindowGeometry& g) {
+  ConvBackwardWeightsPrimitive p;
+  const size_t nd = g.rank();
+  p.out_shape = {a[0], b[0]};
+  for (int64_t o : g.out) p.out_shape.push_back(o);
+  // The forward convolution: input H, kernel O (dilated by the Conv's strides), stride = the
+  // Conv's dilation, output K; its end padding makes those sizes consistent.
+  memory::dims strides, dilations, pad_l, pad_r;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t h = a[i + 2], k = b[i + 2], o = g.out[i];
+    strides.push_back(g.dilations[i]);
+    dilations.push_back(g.strides[i] - 1);
+    pad_l.push_back(g.pads_begin[i]);
+    pad_r.push_back((k - 1) * g.dilations[i] + (o - 1) * g.strides[i] + 1 - h - g.pads_begin[i]);
+    if (pad_r.back() < 0 || pad_r.back() > g.pads_end[i]) return p;
+  }
+  p.src_view = swapped_view(a);
+  p.diff_dst_view = swapped_view(b);
+  p.diff_weights_view = swapped_view(p.out_shape);
+  try {
+    const auto algo = dnnl::algorithm::convolution_direct;
+    // Channels-last activations: swap_to_channels_last produces them quickly.
+    const memory::desc src = channels_last(p.src_view.dims());
+    const memory::desc diff_dst = channels_last(p.diff_dst_view.dims());
+    const memory::desc weights = any_like(p.diff_weights_view);
+    dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training, algo, src, weights,
+                                        diff_dst, strides, dilations, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc fwd_pd(fwd, concurrent_attr(), cpu_engine());
+    dnnl::convolution_backward_weights::desc bwd(algo, src, weights, diff_dst, strides, dilations,
+                                                 pad_l, pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(bwd, concurrent_attr(), cpu_engine(),
+                                                          fwd_pd);
+    p.src_md = pd.src_desc();
+    p.diff_dst_md = pd.diff_dst_desc();
+    p.diff_weights_md = pd.diff_weights_desc();
+    p.scratchpad_md = pd.scratchpad_desc();
+    p.prim = dnnl::convolution_backward_weights(pd);
+    p.usable = true;
+  } catch (const dnnl::error&) {
+    p.usable = false;
+  }
+  return p;
+}
+
+void execute_backward_weights(const ConvBackwardWeightsPrimitive& p, const Tensor& a,
+                              const Tensor& b, Tensor& y) {
+  memory src = prepare(a, p.src_view, p.src_md, 0);
+  memory diff_dst = prepare(b, p.diff_dst_view, p.diff_dst_md, 1);
+  memory user = wrap(p.diff_weights_view, y.raw_data());
+  memory diff_weights =
+      p.diff_weights_md == user.get_desc() ? user : memory(p.diff_weights_md, cpu_engine());
+  execute(
+      p.prim, p.scratchpad_md,
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+  if (diff_weights != user) reorder_into(diff_weights, user);
+}
+
+}  // namespace dprun::onednn

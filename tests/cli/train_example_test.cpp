@@ -1,0 +1,92 @@
+// tools/examples/train_mlp.cpp, run as a user would: the loss falls over the steps on two CPU
+// devices, with SGD and with Adam, and the saved model loads with the trained parameters.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+#include "loader/onnx_loader.h"
+
+namespace dprun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+CommandResult run_example(const std::string& arguments) {
+  std::string command = std::string(DPRUN_TRAIN_MLP_EXAMPLE) + " " + arguments + " 2>&1";
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
+  int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return result;
+}
+
+std::vector<double> step_losses(const std::string& output) {
+  std::vector<double> losses;
+  std::regex line(R"(step (\d+) loss ([0-9.]+))");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ(std::stoul((*it)[1].str()), losses.size() + 1);
+    losses.push_back(std::stod((*it)[2].str()));
+  }
+  return losses;
+}
+
+void expect_trains(const std::string& optimizer) {
+  fs::path dir = scratch_path("dprun_train_mlp_example_" + optimizer);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path out = dir / "trained.onnx";
+  std::string model = source_path("models/mlp.onnx");
+  auto r = run_example(model + " " + out.string() + " 12 " + optimizer);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<double> losses = step_losses(r.output);
+  ASSERT_EQ(losses.size(), 12u) << r.output;
+  // The mean of the last four steps (the last pass over the four batches) against the first.
+  double last = (losses[8] + losses[9] + losses[10] + losses[11]) / 4;
+  EXPECT_LT(last, 0.9 * losses[0]) << r.output;
+  EXPECT_NE(r.output.find("saved " + out.string()), std::string::npos) << r.output;
+
+  auto before = load_graph(model);
+  auto after = load_graph(out.string());
+  ASSERT_EQ(after->initializers.size(), before->initializers.size());
+  for (const auto& [name, original] : before->initializers) {
+    ASSERT_TRUE(after->initializers.count(name)) << name;
+    const Tensor& trained = after->initializers.at(name);
+    ASSERT_EQ(trained.shape(), original.shape()) << name;
+    bool moved = false;
+    for (int64_t i = 0; i < original.numel() && !moved; ++i)
+      moved = trained.item_as_double(i) != original.item_as_double(i);
+    EXPECT_TRUE(moved) << name << " was not trained";
+  }
+  Model loaded = load_model(out.string(), Device::cpu(0));
+  EXPECT_EQ(loaded.input_names(), std::vector<std::string>{"input"});
+  fs::remove_all(dir);
+}
+
+TEST(TrainMlpExample, SgdLossFallsAndTheSavedModelLoads) {
+  expect_trains("sgd");
+}
+
+TEST(TrainMlpExample, AdamLossFallsAndTheSavedModelLoads) {
+  expect_trains("adam");
+}
+
+TEST(TrainMlpExample, UsageError) {
+  auto r = run_example("");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("usage: "), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace dprun::testing

@@ -1,0 +1,131 @@
+// `dprun train --warmup-steps`: the reported samples/s leaves out the first steps, and the
+// --json file carries both figures and every step's time.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace dprun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// mlp_sgd: 25 rows in batches of 10, so 4 steps take 10, 10, 5 and 10 rows.
+const std::vector<double> kRows = {10, 10, 5, 10};
+
+struct TrainJson {
+  std::string text;
+  std::vector<double> step_seconds;
+  double samples_per_s = 0, samples_per_s_overall = 0;
+  int warmup_steps = -1;
+};
+
+std::string json_field(const std::string& json, const std::string& name) {
+  std::smatch m;
+  std::regex field("\"" + name + "\": ([^,\\n]*)");
+  if (!std::regex_search(json, m, field)) return "";
+  return m[1].str();
+}
+
+TrainJson train(const std::string& extra, const std::string& tag) {
+  fs::path dir = scratch_path("dprun_train_throughput_" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string data = source_path("models/training/mlp_sgd");
+  auto r =
+      run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+                ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 " +
+                "--steps 4 --no-shuffle --devices cpu:0 --save " + (dir / "out.onnx").string() +
+                " --json " + (dir / "run.json").string() + " " + extra);
+  EXPECT_EQ(r.status, 0) << r.output;
+  TrainJson out;
+  std::ifstream in(dir / "run.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out.text = ss.str();
+  std::smatch m;
+  if (std::regex_search(out.text, m, std::regex(R"re("step_seconds": \[([^\]]*)\])re"))) {
+    std::stringstream list(m[1].str());
+    for (std::string item; std::getline(list, item, ',');)
+      out.step_seconds.push_back(std::stod(item));
+  }
+  out.samples_per_s = std::stod(json_field(out.text, "samples_per_s"));
+  out.samples_per_s_overall = std::stod(json_field(out.text, "samples_per_s_overall"));
+  out.warmup_steps = std::stoi(json_field(out.text, "warmup_steps"));
+  fs::remove_all(dir);
+  return out;
+}
+
+// Rows over seconds of steps [first, 4), as the JSON prints it (9 significant digits).
+double expected_rate(const std::vector<double>& seconds, size_t first) {
+  double rows = 0, total = 0;
+  for (size_t i = first; i < seconds.size(); ++i) {
+    rows += kRows[i];
+    total += seconds[i];
+  }
+  return rows / total;
+}
+
+TEST(TrainThroughputCli, DefaultLeavesOutTheFirstStep) {
+  TrainJson j = train("", "default");
+  ASSERT_EQ(j.step_seconds.size(), 4u) << j.text;
+  EXPECT_EQ(j.warmup_steps, 1);
+  EXPECT_NEAR(j.samples_per_s, expected_rate(j.step_seconds, 1), 1e-6 * j.samples_per_s);
+  EXPECT_NEAR(j.samples_per_s_overall, expected_rate(j.step_seconds, 0),
+              1e-6 * j.samples_per_s_overall);
+}
+
+TEST(TrainThroughputCli, WarmupStepsAreLeftOut) {
+  TrainJson j = train("--warmup-steps 2", "two");
+  ASSERT_EQ(j.step_seconds.size(), 4u) << j.text;
+  EXPECT_EQ(j.warmup_steps, 2);
+  EXPECT_NEAR(j.samples_per_s, expected_rate(j.step_seconds, 2), 1e-6 * j.samples_per_s);
+  EXPECT_NEAR(j.samples_per_s_overall, expected_rate(j.step_seconds, 0),
+              1e-6 * j.samples_per_s_overall);
+}
+
+TEST(TrainThroughputCli, NoWarmupGivesTheOverallFigure) {
+  TrainJson j = train("--warmup-steps 0", "zero");
+  EXPECT_EQ(j.warmup_steps, 0);
+  EXPECT_EQ(json_field(j.text, "samples_per_s"), json_field(j.text, "samples_per_s_overall"));
+}
+
+TEST(TrainThroughputCli, AsManyWarmupStepsAsStepsGivesTheOverallFigure) {
+  TrainJson j = train("--warmup-steps 4", "all");
+  EXPECT_EQ(j.warmup_steps, 0);
+  EXPECT_EQ(json_field(j.text, "samples_per_s"), json_field(j.text, "samples_per_s_overall"));
+}
+
+TEST(TrainThroughputCli, PrintsBothFigures) {
+  std::string data = source_path("models/training/mlp_sgd");
+  fs::path dir = scratch_path("dprun_train_throughput_print");
+  fs::create_directories(dir);
+  fs::path out = dir / "out.onnx";
+  auto r = run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+                     ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 " +
+                     "--steps 3 --devices cpu:0 --warmup-steps 2 --save " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex(R"(final loss [0-9.]+, [0-9.]+ samples/s after 2 warm-up steps )"
+                           R"(\([0-9.]+ overall\); saved )")))
+      << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(TrainThroughputCli, NegativeWarmupIsAUsageError) {
+  std::string data = source_path("models/training/mlp_sgd");
+  auto r = run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+                     ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 " +
+                     "--steps 3 --warmup-steps -1 --save /tmp/unused.onnx");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--warmup-steps must be between 0 and"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace dprun::testing

@@ -1,0 +1,47 @@
+#pragma once
+// What `dprun train` reports: the loss, rows and time of every step, the throughput with and
+// without the warm-up steps, and the --json file.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "tools/train_validation.h"
+
+namespace dprun::cli {
+
+/// One optimizer step as the trainer ran it.
+struct StepRecord {
+  double loss = 0;
+  int64_t rows = 0;
+  double seconds = 0;  // wall time of Trainer::step
+};
+
+struct Throughput {
+  /// Steps left out of samples_per_s: the requested warm-up steps, or 0 when the run had no
+  /// more steps than that (samples_per_s is then the overall figure).
+  int64_t warmup_steps = 0;
+  /// Samples per second over the steps after the warm-up.
+  double samples_per_s = 0;
+  /// Samples per second over every step, the first ones included (they build the plan's
+  /// buffers, touch fresh memory and create oneDNN primitives).
+  double overall_samples_per_s = 0;
+};
+
+/// Throughput of `steps` leaving out the first `warmup_steps` of them (see Throughput).
+Throughput measure_throughput(const std::vector<StepRecord>& steps, int64_t warmup_steps);
+
+struct TrainReport {
+  std::vector<StepRecord> steps;
+  Throughput throughput;
+  std::vector<Device> devices;
+  std::vector<ValidationResult> validation;
+  std::vector<std::string> parameters;
+};
+
+/// Writes the --json file atomically: losses, step_seconds, samples_per_s (after the warm-up),
+/// samples_per_s_overall, warmup_steps, devices, peak_bytes per device, parameters and
+/// validation results.
+void write_train_json(const std::string& path, const TrainReport& report);
+
+}  // namespace dprun::cli
