@@ -6,6 +6,7 @@
 
 #include "tools/cli_args.h"
 #include "tools/commands.h"
+#include "tools/distributed_cli.h"
 
 namespace {
 
@@ -103,10 +104,8 @@ int main(int argc, char** argv) {
     if (first == "train") return train_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "dprun: %s\n", e.what());
-    return 2;
+    return report_error(e, 2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dprun: error: %s\n", e.what());
-    return 1;
+    return report_error(e, 1);
   }
 }

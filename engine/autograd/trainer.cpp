@@ -41,7 +41,8 @@ std::vector<Tensor> Trainer::parameters() const {
   return out;
 }
 
-double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target) {
+double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target,
+                                 double loss_weight) {
   std::vector<Tensor> feeds = inputs;
   if (needs_target()) {
     DPRUN_CHECK(target.defined(), "the ", loss_kind_name(training_.loss_kind),
@@ -50,7 +51,7 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
   } else {
     DPRUN_CHECK(!target.defined(), "the loss takes no target, but one was given");
   }
-  feeds.push_back(scalar_of(training_.loss_dtype, 1.0));
+  feeds.push_back(scalar_of(training_.loss_dtype, loss_weight));
   std::vector<Tensor> outputs = parallel_->forward(feeds);
   gradients_.assign(outputs.begin() + 1, outputs.end());
   return outputs[0].item_as_double();

@@ -46,9 +46,12 @@ class Trainer {
   Trainer(std::shared_ptr<Model> model, TrainerOptions options);
 
   /// Forward and backward over one batch: `inputs` in model().input_names() order and
-  /// `target` (undefined when the loss takes none). Returns the batch's mean loss; gradients()
-  /// then holds its gradients, on device_ids[0]. Parameters are not changed.
-  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
+  /// `target` (undefined when the loss takes none). Returns the batch's mean loss times
+  /// `loss_weight`; gradients() then holds its gradients (of the weighted loss), on
+  /// device_ids[0]. Parameters are not changed. A rank of DistributedDataParallel passes its
+  /// shard's share of the global batch's rows as the weight.
+  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {},
+                          double loss_weight = 1.0);
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
   /// changed so the replicas are refreshed. Returns the loss.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
