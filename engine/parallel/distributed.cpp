@@ -80,20 +80,28 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Model> model,
   }
   trainer_ = std::make_unique<Trainer>(model_, std::move(options));
 
-  // Buckets follow the order in which the training graph's nodes produce the gradients.
+  // A gradient is final as soon as the value it copies is computed: the training graph names
+  // its gradient outputs with Identity nodes at the very end, so follow those back to the node
+  // that computes the value. Buckets follow the order of those nodes.
   const TrainingGraph& training = trainer_->training_graph();
-  std::unordered_map<std::string, size_t> producer;
-  for (size_t n = 0; n < training.graph->nodes.size(); ++n)
-    for (const auto& out : training.graph->nodes[n].outputs) producer[out] = n + 1;
+  const auto& nodes = training.graph->nodes;
+  std::unordered_map<std::string, size_t> producer;  // value -> index of its node
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (const auto& out : nodes[n].outputs) producer[out] = n;
   std::vector<GradientLayout> layouts;
   std::vector<size_t> position;
   for (size_t i = 0; i < training.parameters.size(); ++i) {
     Tensor p = model_->parameter(training.parameters[i]);
     layouts.push_back({p.shape(), p.dtype()});
-    std::string grad = gradient_output_name(training.parameters[i]);
-    gradient_index_[grad] = i;
-    auto it = producer.find(grad);
-    position.push_back(it == producer.end() ? 0 : it->second);
+    std::string value = gradient_output_name(training.parameters[i]);
+    auto it = producer.find(value);
+    while (it != producer.end() && nodes[it->second].op_type == "Identity" &&
+           !nodes[it->second].inputs.empty() && !nodes[it->second].inputs[0].empty()) {
+      value = nodes[it->second].inputs[0];
+      it = producer.find(value);
+    }
+    gradient_sources_[value].push_back(i);
+    position.push_back(it == producer.end() ? 0 : it->second + 1);
   }
   std::vector<size_t> order(layouts.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -123,9 +131,9 @@ void DistributedDataParallel::broadcast_parameters() {
 void DistributedDataParallel::on_node_done(const Node& node, std::span<const Tensor> outputs) {
   if (!collecting_) return;
   for (size_t o = 0; o < node.outputs.size() && o < outputs.size(); ++o) {
-    auto it = gradient_index_.find(node.outputs[o]);
-    if (it != gradient_index_.end() && outputs[o].defined())
-      reducer_->mark_ready(it->second, outputs[o]);
+    auto it = gradient_sources_.find(node.outputs[o]);
+    if (it == gradient_sources_.end() || !outputs[o].defined()) continue;
+    for (size_t i : it->second) reducer_->mark_ready(i, outputs[o]);
   }
   reducer_->progress();
 }

@@ -134,8 +134,9 @@ class DistributedDataParallel {
   DistributedOptions options_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<Reducer> reducer_;
-  std::unordered_map<std::string, size_t> gradient_index_;  // gradient output -> parameter
-  std::vector<std::string> buffers_;                        // in-place state, by name
+  // The value each gradient output copies -> the parameters whose gradient it is.
+  std::unordered_map<std::string, std::vector<size_t>> gradient_sources_;
+  std::vector<std::string> buffers_;  // in-place state, by name
   bool overlap_ = false;
   bool collecting_ = false;  // the observer feeds the reducer only inside forward_backward
   bool broadcast_done_ = false;
