@@ -295,10 +295,10 @@ int train_command(int argc, char** argv, int first) {
       static_cast<long long>(batch), static_cast<long long>(schedule.steps));
   if (ddp)
     std::printf(
-        "distributed over %d ranks (%s): each step, rank r takes rows r, r+%d, ... of the "
+        "distributed over %d rank%s (%s): each step, rank r takes rows r, r+%d, ... of the "
         "batch; %zu gradient bucket%s, %s reduction\n",
-        dist->size(), dist->group->backend().c_str(), dist->size(), ddp->stats().buckets,
-        ddp->stats().buckets == 1 ? "" : "s",
+        dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
+        ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
         dist->options.deterministic ? "rank-order (deterministic)" : "MPI's");
   Progress progress(schedule.steps, data.batches_per_epoch());
   std::vector<double> losses;
