@@ -42,8 +42,10 @@ struct RankFigures {
 
 }  // namespace
 
-std::vector<OptionSpec> distributed_option_specs() {
-  return {{"distributed", false}, {"deterministic", false}, {"bucket-mb"}, {"timeout"}};
+std::vector<OptionSpec> distributed_option_specs(bool training) {
+  std::vector<OptionSpec> specs = {{"distributed", false}, {"timeout"}};
+  if (training) specs.insert(specs.end(), {{"deterministic", false}, {"bucket-mb"}});
+  return specs;
 }
 
 std::optional<DistributedRun> start_distributed(const Args& args) {

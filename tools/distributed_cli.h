@@ -18,8 +18,8 @@
 
 namespace dprun::cli {
 
-/// --distributed, --deterministic, --bucket-mb, --timeout.
-std::vector<OptionSpec> distributed_option_specs();
+/// --distributed and --timeout; for training also --deterministic and --bucket-mb.
+std::vector<OptionSpec> distributed_option_specs(bool training);
 
 struct DistributedRun {
   std::shared_ptr<ProcessGroup> group;

@@ -183,7 +183,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"checkpoint-every"},
                              {"json"},
                              {"export-training-graph"}});
-  auto distributed = distributed_option_specs();
+  auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
 }

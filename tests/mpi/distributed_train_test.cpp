@@ -138,7 +138,9 @@ struct Case {
   int ranks;
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.name << " on " << c.ranks << " ranks"; }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.name << " on " << c.ranks << " ranks";
+}
 
 class DistributedTrain : public ::testing::TestWithParam<Case> {};
 
