@@ -52,13 +52,15 @@ MPI_Datatype mpi_type(DType dtype) {
   fail("all_reduce_sum: only float32 and float64 tensors can be summed, not ", dtype_name(dtype));
 }
 
-/// Sleeps between tests of a request: yields for the first 2 ms, then sleeps 50 us, then 1 ms
-/// once the wait has lasted 100 ms.
+/// Between two tests of a request. MPI moves a large message on only inside MPI calls, one
+/// piece per test, so the tests follow each other closely, yielding the core to any other
+/// thread that wants it. A wait that has lasted 10 s is waiting for a rank that is behind, not
+/// for data: it tests every millisecond from then on.
 void pause_after(double waited) {
-  if (waited < 0.002)
+  if (waited < 10)
     std::this_thread::yield();
   else
-    std::this_thread::sleep_for(std::chrono::microseconds(waited < 0.1 ? 50 : 1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 /// Waits until `done()` is true, or throws after `timeout` seconds.
