@@ -46,6 +46,7 @@
 // this: the launcher ends the job, or the group's timeout does.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
