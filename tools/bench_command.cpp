@@ -13,8 +13,10 @@
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
+#include "tools/distributed_cli.h"
 #include "tools/format.h"
 #include "tools/parallel_options.h"
+#include "tools/run_distributed.h"
 
 namespace dprun::cli {
 
@@ -124,14 +126,23 @@ int bench_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(),
                {{"iters"}, {"warmup"}, {"json"}, {"sweep", false}, {"profile", false}});
+  auto distributed = distributed_option_specs(false);
+  specs.insert(specs.end(), distributed.begin(), distributed.end());
   Args args(argc, argv, first, specs);
   if (args.positionals().size() != 1) throw UsageError("bench expects one model file");
   const std::string model_path = args.positionals()[0];
+  // Before the devices are parsed: the ranks on a host share its cores.
+  std::optional<DistributedRun> dist = start_distributed(args);
   DataParallelOptions options = parse_parallel_options(args);
   InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 20, 1, 1000000));
   int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));
   bool sweep = args.has("sweep");
+  if (dist) {
+    if (args.has("profile")) throw UsageError("--profile is not available with --distributed");
+    return bench_on_ranks(*dist, model_path, options, input_options, warmup, iters, sweep,
+                          args.get("json").value_or(""));
+  }
 
   auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);

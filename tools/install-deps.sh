@@ -10,6 +10,9 @@ packages=(
   libdnnl-dev opencl-headers ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy
+  # Open MPI for multi-process runs (--distributed) and their tests; openmpi-bin's mpirun
+  # brings openssh-client, which it needs to start ranks on other hosts.
+  libopenmpi-dev openmpi-bin
 )
 # bench/peers/compare.sh installs onnxruntime-node with npm and runs it with node. A node
 # that is already there (NodeSource's bundles npm and conflicts with Debian's) is kept.

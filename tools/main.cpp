@@ -6,6 +6,7 @@
 
 #include "tools/cli_args.h"
 #include "tools/commands.h"
+#include "tools/distributed_cli.h"
 
 namespace {
 
@@ -66,6 +67,15 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
                          samples_per_s_overall, warmup_steps, devices, peak_bytes per device
   --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
 
+distributed options (run, bench and train; start the ranks with mpirun -np N dprun ...):
+  --distributed          one rank per process over MPI. run and bench cut the batch over the
+                         ranks (rank 0 gathers the outputs); train gives rank r the rows r, r+N,
+                         ... of every batch and sums the gradients over the ranks. Each rank
+                         runs on its own --devices; only rank 0 prints and writes files
+  --timeout S            seconds a rank waits for the others before it ends the job (1800)
+  --deterministic        train: sum gradients in rank order, bit-identical from run to run
+  --bucket-mb F          train: gradient bucket size in MiB (default 25)
+
 conformance options:
   --data DIR             test data root (default /usr/share/libonnx-testdata/data)
   --suite LIST           comma-separated suites (default node,pytorch-converted,pytorch-operator,simple)
@@ -106,10 +116,8 @@ int main(int argc, char** argv) {
     if (first == "train") return train_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "dprun: %s\n", e.what());
-    return 2;
+    return report_error(e, 2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dprun: error: %s\n", e.what());
-    return 1;
+    return report_error(e, 1);
   }
 }

@@ -10,8 +10,10 @@
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
+#include "tools/distributed_cli.h"
 #include "tools/format.h"
 #include "tools/parallel_options.h"
+#include "tools/run_distributed.h"
 
 namespace dprun::cli {
 
@@ -46,15 +48,21 @@ void write_json(const std::string& path, const DataParallelRun& run,
 int run_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(), {{"output-dir"}, {"json"}, {"iters"}});
+  auto distributed = distributed_option_specs(false);
+  specs.insert(specs.end(), distributed.begin(), distributed.end());
   Args args(argc, argv, first, specs);
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
+  // Before the devices are parsed: the ranks on a host share its cores.
+  std::optional<DistributedRun> dist = start_distributed(args);
   DataParallelOptions options = parse_parallel_options(args);
   InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 1, 1, 1000000));
   std::string output_dir = args.get("output-dir").value_or("");
   std::string json_path = args.get("json").value_or("");
+  if (dist)
+    return run_on_ranks(*dist, model_path, options, input_options, iters, output_dir, json_path);
 
   auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);

@@ -8,9 +8,12 @@
 #include <sstream>
 
 #include "engine/autograd/trainer.h"
+#include "engine/backend.h"
+#include "engine/comm/rank_failure.h"
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
+#include "tools/distributed_cli.h"
 #include "tools/format.h"
 #include "tools/parallel_options.h"
 #include "tools/train_data.h"
@@ -154,6 +157,8 @@ std::vector<OptionSpec> train_option_specs() {
                              {"checkpoint-every"},
                              {"json"},
                              {"export-training-graph"}});
+  auto distributed = distributed_option_specs(true);
+  specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
 }
 
@@ -193,6 +198,9 @@ int train_command(int argc, char** argv, int first) {
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
+  // Before the devices are parsed: the ranks on a host share its cores.
+  std::optional<DistributedRun> dist = start_distributed(args);
+  const bool writes = !dist || dist->is_root();  // only rank 0 writes files
   TrainerOptions options = parse_trainer_options(args);
   auto save = args.get("save");
   if (!save) throw UsageError("--save OUT.onnx is required");
@@ -206,13 +214,19 @@ int train_command(int argc, char** argv, int first) {
   int64_t warmup_steps = args.get_int("warmup-steps", 1, 0, int64_t(1) << 40);
   std::string json_path = args.get("json").value_or("");
   std::string export_path = args.get("export-training-graph").value_or("");
-  check_writable(*save, "save");
-  if (!json_path.empty()) check_writable(json_path, "json");
-  if (!export_path.empty()) check_writable(export_path, "export-training-graph");
+  if (writes) check_writable(*save, "save");
+  if (writes && !json_path.empty()) check_writable(json_path, "json");
+  if (writes && !export_path.empty()) check_writable(export_path, "export-training-graph");
 
   const std::vector<Device> devices = options.parallel.device_ids;
   auto model = std::make_shared<Model>(load_model(model_path, devices.front()));
-  Trainer trainer(model, options);
+  std::unique_ptr<DistributedDataParallel> ddp;
+  std::unique_ptr<Trainer> single;
+  if (dist)
+    ddp = std::make_unique<DistributedDataParallel>(model, options, dist->group, dist->options);
+  else
+    single = std::make_unique<Trainer>(model, options);
+  Trainer& trainer = ddp ? ddp->trainer() : *single;
   if (trainer.needs_target() && !args.has("target"))
     throw UsageError("--loss " + loss_kind_name(options.training.loss.kind) +
                      " needs --target FILE.npy");
@@ -241,13 +255,26 @@ int train_command(int argc, char** argv, int first) {
     validation.emplace(*model, options.training.loss, val);
   }
   std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer.parameters());
-  if (!export_path.empty()) save_training_graph(trainer, *model, export_path);
+  if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
+  if (dist)
+    check_same_on_every_rank(
+        *dist->group,
+        {{"rows of training data", data.rows()},
+         {"parameters to train", static_cast<int64_t>(trainer.parameter_names().size())},
+         {"steps", schedule.steps}});
 
   std::printf(
       "training %s on %s: %zu parameters, %lld rows, %lld batches of %lld per epoch, %lld steps\n",
       model_path.c_str(), device_list_to_string(devices).c_str(), trainer.parameter_names().size(),
       static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
       static_cast<long long>(batch), static_cast<long long>(schedule.steps));
+  if (ddp)
+    std::printf(
+        "distributed over %d rank%s (%s): each step, rank r takes rows r, r+%d, ... of the "
+        "batch; %zu gradient bucket%s, %s reduction\n",
+        dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
+        ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
+        dist->options.deterministic ? "rank-order (deterministic)" : "MPI's");
   Progress progress(schedule.steps, data.batches_per_epoch());
   TrainReport report;
   report.devices = devices;
@@ -256,34 +283,43 @@ int train_command(int argc, char** argv, int first) {
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
   for (int64_t step = 0; step < schedule.steps; ++step) {
     int64_t epoch = step / data.batches_per_epoch(), k = step % data.batches_per_epoch();
-    Batch b = data.batch(epoch, k);
+    Batch b = dist ? data.batch(epoch, k, dist->rank(), dist->size()) : data.batch(epoch, k);
     auto start = std::chrono::steady_clock::now();
-    double loss = trainer.step(b.inputs, b.target, *optimizer);
+    double loss = ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, *optimizer)
+                      : trainer.step(b.inputs, b.target, *optimizer);
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    DPRUN_CHECK(std::isfinite(loss), "step ", step + 1, ": the loss is ", loss,
-                "; training diverged (try a smaller --lr)");
-    report.steps.push_back({.loss = loss, .rows = b.rows, .seconds = elapsed});
+    if (!std::isfinite(loss)) {  // every rank holds the same global loss
+      std::string message = detail::concat("step ", step + 1, ": the loss is ", loss,
+                                           "; training diverged (try a smaller --lr)");
+      if (dist) throw CollectiveError(message);
+      fail(message);
+    }
+    report.steps.push_back({.loss = loss, .rows = b.global_rows, .seconds = elapsed});
     seconds += elapsed;
     epoch_seconds += elapsed;
-    samples += b.rows;
-    epoch_samples += b.rows;
-    epoch_loss += loss * static_cast<double>(b.rows);
+    samples += b.global_rows;
+    epoch_samples += b.global_rows;
+    epoch_loss += loss * static_cast<double>(b.global_rows);
     progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
-    if (checkpoint_every && (step + 1) % checkpoint_every == 0) save_model(*model, *save);
+    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_model(*model, *save);
     bool epoch_end = k + 1 == data.batches_per_epoch() || step + 1 == schedule.steps;
     if (epoch_end) {
       std::optional<ValidationResult> val;
-      if (validation) report.validation.push_back(*(val = validation->run(batch)));
+      if (validation && writes) report.validation.push_back(*(val = validation->run(batch)));
       progress.epoch_done(epoch, epoch_loss / static_cast<double>(epoch_samples),
                           static_cast<double>(epoch_samples) / epoch_seconds, val);
       epoch_samples = 0;
       epoch_seconds = epoch_loss = 0;
     }
   }
-  save_model(*model, *save);
+  if (ddp) {
+    ddp->check_parameters_in_sync();
+    report.ranks_json = ranks_json(*dist, *ddp);
+  }
+  if (writes) save_model(*model, *save);
   report.throughput = measure_throughput(report.steps, warmup_steps);
-  if (!json_path.empty()) write_train_json(json_path, report);
+  if (writes && !json_path.empty()) write_train_json(json_path, report);
   std::printf("final loss %.6f, %.1f samples/s", report.steps.back().loss,
               report.throughput.samples_per_s);
   if (report.throughput.warmup_steps > 0)

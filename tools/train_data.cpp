@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "engine/parallel/distributed.h"
 #include "loader/npy.h"
 
 namespace dprun::cli {
@@ -85,14 +86,17 @@ const std::vector<int64_t>& TrainingData::order_of(int64_t epoch) {
   return order_;
 }
 
-Batch TrainingData::batch(int64_t epoch, int64_t k) {
+Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
   const auto& order = order_of(epoch);
   int64_t start = k * options_.batch;
   int64_t end = std::min(rows_, start + options_.batch);
   DPRUN_CHECK(start < end, "batch ", k, " is past the end of the data");
-  std::vector<int64_t> rows(order.begin() + start, order.begin() + end);
+  std::vector<int64_t> rows;
+  for (int64_t p : shard_positions(end - start, rank, world_size))
+    rows.push_back(order[static_cast<size_t>(start + p)]);
   Batch b;
-  b.rows = end - start;
+  b.rows = static_cast<int64_t>(rows.size());
+  b.global_rows = end - start;
   for (const Tensor& t : inputs_) b.inputs.push_back(take_rows(t, options_.dim, rows));
   if (target_.defined()) b.target = take_rows(target_, 0, rows);
   return b;

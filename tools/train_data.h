@@ -21,11 +21,13 @@ struct TrainingDataOptions {
   uint64_t seed = 0;
 };
 
-/// One batch: the inputs in model order and the target (undefined when there is none).
+/// One batch, or one rank's shard of it: the inputs in model order and the target (undefined
+/// when there is none).
 struct Batch {
   std::vector<Tensor> inputs;
   Tensor target;
-  int64_t rows = 0;
+  int64_t rows = 0;         // rows of this shard
+  int64_t global_rows = 0;  // rows of the whole batch
 };
 
 class TrainingData {
@@ -39,8 +41,11 @@ class TrainingData {
   /// Batches per epoch: ceil(rows / batch); the last may be partial.
   int64_t batches_per_epoch() const { return (rows_ + options_.batch - 1) / options_.batch; }
   /// Batch `k` of epoch `epoch` (k < batches_per_epoch()). Without shuffling, batch k is rows
-  /// k*batch .. k*batch+batch-1; with it, the same slice of that epoch's permutation.
-  Batch batch(int64_t epoch, int64_t k);
+  /// k*batch .. k*batch+batch-1; with it, the same slice of that epoch's permutation. Of a
+  /// distributed run's batch, rank `rank` of `world_size` takes the positions
+  /// shard_positions(batch rows, rank, world_size) (engine/parallel/distributed.h): the
+  /// batch's rows rank, rank + world_size, ..., in that order.
+  Batch batch(int64_t epoch, int64_t k, int rank = 0, int world_size = 1);
 
  private:
   const std::vector<int64_t>& order_of(int64_t epoch);

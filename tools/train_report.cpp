@@ -61,6 +61,7 @@ void write_train_json(const std::string& path, const TrainReport& report) {
     if (v.accuracy) out << ", \"accuracy\": " << *v.accuracy;
     out << "}";
   });
+  if (!report.ranks_json.empty()) out << ",\n  \"ranks\": " << report.ranks_json;
   out << "\n}\n";
   write_file_atomically(path, out.str());
 }

@@ -37,11 +37,13 @@ struct TrainReport {
   std::vector<Device> devices;
   std::vector<ValidationResult> validation;
   std::vector<std::string> parameters;
+  /// The "ranks" value of a distributed run, as JSON; empty otherwise.
+  std::string ranks_json;
 };
 
 /// Writes the --json file atomically: losses, step_seconds, samples_per_s (after the warm-up),
 /// samples_per_s_overall, warmup_steps, devices, peak_bytes per device, parameters and
-/// validation results.
+/// validation results, and ranks for a distributed run.
 void write_train_json(const std::string& path, const TrainReport& report);
 
 }  // namespace dprun::cli

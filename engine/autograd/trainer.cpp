@@ -73,7 +73,8 @@ std::vector<Tensor> Trainer::parameters() const {
   return out;
 }
 
-std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tensor& target) const {
+std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tensor& target,
+                                   double loss_weight) const {
   std::vector<Tensor> feeds = inputs;
   if (needs_target()) {
     DPRUN_CHECK(target.defined(), "the ", loss_kind_name(training_.loss_kind),
@@ -82,12 +83,13 @@ std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tens
   } else {
     DPRUN_CHECK(!target.defined(), "the loss takes no target, but one was given");
   }
-  feeds.push_back(scalar_of(training_.loss_dtype, 1.0));
+  feeds.push_back(scalar_of(training_.loss_dtype, loss_weight));
   return feeds;
 }
 
-double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target) {
-  std::vector<Tensor> all = feeds(inputs, target);
+double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target,
+                                 double loss_weight) {
+  std::vector<Tensor> all = feeds(inputs, target, loss_weight);
   // An optimizer may have updated the parameters in place since the last call without telling
   // the model (optimizer.step(gradients()) after forward_backward, as in PyTorch): refresh
   // the replicas from them.
@@ -122,7 +124,7 @@ double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
     model_->mark_parameters_changed();
     return loss;
   }
-  std::vector<Tensor> all = feeds(inputs, target);
+  std::vector<Tensor> all = feeds(inputs, target, 1.0);
   // Unless the last call was a step(), which left the replicas current, refresh them.
   if (!replicas_current_) model_->mark_parameters_changed();
   std::vector<std::vector<Tensor>> outputs = parallel_->forward_per_replica(all);

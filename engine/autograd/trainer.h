@@ -46,12 +46,14 @@ class Trainer {
   Trainer(std::shared_ptr<Model> model, TrainerOptions options);
 
   /// Forward and backward over one batch: `inputs` in model().input_names() order and
-  /// `target` (undefined when the loss takes none). Returns the batch's mean loss; gradients()
-  /// then holds its gradients, on device_ids[0]. Parameters are not changed. The replicas are
-  /// refreshed from the model's parameters first, so `optimizer.step(trainer.gradients())`
-  /// between two calls is seen on every device, as after loss.backward(); optimizer.step()
-  /// in PyTorch.
-  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {});
+  /// `target` (undefined when the loss takes none). Returns the batch's mean loss times
+  /// `loss_weight`; gradients() then holds its gradients (of the weighted loss), on
+  /// device_ids[0]. Parameters are not changed. A rank of DistributedDataParallel passes its
+  /// shard's share of the global batch's rows as the weight. The replicas are refreshed from
+  /// the model's parameters first, so `optimizer.step(trainer.gradients())` between two calls
+  /// is seen on every device, as after loss.backward(); optimizer.step() in PyTorch.
+  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {},
+                          double loss_weight = 1.0);
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
   /// changed. Returns the loss. On several CPU devices, with an optimizer made from
   /// parameters(), the replicas' gradients are summed, the update is made and its result is
@@ -78,7 +80,8 @@ class Trainer {
   std::shared_ptr<Model> training_model_;
   std::unique_ptr<DataParallel> parallel_;
   /// The feeds of the training graph: inputs, the target when the loss takes one, loss_weight.
-  std::vector<Tensor> feeds(const std::vector<Tensor>& inputs, const Tensor& target) const;
+  std::vector<Tensor> feeds(const std::vector<Tensor>& inputs, const Tensor& target,
+                            double loss_weight) const;
   /// Whether step() can fuse the update with the gradient sum and the replica copies.
   bool can_fuse(const Optimizer& optimizer) const;
 

@@ -1,0 +1,304 @@
+#include "engine/comm/mpi_process_group.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <thread>
+
+namespace dprun {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  fail("MPI ", what, " failed: ", std::string(text, static_cast<size_t>(length)));
+}
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void initialize() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  std::atexit(finalize_at_exit);
+  DPRUN_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library gives only thread level ",
+              provided,
+              "; dprun needs MPI_THREAD_SERIALIZED (all-reduces start on device worker threads)");
+}
+
+int as_count(int64_t n, const char* what) {
+  DPRUN_CHECK(n >= 0 && n <= INT_MAX, what, ": ", n, " elements are more than one MPI call takes");
+  return static_cast<int>(n);
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  if (dtype == DType::Float32) return MPI_FLOAT;
+  if (dtype == DType::Float64) return MPI_DOUBLE;
+  fail("all_reduce_sum: only float32 and float64 tensors can be summed, not ", dtype_name(dtype));
+}
+
+/// Between two tests of a request. MPI moves a large message on only inside MPI calls, one
+/// piece per test, so the tests follow each other closely, yielding the core to any other
+/// thread that wants it. A wait that has lasted 10 s is waiting for a rank that is behind, not
+/// for data: it tests every millisecond from then on.
+void pause_after(double waited) {
+  if (waited < 10)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+/// Waits until `done()` is true, or throws after `timeout` seconds.
+template <class Done>
+void wait_until_done(Done done, double timeout, const char* what) {
+  auto start = Clock::now();
+  while (!done()) {
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > timeout)
+      fail(what, ": the other ranks did not join within ", timeout,
+           " s (a rank may have stopped or be stuck)");
+    pause_after(waited);
+  }
+}
+
+bool test_request(MPI_Request& request, const char* what) {
+  if (request == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+  return done != 0;
+}
+
+// One all-reduce in flight.
+struct ReduceState {
+  Tensor tensor;
+  ReduceOrder order = ReduceOrder::Any;
+  MPI_Request request = MPI_REQUEST_NULL;  // Any: the all-reduce; RankOrder: phase 2
+  // RankOrder: phase 1 (the slices to their owners), then the owner's sum, then phase 2.
+  MPI_Request scatter = MPI_REQUEST_NULL;
+  bool phase2_started = false;
+  // Per rank, in elements: the slices (sent in phase 1, gathered in phase 2), and where every
+  // rank's copy of this rank's slice lands. MPI reads them until the requests complete.
+  std::vector<int> counts, displs, recv_counts, recv_displs;
+  std::vector<uint8_t> received;  // every rank's copy of this rank's slice, in rank order
+};
+
+class MpiGroup : public ProcessGroup {
+ public:
+  explicit MpiGroup(ProcessGroupOptions options) : options_(options) {
+    initialize();
+    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_}) {
+      check(MPI_Comm_dup(MPI_COMM_WORLD, comm), "MPI_Comm_dup");
+      MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+
+  ~MpiGroup() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_}) MPI_Comm_free(comm);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) override;
+
+  /// Starts phase 2 of rank-order reductions whose phase 1 finished, strictly in the order they
+  /// were started, so every rank issues the phase-2 all-gathers in the same order.
+  void advance() {
+    while (!pending_.empty()) {
+      ReduceState& s = *pending_.front();
+      if (!test_request(s.scatter, "MPI_Ialltoallv")) return;
+      start_phase2(s);
+      pending_.pop_front();
+    }
+  }
+
+  double timeout() const { return options_.timeout_seconds; }
+
+  void broadcast(Tensor tensor, int root) override {
+    check_root(root, "broadcast");
+    DPRUN_CHECK(tensor.device().type == DeviceType::CPU,
+                "broadcast: the tensor must be in host memory, not ", tensor.describe());
+    auto* data = static_cast<uint8_t*>(tensor.raw_data());
+    size_t total = tensor.nbytes();
+    constexpr size_t kPiece = size_t(1) << 30;
+    for (size_t off = 0; off < total || off == 0; off += kPiece) {
+      int n = static_cast<int>(std::min(kPiece, total - off));
+      MPI_Request request;
+      check(MPI_Ibcast(data + off, n, MPI_BYTE, root, control_, &request), "MPI_Ibcast");
+      wait(request, "broadcast");
+      if (total == 0) break;
+    }
+  }
+
+  std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
+    std::vector<uint8_t> out(bytes.size() * static_cast<size_t>(size_));
+    int n = as_count(static_cast<int64_t>(bytes.size()), "all_gather");
+    MPI_Request request;
+    check(MPI_Iallgather(bytes.data(), n, MPI_BYTE, out.data(), n, MPI_BYTE, control_, &request),
+          "MPI_Iallgather");
+    wait(request, "all_gather");
+    return out;
+  }
+
+  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> bytes, int root) override {
+    check_root(root, "gather");
+    int n = as_count(static_cast<int64_t>(bytes.size()), "gather");
+    std::vector<int> counts(static_cast<size_t>(size_));
+    MPI_Request request;
+    check(MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, control_, &request),
+          "MPI_Igather");
+    wait(request, "gather");
+    std::vector<int> displs(counts.size());
+    int64_t total = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      displs[r] = as_count(total, "gather");
+      total += counts[r];
+    }
+    std::vector<uint8_t> all(rank_ == root ? static_cast<size_t>(total) : 0);
+    check(MPI_Igatherv(bytes.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(),
+                       MPI_BYTE, root, control_, &request),
+          "MPI_Igatherv");
+    wait(request, "gather");
+    std::vector<std::vector<uint8_t>> out;
+    if (rank_ != root) return out;
+    for (size_t r = 0; r < counts.size(); ++r)
+      out.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
+    return out;
+  }
+
+  void barrier() override {
+    MPI_Request request;
+    check(MPI_Ibarrier(control_, &request), "MPI_Ibarrier");
+    wait(request, "barrier");
+  }
+
+  [[noreturn]] void abort(int exit_code) override {
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);
+  }
+
+ private:
+  void wait(MPI_Request& request, const char* what) {
+    wait_until_done([&] { return test_request(request, what); }, options_.timeout_seconds, what);
+  }
+
+  void check_root(int root, const char* what) const {
+    DPRUN_CHECK(root >= 0 && root < size_, what, ": root ", root, " is not a rank of a group of ",
+                size_);
+  }
+
+  void start_phase2(ReduceState& s) {
+    // This rank's slice: the rank-order sum of every rank's copy of it.
+    size_t me = static_cast<size_t>(rank_);
+    size_t elem = dtype_size(s.tensor.dtype());
+    auto* out =
+        static_cast<uint8_t*>(s.tensor.raw_data()) + static_cast<size_t>(s.displs[me]) * elem;
+    size_t slice_bytes = static_cast<size_t>(s.counts[me]) * elem;
+    if (slice_bytes) {
+      std::memcpy(out, s.received.data(), slice_bytes);
+      for (size_t r = 1; r < static_cast<size_t>(size_); ++r)
+        add_in_place(out, s.received.data() + r * slice_bytes, s.counts[me], s.tensor.dtype());
+    }
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s.tensor.raw_data(), s.counts.data(),
+                          s.displs.data(), mpi_type(s.tensor.dtype()), gather_back_, &s.request),
+          "MPI_Iallgatherv");
+    s.phase2_started = true;
+  }
+
+  ProcessGroupOptions options_;
+  MPI_Comm reduce_ = MPI_COMM_NULL, gather_back_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::deque<std::shared_ptr<ReduceState>> pending_;  // rank-order reductions in phase 1
+};
+
+class MpiReduceWork : public CollectiveWork {
+ public:
+  MpiReduceWork(MpiGroup& group, std::shared_ptr<ReduceState> state)
+      : group_(group), state_(std::move(state)) {}
+
+  bool test() override {
+    if (state_->order == ReduceOrder::RankOrder) {
+      group_.advance();
+      if (!state_->phase2_started) return false;
+    }
+    return test_request(state_->request, "all_reduce_sum");
+  }
+
+  void wait() override {
+    wait_until_done([&] { return test(); }, group_.timeout(), "all_reduce_sum");
+  }
+
+ private:
+  MpiGroup& group_;
+  std::shared_ptr<ReduceState> state_;
+};
+
+std::unique_ptr<CollectiveWork> MpiGroup::all_reduce_sum(Tensor tensor, ReduceOrder order) {
+  DPRUN_CHECK(tensor.device().type == DeviceType::CPU,
+              "all_reduce_sum: the tensor must be in host memory, not ", tensor.describe());
+  MPI_Datatype type = mpi_type(tensor.dtype());
+  int n = as_count(tensor.numel(), "all_reduce_sum");
+  auto state = std::make_shared<ReduceState>();
+  state->tensor = tensor;
+  state->order = order;
+  if (order == ReduceOrder::Any) {
+    check(
+        MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), n, type, MPI_SUM, reduce_, &state->request),
+        "MPI_Iallreduce");
+    return std::make_unique<MpiReduceWork>(*this, state);
+  }
+  // Rank j owns elements [j n / P, (j + 1) n / P).
+  auto p = static_cast<int64_t>(size_);
+  state->counts.resize(static_cast<size_t>(size_));
+  state->displs.resize(static_cast<size_t>(size_));
+  for (int64_t j = 0; j < p; ++j) {
+    int64_t begin = j * n / p, end = (j + 1) * n / p;
+    state->displs[static_cast<size_t>(j)] = static_cast<int>(begin);
+    state->counts[static_cast<size_t>(j)] = static_cast<int>(end - begin);
+  }
+  int mine = state->counts[static_cast<size_t>(rank_)];
+  size_t elem = dtype_size(tensor.dtype());
+  state->received.resize(static_cast<size_t>(mine) * elem * static_cast<size_t>(size_));
+  state->recv_counts.assign(static_cast<size_t>(size_), mine);
+  for (int r = 0; r < size_; ++r) state->recv_displs.push_back(r * mine);
+  check(MPI_Ialltoallv(tensor.raw_data(), state->counts.data(), state->displs.data(), type,
+                       state->received.data(), state->recv_counts.data(), state->recv_displs.data(),
+                       type, reduce_, &state->scatter),
+        "MPI_Ialltoallv");
+  pending_.push_back(state);
+  return std::make_unique<MpiReduceWork>(*this, state);
+}
+
+}  // namespace
+
+bool mpi_supported() {
+  return true;
+}
+
+std::shared_ptr<ProcessGroup> mpi_world_process_group(ProcessGroupOptions options) {
+  return std::make_shared<MpiGroup>(options);
+}
+
+}  // namespace dprun

@@ -1,0 +1,30 @@
+#pragma once
+// The process group of an MPI job: one rank per process, started by mpirun.
+//
+//   auto group = mpi_world_process_group();   // joins the job (MPI_Init_thread) on first use
+//   all_reduce_sum_now(*group, gradient);
+//
+// All-reduces run on communicators of their own (MPI_Comm_dup of MPI_COMM_WORLD), apart from
+// the control collectives, as the channels of ProcessGroup require. Calls test for completion
+// (MPI_Test) with short sleeps between tries rather than blocking inside MPI, so that a wait
+// can end with a timeout, and so that waiting ranks leave the cores to ranks still computing.
+// ReduceOrder::RankOrder is a reduce-scatter then an all-gather: rank j receives slice j of
+// every rank's tensor (MPI_Ialltoallv), sums the slices in rank order, and the sums are
+// gathered back into every rank's tensor (MPI_Iallgatherv). It moves as many bytes per rank as
+// a ring all-reduce, 2 (n-1)/n of the tensor, and its result does not depend on the library.
+#include <memory>
+
+#include "engine/comm/process_group.h"
+
+namespace dprun {
+
+/// True when this build of dprun has MPI support.
+bool mpi_supported();
+
+/// A group of every process of the MPI job (MPI_COMM_WORLD). Initializes MPI on first use
+/// (MPI_THREAD_SERIALIZED at least) and finalizes it when the process exits. A process started
+/// without mpirun is a job of one rank. Throws Error "this build of dprun has no MPI support"
+/// when built without MPI.
+std::shared_ptr<ProcessGroup> mpi_world_process_group(ProcessGroupOptions options = {});
+
+}  // namespace dprun

@@ -1,0 +1,39 @@
+#include "engine/comm/process_group.h"
+
+#include <algorithm>
+
+namespace dprun {
+
+std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& text) {
+  auto lengths = all_gather_values<uint64_t>(group, text.size());
+  uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<uint8_t> mine(longest, 0);
+  std::memcpy(mine.data(), text.data(), text.size());
+  std::vector<uint8_t> all = group.all_gather(mine);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    out.emplace_back(reinterpret_cast<const char*>(all.data() + r * longest), lengths[r]);
+  return out;
+}
+
+void all_reduce_sum_now(ProcessGroup& group, Tensor tensor, ReduceOrder order) {
+  group.all_reduce_sum(std::move(tensor), order)->wait();
+}
+
+namespace {
+template <class T>
+void add_typed(T* sum, const T* part, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) sum[i] += part[i];
+}
+}  // namespace
+
+void add_in_place(void* sum, const void* part, int64_t count, DType dtype) {
+  if (dtype == DType::Float64)
+    add_typed(static_cast<double*>(sum), static_cast<const double*>(part), count);
+  else if (dtype == DType::Float32)
+    add_typed(static_cast<float*>(sum), static_cast<const float*>(part), count);
+  else
+    fail("all_reduce_sum: only float32 and float64 tensors can be summed, not ", dtype_name(dtype));
+}
+
+}  // namespace dprun

@@ -1,0 +1,114 @@
+#pragma once
+// ProcessGroup: collectives between the ranks of a distributed job, as torch.distributed's
+// process groups. Implementations:
+//   - MPI, one rank per process (engine/comm/mpi_process_group.h), for CPU devices;
+//   - threads of one process (engine/comm/thread_process_group.h), for tests and for running
+//     the distributed code paths without a launcher.
+// A GPU group over NCCL fits the same interface: all_reduce_sum on device memory, enqueued on
+// the device's stream, its work completing when the stream reaches it.
+//
+// Matching rules. A collective is matched across ranks by call order within its channel:
+// all_reduce_sum calls form one channel; broadcast, all_gather, gather and barrier form the
+// other (the control channel). Every rank must issue the same sequence of calls in each
+// channel, but a rank may issue control collectives while its all-reduces are still in flight,
+// which is how a step's status is exchanged before its gradients are awaited.
+//
+// Threads. Calls on one group must not overlap in time, but may come from different threads
+// one after another (a device worker starting all-reduces during a backward pass, then the
+// caller's thread waiting for them).
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace dprun {
+
+/// How all_reduce_sum orders its additions.
+enum class ReduceOrder {
+  /// The implementation's algorithm (MPI_Iallreduce). The order of the additions depends on
+  /// the number of ranks, the message size and the library, so the sums may differ in the
+  /// last bits from the rank-order sum (never across ranks: every rank gets the same bits).
+  Any,
+  /// Every element is summed in rank order, ((x0 + x1) + x2) + ... + x(n-1), in the tensor's
+  /// dtype, on every rank: the result is bit-identical from run to run and equals reduce_add
+  /// (engine/parallel/comm.h) of the ranks' tensors listed in rank order.
+  RankOrder,
+};
+
+/// A collective in flight (torch.distributed's Work).
+class CollectiveWork {
+ public:
+  virtual ~CollectiveWork() = default;
+  /// Advances the operation without blocking; true once it has completed.
+  virtual bool test() = 0;
+  /// Blocks until the operation completes. Throws Error when the group's timeout passes first;
+  /// the group is unusable after that (abort() the job).
+  virtual void wait() = 0;
+};
+
+struct ProcessGroupOptions {
+  /// How long a blocking call waits for the other ranks before it throws: 30 minutes, as
+  /// torch.distributed's default.
+  double timeout_seconds = 1800;
+};
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  /// This process's rank, 0 .. size()-1.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "mpi" or "threads".
+  virtual std::string backend() const = 0;
+
+  /// Starts summing `tensor` over the ranks, in place: once the work completes, every rank's
+  /// tensor holds the sum of all ranks' tensors. Every rank passes a float32 or float64 tensor
+  /// in host memory with the same dtype and element count. The tensor must stay untouched until
+  /// the work completes.
+  virtual std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) = 0;
+  /// Copies `root`'s tensor into every other rank's (same dtype and shape everywhere; any dtype
+  /// but string, in host memory).
+  virtual void broadcast(Tensor tensor, int root) = 0;
+  /// Every rank's `bytes` (the same count on every rank), concatenated in rank order.
+  virtual std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) = 0;
+  /// Every rank's `bytes` (any count), in rank order, on `root`; other ranks get an empty list.
+  virtual std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> bytes, int root) = 0;
+  /// Returns once every rank has called it.
+  virtual void barrier() = 0;
+  /// Ends every rank of the job now with `exit_code` (MPI_Abort): for an error the other ranks
+  /// cannot learn of, so that none of them waits for this one forever.
+  [[noreturn]] virtual void abort(int exit_code) = 0;
+};
+
+/// Every rank's `value`, in rank order. T must be trivially copyable.
+template <class T>
+std::vector<T> all_gather_values(ProcessGroup& group, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  auto bytes = group.all_gather(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&value), sizeof(T)));
+  std::vector<T> out(static_cast<size_t>(group.size()));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// Every rank's string, in rank order.
+std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& text);
+
+/// Sums `tensor` over the ranks in place and waits (all_reduce_sum, then wait()).
+void all_reduce_sum_now(ProcessGroup& group, Tensor tensor,
+                        ReduceOrder order = ReduceOrder::RankOrder);
+
+/// Adds `part` into `sum` element by element (same dtype, float32 or float64, same count):
+/// the step rank-order reductions repeat once per rank.
+void add_in_place(void* sum, const void* part, int64_t count, DType dtype);
+
+}  // namespace dprun

@@ -1,0 +1,47 @@
+#pragma once
+// Agreeing on failures: a rank that fails must not leave the others waiting in a collective.
+// At agreed points (after each training step, after setting up), every rank reports whether it
+// failed; when one did, every rank raises the same RankFailure, naming the failing ranks and
+// their messages, with no collective left pending, so the job ends cleanly and at once.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "engine/comm/process_group.h"
+
+namespace dprun {
+
+/// An error raised by every rank together, from data every rank holds (an exchange's result),
+/// so no rank is left waiting: the job can end without aborting.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The CollectiveError of failed ranks. what() names each failing rank and its message,
+/// "rank 1: input 'x' ...", with ranks that failed alike listed together, "ranks 0, 1: ...",
+/// and different failures joined by "; ".
+class RankFailure : public CollectiveError {
+ public:
+  RankFailure(const std::string& message, std::vector<int> ranks)
+      : CollectiveError(message), ranks_(std::move(ranks)) {}
+  const std::vector<int>& ranks() const { return ranks_; }
+
+ private:
+  std::vector<int> ranks_;
+};
+
+/// Collective: every rank passes its own error (nullptr when it succeeded). Returns when no
+/// rank failed; otherwise throws the same RankFailure on every rank.
+void throw_if_any_rank_failed(ProcessGroup& group, const std::exception_ptr& local_error);
+
+/// The same when every rank already knows which ranks failed (`failed`, one flag per rank,
+/// identical on every rank, from an exchange of its own): only the messages are exchanged, and
+/// only when one failed.
+void throw_rank_failures(ProcessGroup& group, const std::vector<bool>& failed,
+                         const std::exception_ptr& local_error);
+
+/// The message of `error` (what() of a std::exception, or a fixed text for anything else).
+std::string error_message(const std::exception_ptr& error);
+
+}  // namespace dprun

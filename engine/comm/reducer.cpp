@@ -1,0 +1,112 @@
+#include "engine/comm/reducer.h"
+
+#include <cstring>
+
+namespace dprun {
+
+Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout> gradients,
+                 const std::vector<size_t>& ready_order, ReducerOptions options)
+    : group_(std::move(group)), options_(options) {
+  DPRUN_CHECK(group_ != nullptr, "Reducer: no process group given");
+  size_t n = gradients.size();
+  DPRUN_CHECK(ready_order.size() == n, "Reducer: ready_order lists ", ready_order.size(),
+              " gradients for ", n);
+  std::vector<bool> seen(n);
+  for (size_t i : ready_order) {
+    DPRUN_CHECK(i < n && !seen[i], "Reducer: ready_order is not a permutation of 0..", n - 1);
+    seen[i] = true;
+  }
+  // Lay out the buckets: (first gradient, count) runs of ready_order.
+  struct Span {
+    DType dtype;
+    std::vector<size_t> members;
+    int64_t elements = 0;
+  };
+  std::vector<Span> spans;
+  for (size_t i : ready_order) {
+    const GradientLayout& g = gradients[i];
+    DPRUN_CHECK(g.dtype == DType::Float32 || g.dtype == DType::Float64, "Reducer: gradient ", i,
+                " is ", dtype_name(g.dtype),
+                "; only float32 and float64 gradients can be all-reduced");
+    int64_t count = shape_numel(g.shape);
+    size_t bytes = static_cast<size_t>(count) * dtype_size(g.dtype);
+    bool fits = !spans.empty() && spans.back().dtype == g.dtype &&
+                static_cast<size_t>(spans.back().elements) * dtype_size(g.dtype) + bytes <=
+                    options_.bucket_bytes;
+    if (!fits) spans.push_back({g.dtype, {}, 0});
+    spans.back().members.push_back(i);
+    spans.back().elements += count;
+    bytes_ += static_cast<int64_t>(bytes);
+  }
+  views_.resize(n);
+  bucket_of_.resize(n);
+  ready_.assign(n, false);
+  for (const Span& s : spans) {
+    Bucket b;
+    b.flat = Tensor::zeros({s.elements}, s.dtype);
+    b.members = s.members.size();
+    int64_t offset = 0;
+    for (size_t i : s.members) {
+      int64_t count = shape_numel(gradients[i].shape);
+      views_[i] = b.flat.narrow(0, offset, count).reshape(gradients[i].shape);
+      bucket_of_[i] = buckets_.size();
+      offset += count;
+    }
+    buckets_.push_back(std::move(b));
+  }
+}
+
+void Reducer::begin_step() {
+  for (const Bucket& b : buckets_)
+    DPRUN_CHECK(!b.work || b.done, "Reducer: the previous step's all-reduces were not waited for");
+  for (Bucket& b : buckets_) {
+    b.pending = b.members;
+    b.work.reset();
+    b.done = false;
+  }
+  ready_.assign(ready_.size(), false);
+  next_ = 0;
+}
+
+void Reducer::mark_ready(size_t i, const Tensor& gradient) {
+  DPRUN_CHECK(i < views_.size(), "Reducer: no gradient ", i);
+  if (ready_[i]) return;
+  views_[i].copy_from(gradient);
+  ready_[i] = true;
+  --buckets_[bucket_of_[i]].pending;
+  start_complete_buckets();
+}
+
+void Reducer::start_complete_buckets() {
+  while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
+    Bucket& b = buckets_[next_++];
+    b.work = group_->all_reduce_sum(b.flat, options_.order);
+  }
+}
+
+void Reducer::progress() {
+  for (size_t k = 0; k < next_; ++k)
+    if (!buckets_[k].done) buckets_[k].done = buckets_[k].work->test();
+}
+
+void Reducer::finish_marking() {
+  for (size_t i = 0; i < views_.size(); ++i) {
+    if (ready_[i]) continue;
+    std::memset(views_[i].raw_data(), 0, views_[i].nbytes());
+    ready_[i] = true;
+    --buckets_[bucket_of_[i]].pending;
+  }
+  start_complete_buckets();
+}
+
+void Reducer::wait() {
+  DPRUN_CHECK(next_ == buckets_.size(), "Reducer: wait() before every bucket was started");
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
+    DPRUN_CHECK(b.work != nullptr, "Reducer: bucket ", k, " was never started");
+    if (!b.done) b.work->wait();
+    b.done = true;
+  }
+}
+
+}  // namespace dprun

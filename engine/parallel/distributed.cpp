@@ -1,0 +1,227 @@
+#include "engine/parallel/distributed.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "engine/comm/rank_failure.h"
+
+namespace dprun {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What each rank tells the others at the end of a step.
+struct StepStatus {
+  uint8_t failed = 0;
+  double loss = 0;  // this rank's weighted loss, in the loss's dtype converted to double
+  double compute_seconds = 0;
+  int64_t rows = 0;
+};
+
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << std::setw(16) << std::setfill('0') << v;
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<int64_t> shard_positions(int64_t batch_rows, int rank, int world_size) {
+  DPRUN_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "shard_positions: rank ", rank,
+              " is not a rank of a group of ", world_size);
+  DPRUN_CHECK(batch_rows >= 0, "shard_positions: a batch of ", batch_rows, " rows");
+  std::vector<int64_t> positions;
+  for (int64_t p = rank; p < batch_rows; p += world_size) positions.push_back(p);
+  return positions;
+}
+
+uint64_t checksum_tensors(const std::vector<Tensor>& tensors) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t w) {
+    h ^= w;
+    h *= 1099511628211ull;
+  };
+  for (const Tensor& t : tensors) {
+    mix(t.nbytes());
+    const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+    size_t n = t.nbytes(), i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, bytes + i, 8);
+      mix(w);
+    }
+    for (; i < n; ++i) mix(bytes[i]);
+  }
+  return h;
+}
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Model> model,
+                                                 TrainerOptions options,
+                                                 std::shared_ptr<ProcessGroup> group,
+                                                 DistributedOptions distributed)
+    : model_(std::move(model)), group_(std::move(group)), options_(distributed) {
+  DPRUN_CHECK(model_ != nullptr, "DistributedDataParallel: no model given");
+  DPRUN_CHECK(group_ != nullptr, "DistributedDataParallel: no process group given");
+  overlap_ = options.parallel.device_ids.size() <= 1;
+  if (overlap_) {
+    NodeObserver observer;
+    observer.after = [this](const Node& node, Device, std::span<const Tensor> outputs) {
+      on_node_done(node, outputs);
+    };
+    options.parallel.observers.push_back(std::move(observer));
+  }
+  trainer_ = std::make_unique<Trainer>(model_, std::move(options));
+
+  // A gradient is final as soon as the value it copies is computed: the training graph names
+  // its gradient outputs with Identity nodes at the very end, so follow those back to the node
+  // that computes the value. Buckets follow the order of those nodes.
+  const TrainingGraph& training = trainer_->training_graph();
+  const auto& nodes = training.graph->nodes;
+  std::unordered_map<std::string, size_t> producer;  // value -> index of its node
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (const auto& out : nodes[n].outputs) producer[out] = n;
+  std::vector<GradientLayout> layouts;
+  std::vector<size_t> position;
+  for (size_t i = 0; i < training.parameters.size(); ++i) {
+    Tensor p = model_->parameter(training.parameters[i]);
+    layouts.push_back({p.shape(), p.dtype()});
+    std::string value = gradient_output_name(training.parameters[i]);
+    auto it = producer.find(value);
+    while (it != producer.end() && nodes[it->second].op_type == "Identity" &&
+           !nodes[it->second].inputs.empty() && !nodes[it->second].inputs[0].empty()) {
+      value = nodes[it->second].inputs[0];
+      it = producer.find(value);
+    }
+    gradient_sources_[value].push_back(i);
+    position.push_back(it == producer.end() ? 0 : it->second + 1);
+  }
+  std::vector<size_t> order(layouts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return position[a] < position[b]; });
+  reducer_ = std::make_unique<Reducer>(
+      group_, std::move(layouts), order,
+      ReducerOptions{.bucket_bytes = options_.bucket_bytes,
+                     .order = options_.deterministic ? ReduceOrder::RankOrder : ReduceOrder::Any});
+  for (const auto& [value, param] : training.graph->state_updates) buffers_.push_back(param);
+  std::sort(buffers_.begin(), buffers_.end());
+  buffers_.erase(std::unique(buffers_.begin(), buffers_.end()), buffers_.end());
+
+  auto ranks = static_cast<size_t>(group_->size());
+  stats_.rows.assign(ranks, 0);
+  stats_.compute_seconds.assign(ranks, 0);
+  stats_.buckets = reducer_->bucket_count();
+}
+
+void DistributedDataParallel::broadcast_parameters() {
+  for (const Tensor& p : model_->parameters())
+    if (p.dtype() != DType::String) group_->broadcast(p, 0);
+  model_->mark_parameters_changed();
+  broadcast_done_ = true;
+}
+
+void DistributedDataParallel::on_node_done(const Node& node, std::span<const Tensor> outputs) {
+  if (!collecting_) return;
+  for (size_t o = 0; o < node.outputs.size() && o < outputs.size(); ++o) {
+    auto it = gradient_sources_.find(node.outputs[o]);
+    if (it == gradient_sources_.end() || !outputs[o].defined()) continue;
+    for (size_t i : it->second) reducer_->mark_ready(i, outputs[o]);
+  }
+  reducer_->progress();
+}
+
+double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inputs,
+                                                 const Tensor& target, int64_t rows,
+                                                 int64_t global_rows) {
+  DPRUN_CHECK(global_rows > 0 && rows >= 0 && rows <= global_rows,
+              "DistributedDataParallel: a shard of ", rows, " rows of a global batch of ",
+              global_rows);
+  if (!broadcast_done_) broadcast_parameters();
+  auto start = Clock::now();
+  if (options_.broadcast_buffers && !buffers_.empty()) {
+    for (const auto& name : buffers_) group_->broadcast(model_->parameter(name), 0);
+    model_->mark_parameters_changed();
+  }
+
+  reducer_->begin_step();
+  auto compute_start = Clock::now();
+  std::exception_ptr error;
+  double loss = 0;
+  if (rows > 0) {
+    collecting_ = overlap_;
+    try {
+      loss = trainer_->forward_backward(
+          inputs, target, static_cast<double>(rows) / static_cast<double>(global_rows));
+      // Gradients the observer did not see (several local devices, or outputs no node makes).
+      const auto& grads = trainer_->gradients();
+      for (size_t i = 0; i < grads.size(); ++i) reducer_->mark_ready(i, grads[i]);
+    } catch (...) {
+      error = std::make_exception_ptr(Error(detail::concat(
+          "step ", stats_.steps + 1, ": ", error_message(std::current_exception()))));
+    }
+    collecting_ = false;
+  }
+  StepStatus mine{.failed = static_cast<uint8_t>(error ? 1 : 0),
+                  .loss = loss,
+                  .compute_seconds = seconds_since(compute_start),
+                  .rows = rows};
+  auto backward_done = Clock::now();
+  reducer_->finish_marking();
+  std::vector<StepStatus> all = all_gather_values(*group_, mine);
+  reducer_->wait();
+  std::vector<bool> failed;
+  for (const auto& s : all) failed.push_back(s.failed != 0);
+  throw_rank_failures(*group_, failed, error);
+
+  // The global loss: the ranks' weighted losses summed in rank order in the loss's dtype, as
+  // DataParallel sums its replicas' (reduce_add).
+  double global_loss;
+  if (trainer_->training_graph().loss_dtype == DType::Float64) {
+    global_loss = all[0].loss;
+    for (size_t r = 1; r < all.size(); ++r) global_loss += all[r].loss;
+  } else {
+    float sum = static_cast<float>(all[0].loss);
+    for (size_t r = 1; r < all.size(); ++r) sum += static_cast<float>(all[r].loss);
+    global_loss = sum;
+  }
+  ++stats_.steps;
+  for (size_t r = 0; r < all.size(); ++r) {
+    stats_.rows[r] += all[r].rows;
+    stats_.compute_seconds[r] += all[r].compute_seconds;
+  }
+  stats_.wait_seconds += seconds_since(backward_done);
+  stats_.step_seconds += seconds_since(start);
+  stats_.allreduce_bytes += reducer_->bytes_per_step();
+  return global_loss;
+}
+
+double DistributedDataParallel::step(const std::vector<Tensor>& inputs, const Tensor& target,
+                                     int64_t rows, int64_t global_rows, Optimizer& optimizer) {
+  double loss = forward_backward(inputs, target, rows, global_rows);
+  optimizer.step(gradients());
+  model_->mark_parameters_changed();
+  return loss;
+}
+
+uint64_t DistributedDataParallel::check_parameters_in_sync() {
+  std::vector<Tensor> state;
+  for (const Tensor& p : model_->parameters())
+    if (p.dtype() != DType::String) state.push_back(p);
+  uint64_t mine = checksum_tensors(state);
+  std::vector<uint64_t> all = all_gather_values(*group_, mine);
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw CollectiveError(detail::concat("the ranks' parameters differ: rank ", r, "'s checksum ",
+                                           hex(all[r]), " is not rank 0's ", hex(all[0])));
+  return mine;
+}
+
+}  // namespace dprun

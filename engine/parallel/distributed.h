@@ -1,0 +1,150 @@
+#pragma once
+// DistributedDataParallel: data-parallel training over the ranks of a process group
+// (torch.nn.parallel.DistributedDataParallel). Each rank trains the same model with its own
+// Trainer, itself data-parallel over the rank's local devices; the ranks' gradients are summed
+// over the process group in buckets.
+//
+//   auto group = mpi_world_process_group();                 // mpirun -np N ...
+//   auto model = std::make_shared<Model>(load_model("mlp.onnx", Device::cpu(0)));
+//   TrainerOptions options;                                  // loss, local devices
+//   DistributedDataParallel ddp(model, options, group);
+//   Sgd optimizer(ddp.trainer().parameters(), {.lr = 0.1});
+//   ddp.broadcast_parameters();                              // rank 0's initial values
+//   for (each global batch of B rows) {
+//     auto rows = shard_positions(B, group->rank(), group->size());
+//     double loss = ddp.step(inputs_of(rows), target_of(rows), B, optimizer);
+//   }
+//   ddp.check_parameters_in_sync();
+//
+// The step equals a single-process step on the whole global batch. Rank r's loss is its
+// shard's mean loss weighted by the shard's share of the global batch's rows (rows_r / B), as
+// the Trainer weights each device's chunk, so the ranks' weighted gradients *sum* to the global
+// batch's gradient, also when shards differ in size (PyTorch's DDP averages instead, which is
+// the same only for equal shards). With one local device per rank and deterministic = true, a
+// step's loss and gradients equal bit for bit those of a single-process Trainer over N devices
+// whose chunks are the ranks' shards in rank order (--split-policy even over data whose batches
+// list shard 0's rows, then shard 1's, ...): both sum the same weighted gradients in the same
+// order (ReduceOrder::RankOrder). Without it the sums follow MPI's algorithm: the same up to
+// float32 rounding of the reduction (for 2 ranks, x0 + x1 = x1 + x0, so still bit for bit).
+//
+// What overlaps. With one local device (or none), every gradient output is copied into its
+// bucket by a node observer as the backward pass produces it, and a bucket's all-reduce starts
+// as soon as its last gradient is in, while the backward pass goes on computing the rest; the
+// observer also tests the started all-reduces after every node, because MPI progresses a
+// nonblocking collective only inside MPI calls (Open MPI has no progress thread for them). So
+// the transfers of early buckets proceed between later backward nodes, and the summing of
+// received data runs inside those tests on the computing thread: it overlaps the backward pass
+// in time but takes the same cores. With several local devices, the replicas' gradients are
+// first summed on device_ids[0] after every replica has finished (DataParallel), so all buckets
+// start only then and nothing overlaps the backward pass.
+//
+// Failures. Each step ends with an exchange of every rank's status (failed or not, loss,
+// timing) on the group's control channel, after every bucket was started, whatever happened:
+// a rank whose forward or backward threw still starts its remaining buckets (with zeros), so
+// no collective is left unmatched. When any rank failed, every rank waits for its buckets and
+// throws the same RankFailure naming the failing ranks. A rank that dies or hangs is beyond
+// this: the launcher ends the job, or the group's timeout does.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/autograd/trainer.h"
+#include "engine/comm/process_group.h"
+#include "engine/comm/reducer.h"
+
+namespace dprun {
+
+struct DistributedOptions {
+  /// Largest gradient bucket in bytes (PyTorch's bucket_cap_mb: 25 MiB).
+  size_t bucket_bytes = size_t(25) << 20;
+  /// Sum gradients in rank order (ReduceOrder::RankOrder): bit-identical from run to run, and
+  /// equal to the single-process run described above.
+  bool deterministic = false;
+  /// Copy rank 0's in-place state (BatchNormalization running statistics) to every rank before
+  /// each step, as PyTorch's broadcast_buffers = true does, so all ranks hold rank 0's.
+  bool broadcast_buffers = true;
+};
+
+/// Running totals of this rank's steps and of every rank's (from the status exchanges).
+struct DistributedStats {
+  int64_t steps = 0;
+  std::vector<int64_t> rows;            // per rank: rows of its shards
+  std::vector<double> compute_seconds;  // per rank: local forward and backward
+  double step_seconds = 0;              // this rank: whole steps, communication included
+  double wait_seconds = 0;              // this rank: from the end of its backward pass
+                                        // until every bucket was summed (unhidden time)
+  int64_t allreduce_bytes = 0;          // this rank: gradient bytes all-reduced
+  size_t buckets = 0;                   // buckets per step
+};
+
+/// The positions within a global batch of `batch_rows` rows that rank `rank` of `world_size`
+/// takes, by PyTorch's DistributedSampler rule applied to the batch: rank, rank + world_size,
+/// rank + 2 world_size, ... Shards are disjoint and cover the batch; their sizes differ by at
+/// most one (the lower ranks take the extra rows), and a rank takes none when batch_rows <=
+/// rank. Unlike DistributedSampler no row is repeated to even out a last partial batch: the
+/// loss weights account for uneven shards.
+std::vector<int64_t> shard_positions(int64_t batch_rows, int rank, int world_size);
+
+/// Thread safety: one call at a time. Every method marked collective must be called by every
+/// rank, in the same order.
+class DistributedDataParallel {
+ public:
+  /// Builds this rank's Trainer on `model` (whose parameters it trains in place) and lays out
+  /// the gradient buckets. Local: nothing is exchanged, so a setup error on one rank can be
+  /// agreed on (throw_if_any_rank_failed) before the first collective.
+  DistributedDataParallel(std::shared_ptr<Model> model, TrainerOptions options,
+                          std::shared_ptr<ProcessGroup> group, DistributedOptions distributed = {});
+
+  /// Collective: copies every initializer of rank 0's model into every rank's (PyTorch's DDP
+  /// does this when it is built). Called by the first step when not called before.
+  void broadcast_parameters();
+
+  /// Collective: forward and backward over this rank's shard (`inputs` in
+  /// model().input_names() order and `target`, `rows` rows each, possibly 0) of a global batch
+  /// of `global_rows` rows. Returns the global batch's mean loss, the same on every rank;
+  /// gradients() then hold the global batch's gradients on every rank. Throws RankFailure on
+  /// every rank when one failed ("rank 1: step 3: ...", steps counted from 1).
+  double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
+                          int64_t global_rows);
+  /// Collective: forward_backward, then the optimizer's step on every rank, which keeps the
+  /// ranks' parameters equal.
+  double step(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
+              int64_t global_rows, Optimizer& optimizer);
+
+  /// The last step's summed gradients, in trainer().parameter_names() order.
+  const std::vector<Tensor>& gradients() const { return reducer_->gradients(); }
+  Trainer& trainer() { return *trainer_; }
+  ProcessGroup& group() { return *group_; }
+  const DistributedStats& stats() const { return stats_; }
+  /// Whether the backward pass starts buckets as it goes (one local device).
+  bool overlaps_backward() const { return overlap_; }
+
+  /// Collective: a checksum of every initializer of this rank's model (parameters and state);
+  /// throws the same CollectiveError on every rank when any rank's differs from rank 0's,
+  /// naming it. Returns the checksum.
+  uint64_t check_parameters_in_sync();
+
+ private:
+  void on_node_done(const Node& node, std::span<const Tensor> outputs);
+
+  std::shared_ptr<Model> model_;
+  std::shared_ptr<ProcessGroup> group_;
+  DistributedOptions options_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<Reducer> reducer_;
+  // The value each gradient output copies -> the parameters whose gradient it is.
+  std::unordered_map<std::string, std::vector<size_t>> gradient_sources_;
+  std::vector<std::string> buffers_;  // in-place state, by name
+  bool overlap_ = false;
+  bool collecting_ = false;  // the observer feeds the reducer only inside forward_backward
+  bool broadcast_done_ = false;
+  DistributedStats stats_;
+};
+
+/// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order.
+uint64_t checksum_tensors(const std::vector<Tensor>& tensors);
+
+}  // namespace dprun

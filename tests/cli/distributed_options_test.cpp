@@ -1,0 +1,58 @@
+// --distributed and its options on the command line, in builds with and without MPI. Runs
+// under mpirun are tested in tests/mpi.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli_test_util.h"
+#include "engine/comm/mpi_process_group.h"
+
+namespace dprun {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_dprun;
+using testing::source_path;
+
+std::string train_args(const fs::path& save) {
+  return "train " + source_path("models/training/mlp_sgd.onnx") +
+         " --input x=" + source_path("models/training/mlp_sgd.x.npy") + " --target " +
+         source_path("models/training/mlp_sgd.target.npy") +
+         " --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 --steps 2 --devices cpu:0"
+         " --save " +
+         save.string();
+}
+
+TEST(DistributedOptions, NeedMpiSupport) {
+  fs::path save = fs::temp_directory_path() / "dprun_distributed_option.onnx";
+  fs::remove(save);
+  auto r = run_dprun(train_args(save) + " --distributed");
+  if (mpi_supported()) {
+    // Started without mpirun, the process is an MPI job of one rank.
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("distributed over 1 rank (mpi)"), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(save));
+  } else {
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.output, "dprun: error: this build of dprun has no MPI support\n");
+    EXPECT_FALSE(fs::exists(save));
+  }
+  fs::remove(save);
+}
+
+TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
+  fs::path save = fs::temp_directory_path() / "dprun_distributed_option.onnx";
+  for (const char* option : {"--deterministic", "--bucket-mb 4", "--timeout 60"}) {
+    auto r = run_dprun(train_args(save) + " " + option);
+    EXPECT_EQ(r.status, 2);
+    std::string name = std::string(option).substr(0, std::string(option).find(' '));
+    EXPECT_EQ(r.output, "dprun: " + name + " needs --distributed\n");
+  }
+  auto r = run_dprun(train_args(save) + " --distributed --timeout 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output, "dprun: --timeout must be a positive number, got '0'\n");
+  EXPECT_FALSE(fs::exists(save));
+}
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,152 @@
+// The MPI process group, run by ctest under mpirun (every rank runs every test, in order).
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <cstring>
+#include <random>
+
+#include "engine/comm/host_cores.h"
+#include "engine/comm/mpi_process_group.h"
+#include "engine/parallel/comm.h"
+
+namespace dprun {
+namespace {
+
+ProcessGroup& world() {
+  static std::shared_ptr<ProcessGroup> group = mpi_world_process_group({.timeout_seconds = 60});
+  return *group;
+}
+
+// Rank r's tensor of `n` values: the same on every rank that asks for it.
+template <class T>
+Tensor values_of_rank(int rank, int64_t n) {
+  std::mt19937 rng(static_cast<uint32_t>(1000 * rank + n));
+  std::uniform_real_distribution<T> dist(-1000, 1000);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return Tensor::from_vector<T>({n}, v);
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+TEST(MpiProcessGroup, IsTheWholeJob) {
+  EXPECT_EQ(world().backend(), "mpi");
+  EXPECT_GE(world().size(), 2);
+  auto ranks = all_gather_values<int32_t>(world(), world().rank());
+  for (int r = 0; r < world().size(); ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)], r);
+}
+
+template <class T>
+void check_rank_order(int64_t n) {
+  std::vector<Tensor> parts;
+  for (int r = 0; r < world().size(); ++r) parts.push_back(values_of_rank<T>(r, n));
+  Tensor expected = reduce_add(parts, Device::cpu(0));
+  Tensor mine = values_of_rank<T>(world().rank(), n);
+  all_reduce_sum_now(world(), mine, ReduceOrder::RankOrder);
+  EXPECT_TRUE(same_bytes(mine, expected)) << n << " values of " << dtype_name(mine.dtype());
+}
+
+TEST(MpiProcessGroup, RankOrderEqualsReduceAddBitForBit) {
+  // Fewer values than ranks, sizes that do not divide by the ranks, and a large one.
+  for (int64_t n : {1, 2, 7, 1000, 100003}) {
+    check_rank_order<float>(n);
+    check_rank_order<double>(n);
+  }
+}
+
+TEST(MpiProcessGroup, AnyOrderIsTheSameOnEveryRankAndCloseToRankOrder) {
+  const int64_t n = 4099;
+  std::vector<Tensor> parts;
+  for (int r = 0; r < world().size(); ++r) parts.push_back(values_of_rank<float>(r, n));
+  Tensor ordered = reduce_add(parts, Device::cpu(0));
+  Tensor mine = values_of_rank<float>(world().rank(), n);
+  all_reduce_sum_now(world(), mine, ReduceOrder::Any);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(mine.data<float>()[i], ordered.data<float>()[i], 1e-3) << i;
+  uint64_t sum = 0;
+  std::memcpy(&sum, mine.raw_data(), sizeof(sum));
+  auto all = all_gather_values<uint64_t>(world(), sum);
+  for (uint64_t s : all) EXPECT_EQ(s, all[0]);
+}
+
+TEST(MpiProcessGroup, ControlCollectivesRunWhileAllReducesAreInFlight) {
+  // Start several all-reduces of both orders, exchange on the control channel, then wait in
+  // reverse order: the channels are matched separately.
+  std::vector<Tensor> tensors;
+  std::vector<std::unique_ptr<CollectiveWork>> works;
+  for (int k = 0; k < 6; ++k) {
+    tensors.push_back(values_of_rank<float>(world().rank(), 100 + k));
+    works.push_back(
+        world().all_reduce_sum(tensors.back(), k % 2 ? ReduceOrder::RankOrder : ReduceOrder::Any));
+  }
+  auto ranks = all_gather_values<int32_t>(world(), world().rank());
+  EXPECT_EQ(static_cast<int>(ranks.size()), world().size());
+  for (int k = 5; k >= 0; --k) works[static_cast<size_t>(k)]->wait();
+  for (int k = 1; k < 6; k += 2) {
+    std::vector<Tensor> parts;
+    for (int r = 0; r < world().size(); ++r) parts.push_back(values_of_rank<float>(r, 100 + k));
+    EXPECT_TRUE(same_bytes(tensors[static_cast<size_t>(k)], reduce_add(parts, Device::cpu(0))));
+  }
+}
+
+TEST(MpiProcessGroup, BroadcastGatherBarrier) {
+  int root = world().size() - 1;
+  Tensor t = Tensor::from_vector<int64_t>({3}, {world().rank(), 7, -1});
+  world().broadcast(t, root);
+  EXPECT_EQ(t.data<int64_t>()[0], root);
+  std::vector<uint8_t> mine(static_cast<size_t>(world().rank()),
+                            static_cast<uint8_t>(world().rank()));
+  auto gathered = world().gather(mine, 0);
+  if (world().rank() == 0) {
+    ASSERT_EQ(static_cast<int>(gathered.size()), world().size());
+    for (int r = 0; r < world().size(); ++r)
+      EXPECT_EQ(gathered[static_cast<size_t>(r)],
+                std::vector<uint8_t>(static_cast<size_t>(r), static_cast<uint8_t>(r)));
+  } else {
+    EXPECT_TRUE(gathered.empty());
+  }
+  auto names = all_gather_strings(world(), std::string(static_cast<size_t>(world().rank()), 'x'));
+  for (int r = 0; r < world().size(); ++r)
+    EXPECT_EQ(names[static_cast<size_t>(r)], std::string(static_cast<size_t>(r), 'x'));
+  world().barrier();
+}
+
+std::vector<int> affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof(set), &set);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+std::string listed(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) out += std::to_string(c) + " ";
+  return out;
+}
+
+TEST(MpiProcessGroup, RanksOnAHostShareItsCores) {
+  // Every rank of this test runs on one host.
+  std::vector<int> before = affinity();
+  auto masks = all_gather_strings(world(), listed(before));
+  bool same = true;
+  for (const auto& m : masks) same &= m == masks[0];
+  std::vector<int> expected = before;
+  if (same && world().size() > 1) {
+    auto cores = static_cast<int>(before.size()), count = world().size(), l = world().rank();
+    if (count >= cores)
+      expected = {before[static_cast<size_t>(l % cores)]};
+    else
+      expected.assign(before.begin() + l * cores / count, before.begin() + (l + 1) * cores / count);
+  }
+  std::vector<int> share = share_host_cores(world());
+  EXPECT_EQ(share, expected);
+  EXPECT_EQ(affinity(), expected);
+}
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,293 @@
+// DistributedDataParallel with ranks as threads: steps against a one-process Trainer over as
+// many devices (bit for bit), uneven and empty shards, failures on one rank, parameter checks,
+// and where the gradient buckets start.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "engine/parallel/device_list.h"
+#include "engine/parallel/distributed.h"
+#include "loader/npy.h"
+#include "loader/onnx_loader.h"
+#include "recording_group.h"
+#include "thread_ranks.h"
+
+namespace dprun {
+namespace {
+
+using testing::RecordingGroup;
+using testing::run_ranks;
+
+std::string training_file(const std::string& name) {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  return std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/training/" + name;
+}
+
+// The rows `rows` of `t` (along dim 0), in that order.
+Tensor rows_of(const Tensor& t, const std::vector<int64_t>& rows) {
+  Shape shape = t.shape();
+  size_t row_bytes = t.nbytes() / static_cast<size_t>(shape[0]);
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape, t.dtype());
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(static_cast<char*>(out.raw_data()) + i * row_bytes,
+                static_cast<const char*>(t.raw_data()) + static_cast<size_t>(rows[i]) * row_bytes,
+                row_bytes);
+  return out;
+}
+
+struct Data {
+  Tensor x = read_npy(training_file("mlp_sgd.x.npy"));            // [25, 12]
+  Tensor target = read_npy(training_file("mlp_sgd.target.npy"));  // [25]
+};
+
+std::vector<int64_t> range(int64_t begin, int64_t end) {
+  std::vector<int64_t> out;
+  for (int64_t i = begin; i < end; ++i) out.push_back(i);
+  return out;
+}
+
+// Rank r's rows of the batch `batch`: shard_positions over it.
+std::vector<int64_t> shard_rows(const std::vector<int64_t>& batch, int rank, int ranks) {
+  std::vector<int64_t> out;
+  for (int64_t p : shard_positions(static_cast<int64_t>(batch.size()), rank, ranks))
+    out.push_back(batch[static_cast<size_t>(p)]);
+  return out;
+}
+
+TrainerOptions options_on(std::vector<Device> devices) {
+  TrainerOptions options;
+  options.training.loss.kind = LossKind::CrossEntropy;
+  options.parallel.device_ids = std::move(devices);
+  options.parallel.split_policy = SplitPolicy::Even;
+  return options;
+}
+
+std::shared_ptr<Model> mlp_on(Device device) {
+  return std::make_shared<Model>(load_model(training_file("mlp_sgd.onnx"), device));
+}
+
+bool same_bytes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].nbytes() != b[i].nbytes() ||
+        std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].nbytes()) != 0)
+      return false;
+  return true;
+}
+
+std::vector<Tensor> clones(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : tensors) out.push_back(t.clone());
+  return out;
+}
+
+// Batches of 10 rows over the 25 rows, the last one partial, then wrapping round.
+const std::vector<std::vector<int64_t>> kBatches = {range(0, 10), range(10, 20), range(20, 25),
+                                                    range(0, 10)};
+
+class DistributedRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
+  const int n = GetParam();
+  Data data;
+  // The reference: one process, one device per rank, each batch reordered so that device r's
+  // chunk (even split) is rank r's shard.
+  std::vector<Device> devices;
+  for (int r = 0; r < n; ++r) devices.push_back(Device::cpu(r));
+  auto reference_model = mlp_on(Device::cpu(0));
+  Trainer reference(reference_model, options_on(devices));
+  Sgd reference_sgd(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
+  std::vector<double> reference_losses;
+  for (const auto& batch : kBatches) {
+    std::vector<int64_t> reordered;
+    for (int r = 0; r < n; ++r)
+      for (int64_t row : shard_rows(batch, r, n)) reordered.push_back(row);
+    reference_losses.push_back(reference.step({rows_of(data.x, reordered)},
+                                              rows_of(data.target, reordered), reference_sgd));
+  }
+
+  std::vector<std::vector<double>> losses(static_cast<size_t>(n));
+  std::vector<std::vector<Tensor>> parameters(static_cast<size_t>(n));
+  auto errors = run_ranks(n, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    auto model = mlp_on(Device::cpu(g.rank()));
+    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group,
+                                {.deterministic = true});
+    EXPECT_TRUE(ddp.overlaps_backward());
+    Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1, .momentum = 0.9});
+    for (const auto& batch : kBatches) {
+      auto mine = shard_rows(batch, g.rank(), n);
+      losses[static_cast<size_t>(g.rank())].push_back(
+          ddp.step({rows_of(data.x, mine)}, rows_of(data.target, mine),
+                   static_cast<int64_t>(mine.size()), static_cast<int64_t>(batch.size()), sgd));
+    }
+    ddp.check_parameters_in_sync();
+    parameters[static_cast<size_t>(g.rank())] = clones(model->parameters());
+    EXPECT_EQ(ddp.stats().steps, 4);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n)));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(losses[static_cast<size_t>(r)], reference_losses) << "rank " << r;
+    EXPECT_TRUE(same_bytes(parameters[static_cast<size_t>(r)], reference_model->parameters()))
+        << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DistributedRanks, ::testing::Values(2, 3));
+
+TEST(DistributedDataParallel, UnevenShardsAndARankWithoutRows) {
+  // A global batch of 3 rows over 4 ranks: shards of 1, 1, 1 and 0 rows.
+  Data data;
+  const std::vector<int64_t> batch = {4, 9, 17};
+  auto reference_model = mlp_on(Device::cpu(0));
+  Trainer reference(reference_model, options_on(parse_device_list("cpu:0,cpu:1,cpu:2,cpu:3")));
+  double reference_loss =
+      reference.forward_backward({rows_of(data.x, batch)}, rows_of(data.target, batch));
+  std::vector<Tensor> reference_gradients = clones(reference.gradients());
+
+  std::vector<double> losses(4);
+  std::vector<std::vector<Tensor>> gradients(4);
+  std::vector<std::vector<int64_t>> rows(4);
+  auto errors = run_ranks(4, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    DistributedDataParallel ddp(mlp_on(Device::cpu(g.rank())), options_on({Device::cpu(g.rank())}),
+                                group);
+    auto mine = shard_rows(batch, g.rank(), 4);
+    auto r = static_cast<size_t>(g.rank());
+    losses[r] = ddp.forward_backward({rows_of(data.x, mine)}, rows_of(data.target, mine),
+                                     static_cast<int64_t>(mine.size()), 3);
+    gradients[r] = clones(ddp.gradients());
+    rows[r] = ddp.stats().rows;
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(4));
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(losses[r], reference_loss);
+    EXPECT_EQ(rows[r], (std::vector<int64_t>{1, 1, 1, 0}));
+    ASSERT_EQ(gradients[r].size(), reference_gradients.size());
+    for (size_t i = 0; i < gradients[r].size(); ++i)
+      for (int64_t k = 0; k < gradients[r][i].numel(); ++k)
+        ASSERT_EQ(gradients[r][i].data<float>()[k], reference_gradients[i].data<float>()[k])
+            << "rank " << r << " gradient " << i << "[" << k << "]";
+  }
+}
+
+TEST(DistributedDataParallel, AFailingRankStopsEveryRankAndTheNextStepWorks) {
+  Data data;
+  Tensor wide = Tensor::zeros({5, 13}, DType::Float32);  // the model takes 12 features
+  std::vector<std::string> first(2), second(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    DistributedDataParallel ddp(mlp_on(Device::cpu(g.rank())), options_on({Device::cpu(g.rank())}),
+                                group);
+    Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1});
+    auto mine = shard_rows(range(0, 10), g.rank(), 2);
+    Tensor x = g.rank() == 1 ? wide : rows_of(data.x, mine);
+    try {
+      ddp.step({x}, rows_of(data.target, mine), 5, 10, sgd);
+    } catch (const RankFailure& f) {
+      first[static_cast<size_t>(g.rank())] = f.what();
+      EXPECT_EQ(f.ranks(), (std::vector<int>{1}));
+    }
+    ddp.step({rows_of(data.x, mine)}, rows_of(data.target, mine), 5, 10, sgd);
+    ddp.check_parameters_in_sync();
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+  const std::string expected =
+      "rank 1: step 1: 1 of 1 replica failed: replica 0 on cpu:1: input 'x' expects shape "
+      "[batch, 12] but got [5, 13]";
+  EXPECT_EQ(first, std::vector<std::string>(2, expected));
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << std::setw(16) << std::setfill('0') << v;
+  return out.str();
+}
+
+TEST(DistributedDataParallel, RanksWhoseParametersDifferAreNamed) {
+  std::vector<uint64_t> checksums(3);
+  auto errors = run_ranks(3, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    auto model = mlp_on(Device::cpu(g.rank()));
+    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group);
+    ddp.broadcast_parameters();
+    EXPECT_EQ(ddp.check_parameters_in_sync(), checksum_tensors(model->parameters()));
+    if (g.rank() == 2) model->parameter("fc1.bias").data<float>()[3] += 1.0f;
+    checksums[static_cast<size_t>(g.rank())] = checksum_tensors(model->parameters());
+    ddp.check_parameters_in_sync();
+  });
+  std::string expected = "the ranks' parameters differ: rank 2's checksum " + hex(checksums[2]) +
+                         " is not rank 0's " + hex(checksums[0]);
+  EXPECT_NE(checksums[2], checksums[0]);
+  EXPECT_EQ(errors, std::vector<std::string>(3, expected));
+}
+
+TEST(DistributedDataParallel, BroadcastGivesEveryRankRankZerosParameters) {
+  std::vector<uint64_t> checksums(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    auto model = mlp_on(Device::cpu(g.rank()));
+    if (g.rank() == 1) model->parameter("fc2.weight").data<float>()[0] = 42.0f;
+    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group);
+    ddp.broadcast_parameters();
+    checksums[static_cast<size_t>(g.rank())] = checksum_tensors(model->parameters());
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+  EXPECT_EQ(checksums[0], checksums[1]);
+  EXPECT_EQ(checksums[0], checksum_tensors(mlp_on(Device::cpu(0))->parameters()));
+}
+
+TEST(DistributedDataParallel, OneDeviceStartsEveryBucketDuringTheBackwardPass) {
+  Data data;
+  auto group = std::make_shared<RecordingGroup>();
+  // An observer of ours logs every node next to the all-reduces (it runs before the DDP's).
+  TrainerOptions options = options_on({Device::cpu(0)});
+  NodeObserver log;
+  log.after = [&](const Node& node, Device, std::span<const Tensor>) {
+    group->events.push_back("node " + node.op_type);
+  };
+  options.parallel.observers.push_back(log);
+  // 64-byte buckets: fc2.weight (320 bytes), fc2.bias (20), fc1.weight (768) and fc1.bias (64)
+  // each fill a bucket of their own, in the order the backward pass computes them.
+  DistributedDataParallel ddp(mlp_on(Device::cpu(0)), options, group, {.bucket_bytes = 64});
+  EXPECT_TRUE(ddp.overlaps_backward());
+  EXPECT_EQ(ddp.stats().buckets, 4u);
+  ddp.forward_backward({rows_of(data.x, range(0, 10))}, rows_of(data.target, range(0, 10)), 10, 10);
+  // Started by the DDP's observer on cpu:0's worker thread while the executor ran the backward
+  // pass: the first right after the node that computes fc2.weight's gradient, with the nodes
+  // for fc1's gradients still to run.
+  ASSERT_EQ(group->threads.size(), 4u);
+  for (auto id : group->threads) EXPECT_NE(id, std::this_thread::get_id());
+  std::vector<std::string> buckets;
+  size_t first = group->events.size(), nodes_after_first = 0;
+  for (size_t e = 0; e < group->events.size(); ++e) {
+    if (group->events[e].rfind("all_reduce_sum", 0) == 0) {
+      buckets.push_back(group->events[e]);
+      first = std::min(first, e);
+    } else if (e > first) {
+      ++nodes_after_first;
+    }
+  }
+  EXPECT_EQ(buckets, (std::vector<std::string>{"all_reduce_sum of 80", "all_reduce_sum of 5",
+                                               "all_reduce_sum of 192", "all_reduce_sum of 16"}));
+  EXPECT_GE(nodes_after_first, 15u);
+}
+
+TEST(DistributedDataParallel, SeveralDevicesStartTheBucketsAfterTheReplicasAreSummed) {
+  Data data;
+  auto group = std::make_shared<RecordingGroup>();
+  DistributedDataParallel ddp(mlp_on(Device::cpu(0)), options_on(parse_device_list("cpu:0,cpu:1")),
+                              group, {.bucket_bytes = 64});
+  EXPECT_FALSE(ddp.overlaps_backward());
+  ddp.forward_backward({rows_of(data.x, range(0, 10))}, rows_of(data.target, range(0, 10)), 10, 10);
+  ASSERT_EQ(group->threads.size(), 4u);
+  for (auto id : group->threads) EXPECT_EQ(id, std::this_thread::get_id());
+}
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,207 @@
+// Process groups whose ranks are threads, rank failures, DistributedSampler shards, and the
+// gradient Reducer's buckets.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "engine/comm/reducer.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/distributed.h"
+#include "recording_group.h"
+#include "thread_ranks.h"
+
+namespace dprun {
+namespace {
+
+using testing::RecordingGroup;
+using testing::run_ranks;
+
+std::vector<float> values_of(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+TEST(ThreadProcessGroup, OneRankIsItsOwnJob) {
+  auto group = make_thread_process_groups(1)[0];
+  EXPECT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->size(), 1);
+  EXPECT_EQ(group->backend(), "threads");
+  Tensor t = Tensor::from_vector<float>({3}, {1.5f, -2.0f, 4.0f});
+  all_reduce_sum_now(*group, t, ReduceOrder::Any);
+  EXPECT_EQ(values_of(t), (std::vector<float>{1.5f, -2.0f, 4.0f}));
+  group->broadcast(t, 0);
+  EXPECT_EQ(values_of(t), (std::vector<float>{1.5f, -2.0f, 4.0f}));
+  EXPECT_EQ(all_gather_values<int64_t>(*group, 7), (std::vector<int64_t>{7}));
+  std::vector<uint8_t> bytes{1, 2, 3};
+  auto gathered = group->gather(bytes, 0);
+  ASSERT_EQ(gathered.size(), 1u);
+  EXPECT_EQ(gathered[0], bytes);
+  group->barrier();
+}
+
+TEST(ThreadProcessGroup, SumsInRankOrderLikeReduceAdd) {
+  // 1e8 + 1 rounds back to 1e8 in float32, so only the rank order gives 0 for element 0:
+  // ((1e8 + 1) - 1e8) = 0, where (1e8 - 1e8) + 1 would give 1.
+  const std::vector<std::vector<float>> parts = {
+      {1e8f, 0.1f, 3.0f}, {1.0f, 0.2f, -1.0f}, {-1e8f, 0.3f, 0.5f}};
+  std::vector<Tensor> inputs;
+  for (const auto& p : parts) inputs.push_back(Tensor::from_vector<float>({3}, p));
+  std::vector<float> expected = values_of(reduce_add(inputs, Device::cpu(0)));
+  ASSERT_EQ(expected[0], 0.0f);
+  std::vector<std::vector<float>> results(3);
+  auto errors = run_ranks(3, [&](ProcessGroup& g) {
+    Tensor t = Tensor::from_vector<float>({3}, parts[static_cast<size_t>(g.rank())]);
+    auto work = g.all_reduce_sum(t, ReduceOrder::RankOrder);
+    work->wait();
+    EXPECT_TRUE(work->test());
+    results[static_cast<size_t>(g.rank())] = values_of(t);
+  });
+  EXPECT_EQ(errors, (std::vector<std::string>(3)));
+  for (const auto& r : results) EXPECT_EQ(r, expected);
+}
+
+TEST(ThreadProcessGroup, BroadcastGatherAllGather) {
+  std::vector<std::vector<float>> broadcast(3);
+  std::vector<std::vector<int64_t>> ranks(3);
+  std::vector<std::vector<std::string>> names(3);
+  std::vector<std::vector<std::vector<uint8_t>>> gathered(3);
+  auto errors = run_ranks(3, [&](ProcessGroup& g) {
+    auto r = static_cast<size_t>(g.rank());
+    Tensor t = Tensor::from_vector<float>({2}, {static_cast<float>(r), 10.0f + r});
+    g.broadcast(t, 1);
+    broadcast[r] = values_of(t);
+    ranks[r] = all_gather_values<int64_t>(g, 100 + g.rank());
+    names[r] = all_gather_strings(g, std::string(r + 1, 'a' + static_cast<char>(r)));
+    std::vector<uint8_t> mine(r, static_cast<uint8_t>(r));  // 0, 1 and 2 bytes
+    gathered[r] = g.gather(mine, 2);
+    g.barrier();
+  });
+  EXPECT_EQ(errors, (std::vector<std::string>(3)));
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(broadcast[r], (std::vector<float>{1.0f, 11.0f}));
+    EXPECT_EQ(ranks[r], (std::vector<int64_t>{100, 101, 102}));
+    EXPECT_EQ(names[r], (std::vector<std::string>{"a", "bb", "ccc"}));
+  }
+  EXPECT_TRUE(gathered[0].empty());
+  EXPECT_TRUE(gathered[1].empty());
+  EXPECT_EQ(gathered[2], (std::vector<std::vector<uint8_t>>{{}, {1}, {2, 2}}));
+}
+
+TEST(ThreadProcessGroup, AWaitForAbsentRanksTimesOut) {
+  auto errors = run_ranks(2,
+                          [&](ProcessGroup& g) {
+                            if (g.rank() == 0) g.barrier();
+                          },
+                          {.timeout_seconds = 0.05});
+  EXPECT_EQ(errors[0], "all_gather: the other ranks did not join within 0.05 s");
+  EXPECT_EQ(errors[1], "");
+}
+
+TEST(ThreadProcessGroup, RefusesIntegerSums) {
+  auto group = make_thread_process_groups(1)[0];
+  try {
+    group->all_reduce_sum(Tensor::zeros({2}, DType::Int64), ReduceOrder::Any);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "all_reduce_sum: only float32 and float64 tensors can be summed, not int64[2] on "
+                 "cpu:0");
+  }
+}
+
+// ---- rank failures ----
+
+std::vector<std::string> failures(const std::vector<std::string>& local_errors) {
+  return run_ranks(static_cast<int>(local_errors.size()), [&](ProcessGroup& g) {
+    const std::string& mine = local_errors[static_cast<size_t>(g.rank())];
+    std::exception_ptr error = mine.empty() ? nullptr : std::make_exception_ptr(Error(mine));
+    try {
+      throw_if_any_rank_failed(g, error);
+    } catch (const RankFailure& f) {
+      EXPECT_FALSE(f.ranks().empty());
+      throw;
+    }
+  });
+}
+
+TEST(RankFailure, NoFailureReturnsEverywhere) {
+  EXPECT_EQ(failures({"", "", ""}), (std::vector<std::string>(3)));
+}
+
+TEST(RankFailure, EveryRankRaisesTheSameMessageNamingTheFailingRanks) {
+  EXPECT_EQ(failures({"", "bad input", ""}), (std::vector<std::string>(3, "rank 1: bad input")));
+  EXPECT_EQ(failures({"", "boom", "boom"}), (std::vector<std::string>(3, "ranks 1, 2: boom")));
+  EXPECT_EQ(failures({"a", "", "b"}), (std::vector<std::string>(3, "rank 0: a; rank 2: b")));
+}
+
+// ---- DistributedSampler's rule on one batch ----
+
+TEST(ShardPositions, StridedByRankWithTheExtraRowsOnLowRanks) {
+  EXPECT_EQ(shard_positions(10, 0, 3), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(shard_positions(10, 1, 3), (std::vector<int64_t>{1, 4, 7}));
+  EXPECT_EQ(shard_positions(10, 2, 3), (std::vector<int64_t>{2, 5, 8}));
+  EXPECT_EQ(shard_positions(5, 0, 1), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(shard_positions(2, 3, 4), (std::vector<int64_t>{}));
+  EXPECT_THROW(shard_positions(4, 2, 2), Error);
+}
+
+// ---- Reducer ----
+
+TEST(Reducer, BucketsFollowTheReadyOrderAndStartInOrder) {
+  auto group = std::make_shared<RecordingGroup>();
+  // 16-byte buckets over gradients of 3, 2 and 4 floats produced in the order 2, 0, 1:
+  // bucket 0 = {g2} (16 bytes), bucket 1 = {g0} (12; g1 would make 20), bucket 2 = {g1}.
+  Reducer reducer(group, {{{3}}, {{2}}, {{2, 2}}}, {2, 0, 1},
+                  {.bucket_bytes = 16, .order = ReduceOrder::RankOrder});
+  EXPECT_EQ(reducer.bucket_count(), 3u);
+  EXPECT_EQ(reducer.bytes_per_step(), 36);
+  reducer.begin_step();
+  reducer.mark_ready(0, Tensor::from_vector<float>({3}, {1, 2, 3}));
+  EXPECT_TRUE(group->started.empty());  // bucket 1 is complete, but bucket 0 goes first
+  reducer.mark_ready(2, Tensor::from_vector<float>({2, 2}, {4, 5, 6, 7}));
+  ASSERT_EQ(group->started.size(), 2u);
+  EXPECT_EQ(group->started[0], (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(group->started[1], (std::vector<float>{1, 2, 3}));
+  reducer.mark_ready(2, Tensor::from_vector<float>({2, 2}, {9, 9, 9, 9}));  // ignored
+  reducer.finish_marking();                                                 // g1 = zeros
+  ASSERT_EQ(group->started.size(), 3u);
+  EXPECT_EQ(group->started[2], (std::vector<float>{0, 0}));
+  EXPECT_EQ(group->orders, (std::vector<ReduceOrder>(3, ReduceOrder::RankOrder)));
+  reducer.wait();
+  EXPECT_EQ(values_of(reducer.gradients()[2]), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(reducer.gradients()[2].shape(), (Shape{2, 2}));
+}
+
+TEST(Reducer, SumsEveryGradientOverTheRanks) {
+  std::vector<std::vector<std::vector<float>>> sums(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    Reducer reducer(group, {{{2}}, {{3}}, {{1}}}, {0, 1, 2}, {.bucket_bytes = 8});
+    for (int step = 0; step < 2; ++step) {
+      reducer.begin_step();
+      float base = static_cast<float>(10 * g.rank() + step);
+      reducer.mark_ready(1, Tensor::from_vector<float>({3}, {base, base + 1, base + 2}));
+      reducer.mark_ready(0, Tensor::from_vector<float>({2}, {base, -base}));
+      reducer.progress();
+      reducer.finish_marking();  // gradient 2 is never marked: it counts as zero
+      reducer.wait();
+    }
+    for (const Tensor& t : reducer.gradients())
+      sums[static_cast<size_t>(g.rank())].push_back(values_of(t));
+  });
+  EXPECT_EQ(errors, (std::vector<std::string>(2)));
+  // Step 1: rank 0 gives base 1, rank 1 base 11.
+  std::vector<std::vector<float>> expected = {{12, -12}, {12, 14, 16}, {0}};
+  EXPECT_EQ(sums[0], expected);
+  EXPECT_EQ(sums[1], expected);
+}
+
+TEST(Reducer, RefusesIntegerGradients) {
+  auto group = std::make_shared<RecordingGroup>();
+  EXPECT_THROW(Reducer(group, {{{2}, DType::Int64}}, {0}), Error);
+  EXPECT_THROW(Reducer(group, {{{2}}, {{2}}}, {0, 0}), Error);
+}
+
+}  // namespace
+}  // namespace dprun

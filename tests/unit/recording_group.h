@@ -1,0 +1,46 @@
+#pragma once
+// A one-rank ProcessGroup that records the all-reduces started on it (their values, order and
+// thread) and completes each at once.
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/comm/process_group.h"
+
+namespace dprun::testing {
+
+class RecordingGroup : public ProcessGroup {
+ public:
+  struct Done : CollectiveWork {
+    bool test() override { return true; }
+    void wait() override {}
+  };
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "recording"; }
+  std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) override {
+    started.push_back(
+        std::vector<float>(tensor.data<float>(), tensor.data<float>() + tensor.numel()));
+    orders.push_back(order);
+    threads.push_back(std::this_thread::get_id());
+    events.push_back("all_reduce_sum of " + std::to_string(tensor.numel()));
+    return std::make_unique<Done>();
+  }
+  void broadcast(Tensor, int) override {}
+  std::vector<uint8_t> all_gather(std::span<const uint8_t> b) override {
+    return {b.begin(), b.end()};
+  }
+  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> b, int) override {
+    return {{b.begin(), b.end()}};
+  }
+  void barrier() override {}
+  [[noreturn]] void abort(int) override { std::abort(); }
+
+  std::vector<std::vector<float>> started;
+  std::vector<ReduceOrder> orders;
+  std::vector<std::thread::id> threads;
+  std::vector<std::string> events;  // the all-reduces, and whatever a test adds
+};
+
+}  // namespace dprun::testing
