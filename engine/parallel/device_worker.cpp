@@ -1,9 +1,40 @@
 #include "engine/parallel/device_worker.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace dprun {
+
+namespace {
+
+// A hint to the core that this is a spin loop.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Calls ready() until it returns true or kSpinMicroseconds pass; returns its last answer.
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return ready();
+  }
+}
+
+}  // namespace
 
 DeviceWorker::DeviceWorker(Device device) : device_(device), thread_([this] { loop(); }) {}
 
@@ -19,23 +50,30 @@ DeviceWorker::~DeviceWorker() {
 std::future<void> DeviceWorker::submit(std::function<void()> task) {
   std::packaged_task<void()> packaged(std::move(task));
   std::future<void> done = packaged.get_future();
+  bool sleeping;
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(packaged));
+    queued_.store(queue_.size(), std::memory_order_release);
+    sleeping = sleeping_;
   }
-  wake_.notify_one();
+  if (sleeping) wake_.notify_one();  // a spinning worker sees queued_ change by itself
   return done;
 }
 
 void DeviceWorker::loop() {
   for (;;) {
+    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
     std::packaged_task<void()> task;
     {
       std::unique_lock lock(mutex_);
+      sleeping_ = true;
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      sleeping_ = false;
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size(), std::memory_order_release);
     }
     task();  // exceptions of every type are stored in the task's future, never thrown here
   }
@@ -48,6 +86,17 @@ DeviceWorker& device_worker(Device device) {
   auto& slot = workers[device];
   if (!slot) slot = std::make_unique<DeviceWorker>(device);
   return *slot;
+}
+
+void wait_for_task(std::future<void>& done, bool spin) {
+  if (spin)
+    spin_until([&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+  done.get();
+}
+
+bool may_spin_while(size_t busy_workers) {
+  static const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  return busy_workers < hardware;
 }
 
 }  // namespace dprun

@@ -2,6 +2,13 @@
 // One long-lived worker thread per device. Work for a device always runs on its worker, so
 // thread-local runtime state (OpenMP teams, oneDNN streams, the core pinning) is created once
 // and reused across calls.
+//
+// A data-parallel training step hands work to the workers and waits for it several times a
+// millisecond. Waking a blocked thread costs tens of microseconds on an idle machine and can
+// cost a millisecond on a busy one, so a worker polls for its next task for a short while
+// (kSpinMicroseconds) before it blocks, and so may a waiting caller (wait_for_task) when a core
+// is left for it.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -12,6 +19,10 @@
 #include "engine/device.h"
 
 namespace dprun {
+
+/// How long a worker polls for the next task, and wait_for_task() for a result, before
+/// blocking.
+inline constexpr int kSpinMicroseconds = 50;
 
 class DeviceWorker {
  public:
@@ -31,6 +42,8 @@ class DeviceWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::packaged_task<void()>> queue_;
+  std::atomic<size_t> queued_ = 0;  // queue_.size(), readable without the mutex
+  bool sleeping_ = false;           // blocked on wake_ (guarded by mutex_)
   bool stopping_ = false;
   std::thread thread_;
 };
@@ -38,5 +51,13 @@ class DeviceWorker {
 /// The process-wide worker of `device` (created on first use). Thread-safe. Throws
 /// std::system_error when the worker's thread cannot be started.
 DeviceWorker& device_worker(Device device);
+
+/// Waits until `done` is ready, then returns its result: rethrows the task's exception. With
+/// `spin`, polls for kSpinMicroseconds before blocking: worth it only while a core is free for
+/// the caller, i.e. when fewer workers are busy than there are hardware threads.
+void wait_for_task(std::future<void>& done, bool spin);
+
+/// Whether a caller waiting on `busy_workers` workers may spin (see wait_for_task).
+bool may_spin_while(size_t busy_workers);
 
 }  // namespace dprun

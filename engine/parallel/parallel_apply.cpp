@@ -26,10 +26,10 @@ std::string current_exception_message() {
 
 /// Waits for `done` when it was submitted; returns the failure it reports, if any. Never
 /// throws, so the caller can join every replica before it reports.
-std::optional<std::string> join(std::future<void>& done) {
+std::optional<std::string> join(std::future<void>& done, bool spin) {
   if (!done.valid()) return std::nullopt;
   try {
-    done.get();
+    wait_for_task(done, spin);
     return std::nullopt;
   } catch (...) {
     return current_exception_message();
@@ -84,8 +84,9 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     }
   }
   // Join every worker before reporting, so no task still uses this frame's state.
+  const bool spin = may_spin_while(n);
   for (size_t i = 0; i < n; ++i)
-    if (auto failure = join(done[i])) failures[i] = std::move(failure);
+    if (auto failure = join(done[i], spin)) failures[i] = std::move(failure);
   if (timings) {
     timings->clear();
     for (size_t i = 0; i < n; ++i) timings->push_back({replicas[i]->device(), busy[i]});
