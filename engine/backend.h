@@ -1,15 +1,16 @@
 #pragma once
-// The per-device-type runtime: memory, copies and synchronisation. One Backend instance per
-// DeviceType, registered at start-up by the backend's own file. This build has one backend,
-// CPU (engine/backends/cpu). The interface is the seam a GPU backend would plug into:
-// DeviceType already names CUDA and device lists parse cuda:N, but no CUDA backend exists
-// yet, so resolving a CUDA device fails with a clear error.
+// The per-device-type runtime: memory, copies, execution resources and synchronisation. One
+// Backend instance per DeviceType, registered at start-up by the backend's own file
+// (engine/backends/cpu, engine/backends/cuda where the build has CUDA). Everything above the
+// backends (executor, model, parallel/) reaches a device only through this interface; resolving a
+// device whose backend this build lacks fails with a clear error.
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "engine/allocator.h"
 #include "engine/device.h"
+#include "engine/execution_context.h"
 
 namespace dprun {
 
@@ -38,12 +39,13 @@ class Backend {
   /// Waits until all work queued on the device is done.
   virtual void synchronize(Device device) = 0;
   virtual DeviceProperties properties(Device device) const = 0;
-  /// Prepares the calling thread to run work for `device` when `device_count` devices of this
-  /// type work side by side (CPU: pin to the device's core share and set its intra-op
-  /// threads, `threads` or the share's size when 0; a GPU backend would make its device
-  /// current here).
-  /// Returns the intra-op thread count the thread will use.
-  virtual int prepare_worker_thread(Device device, int device_count, int threads) = 0;
+  /// Creates the execution resource for running work for `device` on the calling thread (see
+  /// engine/execution_context.h): CPU, the thread's intra-op team, pinned to the device's core
+  /// share when config.device_count > 0; GPU, a stream with its library handles, the device made
+  /// current. The context must be used and destroyed on the calling thread. Throws Error when
+  /// the device cannot be used.
+  virtual std::unique_ptr<ExecutionContext> create_execution_context(
+      Device device, const ExecutionConfig& config) = 0;
 };
 
 /// The backend of a device type; throws Error when this build has none for it ("this build

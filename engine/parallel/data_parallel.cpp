@@ -5,7 +5,7 @@
 #include <set>
 
 #include "engine/backend.h"
-#include "engine/backends/cpu/cpu_backend.h"
+#include "engine/backends/cpu/cpu_cores.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"

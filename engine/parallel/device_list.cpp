@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "engine/backend.h"
-#include "engine/backends/cpu/cpu_backend.h"
+#include "engine/backends/cpu/cpu_cores.h"
 #include "engine/error.h"
 
 namespace dprun {

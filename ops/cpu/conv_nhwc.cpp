@@ -85,7 +85,7 @@ class NhwcReferenceKernel : public OpKernel {
     inputs[0] = &xn;
     for (size_t i = 1; i < inputs.size(); ++i) inputs[i] = ctx.optional_input(i);
     std::vector<Tensor> outputs(node_.outputs.size());
-    KernelContext inner(node_, ctx.device(), ctx.threads(), inputs, outputs);
+    KernelContext inner(node_, ctx.execution(), inputs, outputs);
     kernel_->compute(inner);
     const Tensor& y = outputs.at(0);
     if (!y.defined() || y.rank() != 4) ctx.fail("the reference kernel gave no 4-D output");
