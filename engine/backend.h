@@ -14,6 +14,14 @@
 
 namespace dprun {
 
+struct Graph;
+
+/// What a backend may change in a graph before it is compiled for one of its devices.
+struct GraphRewriteOptions {
+  /// Rewrites that change data layouts (CPU: the channels-last rewrite of convolution chains).
+  bool layout = true;
+};
+
 /// What the runtime knows about one device; used to warn about unbalanced device sets.
 struct DeviceProperties {
   std::string name;
@@ -46,6 +54,13 @@ class Backend {
   /// the device cannot be used.
   virtual std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) = 0;
+  /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
+  /// whose new nodes this backend has kernels for (CPU: rewrite_channels_last,
+  /// engine/backends/cpu/layout_rewrite.h). A copy keeps the graph's inputs, outputs and
+  /// initializers with their names and types, so a model's parameters and feeds are the same
+  /// either way. This default returns `graph`.
+  virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                     const GraphRewriteOptions& options) const;
 };
 
 /// The backend of a device type; throws Error when this build has none for it ("this build

@@ -1,14 +1,14 @@
 // Channels-last Conv and pooling (domain "dprun"), introduced by the layout rewrite
-// (engine/layout_rewrite.h). Input 0 and output 0 are NHWC tensors ([N, H, W, C]); weights
-// and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
+// (engine/backends/cpu/layout_rewrite.h). Input 0 and output 0 are NHWC tensors ([N, H, W, C]);
+// weights and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
 // reorder of activations; every other case runs the plain op's reference kernel between
 // transposes, so all dtypes and attributes the plain op accepts still work.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
-#include "engine/layout_rewrite.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"

@@ -4,6 +4,7 @@
 
 #include "engine/backends/cpu/cpu_cores.h"
 #include "engine/backends/cpu/cpu_execution_context.h"
+#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/error.h"
 
 namespace dprun {
@@ -51,6 +52,13 @@ std::unique_ptr<ExecutionContext> CpuBackend::create_execution_context(
     Device device, const ExecutionConfig& config) {
   check_device(device);
   return std::make_unique<CpuExecutionContext>(device, config);
+}
+
+std::shared_ptr<const Graph> CpuBackend::rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                       const GraphRewriteOptions& options) const {
+  if (!options.layout) return graph;
+  std::shared_ptr<const Graph> rewritten = rewrite_channels_last(*graph);
+  return rewritten ? rewritten : graph;
 }
 
 }  // namespace dprun

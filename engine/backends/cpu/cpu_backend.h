@@ -23,6 +23,10 @@ class CpuBackend : public Backend {
   DeviceProperties properties(Device device) const override;
   std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) override;
+  /// With options.layout, the channels-last rewrite (rewrite_channels_last) when any node
+  /// qualifies; otherwise `graph`.
+  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
+                                             const GraphRewriteOptions& options) const override;
 
   static CpuBackend& instance();
 
