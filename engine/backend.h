@@ -24,8 +24,8 @@ struct GraphRewriteOptions {
 
 /// What the runtime knows about one device; used to warn about unbalanced device sets.
 struct DeviceProperties {
-  std::string name;
-  size_t total_memory = 0;  // bytes; 0 when unknown
+  std::string name;         // "cpu:0"; a GPU's product name
+  size_t total_memory = 0;  // bytes; 0 when unknown (CPU virtual devices share host memory)
   int compute_units = 0;    // CPU cores of the share, or GPU multiprocessors
 };
 
@@ -46,7 +46,10 @@ class Backend {
                     size_t bytes) = 0;
   /// Waits until all work queued on the device is done.
   virtual void synchronize(Device device) = 0;
-  virtual DeviceProperties properties(Device device) const = 0;
+  /// The capacity of `device` when `device_count` devices of this type work side by side (CPU
+  /// virtual devices split the cores between them; a GPU's capacity does not depend on it).
+  /// Throws Error when the device cannot be used.
+  virtual DeviceProperties properties(Device device, int device_count) const = 0;
   /// Creates the execution resource for running work for `device` on the calling thread (see
   /// engine/execution_context.h): CPU, the thread's intra-op team, pinned to the device's core
   /// share when config.device_count > 0; GPU, a stream with its library handles, the device made

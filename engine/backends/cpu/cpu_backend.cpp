@@ -1,5 +1,6 @@
 #include "engine/backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/backends/cpu/cpu_cores.h"
@@ -41,10 +42,12 @@ void CpuBackend::copy(void* dst, Device, const void* src, Device, size_t bytes) 
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-DeviceProperties CpuBackend::properties(Device device) const {
+DeviceProperties CpuBackend::properties(Device device, int device_count) const {
+  check_device(device);
   DeviceProperties p;
   p.name = device.to_string();
-  p.compute_units = 1;
+  p.compute_units =
+      static_cast<int>(cpu_core_share(device.index, std::max(device_count, 1)).size());
   return p;
 }
 

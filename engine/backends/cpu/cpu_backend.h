@@ -20,7 +20,8 @@ class CpuBackend : public Backend {
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
   void synchronize(Device) override {}
-  DeviceProperties properties(Device device) const override;
+  /// compute_units: the size of the device's core share among `device_count` devices.
+  DeviceProperties properties(Device device, int device_count) const override;
   std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) override;
   /// With options.layout, the channels-last rewrite (rewrite_channels_last) when any node
