@@ -21,6 +21,11 @@ std::string no_backend_message(DeviceType type) {
 }
 }  // namespace
 
+std::shared_ptr<const Graph> Backend::rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                    const GraphRewriteOptions&) const {
+  return graph;
+}
+
 void register_backend(DeviceType type, Backend* backend) {
   backends()[static_cast<size_t>(type)] = backend;
 }

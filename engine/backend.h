@@ -1,22 +1,31 @@
 #pragma once
-// The per-device-type runtime: memory, copies and synchronisation. One Backend instance per
-// DeviceType, registered at start-up by the backend's own file. This build has one backend,
-// CPU (engine/backends/cpu). The interface is the seam a GPU backend would plug into:
-// DeviceType already names CUDA and device lists parse cuda:N, but no CUDA backend exists
-// yet, so resolving a CUDA device fails with a clear error.
+// The per-device-type runtime: memory, copies, execution resources and synchronisation. One
+// Backend instance per DeviceType, registered at start-up by the backend's own file
+// (engine/backends/cpu, engine/backends/cuda where the build has CUDA). Everything above the
+// backends (executor, model, parallel/) reaches a device only through this interface; resolving a
+// device whose backend this build lacks fails with a clear error.
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "engine/allocator.h"
 #include "engine/device.h"
+#include "engine/execution_context.h"
 
 namespace dprun {
 
+struct Graph;
+
+/// What a backend may change in a graph before it is compiled for one of its devices.
+struct GraphRewriteOptions {
+  /// Rewrites that change data layouts (CPU: the channels-last rewrite of convolution chains).
+  bool layout = true;
+};
+
 /// What the runtime knows about one device; used to warn about unbalanced device sets.
 struct DeviceProperties {
-  std::string name;
-  size_t total_memory = 0;  // bytes; 0 when unknown
+  std::string name;         // "cpu:0"; a GPU's product name
+  size_t total_memory = 0;  // bytes; 0 when unknown (CPU virtual devices share host memory)
   int compute_units = 0;    // CPU cores of the share, or GPU multiprocessors
 };
 
@@ -37,13 +46,24 @@ class Backend {
                     size_t bytes) = 0;
   /// Waits until all work queued on the device is done.
   virtual void synchronize(Device device) = 0;
-  virtual DeviceProperties properties(Device device) const = 0;
-  /// Prepares the calling thread to run work for `device` when `device_count` devices of this
-  /// type work side by side (CPU: pin to the device's core share and set its intra-op
-  /// threads, `threads` or the share's size when 0; a GPU backend would make its device
-  /// current here).
-  /// Returns the intra-op thread count the thread will use.
-  virtual int prepare_worker_thread(Device device, int device_count, int threads) = 0;
+  /// The capacity of `device` when `device_count` devices of this type work side by side (CPU
+  /// virtual devices split the cores between them; a GPU's capacity does not depend on it).
+  /// Throws Error when the device cannot be used.
+  virtual DeviceProperties properties(Device device, int device_count) const = 0;
+  /// Creates the execution resource for running work for `device` on the calling thread (see
+  /// engine/execution_context.h): CPU, the thread's intra-op team, pinned to the device's core
+  /// share when config.device_count > 0; GPU, a stream with its library handles, the device made
+  /// current. The context must be used and destroyed on the calling thread. Throws Error when
+  /// the device cannot be used.
+  virtual std::unique_ptr<ExecutionContext> create_execution_context(
+      Device device, const ExecutionConfig& config) = 0;
+  /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
+  /// whose new nodes this backend has kernels for (CPU: rewrite_channels_last,
+  /// engine/backends/cpu/layout_rewrite.h). A copy keeps the graph's inputs, outputs and
+  /// initializers with their names and types, so a model's parameters and feeds are the same
+  /// either way. This default returns `graph`.
+  virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                     const GraphRewriteOptions& options) const;
 };
 
 /// The backend of a device type; throws Error when this build has none for it ("this build

@@ -1,6 +1,6 @@
 #include "engine/executor.h"
 
-#include "engine/parallel_for.h"
+#include "engine/backend.h"
 
 namespace dprun {
 
@@ -32,7 +32,15 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   const auto& required = graph.required_inputs();
   DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(), " input",
               feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
-  if (options.threads > 0) set_intra_op_threads(options.threads);
+  std::unique_ptr<ExecutionContext> own_context;
+  ExecutionContext* execution = options.context;
+  if (execution == nullptr) {
+    own_context =
+        backend_for(device).create_execution_context(device, {.threads = options.threads});
+    execution = own_context.get();
+  }
+  DPRUN_CHECK(execution->device() == device, "an execution context of ",
+              execution->device().to_string(), " cannot run a plan on ", device.to_string());
 
   // Sequences live beside the tensors, in a parallel table indexed by value id.
   std::vector<Tensor> values(plan.value_count());
@@ -76,7 +84,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     }
     outputs.assign(step.outputs.size(), Tensor());
     output_sequences.assign(step.outputs.size(), nullptr);
-    KernelContext ctx(node, device, intra_op_threads(), inputs, outputs);
+    KernelContext ctx(node, *execution, inputs, outputs);
     ctx.set_wanted(step.outputs_wanted);
     ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)
@@ -123,6 +131,9 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
       }
   }
 
+  // A context made here ends with the run: its work must be finished before the outputs and
+  // the released buffers are handed on.
+  if (own_context) own_context->synchronize();
   std::vector<Value> results;
   for (int id : plan.output_ids())
     results.push_back({values[static_cast<size_t>(id)], sequences[static_cast<size_t>(id)]});

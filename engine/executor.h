@@ -22,15 +22,23 @@ struct NodeObserver {
 };
 
 struct RunOptions {
-  int threads = 0;  // intra-op threads; 0 keeps the calling thread's setting
+  /// Intra-op threads; 0 keeps the calling thread's setting. Used only when the executor
+  /// creates the run's execution context itself (no `context` given).
+  int threads = 0;
   std::vector<NodeObserver> observers;
+  /// The execution context to run on, created by the device's backend on the calling thread;
+  /// nullptr makes the executor create one for the run (with `threads`) and synchronize it
+  /// before returning. A caller that passes one owns it and synchronizes it when it needs the
+  /// results finished (parallel_apply does, before it stops a replica's clock).
+  ExecutionContext* context = nullptr;
 };
 
 /// Executes `plan` on `device`. `parameters` follow plan.parameter_ids(); `feeds` follow
 /// plan.feed_ids() (graph inputs without initializer, in declaration order). `overrides`
 /// replaces parameters by name (graph inputs that also have an initializer).
 /// Returns the graph outputs in declaration order. Throws Error naming the input on a dtype
-/// or shape mismatch with the declared type, and naming the node when a kernel fails.
+/// or shape mismatch with the declared type, and naming the node when a kernel fails. Every
+/// kernel of the run gets the same execution context (RunOptions::context).
 std::vector<Tensor> execute_plan(const Plan& plan, Device device,
                                  const std::vector<Tensor>& parameters,
                                  const std::vector<Tensor>& feeds,

@@ -77,7 +77,7 @@ const Tensor& KernelContext::input(size_t i) const {
 
 Tensor& KernelContext::allocate_output(size_t i, Shape shape, DType dtype) {
   if (i >= outputs_.size()) fail("output ", i, " does not exist");
-  outputs_[i] = Tensor::empty(std::move(shape), dtype, device_);
+  outputs_[i] = Tensor::empty(std::move(shape), dtype, device());
   return outputs_[i];
 }
 

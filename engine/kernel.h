@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/execution_context.h"
 #include "engine/graph.h"
 #include "engine/tensor.h"
 
@@ -101,17 +102,28 @@ class KernelRegistry {
   std::vector<KernelDef> defs_;
 };
 
-/// Per-invocation view of one node's inputs and outputs, owned by the executor.
+/// Per-invocation view of one node's inputs and outputs, owned by the executor. It refers to
+/// the run's ExecutionContext, through which the kernel reaches its device's execution
+/// resource: host threads on a CPU device, a stream and library handles on a GPU (a CUDA
+/// kernel casts execution() to the CUDA backend's context type).
 class KernelContext {
  public:
-  KernelContext(const Node& node, Device device, int threads, std::span<const Tensor* const> inputs,
-                std::span<Tensor> outputs)
-      : node_(node), device_(device), threads_(threads), inputs_(inputs), outputs_(outputs) {}
+  KernelContext(const Node& node, ExecutionContext& execution,
+                std::span<const Tensor* const> inputs, std::span<Tensor> outputs)
+      : node_(node), execution_(execution), inputs_(inputs), outputs_(outputs) {}
 
   const Node& node() const { return node_; }
-  Device device() const { return device_; }
+  Device device() const { return execution_.device(); }
+  /// The run's execution resource on this device.
+  ExecutionContext& execution() const { return execution_; }
   /// Intra-op threads this kernel may use.
-  int threads() const { return threads_; }
+  int threads() const { return execution_.threads(); }
+  /// Runs fn(begin, end) over [0, n) on the run's intra-op threads
+  /// (ExecutionContext::parallel_for).
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t)>& fn) const {
+    execution_.parallel_for(n, grain, fn);
+  }
 
   size_t input_count() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
@@ -169,8 +181,7 @@ class KernelContext {
 
  private:
   const Node& node_;
-  Device device_;
-  int threads_;
+  ExecutionContext& execution_;
   std::span<const Tensor* const> inputs_;
   std::span<Tensor> outputs_;
   std::vector<bool> wanted_;

@@ -5,20 +5,20 @@
 #include <set>
 
 #include "engine/backend.h"
-#include "engine/layout_rewrite.h"
 
 namespace dprun {
 
 namespace {
-/// The graph to compile: the channels-last rewrite where it applies (CPU, option on).
+/// The graph to compile: whatever the backend of `device` makes of it (Backend::rewrite_graph).
+/// Checks first that the device can be used, so that is the error a bad device gives.
 std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>& graph,
                                               Device device, const ModelOptions& options) {
+  Backend& backend = backend_for(device);
+  backend.check_device(device);
   const char* off = std::getenv("DPRUN_NO_LAYOUT_REWRITE");
-  if (!options.channels_last || device.type != DeviceType::CPU ||
-      (off && std::strcmp(off, "1") == 0))
-    return graph;
-  std::shared_ptr<const Graph> rewritten = rewrite_channels_last(*graph);
-  return rewritten ? rewritten : graph;
+  GraphRewriteOptions rewrite;
+  rewrite.layout = options.channels_last && !(off && std::strcmp(off, "1") == 0);
+  return backend.rewrite_graph(graph, rewrite);
 }
 }  // namespace
 
@@ -27,7 +27,6 @@ Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions opt
       plan_(Plan::build(graph_to_compile(graph, device, options), device.type)),
       device_(device),
       version_(std::make_shared<std::atomic<uint64_t>>(0)) {
-  backend_for(device).check_device(device);
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
     parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));

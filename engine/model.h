@@ -12,10 +12,11 @@
 namespace dprun {
 
 struct ModelOptions {
-  /// Compile CPU plans from rewrite_channels_last(graph) (engine/layout_rewrite.h): chains of
-  /// convolutions and pools run in NHWC without per-op reorders. The environment variable
-  /// DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model. Per-node observers see the
-  /// rewritten nodes; turn it off to observe the original ones.
+  /// Let the device's backend apply its layout rewrite (GraphRewriteOptions::layout) before
+  /// compiling. On CPU that is rewrite_channels_last (engine/backends/cpu/layout_rewrite.h):
+  /// chains of convolutions and pools run in NHWC without per-op reorders. The environment
+  /// variable DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model. Per-node observers see
+  /// the rewritten nodes; turn it off to observe the original ones.
   bool channels_last = true;
 };
 
@@ -23,7 +24,8 @@ class Model {
  public:
   /// Places the graph's initializers on `device` as parameters and compiles the plan.
   /// Throws Error listing every node without a kernel for that device. The plan may be
-  /// compiled from a rewritten copy of `graph` (see ModelOptions); graph() stays `graph`.
+  /// compiled from a copy of `graph` rewritten by the device's backend (Backend::rewrite_graph,
+  /// see ModelOptions); graph() stays `graph`.
   Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options = {});
   /// A model that shares `plan` (compiled for device.type) and uses `parameters` as-is.
   /// `version` is the parameter version counter; pass another model's (see

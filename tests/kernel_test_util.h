@@ -4,10 +4,16 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 
 namespace dprun::testing {
+
+/// An execution context of cpu:0 with `threads` intra-op threads, bound to the calling thread
+/// until it is destroyed.
+inline std::unique_ptr<ExecutionContext> cpu_execution(int threads) {
+  return backend_for(DeviceType::CPU).create_execution_context(Device::cpu(), {.threads = threads});
+}
 
 /// Builds the `impl` kernel for `node` at `opset` (input types taken from `inputs`; empty
 /// node input names are omitted inputs) and runs it once with `threads` intra-op threads.
@@ -34,19 +40,12 @@ inline std::vector<Tensor> run_impl(const Node& node, const std::vector<Tensor>&
   auto kernel = KernelRegistry::instance().create(info, &why, impl);
   DPRUN_CHECK(kernel != nullptr, "no '", impl, "' kernel for ", node.op_type, ": ", why);
   std::vector<Tensor> outputs(node.outputs.size());
-  KernelContext ctx(node, Device::cpu(), threads, ptrs, outputs);
+  std::unique_ptr<ExecutionContext> execution = cpu_execution(threads);
+  KernelContext ctx(node, *execution, ptrs, outputs);
   std::vector<bool> wanted;
   for (const auto& name : node.outputs) wanted.push_back(!name.empty());
   ctx.set_wanted(wanted);
-  int saved = intra_op_threads();
-  set_intra_op_threads(threads);
-  try {
-    kernel->compute(ctx);
-  } catch (...) {
-    set_intra_op_threads(saved);
-    throw;
-  }
-  set_intra_op_threads(saved);
+  kernel->compute(ctx);
   return outputs;
 }
 

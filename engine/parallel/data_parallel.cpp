@@ -5,7 +5,6 @@
 #include <set>
 
 #include "engine/backend.h"
-#include "engine/backends/cpu/cpu_backend.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
@@ -22,14 +21,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::vector<DeviceCapacity> capacities(const std::vector<Device>& devices) {
   std::vector<DeviceCapacity> out;
   for (const Device& d : devices) {
-    if (d.type == DeviceType::CPU) {
-      out.push_back(
-          {d, static_cast<double>(cpu_core_share(d.index, static_cast<int>(devices.size())).size()),
-           0});
-    } else {
-      DeviceProperties p = backend_for(d).properties(d);
-      out.push_back({d, static_cast<double>(p.compute_units), static_cast<double>(p.total_memory)});
-    }
+    auto same_type = std::count_if(devices.begin(), devices.end(),
+                                   [&](const Device& e) { return e.type == d.type; });
+    DeviceProperties p = backend_for(d).properties(d, static_cast<int>(same_type));
+    out.push_back({d, static_cast<double>(p.compute_units), static_cast<double>(p.total_memory)});
   }
   return out;
 }

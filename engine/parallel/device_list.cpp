@@ -4,7 +4,6 @@
 #include <cctype>
 
 #include "engine/backend.h"
-#include "engine/backends/cpu/cpu_backend.h"
 #include "engine/error.h"
 
 namespace dprun {
@@ -12,7 +11,8 @@ namespace dprun {
 namespace {
 std::vector<Device> cpu_devices() {
   std::vector<Device> out;
-  for (int i = 0; i < available_cores(); ++i) out.push_back(Device::cpu(i));
+  int count = backend_for(DeviceType::CPU).device_count();
+  for (int i = 0; i < count; ++i) out.push_back(Device::cpu(i));
   return out;
 }
 

@@ -72,11 +72,15 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     try {
       done[i] = device_worker(device).submit([&, i, replica, device] {
         auto start = std::chrono::steady_clock::now();
+        std::unique_ptr<ExecutionContext> execution = backend_for(device).create_execution_context(
+            device, {.threads = options.threads, .device_count = device_count});
         RunOptions run;
-        run.threads =
-            backend_for(device).prepare_worker_thread(device, device_count, options.threads);
         run.observers = options.observers;
+        run.context = execution.get();
         results[i] = replica->run(inputs[i], run);
+        // The replica's work may still be queued on the device (a GPU stream): wait for it, so
+        // the clock measures the device's time and the results are ready for gather.
+        execution->synchronize();
         busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       });
     } catch (...) {

@@ -73,11 +73,11 @@ class PReluKernel : public OpKernel {
       if constexpr (!accepts<Types::Signed, T>()) {
         fail_dtype(ctx, x.dtype());
       } else if constexpr (is_half_v<T>) {
-        binary_map<T, T, T>(x, slope, y, [](T a, T b) {
+        binary_map<T, T, T>(ctx.execution(), x, slope, y, [](T a, T b) {
           return T(math::PRelu{}(static_cast<float>(a), static_cast<float>(b)));
         });
       } else {
-        binary_map<T, T, T>(x, slope, y, math::PRelu{});
+        binary_map<T, T, T>(ctx.execution(), x, slope, y, math::PRelu{});
       }
     });
   }

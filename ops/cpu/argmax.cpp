@@ -1,6 +1,5 @@
 // ArgMax, ArgMin: int64 index of the first (or, with select_last_index, last) extreme value
 // along `axis`.
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -43,22 +42,23 @@ class ArgKernel : public OpKernel {
         else
           return last_ ? v <= best : v < best;
       };
-      parallel_for(outer * inner, std::max<int64_t>(1, 16384 / D), [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
-          const int64_t o = j / inner, i = j % inner;
-          const T* p = xp + o * D * inner + i;
-          C best = load_as<C>(p[0]);
-          int64_t idx = 0;
-          for (int64_t d = 1; d < D; ++d) {
-            const C v = load_as<C>(p[d * inner]);
-            if (better(v, best)) {
-              best = v;
-              idx = d;
-            }
-          }
-          yp[j] = idx;
-        }
-      });
+      ctx.parallel_for(outer * inner, std::max<int64_t>(1, 16384 / D),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t j = begin; j < end; ++j) {
+                           const int64_t o = j / inner, i = j % inner;
+                           const T* p = xp + o * D * inner + i;
+                           C best = load_as<C>(p[0]);
+                           int64_t idx = 0;
+                           for (int64_t d = 1; d < D; ++d) {
+                             const C v = load_as<C>(p[d * inner]);
+                             if (better(v, best)) {
+                               best = v;
+                               idx = d;
+                             }
+                           }
+                           yp[j] = idx;
+                         }
+                       });
     };
     switch (x.dtype()) {
       case DType::Float16:

@@ -9,7 +9,6 @@
 // Before opset 9, spatial=0 gives per-activation parameters of shape [C, D1, ...].
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -64,7 +63,7 @@ class BatchNormKernel : public OpKernel {
     if (training_) {
       batch_mean.assign(static_cast<size_t>(P), 0.0);
       batch_var.assign(static_cast<size_t>(P), 0.0);
-      parallel_for(C, 1, [&](int64_t c0, int64_t c1) {
+      ctx.parallel_for(C, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
           if (per_activation) {
             for (int64_t s = 0; s < S; ++s) {
@@ -103,24 +102,24 @@ class BatchNormKernel : public OpKernel {
       b[p] = static_cast<Ct>(bias[p] - use_mean[p] * ap);
     }
     T* yp = y.data<T>();
-    parallel_for(N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(S, 1)),
-                 [&](int64_t r0, int64_t r1) {
-                   for (int64_t r = r0; r < r1; ++r) {
-                     const int64_t c = r % C;
-                     const T* xr = xp + r * S;
-                     T* yr = yp + r * S;
-                     if (per_activation) {
-                       const Ct* ar = a.data() + c * S;
-                       const Ct* br = b.data() + c * S;
-                       for (int64_t s = 0; s < S; ++s)
-                         yr[s] = store_as<T>(load_as<Ct>(xr[s]) * ar[s] + br[s]);
-                     } else {
-                       const Ct ac = a[c], bc = b[c];
-                       for (int64_t s = 0; s < S; ++s)
-                         yr[s] = store_as<T>(load_as<Ct>(xr[s]) * ac + bc);
-                     }
-                   }
-                 });
+    ctx.parallel_for(N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(S, 1)),
+                     [&](int64_t r0, int64_t r1) {
+                       for (int64_t r = r0; r < r1; ++r) {
+                         const int64_t c = r % C;
+                         const T* xr = xp + r * S;
+                         T* yr = yp + r * S;
+                         if (per_activation) {
+                           const Ct* ar = a.data() + c * S;
+                           const Ct* br = b.data() + c * S;
+                           for (int64_t s = 0; s < S; ++s)
+                             yr[s] = store_as<T>(load_as<Ct>(xr[s]) * ar[s] + br[s]);
+                         } else {
+                           const Ct ac = a[c], bc = b[c];
+                           for (int64_t s = 0; s < S; ++s)
+                             yr[s] = store_as<T>(load_as<Ct>(xr[s]) * ac + bc);
+                         }
+                       }
+                     });
     if (!training_) return;
     // Running statistics (outputs 1, 2) in the dtype of the mean/var inputs; opsets before 14
     // also output the batch statistics (3, 4).

@@ -48,7 +48,7 @@ class PowKernel : public OpKernel {
           if constexpr (!accepts<Types::Numeric, E>()) {
             ctx.fail("exponent dtype ", dtype_name(b.dtype()), " is not supported");
           } else {
-            binary_map<T, E, T>(a, b, out, [](T x, E y) {
+            binary_map<T, E, T>(ctx.execution(), a, b, out, [](T x, E y) {
               using CT = compute_t<T>;
               using CE = compute_t<E>;
               return convert<T>(math::Pow{}(static_cast<CT>(x), static_cast<CE>(y)));

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/parallel_for.h"
+#include "engine/execution_context.h"
 #include "engine/shape.h"
 
 namespace dprun {
@@ -25,12 +25,13 @@ inline std::vector<int64_t> broadcast_strides(const Shape& shape, size_t out_ran
 /// Calls fn(out_index, offsets...) for every element of `out_shape`, where offsets[k] is the
 /// element offset into the k-th input broadcast to out_shape. Parallel over chunks.
 template <size_t N, class Fn>
-void for_each_broadcast(const Shape& out_shape, const std::array<Shape, N>& in_shapes, Fn&& fn) {
+void for_each_broadcast(const ExecutionContext& exec, const Shape& out_shape,
+                        const std::array<Shape, N>& in_shapes, Fn&& fn) {
   const size_t rank = out_shape.size();
   std::array<std::vector<int64_t>, N> strides;
   for (size_t k = 0; k < N; ++k) strides[k] = broadcast_strides(in_shapes[k], rank);
   const int64_t total = shape_numel(out_shape);
-  parallel_for(total, 1 << 14, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(total, 1 << 14, [&](int64_t begin, int64_t end) {
     // Decompose `begin` into a multi-index, then walk with carries.
     std::vector<int64_t> index(rank, 0);
     std::array<int64_t, N> offsets{};

@@ -8,12 +8,13 @@
 namespace dprun::ew {
 namespace {
 
-void cast_into(const Tensor& in, Tensor& out) {
+void cast_into(const ExecutionContext& exec, const Tensor& in, Tensor& out) {
   visit_dtype(in.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     visit_dtype(out.dtype(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      unary_map(in.data<From>(), out.data<To>(), in.numel(), [](From v) { return convert<To>(v); });
+      unary_map(exec, in.data<From>(), out.data<To>(), in.numel(),
+                [](From v) { return convert<To>(v); });
     });
   });
 }
@@ -24,7 +25,7 @@ void cast_to(KernelContext& ctx, const Tensor& in, DType to) {
     ctx.set_output(0, in);
     return;
   }
-  cast_into(in, ctx.allocate_output(0, in.shape(), to));
+  cast_into(ctx.execution(), in, ctx.allocate_output(0, in.shape(), to));
 }
 
 /// Cast-1..5 names the target type by its TensorProto name ("FLOAT"); Cast-6+ by its number.

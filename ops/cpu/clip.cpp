@@ -36,7 +36,7 @@ class ClipKernel : public OpKernel {
           if (const Tensor* t = ctx.optional_input(1)) lo = bound<T>(ctx, *t, "min");
           if (const Tensor* t = ctx.optional_input(2)) hi = bound<T>(ctx, *t, "max");
         }
-        unary_map(x.data<T>(), y.data<T>(), x.numel(), [lo, hi](T v) {
+        unary_map(ctx.execution(), x.data<T>(), y.data<T>(), x.numel(), [lo, hi](T v) {
           // math::select keeps the loop vectorisable; NaN compares false and passes through.
           C c = static_cast<C>(v);
           c = math::select(c < lo, lo, c);

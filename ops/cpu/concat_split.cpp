@@ -39,7 +39,7 @@ class ConcatKernel : public OpKernel {
     for (int64_t d = axis + 1; d < r; ++d) inner *= out_shape[static_cast<size_t>(d)];
     const size_t out_row = static_cast<size_t>(out_shape[static_cast<size_t>(axis)] * inner) * elem;
     char* dst = static_cast<char*>(y.raw_data());
-    parallel_for(
+    ctx.parallel_for(
         outer, std::max<int64_t>(1, (1 << 16) / static_cast<int64_t>(out_row + 1)),
         [&](int64_t begin, int64_t end) {
           for (int64_t o = begin; o < end; ++o) {
@@ -121,12 +121,12 @@ class SplitKernel : public OpKernel {
         const size_t offset = static_cast<size_t>(start * inner) * elem;
         char* dst = static_cast<char*>(y.raw_data());
         if (bytes > 0)
-          parallel_for(outer, std::max<int64_t>(1, (1 << 16) / static_cast<int64_t>(bytes)),
-                       [&](int64_t begin, int64_t end) {
-                         for (int64_t o = begin; o < end; ++o)
-                           std::memcpy(dst + static_cast<size_t>(o) * bytes,
-                                       src + static_cast<size_t>(o) * in_row + offset, bytes);
-                       });
+          ctx.parallel_for(outer, std::max<int64_t>(1, (1 << 16) / static_cast<int64_t>(bytes)),
+                           [&](int64_t begin, int64_t end) {
+                             for (int64_t o = begin; o < end; ++o)
+                               std::memcpy(dst + static_cast<size_t>(o) * bytes,
+                                           src + static_cast<size_t>(o) * in_row + offset, bytes);
+                           });
       }
       start += len;
     }

@@ -58,8 +58,8 @@ class ConstantOfShapeKernel : public OpKernel {
       using U = decltype(zero);
       const U v = *static_cast<const U*>(value_.raw_data());
       U* out = static_cast<U*>(y.raw_data());
-      parallel_for(y.numel(), 1 << 16,
-                   [&](int64_t b, int64_t e) { std::fill(out + b, out + e, v); });
+      ctx.parallel_for(y.numel(), 1 << 16,
+                       [&](int64_t b, int64_t e) { std::fill(out + b, out + e, v); });
     });
   }
 

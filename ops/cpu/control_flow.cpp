@@ -86,7 +86,9 @@ class Subgraph {
     for (size_t slot : outer_slots_) inputs.push_back(input_value(ctx, slot));
     std::vector<Tensor> params;
     for (const Tensor& p : parameters_) params.push_back(p.to(ctx.device()));
-    return execute_plan_values(*plan_, ctx.device(), params, inputs, {}, RunOptions{});
+    RunOptions run;
+    run.context = &ctx.execution();  // the subgraph joins the node's thread team or stream
+    return execute_plan_values(*plan_, ctx.device(), params, inputs, {}, run);
   }
 
   /// An empty stack of per-iteration output `index` (when a loop runs zero times), shaped

@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
@@ -44,8 +43,8 @@ ConvShapes conv_shapes(const KernelContext& ctx, const WindowAttrs& attrs, int64
 /// Direct convolution: y[n,m,o] = bias[m] + sum_{c,k} (x[n,c,o*s+k*d-p] - xz) * (w[m,c,k] - wz[m]).
 /// Padded positions contribute nothing (they equal the zero point).
 template <class TX, class TW, class TY>
-void conv_direct(const ConvShapes& s, const TX* x, const TW* w, const TY* bias, TX x_zero,
-                 const std::vector<TW>& w_zero, TY* y) {
+void conv_direct(const ExecutionContext& exec, const ConvShapes& s, const TX* x, const TW* w,
+                 const TY* bias, TX x_zero, const std::vector<TW>& w_zero, TY* y) {
   const WindowGeometry& g = s.g;
   const size_t nd = g.rank();
   int64_t in_size = 1, out_size = 1, k_size = 1;
@@ -69,7 +68,7 @@ void conv_direct(const ConvShapes& s, const TX* x, const TW* w, const TY* bias, 
     }
     k_flat[static_cast<size_t>(k)] = flat;
   }
-  parallel_for(s.n * s.m, 1, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(s.n * s.m, 1, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> start(nd);
     for (int64_t nm = begin; nm < end; ++nm) {
       const int64_t n = nm / s.m, m = nm % s.m, grp = m / mg;
@@ -130,8 +129,8 @@ class ConvKernel : public OpKernel {
     if (y.numel() == 0) return;
     auto run = [&](auto tag) {
       using T = decltype(tag);
-      conv_direct<T, T, T>(s, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr, T(0), {},
-                           y.data<T>());
+      conv_direct<T, T, T>(ctx.execution(), s, x.data<T>(), w.data<T>(), b ? b->data<T>() : nullptr,
+                           T(0), {}, y.data<T>());
     };
     visit_dtype_among<float, double>(x.dtype(), run);
   }
@@ -169,8 +168,8 @@ class ConvIntegerKernel : public OpKernel {
         TX x0 = xz ? xz->data<TX>()[0] : TX(0);
         std::vector<TW> w0;
         if (wz) w0.assign(wz->data<TW>(), wz->data<TW>() + wz->numel());
-        conv_direct<TX, TW, int32_t>(s, x.data<TX>(), w.data<TW>(), nullptr, x0, w0,
-                                     y.data<int32_t>());
+        conv_direct<TX, TW, int32_t>(ctx.execution(), s, x.data<TX>(), w.data<TW>(), nullptr, x0,
+                                     w0, y.data<int32_t>());
       };
       if (w.dtype() == DType::UInt8)
         with_w(uint8_t{});

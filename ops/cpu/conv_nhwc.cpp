@@ -1,15 +1,14 @@
 // Channels-last Conv and pooling (domain "dprun"), introduced by the layout rewrite
-// (engine/layout_rewrite.h). Input 0 and output 0 are NHWC tensors ([N, H, W, C]); weights
-// and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
+// (engine/backends/cpu/layout_rewrite.h). Input 0 and output 0 are NHWC tensors ([N, H, W, C]);
+// weights and bias keep the ONNX layout. The oneDNN paths read and write NHWC directly, with no
 // reorder of activations; every other case runs the plain op's reference kernel between
 // transposes, so all dtypes and attributes the plain op accepts still work.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
-#include "engine/layout_rewrite.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
@@ -80,17 +79,18 @@ class NhwcReferenceKernel : public OpKernel {
     if (x.rank() != 4) ctx.fail("expects a 4-D NHWC input, got ", x.describe());
     const size_t esize = dtype_size(x.dtype());
     Tensor xn = Tensor::empty({x.dim(0), x.dim(3), x.dim(1), x.dim(2)}, x.dtype(), ctx.device());
-    permute_copy(x.raw_data(), x.shape(), kToNchw, xn.raw_data(), esize);
+    permute_copy(ctx.execution(), x.raw_data(), x.shape(), kToNchw, xn.raw_data(), esize);
     std::vector<const Tensor*> inputs(ctx.input_count(), nullptr);
     inputs[0] = &xn;
     for (size_t i = 1; i < inputs.size(); ++i) inputs[i] = ctx.optional_input(i);
     std::vector<Tensor> outputs(node_.outputs.size());
-    KernelContext inner(node_, ctx.device(), ctx.threads(), inputs, outputs);
+    KernelContext inner(node_, ctx.execution(), inputs, outputs);
     kernel_->compute(inner);
     const Tensor& y = outputs.at(0);
     if (!y.defined() || y.rank() != 4) ctx.fail("the reference kernel gave no 4-D output");
     Tensor& out = ctx.allocate_output(0, {y.dim(0), y.dim(2), y.dim(3), y.dim(1)}, y.dtype());
-    permute_copy(y.raw_data(), y.shape(), kToNhwc, out.raw_data(), dtype_size(y.dtype()));
+    permute_copy(ctx.execution(), y.raw_data(), y.shape(), kToNhwc, out.raw_data(),
+                 dtype_size(y.dtype()));
     activation_.apply(out);
   }
 
@@ -240,7 +240,7 @@ class GlobalAveragePoolNhwcKernel : public OpKernel {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         const T* src = x.data<T>();
         T* dst = y.data<T>();
-        parallel_for(n, 1, [&](int64_t b, int64_t e) {
+        ctx.parallel_for(n, 1, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) {
             std::vector<double> acc(static_cast<size_t>(c), 0.0);
             const T* row = src + i * hw * c;
@@ -288,13 +288,13 @@ class BatchNormNhwcKernel : public OpKernel {
       Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
       const T* src = x.data<T>();
       T* dst = y.data<T>();
-      parallel_for(x.numel() / std::max<int64_t>(c, 1),
-                   std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t r = begin; r < end; ++r)
-                       for (int64_t k = 0; k < c; ++k)
-                         dst[r * c + k] = src[r * c + k] * a[k] + b[k];
-                   });
+      ctx.parallel_for(x.numel() / std::max<int64_t>(c, 1),
+                       std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t r = begin; r < end; ++r)
+                           for (int64_t k = 0; k < c; ++k)
+                             dst[r * c + k] = src[r * c + k] * a[k] + b[k];
+                       });
     });
   }
 

@@ -2,15 +2,15 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
 namespace {
 
 template <class T>
-void conv_transpose_direct(const WindowGeometry& g, int64_t n_batch, int64_t c, int64_t m,
-                           int64_t group, const T* x, const T* w, const T* bias, T* y) {
+void conv_transpose_direct(const ExecutionContext& exec, const WindowGeometry& g, int64_t n_batch,
+                           int64_t c, int64_t m, int64_t group, const T* x, const T* w,
+                           const T* bias, T* y) {
   const size_t nd = g.rank();
   int64_t in_size = 1, out_size = 1, k_size = 1;
   for (size_t i = 0; i < nd; ++i) {
@@ -20,7 +20,7 @@ void conv_transpose_direct(const WindowGeometry& g, int64_t n_batch, int64_t c, 
   }
   const int64_t cg = c / group, mg = m / group;
   // Each task owns one (n, output channel) plane, so the scatter never races.
-  parallel_for(n_batch * m, 1, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(n_batch * m, 1, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> pos(nd), kidx(nd);
     for (int64_t nm = begin; nm < end; ++nm) {
       const int64_t n = nm / m, oc = nm % m, grp = oc / mg, ocg = oc % mg;
@@ -95,7 +95,7 @@ class ConvTransposeKernel : public OpKernel {
     if (y.numel() == 0) return;
     auto run = [&](auto tag) {
       using T = decltype(tag);
-      conv_transpose_direct<T>(g, n, c, m, group_, x.data<T>(), w.data<T>(),
+      conv_transpose_direct<T>(ctx.execution(), g, n, c, m, group_, x.data<T>(), w.data<T>(),
                                b ? b->data<T>() : nullptr, y.data<T>());
     };
     visit_dtype_among<float, double>(x.dtype(), run);

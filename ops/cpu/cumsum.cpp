@@ -1,6 +1,5 @@
 // CumSum: running sum along the axis given by the second input, optionally exclusive (each
 // output excludes its own element) and/or reverse (summing from the end).
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -32,28 +31,28 @@ class CumSumKernel : public OpKernel {
       using C = compute_t<T>;
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * inner, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     std::vector<C> acc(static_cast<size_t>(inner));
-                     for (int64_t o = begin; o < end; ++o) {
-                       std::fill(acc.begin(), acc.end(), C(0));
-                       for (int64_t s = 0; s < D; ++s) {
-                         const int64_t d = reverse_ ? D - 1 - s : s;
-                         const T* xr = xp + (o * D + d) * inner;
-                         T* yr = yp + (o * D + d) * inner;
-                         for (int64_t i = 0; i < inner; ++i) {
-                           const C v = load_as<C>(xr[i]);
-                           if (exclusive_) {
-                             yr[i] = store_as<T>(acc[i]);
-                             acc[i] = static_cast<C>(acc[i] + v);
-                           } else {
-                             acc[i] = static_cast<C>(acc[i] + v);
-                             yr[i] = store_as<T>(acc[i]);
+      ctx.parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * inner, 1)),
+                       [&](int64_t begin, int64_t end) {
+                         std::vector<C> acc(static_cast<size_t>(inner));
+                         for (int64_t o = begin; o < end; ++o) {
+                           std::fill(acc.begin(), acc.end(), C(0));
+                           for (int64_t s = 0; s < D; ++s) {
+                             const int64_t d = reverse_ ? D - 1 - s : s;
+                             const T* xr = xp + (o * D + d) * inner;
+                             T* yr = yp + (o * D + d) * inner;
+                             for (int64_t i = 0; i < inner; ++i) {
+                               const C v = load_as<C>(xr[i]);
+                               if (exclusive_) {
+                                 yr[i] = store_as<T>(acc[i]);
+                                 acc[i] = static_cast<C>(acc[i] + v);
+                               } else {
+                                 acc[i] = static_cast<C>(acc[i] + v);
+                                 yr[i] = store_as<T>(acc[i]);
+                               }
+                             }
                            }
                          }
-                       }
-                     }
-                   });
+                       });
     };
     switch (x.dtype()) {
       case DType::Float16:

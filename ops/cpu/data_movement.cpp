@@ -6,8 +6,8 @@ namespace {
 constexpr int64_t kTile = 32;
 
 template <class U>
-void strided_copy_typed(const U* src, int64_t src_offset, const Shape& shape,
-                        const std::vector<int64_t>& strides, U* dst) {
+void strided_copy_typed(const ExecutionContext& exec, const U* src, int64_t src_offset,
+                        const Shape& shape, const std::vector<int64_t>& strides, U* dst) {
   const size_t n = shape.size();
   const int64_t total = shape_numel(shape);
   const size_t last = n - 1;
@@ -34,7 +34,7 @@ void strided_copy_typed(const U* src, int64_t src_offset, const Shape& shape,
     const int64_t dst_stride_u = dst_strides[unit];
     const int64_t tiles_u = (rows_u + kTile - 1) / kTile;
     const int64_t outer = total / (rows_u * row);
-    parallel_for(outer * tiles_u, 1, [&](int64_t begin, int64_t end) {
+    exec.parallel_for(outer * tiles_u, 1, [&](int64_t begin, int64_t end) {
       for (int64_t w = begin; w < end; ++w) {
         Odometer od(outer_shape, outer_src, outer_dst, w / tiles_u);
         const int64_t u0 = (w % tiles_u) * kTile, u1 = std::min(u0 + kTile, rows_u);
@@ -55,7 +55,7 @@ void strided_copy_typed(const U* src, int64_t src_offset, const Shape& shape,
   const std::vector<int64_t> outer_dst = contiguous_strides(outer_shape);
   const int64_t rows = total / row;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / row);
-  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
     Odometer od(outer_shape, outer_src, outer_dst, begin);
     for (int64_t r = begin; r < end; ++r, od.next()) {
       const U* s = src + src_offset + od.a;
@@ -71,8 +71,8 @@ void strided_copy_typed(const U* src, int64_t src_offset, const Shape& shape,
 
 }  // namespace
 
-void strided_copy(const void* src, int64_t src_offset, Shape out_shape,
-                  std::vector<int64_t> src_strides, void* dst, size_t elem_size) {
+void strided_copy(const ExecutionContext& exec, const void* src, int64_t src_offset,
+                  Shape out_shape, std::vector<int64_t> src_strides, void* dst, size_t elem_size) {
   DPRUN_CHECK(out_shape.size() == src_strides.size(), "strided_copy: rank mismatch");
   if (shape_numel(out_shape) == 0) return;
   // Drop unit dims, then merge neighbours that are contiguous with each other in the source.
@@ -94,13 +94,13 @@ void strided_copy(const void* src, int64_t src_offset, Shape out_shape,
   }
   visit_element_size(elem_size, [&](auto zero) {
     using U = decltype(zero);
-    strided_copy_typed(static_cast<const U*>(src), src_offset, shape, strides,
+    strided_copy_typed(exec, static_cast<const U*>(src), src_offset, shape, strides,
                        static_cast<U*>(dst));
   });
 }
 
-void permute_copy(const void* src, const Shape& in_shape, const std::vector<int64_t>& perm,
-                  void* dst, size_t elem_size) {
+void permute_copy(const ExecutionContext& exec, const void* src, const Shape& in_shape,
+                  const std::vector<int64_t>& perm, void* dst, size_t elem_size) {
   const std::vector<int64_t> in_strides = contiguous_strides(in_shape);
   Shape out_shape(perm.size());
   std::vector<int64_t> strides(perm.size());
@@ -108,7 +108,7 @@ void permute_copy(const void* src, const Shape& in_shape, const std::vector<int6
     out_shape[k] = in_shape[static_cast<size_t>(perm[k])];
     strides[k] = in_strides[static_cast<size_t>(perm[k])];
   }
-  strided_copy(src, 0, out_shape, strides, dst, elem_size);
+  strided_copy(exec, src, 0, out_shape, strides, dst, elem_size);
 }
 
 }  // namespace dprun

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 
 namespace dprun {
 
@@ -111,15 +110,15 @@ struct Odometer {
   }
 };
 
-/// Copies a strided view of `src` into the contiguous buffer `dst`: dst element with
-/// multi-index (i_0..i_n) of `out_shape` is src[offset + sum i_k * src_strides[k]] (element
+/// Copies a strided view of `src` into the contiguous buffer `dst` on exec's threads: dst element
+/// with multi-index (i_0..i_n) of `out_shape` is src[offset + sum i_k * src_strides[k]] (element
 /// strides, possibly negative or zero). Dims are merged where possible; a unit innermost
 /// stride becomes memcpy of rows, a transposed innermost dim is copied in cache tiles.
-void strided_copy(const void* src, int64_t src_offset, Shape out_shape,
-                  std::vector<int64_t> src_strides, void* dst, size_t elem_size);
+void strided_copy(const ExecutionContext& exec, const void* src, int64_t src_offset,
+                  Shape out_shape, std::vector<int64_t> src_strides, void* dst, size_t elem_size);
 
 /// Copies `src` (contiguous, shape `in_shape`) into `dst` permuted: out dim k is in dim perm[k].
-void permute_copy(const void* src, const Shape& in_shape, const std::vector<int64_t>& perm,
-                  void* dst, size_t elem_size);
+void permute_copy(const ExecutionContext& exec, const void* src, const Shape& in_shape,
+                  const std::vector<int64_t>& perm, void* dst, size_t elem_size);
 
 }  // namespace dprun

@@ -30,7 +30,7 @@ class DepthToSpaceKernel : public OpKernel {
       perm = {0, 3, 4, 1, 5, 2};
     }
     Tensor& y = ctx.allocate_output(0, {n, oc, h * b, w * b}, x.dtype());
-    permute_copy(x.raw_data(), view, perm, y.raw_data(), dtype_size(x.dtype()));
+    permute_copy(ctx.execution(), x.raw_data(), view, perm, y.raw_data(), dtype_size(x.dtype()));
   }
 
  private:
@@ -51,8 +51,8 @@ class SpaceToDepthKernel : public OpKernel {
     if (h % b != 0 || w % b != 0)
       ctx.fail("spatial size ", h, "x", w, " is not divisible by blocksize ", b);
     Tensor& y = ctx.allocate_output(0, {n, c * b * b, h / b, w / b}, x.dtype());
-    permute_copy(x.raw_data(), {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, y.raw_data(),
-                 dtype_size(x.dtype()));
+    permute_copy(ctx.execution(), x.raw_data(), {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
+                 y.raw_data(), dtype_size(x.dtype()));
   }
 
  private:

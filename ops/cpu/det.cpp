@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -49,7 +48,7 @@ class DetKernel : public OpKernel {
       if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
         const T* xs = x.data<T>();
         T* out = y.data<T>();
-        parallel_for(batches, 16, [&](int64_t begin, int64_t end) {
+        ctx.parallel_for(batches, 16, [&](int64_t begin, int64_t end) {
           std::vector<double> a(static_cast<size_t>(m * m));
           for (int64_t b = begin; b < end; ++b) {
             for (int64_t i = 0; i < m * m; ++i) a[i] = load_as<double>(xs[b * m * m + i]);

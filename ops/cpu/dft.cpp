@@ -8,7 +8,6 @@
 #include <numbers>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -88,7 +87,7 @@ class DftKernel : public OpKernel {
       using T = decltype(tag);
       const T* xs = x.data<T>();
       T* out = y.data<T>();
-      parallel_for(outer * inner, 1, [&](int64_t begin, int64_t end) {
+      ctx.parallel_for(outer * inner, 1, [&](int64_t begin, int64_t end) {
         std::vector<std::complex<double>> in(static_cast<size_t>(n)),
             res(static_cast<size_t>(bins));
         for (int64_t t = begin; t < end; ++t) {
@@ -157,7 +156,7 @@ class StftKernel : public OpKernel {
       using T = decltype(tag);
       const T* xs = x.data<T>();
       T* out = y.data<T>();
-      parallel_for(B * frames, 1, [&](int64_t begin, int64_t end) {
+      ctx.parallel_for(B * frames, 1, [&](int64_t begin, int64_t end) {
         std::vector<std::complex<double>> in(static_cast<size_t>(fl)),
             res(static_cast<size_t>(bins));
         for (int64_t t = begin; t < end; ++t) {

@@ -8,7 +8,6 @@
 #include <map>
 #include <string>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -171,36 +170,36 @@ class EinsumKernel : public OpKernel {
       std::vector<const T*> xs;
       for (size_t k = 0; k < K; ++k) xs.push_back(ctx.input(k).data<T>());
       T* yp = y.data<T>();
-      parallel_for(y.numel(), std::max<int64_t>(1, 4096 / std::max<int64_t>(sum_total, 1)),
-                   [&](int64_t j0, int64_t j1) {
-                     std::vector<int64_t> base(K), idx(sum_sizes.size());
-                     for (int64_t j = j0; j < j1; ++j) {
-                       std::fill(base.begin(), base.end(), 0);
-                       int64_t rest = j;
-                       for (size_t d = out_shape.size(); d-- > 0;) {
-                         const int64_t i = rest % out_shape[d];
-                         rest /= out_shape[d];
-                         for (size_t k = 0; k < K; ++k) base[k] += i * out_strides[k][d];
-                       }
-                       std::fill(idx.begin(), idx.end(), 0);
-                       A acc = 0;
-                       for (int64_t s = 0; s < sum_total; ++s) {
-                         A prod = 1;
-                         for (size_t k = 0; k < K; ++k) {
-                           int64_t off = base[k];
-                           for (size_t d = 0; d < idx.size(); ++d)
-                             off += idx[d] * sum_strides[k][d];
-                           prod = static_cast<A>(prod * static_cast<A>(xs[k][off]));
+      ctx.parallel_for(y.numel(), std::max<int64_t>(1, 4096 / std::max<int64_t>(sum_total, 1)),
+                       [&](int64_t j0, int64_t j1) {
+                         std::vector<int64_t> base(K), idx(sum_sizes.size());
+                         for (int64_t j = j0; j < j1; ++j) {
+                           std::fill(base.begin(), base.end(), 0);
+                           int64_t rest = j;
+                           for (size_t d = out_shape.size(); d-- > 0;) {
+                             const int64_t i = rest % out_shape[d];
+                             rest /= out_shape[d];
+                             for (size_t k = 0; k < K; ++k) base[k] += i * out_strides[k][d];
+                           }
+                           std::fill(idx.begin(), idx.end(), 0);
+                           A acc = 0;
+                           for (int64_t s = 0; s < sum_total; ++s) {
+                             A prod = 1;
+                             for (size_t k = 0; k < K; ++k) {
+                               int64_t off = base[k];
+                               for (size_t d = 0; d < idx.size(); ++d)
+                                 off += idx[d] * sum_strides[k][d];
+                               prod = static_cast<A>(prod * static_cast<A>(xs[k][off]));
+                             }
+                             acc = static_cast<A>(acc + prod);
+                             for (size_t d = idx.size(); d-- > 0;) {
+                               if (++idx[d] < sum_sizes[d]) break;
+                               idx[d] = 0;
+                             }
+                           }
+                           yp[j] = static_cast<T>(acc);
                          }
-                         acc = static_cast<A>(acc + prod);
-                         for (size_t d = idx.size(); d-- > 0;) {
-                           if (++idx[d] < sum_sizes[d]) break;
-                           idx[d] = 0;
-                         }
-                       }
-                       yp[j] = static_cast<T>(acc);
-                     }
-                   });
+                       });
     };
     if (!is_floating(dtype) && !is_integral(dtype))
       ctx.fail("input dtype ", dtype_name(dtype), " is not supported");

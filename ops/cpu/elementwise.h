@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/broadcast.h"
 
 namespace dprun::ew {
@@ -94,8 +93,8 @@ inline To convert(From v) {
 
 /// out[i] = f(in[i]) over n contiguous elements, in parallel chunks.
 template <class TI, class TO, class F>
-void unary_map(const TI* in, TO* out, int64_t n, const F& f) {
-  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+void unary_map(const ExecutionContext& exec, const TI* in, TO* out, int64_t n, const F& f) {
+  exec.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
   });
 }
@@ -148,13 +147,13 @@ BroadcastPlan<N> make_plan(const Shape& out, const std::array<const Shape*, N>& 
 /// Runs block(out_offset, in_offsets, inner_strides, length) over contiguous runs covering the
 /// output, split into parallel chunks of about kGrain elements.
 template <size_t N, class Block>
-void run_plan(const BroadcastPlan<N>& plan, const Block& block) {
+void run_plan(const ExecutionContext& exec, const BroadcastPlan<N>& plan, const Block& block) {
   if (plan.total == 0) return;
   const int64_t inner = plan.dims.back();
   const size_t outer_rank = plan.dims.size() - 1;
   std::array<int64_t, N> inner_stride;
   for (size_t k = 0; k < N; ++k) inner_stride[k] = plan.strides[k].back();
-  parallel_for(plan.total, kGrain, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(plan.total, kGrain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> index(outer_rank, 0);
     std::array<int64_t, N> base{};
     int64_t outer = begin / inner;
@@ -185,29 +184,31 @@ void run_plan(const BroadcastPlan<N>& plan, const Block& block) {
 
 /// out = f(a, b) with a and b broadcast to out's shape (which must already be allocated).
 template <class TA, class TB, class TO, class F>
-void binary_map(const Tensor& a, const Tensor& b, Tensor& out, const F& f) {
+void binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, Tensor& out,
+                const F& f) {
   const auto plan = make_plan<2>(out.shape(), {&a.shape(), &b.shape()});
   const TA* pa = static_cast<const TA*>(a.raw_data());
   const TB* pb = static_cast<const TB*>(b.raw_data());
   TO* po = static_cast<TO*>(out.raw_data());
-  run_plan(plan, [&](int64_t o, const std::array<int64_t, 2>& offs,
-                     const std::array<int64_t, 2>& st, int64_t n) {
-    const TA* x = pa + offs[0];
-    const TB* y = pb + offs[1];
-    TO* z = po + o;
-    if (st[0] && st[1]) {
-      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
-    } else if (st[0]) {
-      const TB yv = *y;
-      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
-    } else if (st[1]) {
-      const TA xv = *x;
-      for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
-    } else {
-      const TO v = f(*x, *y);
-      for (int64_t i = 0; i < n; ++i) z[i] = v;
-    }
-  });
+  run_plan(exec, plan,
+           [&](int64_t o, const std::array<int64_t, 2>& offs, const std::array<int64_t, 2>& st,
+               int64_t n) {
+             const TA* x = pa + offs[0];
+             const TB* y = pb + offs[1];
+             TO* z = po + o;
+             if (st[0] && st[1]) {
+               for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+             } else if (st[0]) {
+               const TB yv = *y;
+               for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
+             } else if (st[1]) {
+               const TA xv = *x;
+               for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
+             } else {
+               const TO v = f(*x, *y);
+               for (int64_t i = 0; i < n; ++i) z[i] = v;
+             }
+           });
 }
 
 /// True when `s` broadcasts to `out` (numpy rules, unidirectional).
@@ -273,23 +274,23 @@ inline Tensor legacy_align(const KernelContext& ctx, const Tensor& a, const Tens
 }
 
 /// A copy of `t` as float32 (t must be a floating type).
-inline Tensor to_float32(const Tensor& t) {
+inline Tensor to_float32(const ExecutionContext& exec, const Tensor& t) {
   if (t.dtype() == DType::Float32) return t;
   Tensor out = Tensor::empty(t.shape(), DType::Float32, t.device());
   float* o = out.data<float>();
   visit_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    unary_map(t.data<T>(), o, t.numel(), [](T v) { return convert<float>(v); });
+    unary_map(exec, t.data<T>(), o, t.numel(), [](T v) { return convert<float>(v); });
   });
   return out;
 }
 
 /// Writes float32 `src` into `dst` (same element count), converting to dst's dtype.
-inline void from_float32(const Tensor& src, Tensor& dst) {
+inline void from_float32(const ExecutionContext& exec, const Tensor& src, Tensor& dst) {
   const float* s = src.data<float>();
   visit_dtype(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    unary_map(s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
+    unary_map(exec, s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
   });
 }
 
@@ -315,10 +316,10 @@ class UnaryKernel : public OpKernel {
       } else {
         using O = std::conditional_t<kBoolOut, bool, T>;
         if constexpr (is_half_v<T>) {
-          unary_map(x.data<T>(), y.data<O>(), x.numel(),
+          unary_map(ctx.execution(), x.data<T>(), y.data<O>(), x.numel(),
                     [op](T v) { return O(op(static_cast<float>(v))); });
         } else {
-          unary_map(x.data<T>(), y.data<O>(), x.numel(),
+          unary_map(ctx.execution(), x.data<T>(), y.data<O>(), x.numel(),
                     [op](T v) { return static_cast<O>(op(v)); });
         }
       }
@@ -356,7 +357,7 @@ class BinaryKernel : public OpKernel {
       } else {
         using O = std::conditional_t<kBoolOut, bool, T>;
         if constexpr (is_half_v<T>) {
-          binary_map<T, T, O>(a, b, out, [op](T x, T y) {
+          binary_map<T, T, O>(ctx.execution(), a, b, out, [op](T x, T y) {
             return O(op(static_cast<float>(x), static_cast<float>(y)));
           });
         } else {
@@ -365,7 +366,8 @@ class BinaryKernel : public OpKernel {
             if (std::find(d, d + b.numel(), T(0)) != d + b.numel())
               ctx.fail("integer division by zero");
           }
-          binary_map<T, T, O>(a, b, out, [op](T x, T y) { return static_cast<O>(op(x, y)); });
+          binary_map<T, T, O>(ctx.execution(), a, b, out,
+                              [op](T x, T y) { return static_cast<O>(op(x, y)); });
         }
       }
     });

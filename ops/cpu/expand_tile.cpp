@@ -22,8 +22,9 @@ class ExpandKernel : public OpKernel {
       ctx.fail("cannot expand ", shape_to_string(x.shape()), " to ", shape_to_string(target));
     }
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    strided_copy(x.raw_data(), 0, out_shape, broadcast_strides(x.shape(), out_shape.size()),
-                 y.raw_data(), dtype_size(x.dtype()));
+    strided_copy(ctx.execution(), x.raw_data(), 0, out_shape,
+                 broadcast_strides(x.shape(), out_shape.size()), y.raw_data(),
+                 dtype_size(x.dtype()));
   }
 };
 
@@ -62,7 +63,8 @@ class TileKernel : public OpKernel {
       view_strides.push_back(in_strides[d]);
     }
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    strided_copy(x.raw_data(), 0, view_shape, view_strides, y.raw_data(), dtype_size(x.dtype()));
+    strided_copy(ctx.execution(), x.raw_data(), 0, view_shape, view_strides, y.raw_data(),
+                 dtype_size(x.dtype()));
   }
 
  private:

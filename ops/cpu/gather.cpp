@@ -7,9 +7,10 @@ namespace {
 
 /// Copies `count` rows of `row` elements: dst row j comes from src row rows[j].
 template <class U>
-void copy_rows(const U* src, const int64_t* rows, int64_t count, int64_t row, U* dst) {
+void copy_rows(const ExecutionContext& exec, const U* src, const int64_t* rows, int64_t count,
+               int64_t row, U* dst) {
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(row, 1));
-  parallel_for(count, grain, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(count, grain, [&](int64_t begin, int64_t end) {
     if (row == 1) {
       for (int64_t j = begin; j < end; ++j) dst[j] = src[rows[j]];
     } else {
@@ -50,7 +51,7 @@ class GatherKernel : public OpKernel {
     }
     visit_element_size(dtype_size(data.dtype()), [&](auto zero) {
       using U = decltype(zero);
-      copy_rows(static_cast<const U*>(data.raw_data()), idx.data(),
+      copy_rows(ctx.execution(), static_cast<const U*>(data.raw_data()), idx.data(),
                 static_cast<int64_t>(idx.size()), inner, static_cast<U*>(y.raw_data()));
     });
   }
@@ -88,7 +89,7 @@ class GatherElementsKernel : public OpKernel {
       using U = decltype(zero);
       const U* src = static_cast<const U*>(data.raw_data());
       U* dst = static_cast<U*>(y.raw_data());
-      parallel_for(static_cast<int64_t>(idx.size()), 1 << 14, [&](int64_t begin, int64_t end) {
+      ctx.parallel_for(static_cast<int64_t>(idx.size()), 1 << 14, [&](int64_t begin, int64_t end) {
         Odometer od(is, data_strides, none, begin);
         for (int64_t i = begin; i < end; ++i, od.next())
           dst[i] = src[od.a + idx[static_cast<size_t>(i)] * axis_stride];
@@ -146,7 +147,7 @@ class GatherNDKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, out_shape, data.dtype());
     visit_element_size(dtype_size(data.dtype()), [&](auto zero) {
       using U = decltype(zero);
-      copy_rows(static_cast<const U*>(data.raw_data()), rows.data(),
+      copy_rows(ctx.execution(), static_cast<const U*>(data.raw_data()), rows.data(),
                 static_cast<int64_t>(rows.size()), slice, static_cast<U*>(y.raw_data()));
     });
   }

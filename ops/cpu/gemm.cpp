@@ -2,40 +2,39 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/gemm_util.h"
 
 namespace dprun {
 namespace {
 
 template <class T>
-void gemm_ref(const GemmShapes& s, bool trans_a, bool trans_b, T alpha, T beta, const T* a,
-              const T* b, const T* c, const Shape& c_shape, T* y) {
+void gemm_ref(const ExecutionContext& exec, const GemmShapes& s, bool trans_a, bool trans_b,
+              T alpha, T beta, const T* a, const T* b, const T* c, const Shape& c_shape, T* y) {
   const int64_t m = s.m, n = s.n, k = s.k;
   // C strides in the [M, N] frame (0 where it broadcasts).
   int64_t c_rs = 0, c_cs = 0;
   if (c) gemm_c_strides(c_shape, m, n, c_rs, c_cs);
-  parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
-               [&](int64_t begin, int64_t end) {
-                 std::vector<T> acc(static_cast<size_t>(n));
-                 for (int64_t i = begin; i < end; ++i) {
-                   std::fill(acc.begin(), acc.end(), T(0));
-                   for (int64_t p = 0; p < k; ++p) {
-                     const T av = trans_a ? a[p * m + i] : a[i * k + p];
-                     if (trans_b)
-                       for (int64_t j = 0; j < n; ++j)
-                         acc[static_cast<size_t>(j)] += av * b[j * k + p];
-                     else
-                       for (int64_t j = 0; j < n; ++j)
-                         acc[static_cast<size_t>(j)] += av * b[p * n + j];
-                   }
-                   for (int64_t j = 0; j < n; ++j) {
-                     T v = alpha * acc[static_cast<size_t>(j)];
-                     if (c) v += beta * c[i * c_rs + j * c_cs];
-                     y[i * n + j] = v;
-                   }
-                 }
-               });
+  exec.parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
+                    [&](int64_t begin, int64_t end) {
+                      std::vector<T> acc(static_cast<size_t>(n));
+                      for (int64_t i = begin; i < end; ++i) {
+                        std::fill(acc.begin(), acc.end(), T(0));
+                        for (int64_t p = 0; p < k; ++p) {
+                          const T av = trans_a ? a[p * m + i] : a[i * k + p];
+                          if (trans_b)
+                            for (int64_t j = 0; j < n; ++j)
+                              acc[static_cast<size_t>(j)] += av * b[j * k + p];
+                          else
+                            for (int64_t j = 0; j < n; ++j)
+                              acc[static_cast<size_t>(j)] += av * b[p * n + j];
+                        }
+                        for (int64_t j = 0; j < n; ++j) {
+                          T v = alpha * acc[static_cast<size_t>(j)];
+                          if (c) v += beta * c[i * c_rs + j * c_cs];
+                          y[i * n + j] = v;
+                        }
+                      }
+                    });
 }
 
 class GemmKernel : public OpKernel {
@@ -51,7 +50,7 @@ class GemmKernel : public OpKernel {
     if (y.numel() == 0) return;
     auto run = [&](auto tag) {
       using T = decltype(tag);
-      gemm_ref<T>(s, attrs_.trans_a, attrs_.trans_b, static_cast<T>(attrs_.alpha),
+      gemm_ref<T>(ctx.execution(), s, attrs_.trans_a, attrs_.trans_b, static_cast<T>(attrs_.alpha),
                   static_cast<T>(attrs_.beta), a.data<T>(), b.data<T>(), c ? c->data<T>() : nullptr,
                   c ? c->shape() : Shape{}, y.data<T>());
     };

@@ -99,7 +99,9 @@ class GradientKernel : public OpKernel {
     for (size_t i = 0; i < ctx.input_count(); ++i) feeds.push_back(ctx.input(i));
     std::vector<Tensor> params;
     for (const auto& p : parameters_) params.push_back(p.to(ctx.device()));
-    std::vector<Tensor> results = execute_plan(*plan_, ctx.device(), params, feeds, {}, {});
+    RunOptions run;
+    run.context = &ctx.execution();
+    std::vector<Tensor> results = execute_plan(*plan_, ctx.device(), params, feeds, {}, run);
     for (size_t i = 0; i < results.size(); ++i) ctx.set_output(i, results[i]);
   }
 

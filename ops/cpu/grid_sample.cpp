@@ -5,7 +5,6 @@
 #include <cmath>
 #include <string>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -91,7 +90,7 @@ class GridSampleKernel : public OpKernel {
           return align_corners_ ? (v + 1) / 2 * static_cast<double>(len - 1)
                                 : ((v + 1) * static_cast<double>(len) - 1) / 2;
         };
-        parallel_for(N * C, 1, [&](int64_t begin, int64_t end) {
+        ctx.parallel_for(N * C, 1, [&](int64_t begin, int64_t end) {
           for (int64_t nc = begin; nc < end; ++nc) {
             const int64_t n = nc / C;
             const T* img = xs + nc * H * W;

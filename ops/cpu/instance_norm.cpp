@@ -5,7 +5,6 @@
 // either size is accepted in every opset.
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -14,30 +13,30 @@ namespace {
 /// Normalizes rows of `channels * S` elements (`groups` rows per sample); channel c of a row
 /// uses scale[c] / bias[c] from per-channel vectors of length groups * channels.
 template <class T>
-void normalize_groups(const T* x, T* y, int64_t N, int64_t groups, int64_t channels, int64_t S,
-                      const std::vector<double>& scale, const std::vector<double>& bias,
-                      double epsilon) {
+void normalize_groups(const ExecutionContext& exec, const T* x, T* y, int64_t N, int64_t groups,
+                      int64_t channels, int64_t S, const std::vector<double>& scale,
+                      const std::vector<double>& bias, double epsilon) {
   using Ct = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t len = channels * S;
-  parallel_for(N * groups, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)),
-               [&](int64_t r0, int64_t r1) {
-                 for (int64_t r = r0; r < r1; ++r) {
-                   const T* xr = x + r * len;
-                   T* yr = y + r * len;
-                   const auto [m, v] = row_moments(xr, len);
-                   const double inv = 1.0 / std::sqrt(v + epsilon);
-                   const int64_t g = r % groups;
-                   for (int64_t c = 0; c < channels; ++c) {
-                     const double sc = scale[g * channels + c] * inv;
-                     const Ct a = static_cast<Ct>(sc);
-                     const Ct b = static_cast<Ct>(bias[g * channels + c] - m * sc);
-                     const T* xc = xr + c * S;
-                     T* yc = yr + c * S;
-                     for (int64_t s = 0; s < S; ++s)
-                       yc[s] = store_as<T>(load_as<Ct>(xc[s]) * a + b);
-                   }
-                 }
-               });
+  exec.parallel_for(N * groups, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)),
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; ++r) {
+                        const T* xr = x + r * len;
+                        T* yr = y + r * len;
+                        const auto [m, v] = row_moments(xr, len);
+                        const double inv = 1.0 / std::sqrt(v + epsilon);
+                        const int64_t g = r % groups;
+                        for (int64_t c = 0; c < channels; ++c) {
+                          const double sc = scale[g * channels + c] * inv;
+                          const Ct a = static_cast<Ct>(sc);
+                          const Ct b = static_cast<Ct>(bias[g * channels + c] - m * sc);
+                          const T* xc = xr + c * S;
+                          T* yc = yr + c * S;
+                          for (int64_t s = 0; s < S; ++s)
+                            yc[s] = store_as<T>(load_as<Ct>(xc[s]) * a + b);
+                        }
+                      }
+                    });
 }
 
 class InstanceNormKernel : public OpKernel {
@@ -58,7 +57,8 @@ class InstanceNormKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     visit_float_dtype(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      normalize_groups<T>(x.data<T>(), y.data<T>(), N, C, 1, S, scale, bias, epsilon_);
+      normalize_groups<T>(ctx.execution(), x.data<T>(), y.data<T>(), N, C, 1, S, scale, bias,
+                          epsilon_);
     });
   }
 
@@ -98,8 +98,8 @@ class GroupNormKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     visit_float_dtype(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      normalize_groups<T>(x.data<T>(), y.data<T>(), N, groups_, per_group, S, scale, bias,
-                          epsilon_);
+      normalize_groups<T>(ctx.execution(), x.data<T>(), y.data<T>(), N, groups_, per_group, S,
+                          scale, bias, epsilon_);
     });
   }
 

@@ -6,7 +6,6 @@
 // signature was widely used as a contrib op in the default domain before that.
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/reduce_common.h"
 
@@ -81,7 +80,7 @@ class LayerNormKernel : public OpKernel {
       Ct* ip = inv_out ? inv_out->data<Ct>() : nullptr;
       const Ct* sp = scale.data();
       const Ct* bp = bias.empty() ? nullptr : bias.data();
-      parallel_for(
+      ctx.parallel_for(
           rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)), [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r) {
               const T* xr = xp + r * D;

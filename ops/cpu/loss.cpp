@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -153,21 +152,22 @@ class SoftmaxCrossEntropyKernel : public OpKernel {
                                          : Tensor::empty(x.shape(), x.dtype());
       const T* xs = x.data<T>();
       T* lp = lp_t.data<T>();
-      parallel_for(n * d, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t i = begin; i < end; ++i) {
-                       const int64_t ni = i / d, di = i % d;
-                       const T* xr = xs + ni * c * d + di;
-                       T* lr = lp + ni * c * d + di;
-                       C mx = -std::numeric_limits<C>::infinity();
-                       for (int64_t k = 0; k < c; ++k) mx = std::max(mx, load_as<C>(xr[k * d]));
-                       C sum = 0;
-                       for (int64_t k = 0; k < c; ++k) sum += std::exp(load_as<C>(xr[k * d]) - mx);
-                       const C shift = mx + std::log(sum);
-                       for (int64_t k = 0; k < c; ++k)
-                         lr[k * d] = store_as<T>(load_as<C>(xr[k * d]) - shift);
-                     }
-                   });
+      ctx.parallel_for(n * d, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) {
+                           const int64_t ni = i / d, di = i % d;
+                           const T* xr = xs + ni * c * d + di;
+                           T* lr = lp + ni * c * d + di;
+                           C mx = -std::numeric_limits<C>::infinity();
+                           for (int64_t k = 0; k < c; ++k) mx = std::max(mx, load_as<C>(xr[k * d]));
+                           C sum = 0;
+                           for (int64_t k = 0; k < c; ++k)
+                             sum += std::exp(load_as<C>(xr[k * d]) - mx);
+                           const C shift = mx + std::log(sum);
+                           for (int64_t k = 0; k < c; ++k)
+                             lr[k * d] = store_as<T>(load_as<C>(xr[k * d]) - shift);
+                         }
+                       });
       nll_core<T>(ctx, attrs_, lp, target, weight, n, c, d);
     });
   }

@@ -2,7 +2,6 @@
 // gives zeros instead of NaN.
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -29,22 +28,22 @@ class LpNormKernel : public OpKernel {
       using T = decltype(tag);
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      parallel_for(outer * inner, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
-                   [&](int64_t j0, int64_t j1) {
-                     for (int64_t j = j0; j < j1; ++j) {
-                       const int64_t base = (j / inner) * D * inner + j % inner;
-                       double norm = 0;
-                       for (int64_t d = 0; d < D; ++d) {
-                         const double v = load_as<double>(xp[base + d * inner]);
-                         norm += p_ == 1 ? std::abs(v) : v * v;
-                       }
-                       if (p_ == 2) norm = std::sqrt(norm);
-                       const double inv = norm == 0 ? 0.0 : 1.0 / norm;
-                       for (int64_t d = 0; d < D; ++d)
-                         yp[base + d * inner] =
-                             store_as<T>(load_as<double>(xp[base + d * inner]) * inv);
-                     }
-                   });
+      ctx.parallel_for(outer * inner, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
+                       [&](int64_t j0, int64_t j1) {
+                         for (int64_t j = j0; j < j1; ++j) {
+                           const int64_t base = (j / inner) * D * inner + j % inner;
+                           double norm = 0;
+                           for (int64_t d = 0; d < D; ++d) {
+                             const double v = load_as<double>(xp[base + d * inner]);
+                             norm += p_ == 1 ? std::abs(v) : v * v;
+                           }
+                           if (p_ == 2) norm = std::sqrt(norm);
+                           const double inv = norm == 0 ? 0.0 : 1.0 / norm;
+                           for (int64_t d = 0; d < D; ++d)
+                             yp[base + d * inner] =
+                                 store_as<T>(load_as<double>(xp[base + d * inner]) * inv);
+                         }
+                       });
     });
   }
 

@@ -3,7 +3,6 @@
 //   ceil((size-1)/2)])^beta
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -32,7 +31,7 @@ class LrnKernel : public OpKernel {
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
       const double scale = static_cast<double>(alpha_) / static_cast<double>(size_);
-      parallel_for(
+      ctx.parallel_for(
           N * C, std::max<int64_t>(1, 4096 / std::max<int64_t>(S * size_, 1)),
           [&](int64_t r0, int64_t r1) {
             std::vector<double> sq(static_cast<size_t>(S));

@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/matmul_util.h"
 
@@ -12,8 +11,8 @@ namespace {
 /// c[b] = sum_k (a[b][m,k] - az[m]) * (b[b][k,n] - bz[n]) for every broadcast batch b.
 /// Zero points are empty (none), one value, or one per row of a / column of b.
 template <class TA, class TB, class TC>
-void batched_matmul(const MatMulShapes& s, const TA* a, const TB* b, TC* c,
-                    const std::vector<TC>& a_zero = {}, const std::vector<TC>& b_zero = {}) {
+void batched_matmul(const ExecutionContext& exec, const MatMulShapes& s, const TA* a, const TB* b,
+                    TC* c, const std::vector<TC>& a_zero = {}, const std::vector<TC>& b_zero = {}) {
   const size_t rank = s.a.size();
   Shape batch_a(s.a.begin(), s.a.end() - 2), batch_b(s.b.begin(), s.b.end() - 2);
   auto sa = broadcast_strides(batch_a, rank - 2), sb = broadcast_strides(batch_b, rank - 2);
@@ -25,29 +24,29 @@ void batched_matmul(const MatMulShapes& s, const TA* a, const TB* b, TC* c,
     return b_zero.empty() ? TC(0) : b_zero[b_zero.size() == 1 ? 0 : static_cast<size_t>(j)];
   };
   // One task per (batch, row of the output).
-  parallel_for(batches * m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t t = begin; t < end; ++t) {
-                   const int64_t bi = t / m, i = t % m;
-                   int64_t oa = 0, ob = 0, rest = bi;
-                   for (size_t d = rank - 2; d-- > 0;) {
-                     int64_t idx = rest % s.batch[d];
-                     rest /= s.batch[d];
-                     oa += idx * sa[d];
-                     ob += idx * sb[d];
-                   }
-                   const TA* arow = a + (oa * m + i) * k;
-                   const TB* bmat = b + ob * k * n;
-                   TC* crow = c + (bi * m + i) * n;
-                   for (int64_t j = 0; j < n; ++j) crow[j] = TC(0);
-                   for (int64_t p = 0; p < k; ++p) {
-                     const TC av = static_cast<TC>(arow[p]) - az(i);
-                     const TB* brow = bmat + p * n;
-                     for (int64_t j = 0; j < n; ++j)
-                       crow[j] += av * (static_cast<TC>(brow[j]) - bz(j));
-                   }
-                 }
-               });
+  exec.parallel_for(batches * m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t t = begin; t < end; ++t) {
+                        const int64_t bi = t / m, i = t % m;
+                        int64_t oa = 0, ob = 0, rest = bi;
+                        for (size_t d = rank - 2; d-- > 0;) {
+                          int64_t idx = rest % s.batch[d];
+                          rest /= s.batch[d];
+                          oa += idx * sa[d];
+                          ob += idx * sb[d];
+                        }
+                        const TA* arow = a + (oa * m + i) * k;
+                        const TB* bmat = b + ob * k * n;
+                        TC* crow = c + (bi * m + i) * n;
+                        for (int64_t j = 0; j < n; ++j) crow[j] = TC(0);
+                        for (int64_t p = 0; p < k; ++p) {
+                          const TC av = static_cast<TC>(arow[p]) - az(i);
+                          const TB* brow = bmat + p * n;
+                          for (int64_t j = 0; j < n; ++j)
+                            crow[j] += av * (static_cast<TC>(brow[j]) - bz(j));
+                        }
+                      }
+                    });
 }
 
 class MatMulKernel : public OpKernel {
@@ -64,7 +63,7 @@ class MatMulKernel : public OpKernel {
     if (y.numel() == 0) return;
     auto run = [&](auto tag) {
       using T = decltype(tag);
-      batched_matmul<T, T, T>(s, a.data<T>(), b.data<T>(), y.data<T>());
+      batched_matmul<T, T, T>(ctx.execution(), s, a.data<T>(), b.data<T>(), y.data<T>());
     };
     visit_dtype_among<float, double, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), run);
   }
@@ -99,7 +98,8 @@ class MatMulIntegerKernel : public OpKernel {
       using TA = decltype(atag);
       auto with_b = [&](auto btag) {
         using TB = decltype(btag);
-        batched_matmul<TA, TB, int32_t>(s, a.data<TA>(), b.data<TB>(), y.data<int32_t>(), a0, b0);
+        batched_matmul<TA, TB, int32_t>(ctx.execution(), s, a.data<TA>(), b.data<TB>(),
+                                        y.data<int32_t>(), a0, b0);
       };
       if (b.dtype() == DType::UInt8)
         with_b(uint8_t{});

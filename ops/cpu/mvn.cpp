@@ -2,7 +2,6 @@
 // variance over `axes` (default [0, 2, 3]), as the ONNX function body defines it.
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -46,28 +45,28 @@ class MvnKernel : public OpKernel {
       using T = decltype(tag);
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      parallel_for(groups, std::max<int64_t>(1, 8192 / std::max<int64_t>(count, 1)),
-                   [&](int64_t g0, int64_t g1) {
-                     for (int64_t g = g0; g < g1; ++g) {
-                       int64_t rest = g, base = 0;
-                       for (size_t d = kept_sizes.size(); d-- > 0;) {
-                         base += (rest % kept_sizes[d]) * kept_strides[d];
-                         rest /= kept_sizes[d];
-                       }
-                       double sum = 0;
-                       for (int64_t off : offsets) sum += load_as<double>(xp[base + off]);
-                       const double mean = sum / static_cast<double>(count);
-                       double sq = 0;
-                       for (int64_t off : offsets) {
-                         const double d = load_as<double>(xp[base + off]) - mean;
-                         sq += d * d;
-                       }
-                       const double inv = 1.0 / (std::sqrt(sq / static_cast<double>(count)) + 1e-9);
-                       for (int64_t off : offsets)
-                         yp[base + off] =
-                             store_as<T>((load_as<double>(xp[base + off]) - mean) * inv);
-                     }
-                   });
+      ctx.parallel_for(
+          groups, std::max<int64_t>(1, 8192 / std::max<int64_t>(count, 1)),
+          [&](int64_t g0, int64_t g1) {
+            for (int64_t g = g0; g < g1; ++g) {
+              int64_t rest = g, base = 0;
+              for (size_t d = kept_sizes.size(); d-- > 0;) {
+                base += (rest % kept_sizes[d]) * kept_strides[d];
+                rest /= kept_sizes[d];
+              }
+              double sum = 0;
+              for (int64_t off : offsets) sum += load_as<double>(xp[base + off]);
+              const double mean = sum / static_cast<double>(count);
+              double sq = 0;
+              for (int64_t off : offsets) {
+                const double d = load_as<double>(xp[base + off]) - mean;
+                sq += d * d;
+              }
+              const double inv = 1.0 / (std::sqrt(sq / static_cast<double>(count)) + 1e-9);
+              for (int64_t off : offsets)
+                yp[base + off] = store_as<T>((load_as<double>(xp[base + off]) - mean) * inv);
+            }
+          });
     });
   }
 

@@ -128,7 +128,7 @@ class PadKernel : public OpKernel {
       const U* src = static_cast<const U*>(x.raw_data());
       U* dst = static_cast<U*>(y.raw_data());
       const U pad_value = *static_cast<const U*>(fill.raw_data());
-      parallel_for(rows, std::max<int64_t>(1, 4096 / row), [&](int64_t b, int64_t e) {
+      ctx.parallel_for(rows, std::max<int64_t>(1, 4096 / row), [&](int64_t b, int64_t e) {
         for (int64_t rr = b; rr < e; ++rr) {
           // Source offset of this row's outer coordinates, or -1 when any is padding.
           int64_t rest = rr, off = 0;

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
@@ -15,14 +14,15 @@ namespace {
 /// (batch, channel) plane: `valid` lists the flat spatial input indices under the window,
 /// n_in_pads counts window positions inside the padded extent [-pad_begin, in + pad_end).
 template <class Fn>
-void for_each_window(const WindowGeometry& g, int64_t planes, Fn&& fn) {
+void for_each_window(const ExecutionContext& exec, const WindowGeometry& g, int64_t planes,
+                     Fn&& fn) {
   const size_t nd = g.rank();
   int64_t out_size = 1, k_size = 1;
   for (size_t i = 0; i < nd; ++i) {
     out_size *= g.out[i];
     k_size *= g.kernel[i];
   }
-  parallel_for(planes * out_size, 256, [&](int64_t begin, int64_t end) {
+  exec.parallel_for(planes * out_size, 256, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> start(nd), valid(static_cast<size_t>(k_size));
     for (int64_t t = begin; t < end; ++t) {
       const int64_t plane = t / out_size, o = t % out_size;
@@ -110,7 +110,7 @@ class MaxPoolKernel : public OpKernel {
       using T = decltype(tag);
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      for_each_window(g, planes,
+      for_each_window(ctx.execution(), g, planes,
                       [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t) {
                         const T* xs = xp + plane * in_size;
                         T best = std::numeric_limits<T>::lowest();
@@ -153,7 +153,7 @@ class AveragePoolKernel : public OpKernel {
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
       for_each_window(
-          g, planes,
+          ctx.execution(), g, planes,
           [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t n_pads) {
             const T* xs = xp + plane * in_size;
             T sum = 0;
@@ -190,7 +190,7 @@ class LpPoolKernel : public OpKernel {
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
       const T p = static_cast<T>(p_);
-      for_each_window(g, planes,
+      for_each_window(ctx.execution(), g, planes,
                       [&](int64_t plane, int64_t o, const int64_t* valid, int64_t n, int64_t) {
                         const T* xs = xp + plane * in_size;
                         T sum = 0;
@@ -236,25 +236,25 @@ class GlobalPoolKernel : public OpKernel {
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
       const T p = static_cast<T>(p_);
-      parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(in_size, 1)),
-                   [&](int64_t b, int64_t e) {
-                     for (int64_t plane = b; plane < e; ++plane) {
-                       const T* xs = xp + plane * in_size;
-                       T acc = Kind == GlobalKind::Max ? xs[0] : T(0);
-                       for (int64_t i = 0; i < in_size; ++i) {
-                         if constexpr (Kind == GlobalKind::Max)
-                           acc = xs[i] > acc ? xs[i] : acc;
-                         else if constexpr (Kind == GlobalKind::Average)
-                           acc += xs[i];
-                         else
-                           acc += std::pow(std::abs(xs[i]), p);
-                       }
-                       if constexpr (Kind == GlobalKind::Average)
-                         acc = in_size ? acc / static_cast<T>(in_size) : T(0);
-                       if constexpr (Kind == GlobalKind::Lp) acc = std::pow(acc, T(1) / p);
-                       yp[plane] = acc;
-                     }
-                   });
+      ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(in_size, 1)),
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t plane = b; plane < e; ++plane) {
+                           const T* xs = xp + plane * in_size;
+                           T acc = Kind == GlobalKind::Max ? xs[0] : T(0);
+                           for (int64_t i = 0; i < in_size; ++i) {
+                             if constexpr (Kind == GlobalKind::Max)
+                               acc = xs[i] > acc ? xs[i] : acc;
+                             else if constexpr (Kind == GlobalKind::Average)
+                               acc += xs[i];
+                             else
+                               acc += std::pow(std::abs(xs[i]), p);
+                           }
+                           if constexpr (Kind == GlobalKind::Average)
+                             acc = in_size ? acc / static_cast<T>(in_size) : T(0);
+                           if constexpr (Kind == GlobalKind::Lp) acc = std::pow(acc, T(1) / p);
+                           yp[plane] = acc;
+                         }
+                       });
     };
     visit_dtype_among<float, double>(x.dtype(), run);
   }

@@ -9,7 +9,6 @@
 #include <limits>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/matmul_util.h"
@@ -348,7 +347,7 @@ class QLinearConvKernel : public OpKernel {
     visit_quant_dtype(ctx, out_t, [&](auto tag) {
       using Q = decltype(tag);
       Q* out = y.data<Q>();
-      parallel_for(N * M, 1, [&](int64_t begin, int64_t end) {
+      ctx.parallel_for(N * M, 1, [&](int64_t begin, int64_t end) {
         std::vector<int64_t> oi(nd), ki(nd);
         for (int64_t nm = begin; nm < end; ++nm) {
           const int64_t n = nm / M, m = nm % M, grp = m / mg;

@@ -12,7 +12,6 @@
 #include <limits>
 #include <string>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -173,7 +172,8 @@ Layout make_layout(const Shape& shape, const std::vector<bool>& reduce_dim) {
 }
 
 template <ReduceOp Op, class T, class A>
-void reduce_impl(const T* x, T* y, const Layout& L, const A* shift, A* y_acc) {
+void reduce_impl(const ExecutionContext& exec, const T* x, T* y, const Layout& L, const A* shift,
+                 A* y_acc) {
   using R = Reducer<Op, A>;
   auto sh = [&](int64_t j) { return shift ? shift[j] : A(0); };
   auto put = [&](int64_t j, A v) {
@@ -184,81 +184,81 @@ void reduce_impl(const T* x, T* y, const Layout& L, const A* shift, A* y_acc) {
   };
   const int64_t red = L.reduced;
   if (L.kind == Layout::Kind::Rows) {
-    parallel_for(L.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(red, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t j = begin; j < end; ++j) {
-                     const T* row = x + j * red;
-                     const A s = sh(j);
-                     // Eight independent accumulators let the compiler vectorize.
-                     A acc[8];
-                     for (auto& a : acc) a = R::init();
-                     int64_t r = 0;
-                     for (; r + 8 <= red; r += 8)
-                       for (int k = 0; k < 8; ++k)
-                         acc[k] = R::combine(acc[k], R::map(load_as<A>(row[r + k]), s));
-                     for (; r < red; ++r)
-                       acc[0] = R::combine(acc[0], R::map(load_as<A>(row[r]), s));
-                     A total = acc[0];
-                     for (int k = 1; k < 8; ++k) total = R::combine(total, acc[k]);
-                     put(j, R::finalize(total, red, s));
-                   }
-                 });
+    exec.parallel_for(L.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(red, 1)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t j = begin; j < end; ++j) {
+                          const T* row = x + j * red;
+                          const A s = sh(j);
+                          // Eight independent accumulators let the compiler vectorize.
+                          A acc[8];
+                          for (auto& a : acc) a = R::init();
+                          int64_t r = 0;
+                          for (; r + 8 <= red; r += 8)
+                            for (int k = 0; k < 8; ++k)
+                              acc[k] = R::combine(acc[k], R::map(load_as<A>(row[r + k]), s));
+                          for (; r < red; ++r)
+                            acc[0] = R::combine(acc[0], R::map(load_as<A>(row[r]), s));
+                          A total = acc[0];
+                          for (int k = 1; k < 8; ++k) total = R::combine(total, acc[k]);
+                          put(j, R::finalize(total, red, s));
+                        }
+                      });
   } else if (L.kind == Layout::Kind::Middle) {
     constexpr int64_t kBlock = 512;
     const int64_t inner = L.inner;
     const int64_t blocks = (inner + kBlock - 1) / kBlock;
-    parallel_for(L.outer * blocks,
-                 std::max<int64_t>(1, 16384 / std::max<int64_t>(red * std::min(kBlock, inner), 1)),
-                 [&](int64_t begin, int64_t end) {
-                   std::vector<A> acc(static_cast<size_t>(std::min(kBlock, inner)));
-                   for (int64_t t = begin; t < end; ++t) {
-                     const int64_t o = t / blocks;
-                     const int64_t i0 = (t % blocks) * kBlock;
-                     const int64_t len = std::min(kBlock, inner - i0);
-                     const int64_t out0 = o * inner + i0;
-                     std::fill(acc.begin(), acc.begin() + len, R::init());
-                     for (int64_t r = 0; r < red; ++r) {
-                       const T* p = x + (o * red + r) * inner + i0;
-                       for (int64_t i = 0; i < len; ++i)
-                         acc[i] = R::combine(acc[i], R::map(load_as<A>(p[i]), sh(out0 + i)));
-                     }
-                     for (int64_t i = 0; i < len; ++i)
-                       put(out0 + i, R::finalize(acc[i], red, sh(out0 + i)));
-                   }
-                 });
+    exec.parallel_for(
+        L.outer * blocks,
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(red * std::min(kBlock, inner), 1)),
+        [&](int64_t begin, int64_t end) {
+          std::vector<A> acc(static_cast<size_t>(std::min(kBlock, inner)));
+          for (int64_t t = begin; t < end; ++t) {
+            const int64_t o = t / blocks;
+            const int64_t i0 = (t % blocks) * kBlock;
+            const int64_t len = std::min(kBlock, inner - i0);
+            const int64_t out0 = o * inner + i0;
+            std::fill(acc.begin(), acc.begin() + len, R::init());
+            for (int64_t r = 0; r < red; ++r) {
+              const T* p = x + (o * red + r) * inner + i0;
+              for (int64_t i = 0; i < len; ++i)
+                acc[i] = R::combine(acc[i], R::map(load_as<A>(p[i]), sh(out0 + i)));
+            }
+            for (int64_t i = 0; i < len; ++i) put(out0 + i, R::finalize(acc[i], red, sh(out0 + i)));
+          }
+        });
   } else {
     const size_t kr = L.kept_sizes.size();
-    parallel_for(L.out_numel, std::max<int64_t>(1, 16384 / std::max<int64_t>(red, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t j = begin; j < end; ++j) {
-                     int64_t rest = j, base = 0;
-                     for (size_t d = kr; d-- > 0;) {
-                       base += (rest % L.kept_sizes[d]) * L.kept_strides[d];
-                       rest /= L.kept_sizes[d];
-                     }
-                     const A s = sh(j);
-                     A acc = R::init();
-                     for (int64_t off : L.reduced_offsets)
-                       acc = R::combine(acc, R::map(load_as<A>(x[base + off]), s));
-                     put(j, R::finalize(acc, red, s));
-                   }
-                 });
+    exec.parallel_for(L.out_numel, std::max<int64_t>(1, 16384 / std::max<int64_t>(red, 1)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t j = begin; j < end; ++j) {
+                          int64_t rest = j, base = 0;
+                          for (size_t d = kr; d-- > 0;) {
+                            base += (rest % L.kept_sizes[d]) * L.kept_strides[d];
+                            rest /= L.kept_sizes[d];
+                          }
+                          const A s = sh(j);
+                          A acc = R::init();
+                          for (int64_t off : L.reduced_offsets)
+                            acc = R::combine(acc, R::map(load_as<A>(x[base + off]), s));
+                          put(j, R::finalize(acc, red, s));
+                        }
+                      });
   }
 }
 
 template <ReduceOp Op, class T>
-void run_reduce(const T* x, T* y, const Layout& L) {
+void run_reduce(const ExecutionContext& exec, const T* x, T* y, const Layout& L) {
   using A = acc_type_t<Op, T>;
   if constexpr (Op == ReduceOp::LogSumExp) {
     // Subtract each output's maximum so exp cannot overflow; non-finite maxima (all -inf,
     // +inf, NaN, empty sets) are left unshifted so inf/NaN propagate as in the plain formula.
     std::vector<A> shift(static_cast<size_t>(L.out_numel));
-    reduce_impl<ReduceOp::Max, T, A>(x, nullptr, L, nullptr, shift.data());
+    reduce_impl<ReduceOp::Max, T, A>(exec, x, nullptr, L, nullptr, shift.data());
     for (auto& s : shift)
       if (!std::isfinite(s)) s = A(0);
-    reduce_impl<Op, T, A>(x, y, L, shift.data(), nullptr);
+    reduce_impl<Op, T, A>(exec, x, y, L, shift.data(), nullptr);
   } else {
-    reduce_impl<Op, T, A>(x, y, L, nullptr, nullptr);
+    reduce_impl<Op, T, A>(exec, x, y, L, nullptr, nullptr);
   }
 }
 
@@ -328,25 +328,25 @@ class ReduceKernel : public OpKernel {
       T* yp = y.data<T>();
       switch (op_) {
         case ReduceOp::Sum:
-          return run_reduce<ReduceOp::Sum>(xp, yp, L);
+          return run_reduce<ReduceOp::Sum>(ctx.execution(), xp, yp, L);
         case ReduceOp::Mean:
-          return run_reduce<ReduceOp::Mean>(xp, yp, L);
+          return run_reduce<ReduceOp::Mean>(ctx.execution(), xp, yp, L);
         case ReduceOp::Max:
-          return run_reduce<ReduceOp::Max>(xp, yp, L);
+          return run_reduce<ReduceOp::Max>(ctx.execution(), xp, yp, L);
         case ReduceOp::Min:
-          return run_reduce<ReduceOp::Min>(xp, yp, L);
+          return run_reduce<ReduceOp::Min>(ctx.execution(), xp, yp, L);
         case ReduceOp::Prod:
-          return run_reduce<ReduceOp::Prod>(xp, yp, L);
+          return run_reduce<ReduceOp::Prod>(ctx.execution(), xp, yp, L);
         case ReduceOp::L1:
-          return run_reduce<ReduceOp::L1>(xp, yp, L);
+          return run_reduce<ReduceOp::L1>(ctx.execution(), xp, yp, L);
         case ReduceOp::L2:
-          return run_reduce<ReduceOp::L2>(xp, yp, L);
+          return run_reduce<ReduceOp::L2>(ctx.execution(), xp, yp, L);
         case ReduceOp::LogSum:
-          return run_reduce<ReduceOp::LogSum>(xp, yp, L);
+          return run_reduce<ReduceOp::LogSum>(ctx.execution(), xp, yp, L);
         case ReduceOp::LogSumExp:
-          return run_reduce<ReduceOp::LogSumExp>(xp, yp, L);
+          return run_reduce<ReduceOp::LogSumExp>(ctx.execution(), xp, yp, L);
         case ReduceOp::SumSquare:
-          return run_reduce<ReduceOp::SumSquare>(xp, yp, L);
+          return run_reduce<ReduceOp::SumSquare>(ctx.execution(), xp, yp, L);
       }
     };
     if (bool_extremum) {
@@ -355,9 +355,9 @@ class ReduceKernel : public OpKernel {
       const auto* xp = static_cast<const uint8_t*>(x.raw_data());
       auto* yp = static_cast<uint8_t*>(y.raw_data());
       if (op_ == ReduceOp::Max)
-        run_reduce<ReduceOp::Max>(xp, yp, L);
+        run_reduce<ReduceOp::Max>(ctx.execution(), xp, yp, L);
       else
-        run_reduce<ReduceOp::Min>(xp, yp, L);
+        run_reduce<ReduceOp::Min>(ctx.execution(), xp, yp, L);
       for (int64_t i = 0; i < y.numel(); ++i) yp[i] = yp[i] != 0;  // empty-set min is 255
       return;
     }

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 
 namespace dprun {
 namespace {
@@ -222,7 +221,7 @@ class ResizeKernel : public OpKernel {
                     roi_end[static_cast<size_t>(d)]);
     visit_numeric_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      interpolate<T>(x, y, taps);
+      interpolate<T>(ctx.execution(), x, y, taps);
     });
   }
 
@@ -337,7 +336,8 @@ class ResizeKernel : public OpKernel {
   }
 
   template <class T>
-  void interpolate(const Tensor& x, Tensor& y, const std::vector<AxisTaps>& taps) const {
+  void interpolate(const ExecutionContext& exec, const Tensor& x, Tensor& y,
+                   const std::vector<AxisTaps>& taps) const {
     const size_t rank = taps.size();
     const Shape& in = x.shape();
     const Shape& out = y.shape();
@@ -349,7 +349,7 @@ class ResizeKernel : public OpKernel {
     const int64_t rows = y.numel() / inner;
     const AxisTaps& last = taps[rank - 1];
     const T extrapolation = static_cast<T>(extrapolation_);
-    parallel_for(rows, std::max<int64_t>(1, 4096 / inner), [&](int64_t begin, int64_t end) {
+    exec.parallel_for(rows, std::max<int64_t>(1, 4096 / inner), [&](int64_t begin, int64_t end) {
       std::vector<int64_t> idx(rank);
       std::vector<Tap> combos, next;
       for (int64_t row = begin; row < end; ++row) {

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -138,20 +137,21 @@ std::vector<Activation> parse_activations(const Node& node, size_t per_dir, int6
 
 /// c[m, n] (+)= sum_k a[m, k] * b[n, k]  (b used transposed).
 template <class T>
-void gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
-  parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t i = begin; i < end; ++i) {
-                   const T* ar = a + i * k;
-                   T* cr = c + i * n;
-                   for (int64_t j = 0; j < n; ++j) {
-                     const T* br = b + j * k;
-                     T s = 0;
-                     for (int64_t p = 0; p < k; ++p) s += ar[p] * br[p];
-                     cr[j] = accumulate ? cr[j] + s : s;
-                   }
-                 }
-               });
+void gemm_nt(const ExecutionContext& exec, int64_t m, int64_t n, int64_t k, const T* a, const T* b,
+             T* c, bool accumulate) {
+  exec.parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k * n)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t i = begin; i < end; ++i) {
+                        const T* ar = a + i * k;
+                        T* cr = c + i * n;
+                        for (int64_t j = 0; j < n; ++j) {
+                          const T* br = b + j * k;
+                          T s = 0;
+                          for (int64_t p = 0; p < k; ++p) s += ar[p] * br[p];
+                          cr[j] = accumulate ? cr[j] + s : s;
+                        }
+                      }
+                    });
 }
 
 template <RnnKind K>
@@ -272,7 +272,7 @@ class RnnKernel : public OpKernel {
 
       // Input projections of every step, with the biases that are added unconditionally.
       std::vector<T> xw(static_cast<size_t>(seq * batch * G));
-      gemm_nt<T>(seq * batch, G, in, xs.data(), wd, xw.data(), false);
+      gemm_nt<T>(ctx.execution(), seq * batch, G, in, xs.data(), wd, xw.data(), false);
       if (wb)
         for (int64_t i = 0; i < seq * batch; ++i)
           for (int64_t g = 0; g < G; ++g) {
@@ -292,7 +292,7 @@ class RnnKernel : public OpKernel {
       auto clip = [&](T v) { return clip_ > 0 ? std::clamp(v, T(-clip_), T(clip_)) : v; };
 
       for (int64_t step = 0; step < seq; ++step) {
-        gemm_nt<T>(batch, G, H, h.data(), rd, hr.data(), false);
+        gemm_nt<T>(ctx.execution(), batch, G, H, h.data(), rd, hr.data(), false);
         for (int64_t n = 0; n < batch; ++n) {
           const int64_t len = lens[static_cast<size_t>(n)];
           if (step >= len) continue;

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -56,7 +55,7 @@ class RoiAlignKernel : public OpKernel {
         const T* xs = x.data<T>();
         const T* rs = rois.data<T>();
         T* out = y.data<T>();
-        parallel_for(R * C, 1, [&](int64_t begin, int64_t end) {
+        ctx.parallel_for(R * C, 1, [&](int64_t begin, int64_t end) {
           for (int64_t rc = begin; rc < end; ++rc) {
             const int64_t r = rc / C, c = rc % C;
             const T* img = xs + (batch[static_cast<size_t>(r)] * C + c) * H * W;

@@ -72,7 +72,8 @@ class SliceKernel : public OpKernel {
       if (len > 0) offset += start * in_strides[static_cast<size_t>(a)];
     }
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    strided_copy(x.raw_data(), offset, out_shape, strides, y.raw_data(), dtype_size(x.dtype()));
+    strided_copy(ctx.execution(), x.raw_data(), offset, out_shape, strides, y.raw_data(),
+                 dtype_size(x.dtype()));
   }
 
  private:

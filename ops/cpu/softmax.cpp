@@ -8,7 +8,6 @@
 #include <limits>
 #include <string>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 #include "ops/math/unary_functors.h"
 
@@ -18,101 +17,106 @@ namespace {
 enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
 
 template <SoftmaxKind K, class T>
-void softmax_rows(const T* x, T* y, int64_t rows, int64_t D) {
+void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, int64_t D) {
   using C = compute_t<T>;
-  parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
-               [&](int64_t begin, int64_t end) {
-                 std::vector<C> buf(is_half_v<T> ? static_cast<size_t>(D) : 0);
-                 for (int64_t r = begin; r < end; ++r) {
-                   const T* xr = x + r * D;
-                   T* yr = y + r * D;
-                   if constexpr (K == SoftmaxKind::Hardmax) {
-                     int64_t best = 0;
-                     for (int64_t d = 1; d < D; ++d)
-                       if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
-                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
-                     continue;
-                   }
-                   C mx = -std::numeric_limits<C>::infinity();
+  exec.parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      std::vector<C> buf(is_half_v<T> ? static_cast<size_t>(D) : 0);
+                      for (int64_t r = begin; r < end; ++r) {
+                        const T* xr = x + r * D;
+                        T* yr = y + r * D;
+                        if constexpr (K == SoftmaxKind::Hardmax) {
+                          int64_t best = 0;
+                          for (int64_t d = 1; d < D; ++d)
+                            if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
+                          for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
+                          continue;
+                        }
+                        C mx = -std::numeric_limits<C>::infinity();
 #pragma omp simd reduction(max : mx)
-                   for (int64_t d = 0; d < D; ++d) mx = std::max(mx, load_as<C>(xr[d]));
-                   C sum = 0;
-                   if constexpr (K == SoftmaxKind::Softmax) {
-                     // Exponentials go to the output (or a float buffer for 16-bit types),
-                     // then one scaling pass.
-                     C* e;
-                     if constexpr (is_half_v<T>)
-                       e = buf.data();
-                     else
-                       e = yr;
-                     // Separate loops so both vectorise: the exponentials (math::exp_of is a
-                     // polynomial for float) and the sum.
-                     for (int64_t d = 0; d < D; ++d) e[d] = math::exp_of(load_as<C>(xr[d]) - mx);
+                        for (int64_t d = 0; d < D; ++d) mx = std::max(mx, load_as<C>(xr[d]));
+                        C sum = 0;
+                        if constexpr (K == SoftmaxKind::Softmax) {
+                          // Exponentials go to the output (or a float buffer for 16-bit types),
+                          // then one scaling pass.
+                          C* e;
+                          if constexpr (is_half_v<T>)
+                            e = buf.data();
+                          else
+                            e = yr;
+                          // Separate loops so both vectorise: the exponentials (math::exp_of is a
+                          // polynomial for float) and the sum.
+                          for (int64_t d = 0; d < D; ++d)
+                            e[d] = math::exp_of(load_as<C>(xr[d]) - mx);
 #pragma omp simd reduction(+ : sum)
-                     for (int64_t d = 0; d < D; ++d) sum += e[d];
-                     const C inv = C(1) / sum;
-                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(e[d] * inv);
-                   } else {
+                          for (int64_t d = 0; d < D; ++d) sum += e[d];
+                          const C inv = C(1) / sum;
+                          for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(e[d] * inv);
+                        } else {
 #pragma omp simd reduction(+ : sum)
-                     for (int64_t d = 0; d < D; ++d) sum += math::exp_of(load_as<C>(xr[d]) - mx);
-                     const C shift = mx + std::log(sum);
-                     for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(load_as<C>(xr[d]) - shift);
-                   }
-                 }
-               });
+                          for (int64_t d = 0; d < D; ++d)
+                            sum += math::exp_of(load_as<C>(xr[d]) - mx);
+                          const C shift = mx + std::log(sum);
+                          for (int64_t d = 0; d < D; ++d)
+                            yr[d] = store_as<T>(load_as<C>(xr[d]) - shift);
+                        }
+                      }
+                    });
 }
 
 /// The strided case: the softmax dimension D has stride `inner`; columns are processed in
 /// contiguous blocks of the inner dimension.
 template <SoftmaxKind K, class T>
-void softmax_strided(const T* x, T* y, int64_t outer, int64_t D, int64_t inner) {
+void softmax_strided(const ExecutionContext& exec, const T* x, T* y, int64_t outer, int64_t D,
+                     int64_t inner) {
   using C = compute_t<T>;
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  parallel_for(outer * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(D * kBlock, 1)),
-               [&](int64_t begin, int64_t end) {
-                 std::vector<C> mx(kBlock), sum(kBlock);
-                 std::vector<int64_t> best(kBlock);
-                 for (int64_t t = begin; t < end; ++t) {
-                   const int64_t o = t / blocks, i0 = (t % blocks) * kBlock;
-                   const int64_t len = std::min(kBlock, inner - i0);
-                   const T* xb = x + o * D * inner + i0;
-                   T* yb = y + o * D * inner + i0;
-                   if constexpr (K == SoftmaxKind::Hardmax) {
-                     std::fill(best.begin(), best.begin() + len, 0);
-                     for (int64_t d = 1; d < D; ++d)
-                       for (int64_t i = 0; i < len; ++i)
-                         if (load_as<C>(xb[d * inner + i]) > load_as<C>(xb[best[i] * inner + i]))
-                           best[i] = d;
-                     for (int64_t d = 0; d < D; ++d)
-                       for (int64_t i = 0; i < len; ++i)
-                         yb[d * inner + i] = store_as<T>(C(best[i] == d ? 1 : 0));
-                     continue;
-                   }
-                   std::fill(mx.begin(), mx.begin() + len, -std::numeric_limits<C>::infinity());
-                   std::fill(sum.begin(), sum.begin() + len, C(0));
-                   for (int64_t d = 0; d < D; ++d)
-                     for (int64_t i = 0; i < len; ++i)
-                       mx[i] = std::max(mx[i], load_as<C>(xb[d * inner + i]));
-                   for (int64_t d = 0; d < D; ++d)
-                     for (int64_t i = 0; i < len; ++i)
-                       sum[i] += math::exp_of(load_as<C>(xb[d * inner + i]) - mx[i]);
-                   for (int64_t i = 0; i < len; ++i) {
-                     if constexpr (K == SoftmaxKind::Softmax)
-                       sum[i] = C(1) / sum[i];
-                     else
-                       sum[i] = mx[i] + std::log(sum[i]);
-                   }
-                   for (int64_t d = 0; d < D; ++d)
-                     for (int64_t i = 0; i < len; ++i) {
-                       const C v = load_as<C>(xb[d * inner + i]);
-                       if constexpr (K == SoftmaxKind::Softmax)
-                         yb[d * inner + i] = store_as<T>(math::exp_of(v - mx[i]) * sum[i]);
-                       else
-                         yb[d * inner + i] = store_as<T>(v - sum[i]);
-                     }
-                 }
-               });
+  exec.parallel_for(
+      outer * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(D * kBlock, 1)),
+      [&](int64_t begin, int64_t end) {
+        std::vector<C> mx(kBlock), sum(kBlock);
+        std::vector<int64_t> best(kBlock);
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t o = t / blocks, i0 = (t % blocks) * kBlock;
+          const int64_t len = std::min(kBlock, inner - i0);
+          const T* xb = x + o * D * inner + i0;
+          T* yb = y + o * D * inner + i0;
+          if constexpr (K == SoftmaxKind::Hardmax) {
+            std::fill(best.begin(), best.begin() + len, 0);
+            for (int64_t d = 1; d < D; ++d)
+              for (int64_t i = 0; i < len; ++i)
+                if (load_as<C>(xb[d * inner + i]) > load_as<C>(xb[best[i] * inner + i]))
+                  best[i] = d;
+            for (int64_t d = 0; d < D; ++d)
+              for (int64_t i = 0; i < len; ++i)
+                yb[d * inner + i] = store_as<T>(C(best[i] == d ? 1 : 0));
+            continue;
+          }
+          std::fill(mx.begin(), mx.begin() + len, -std::numeric_limits<C>::infinity());
+          std::fill(sum.begin(), sum.begin() + len, C(0));
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t i = 0; i < len; ++i)
+              mx[i] = std::max(mx[i], load_as<C>(xb[d * inner + i]));
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t i = 0; i < len; ++i)
+              sum[i] += math::exp_of(load_as<C>(xb[d * inner + i]) - mx[i]);
+          for (int64_t i = 0; i < len; ++i) {
+            if constexpr (K == SoftmaxKind::Softmax)
+              sum[i] = C(1) / sum[i];
+            else
+              sum[i] = mx[i] + std::log(sum[i]);
+          }
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t i = 0; i < len; ++i) {
+              const C v = load_as<C>(xb[d * inner + i]);
+              if constexpr (K == SoftmaxKind::Softmax)
+                yb[d * inner + i] = store_as<T>(math::exp_of(v - mx[i]) * sum[i]);
+              else
+                yb[d * inner + i] = store_as<T>(v - sum[i]);
+            }
+        }
+      });
 }
 
 template <SoftmaxKind K>
@@ -149,9 +153,9 @@ class SoftmaxKernel : public OpKernel {
     auto run = [&](auto tag) {
       using T = decltype(tag);
       if (inner == 1)
-        softmax_rows<K, T>(x.data<T>(), y.data<T>(), outer, D);
+        softmax_rows<K, T>(ctx.execution(), x.data<T>(), y.data<T>(), outer, D);
       else
-        softmax_strided<K, T>(x.data<T>(), y.data<T>(), outer, D, inner);
+        softmax_strided<K, T>(ctx.execution(), x.data<T>(), y.data<T>(), outer, D, inner);
     };
     visit_dtype_among<float, double, Float16, BFloat16>(x.dtype(), run);
   }

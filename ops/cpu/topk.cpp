@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/parallel_for.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -76,22 +75,23 @@ class TopKKernel : public OpKernel {
         if (pq || qp) return pq;
         return p.second < q.second;  // equal values: smaller index first
       };
-      parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     std::vector<std::pair<C, int64_t>> items(static_cast<size_t>(D));
-                     for (int64_t j = begin; j < end; ++j) {
-                       const int64_t o = j / inner, i = j % inner;
-                       const T* p = xp + o * D * inner + i;
-                       for (int64_t d = 0; d < D; ++d)
-                         items[static_cast<size_t>(d)] = {load_as<C>(p[d * inner]), d};
-                       std::partial_sort(items.begin(), items.begin() + k, items.end(), before);
-                       const int64_t base = o * k * inner + i;
-                       for (int64_t d = 0; d < k; ++d) {
-                         vp[base + d * inner] = store_as<T>(items[static_cast<size_t>(d)].first);
-                         if (ip) ip[base + d * inner] = items[static_cast<size_t>(d)].second;
-                       }
-                     }
-                   });
+      ctx.parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+                       [&](int64_t begin, int64_t end) {
+                         std::vector<std::pair<C, int64_t>> items(static_cast<size_t>(D));
+                         for (int64_t j = begin; j < end; ++j) {
+                           const int64_t o = j / inner, i = j % inner;
+                           const T* p = xp + o * D * inner + i;
+                           for (int64_t d = 0; d < D; ++d)
+                             items[static_cast<size_t>(d)] = {load_as<C>(p[d * inner]), d};
+                           std::partial_sort(items.begin(), items.begin() + k, items.end(), before);
+                           const int64_t base = o * k * inner + i;
+                           for (int64_t d = 0; d < k; ++d) {
+                             vp[base + d * inner] =
+                                 store_as<T>(items[static_cast<size_t>(d)].first);
+                             if (ip) ip[base + d * inner] = items[static_cast<size_t>(d)].second;
+                           }
+                         }
+                       });
     };
     switch (x.dtype()) {
       case DType::Float16:

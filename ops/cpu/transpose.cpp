@@ -30,7 +30,8 @@ class TransposeKernel : public OpKernel {
       out_shape[k] = x.shape()[static_cast<size_t>(p)];
     }
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    permute_copy(x.raw_data(), x.shape(), perm, y.raw_data(), dtype_size(x.dtype()));
+    permute_copy(ctx.execution(), x.raw_data(), x.shape(), perm, y.raw_data(),
+                 dtype_size(x.dtype()));
   }
 
  private:

@@ -21,23 +21,23 @@ class TriluKernel : public OpKernel {
     const size_t elem = dtype_size(x.dtype());
     const char* src = static_cast<const char*>(x.raw_data());
     char* dst = static_cast<char*>(y.raw_data());
-    parallel_for(mats * rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t rr = b; rr < e; ++rr) {
-                     const int64_t i = rr % rows;
-                     // Columns [lo, hi) are kept.
-                     int64_t lo = upper_ ? i + k : 0;
-                     int64_t hi = upper_ ? cols : i + k + 1;
-                     lo = std::clamp<int64_t>(lo, 0, cols);
-                     hi = std::clamp<int64_t>(hi, lo, cols);
-                     char* o = dst + static_cast<size_t>(rr * cols) * elem;
-                     const char* s = src + static_cast<size_t>(rr * cols) * elem;
-                     std::memset(o, 0, static_cast<size_t>(cols) * elem);
-                     std::memcpy(o + static_cast<size_t>(lo) * elem,
-                                 s + static_cast<size_t>(lo) * elem,
-                                 static_cast<size_t>(hi - lo) * elem);
-                   }
-                 });
+    ctx.parallel_for(mats * rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t rr = b; rr < e; ++rr) {
+                         const int64_t i = rr % rows;
+                         // Columns [lo, hi) are kept.
+                         int64_t lo = upper_ ? i + k : 0;
+                         int64_t hi = upper_ ? cols : i + k + 1;
+                         lo = std::clamp<int64_t>(lo, 0, cols);
+                         hi = std::clamp<int64_t>(hi, lo, cols);
+                         char* o = dst + static_cast<size_t>(rr * cols) * elem;
+                         const char* s = src + static_cast<size_t>(rr * cols) * elem;
+                         std::memset(o, 0, static_cast<size_t>(cols) * elem);
+                         std::memcpy(o + static_cast<size_t>(lo) * elem,
+                                     s + static_cast<size_t>(lo) * elem,
+                                     static_cast<size_t>(hi - lo) * elem);
+                       }
+                     });
   }
 
  private:

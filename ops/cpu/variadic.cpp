@@ -29,8 +29,8 @@ class VariadicKernel : public OpKernel {
       } else if constexpr (is_half_v<T>) {
         // Accumulate in float so intermediate results are not rounded to 16 bits.
         Tensor acc = Tensor::empty(out_shape, DType::Float32, ctx.device());
-        run<float>(ctx, acc, [](const Tensor& t) { return to_float32(t); });
-        from_float32(acc, ctx.allocate_output(0, out_shape, dtype));
+        run<float>(ctx, acc, [&](const Tensor& t) { return to_float32(ctx.execution(), t); });
+        from_float32(ctx.execution(), acc, ctx.allocate_output(0, out_shape, dtype));
       } else {
         run<T>(ctx, ctx.allocate_output(0, out_shape, dtype), [](const Tensor& t) { return t; });
       }
@@ -44,15 +44,16 @@ class VariadicKernel : public OpKernel {
     const Op op{};
     if (n == 1) {
       const Tensor in = load(ctx.input(0));
-      binary_map<T, T, T>(in, in, out, [](T x, T) { return x; });
+      binary_map<T, T, T>(ctx.execution(), in, in, out, [](T x, T) { return x; });
     } else {
-      binary_map<T, T, T>(load(ctx.input(0)), load(ctx.input(1)), out, op);
-      for (size_t i = 2; i < n; ++i) binary_map<T, T, T>(out, load(ctx.input(i)), out, op);
+      binary_map<T, T, T>(ctx.execution(), load(ctx.input(0)), load(ctx.input(1)), out, op);
+      for (size_t i = 2; i < n; ++i)
+        binary_map<T, T, T>(ctx.execution(), out, load(ctx.input(i)), out, op);
     }
     if constexpr (kMean) {
       const T scale = T(1) / static_cast<T>(n);
       T* p = out.data<T>();
-      unary_map(p, p, out.numel(), [scale](T v) { return v * scale; });
+      unary_map(ctx.execution(), p, p, out.numel(), [scale](T v) { return v * scale; });
     }
   }
 };

@@ -6,24 +6,26 @@ namespace dprun::ew {
 namespace {
 
 template <class E>
-void where_bytes(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
+void where_bytes(const ExecutionContext& exec, const Tensor& cond, const Tensor& x, const Tensor& y,
+                 Tensor& out) {
   const auto plan = make_plan<3>(out.shape(), {&cond.shape(), &x.shape(), &y.shape()});
   const bool* pc = cond.data<bool>();
   const E* px = static_cast<const E*>(x.raw_data());
   const E* py = static_cast<const E*>(y.raw_data());
   E* po = static_cast<E*>(out.raw_data());
-  run_plan(plan, [&](int64_t o, const std::array<int64_t, 3>& offs,
-                     const std::array<int64_t, 3>& st, int64_t n) {
-    const bool* c = pc + offs[0];
-    const E* a = px + offs[1];
-    const E* b = py + offs[2];
-    E* z = po + o;
-    if (st[0] && st[1] && st[2]) {
-      for (int64_t i = 0; i < n; ++i) z[i] = c[i] ? a[i] : b[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i) z[i] = c[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
-    }
-  });
+  run_plan(exec, plan,
+           [&](int64_t o, const std::array<int64_t, 3>& offs, const std::array<int64_t, 3>& st,
+               int64_t n) {
+             const bool* c = pc + offs[0];
+             const E* a = px + offs[1];
+             const E* b = py + offs[2];
+             E* z = po + o;
+             if (st[0] && st[1] && st[2]) {
+               for (int64_t i = 0; i < n; ++i) z[i] = c[i] ? a[i] : b[i];
+             } else {
+               for (int64_t i = 0; i < n; ++i) z[i] = c[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
+             }
+           });
 }
 
 class WhereKernel : public OpKernel {
@@ -41,16 +43,16 @@ class WhereKernel : public OpKernel {
     Tensor& out = ctx.allocate_output(0, out_shape, x.dtype());
     switch (dtype_size(x.dtype())) {
       case 1:
-        where_bytes<uint8_t>(cond, x, y, out);
+        where_bytes<uint8_t>(ctx.execution(), cond, x, y, out);
         break;
       case 2:
-        where_bytes<uint16_t>(cond, x, y, out);
+        where_bytes<uint16_t>(ctx.execution(), cond, x, y, out);
         break;
       case 4:
-        where_bytes<uint32_t>(cond, x, y, out);
+        where_bytes<uint32_t>(ctx.execution(), cond, x, y, out);
         break;
       case 8:
-        where_bytes<uint64_t>(cond, x, y, out);
+        where_bytes<uint64_t>(ctx.execution(), cond, x, y, out);
         break;
       default:
         fail_dtype(ctx, x.dtype());

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "cli_test_util.h"
-#include "engine/backends/cpu/cpu_backend.h"
+#include "engine/backend.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 
@@ -192,7 +192,8 @@ TEST(DataParallelCli, AllMeansOneCpuDevicePerCore) {
   auto r = run_dprun(model + " --devices all");
   ASSERT_EQ(r.status, 0) << r.output;
   std::string devices;
-  for (int i = 0; i < available_cores(); ++i) devices += (i ? ",cpu:" : "cpu:") + std::to_string(i);
+  for (int i = 0; i < backend_for(DeviceType::CPU).device_count(); ++i)
+    devices += (i ? ",cpu:" : "cpu:") + std::to_string(i);
   EXPECT_NE(r.output.find("model " + model + " on " + devices + "\n"), std::string::npos)
       << r.output;
 }

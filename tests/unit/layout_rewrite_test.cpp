@@ -1,6 +1,6 @@
-// The channels-last rewrite (engine/layout_rewrite.h) and its NHWC kernels: the rewritten
-// graph's structure, and equal results with and without the rewrite.
-#include "engine/layout_rewrite.h"
+// The channels-last rewrite (engine/backends/cpu/layout_rewrite.h) and its NHWC kernels: the
+// rewritten graph's structure, and equal results with and without the rewrite.
+#include "engine/backends/cpu/layout_rewrite.h"
 
 #include <gtest/gtest.h>
 

@@ -153,13 +153,13 @@ TEST(NormOnednn, BatchNormSharedKernelConcurrently) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      set_intra_op_threads(1);
+      std::unique_ptr<ExecutionContext> execution = testing::cpu_execution(1);
       for (int r = 0; r < 20; ++r) {
         const auto& in = inputs[static_cast<size_t>((t + r) % 2)];
         const Tensor& want = expected[static_cast<size_t>((t + r) % 2)];
         std::vector<const Tensor*> ptrs = {&in[0], &in[1], &in[2], &in[3], &in[4]};
         std::vector<Tensor> outs(1);
-        KernelContext ctx(n, Device::cpu(), 1, ptrs, outs);
+        KernelContext ctx(n, *execution, ptrs, outs);
         fast->compute(ctx);
         for (int64_t i = 0; i < want.numel(); ++i)
           if (std::abs(outs[0].item_as_double(i) - want.item_as_double(i)) >

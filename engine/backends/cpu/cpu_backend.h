@@ -1,10 +1,10 @@
 #pragma once
 // CPU backend: any number of virtual devices cpu:0..cpu:N-1 over the host's cores. Each
-// virtual device has its own caching allocator; its core share is given by cpu_core_share.
+// virtual device has its own caching allocator; its core share is given by cpu_core_share
+// (engine/backends/cpu/cpu_cores.h), and its runs execute on a CpuExecutionContext.
 #include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "engine/backend.h"
 
@@ -13,14 +13,21 @@ namespace dprun {
 class CpuBackend : public Backend {
  public:
   DeviceType type() const override { return DeviceType::CPU; }
+  /// The cores this process may run on.
   int device_count() const override;
   void check_device(Device device) const override;
   std::shared_ptr<Allocator> allocator(Device device) override;
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
   void synchronize(Device) override {}
-  DeviceProperties properties(Device device) const override;
-  int prepare_worker_thread(Device device, int device_count, int threads) override;
+  /// compute_units: the size of the device's core share among `device_count` devices.
+  DeviceProperties properties(Device device, int device_count) const override;
+  std::unique_ptr<ExecutionContext> create_execution_context(
+      Device device, const ExecutionConfig& config) override;
+  /// With options.layout, the channels-last rewrite (rewrite_channels_last) when any node
+  /// qualifies; otherwise `graph`.
+  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
+                                             const GraphRewriteOptions& options) const override;
 
   static CpuBackend& instance();
 
@@ -28,13 +35,5 @@ class CpuBackend : public Backend {
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Allocator>> allocators_;
 };
-
-/// Number of cores this process may run on (its affinity mask), at least 1.
-int available_cores();
-/// The cores of virtual device `index` when `count` CPU devices share the machine: a disjoint
-/// contiguous block when count <= cores, otherwise core (index mod cores).
-std::vector<int> cpu_core_share(int index, int count);
-/// Pins the calling thread to `cores` where the OS allows; returns false when it could not.
-bool pin_current_thread(const std::vector<int>& cores);
 
 }  // namespace dprun

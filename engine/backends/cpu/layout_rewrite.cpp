@@ -1,4 +1,4 @@
-#include "engine/layout_rewrite.h"
+#include "engine/backends/cpu/layout_rewrite.h"
 
 #include <limits>
 #include <map>

@@ -1,6 +1,8 @@
 #pragma once
 // Channels-last graph rewrite: keeps chains of convolution-family ops in NHWC so the
 // NCHW<->NHWC reorders oneDNN's fast convolutions need happen only at the chain's borders.
+// It is the CPU backend's graph rewrite (CpuBackend::rewrite_graph): the NHWC ops it
+// introduces are kernels that ops/cpu registers.
 #include <memory>
 
 #include "engine/graph.h"
