@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/parallel_for.h"
+#include "engine/kernel.h"
 
 namespace dprun::onednn {
 
@@ -34,10 +34,11 @@ memory::desc channels_last(const memory::dims& dims) {
 // out = t with its first two axes swapped, in channels-last order: t is [d0, d1, S] (S the
 // spatial elements) and out is [d1, S, d0], out[j][s][i] = t[i][j][s]. oneDNN's reorder of
 // the strided view does the same an order of magnitude slower.
-void swap_to_channels_last(const float* t, float* out, int64_t d0, int64_t d1, int64_t spatial) {
+void swap_to_channels_last(const KernelContext& ctx, const float* t, float* out, int64_t d0,
+                           int64_t d1, int64_t spatial) {
   constexpr int64_t kTile = 16;
   const int64_t tiles = (spatial + kTile - 1) / kTile;
-  parallel_for(d1 * tiles, 1, [&](int64_t begin, int64_t end) {
+  ctx.parallel_for(d1 * tiles, 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t j = task / tiles, s0 = (task % tiles) * kTile;
       const int64_t s1 = std::min(s0 + kTile, spatial);
@@ -60,12 +61,13 @@ float* thread_buffer(int which, size_t count) {
 }
 
 // `t` (shape [d0, d1, spatial...]) as memory of descriptor `md` (dims [d1, d0, ...]).
-memory prepare(const Tensor& t, const memory::desc& view, const memory::desc& md, int which) {
+memory prepare(const KernelContext& ctx, const Tensor& t, const memory::desc& view,
+               const memory::desc& md, int which) {
   if (md == channels_last(view.dims())) {
     const int64_t d0 = t.dim(0), d1 = t.dim(1);
     const int64_t spatial = t.numel() / std::max<int64_t>(d0 * d1, 1);
     float* buffer = thread_buffer(which, static_cast<size_t>(t.numel()));
-    swap_to_channels_last(t.data<float>(), buffer, d0, d1, spatial);
+    swap_to_channels_last(ctx, t.data<float>(), buffer, d0, d1, spatial);
     return memory(md, cpu_engine(), buffer);
   }
   return to_layout(wrap(view, t.raw_data()), md);
@@ -125,10 +127,10 @@ ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape&
   return p;
 }
 
-void execute_backward_weights(const ConvBackwardWeightsPrimitive& p, const Tensor& a,
-                              const Tensor& b, Tensor& y) {
-  memory src = prepare(a, p.src_view, p.src_md, 0);
-  memory diff_dst = prepare(b, p.diff_dst_view, p.diff_dst_md, 1);
+void execute_backward_weights(const KernelContext& ctx, const ConvBackwardWeightsPrimitive& p,
+                              const Tensor& a, const Tensor& b, Tensor& y) {
+  memory src = prepare(ctx, a, p.src_view, p.src_md, 0);
+  memory diff_dst = prepare(ctx, b, p.diff_dst_view, p.diff_dst_md, 1);
   memory user = wrap(p.diff_weights_view, y.raw_data());
   memory diff_weights =
       p.diff_weights_md == user.get_desc() ? user : memory(p.diff_weights_md, cpu_engine());

@@ -39,7 +39,7 @@ ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape&
                                                     const WindowGeometry& g);
 
 /// Runs it: `y` is the Conv's output (shape p.out_shape), written in place.
-void execute_backward_weights(const ConvBackwardWeightsPrimitive& p, const Tensor& a,
-                              const Tensor& b, Tensor& y);
+void execute_backward_weights(const KernelContext& ctx, const ConvBackwardWeightsPrimitive& p,
+                              const Tensor& a, const Tensor& b, Tensor& y);
 
 }  // namespace dprun::onednn

@@ -72,7 +72,7 @@ class ConvOnednnKernel : public OpKernel {
                                             [&] { return build_backward_weights(ctx, x, w); });
       if (bw->usable) {
         Tensor& y = ctx.allocate_output(0, bw->out_shape, DType::Float32);
-        if (y.numel() > 0) onednn::execute_backward_weights(*bw, x, w, y);
+        if (y.numel() > 0) onednn::execute_backward_weights(ctx, *bw, x, w, y);
         return;
       }
     }

@@ -7,7 +7,6 @@
 #include <limits>
 
 #include "engine/kernel.h"
-#include "engine/parallel_for.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 
@@ -41,7 +40,7 @@ class MaxPool2dIndicesKernel : public OpKernel {
     float* yp = y.data<float>();
     const int64_t planes = x.dim(0) * x.dim(1);
     // One task is one output row of one plane.
-    parallel_for(planes * oh, 16, [&](int64_t begin, int64_t end) {
+    ctx.parallel_for(planes * oh, 16, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t plane = t / oh, r = t % oh;
         const float* xs = xp + plane * ih * iw;
