@@ -14,9 +14,10 @@
 // (engine/autograd/training_graph.h) on its chunk with its loss weighted by its share of the
 // rows, and the replicas' losses and gradients are summed on device_ids[0] in device order:
 // the step is the whole batch's, however it was split, and it is deterministic. The
-// optimizer then updates the model's parameters in place and the replicas are refreshed
-// before the next step. BatchNormalization in training mode uses each replica's own batch
-// statistics and keeps the running statistics of replica 0's chunk, as PyTorch does.
+// optimizer then updates the model's parameters in place and the replicas get the new values
+// before the next step (in step(), in the same pass as the update). BatchNormalization in
+// training mode uses each replica's own batch statistics and keeps the running statistics of
+// replica 0's chunk, as PyTorch does.
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +64,7 @@ class Trainer {
   /// model().mark_parameters_changed() (set_parameter does).
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
-  /// Gradients of the last forward_backward, in parameter_names() order.
+  /// Gradients of the last forward_backward or step, in parameter_names() order.
   const std::vector<Tensor>& gradients() const { return gradients_; }
   /// The trainable parameters, sharing storage with the model's: give them to an optimizer.
   std::vector<Tensor> parameters() const;
