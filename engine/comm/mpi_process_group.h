@@ -5,9 +5,10 @@
 //   all_reduce_sum_now(*group, gradient);
 //
 // All-reduces run on communicators of their own (MPI_Comm_dup of MPI_COMM_WORLD), apart from
-// the control collectives, as the channels of ProcessGroup require. Calls test for completion
-// (MPI_Test) with short sleeps between tries rather than blocking inside MPI, so that a wait
-// can end with a timeout, and so that waiting ranks leave the cores to ranks still computing.
+// the control collectives, as the channels of ProcessGroup require. Waits test for completion
+// (MPI_Test) rather than block inside MPI, so that they can end with a timeout: back to back,
+// yielding the core between tests, and once a wait has lasted 10 s (a rank is behind, no data
+// is moving), every millisecond.
 // ReduceOrder::RankOrder is a reduce-scatter then an all-gather: rank j receives slice j of
 // every rank's tensor (MPI_Ialltoallv), sums the slices in rank order, and the sums are
 // gathered back into every rank's tensor (MPI_Iallgatherv). It moves as many bytes per rank as

@@ -212,6 +212,12 @@ double DistributedDataParallel::step(const std::vector<Tensor>& inputs, const Te
 }
 
 uint64_t DistributedDataParallel::check_parameters_in_sync() {
+  // Each rank's last step updated its in-place state from its own shard: rank 0's is the one
+  // kept, as it is the one saved.
+  if (options_.broadcast_buffers && !buffers_.empty()) {
+    for (const auto& name : buffers_) group_->broadcast(model_->parameter(name), 0);
+    model_->mark_parameters_changed();
+  }
   std::vector<Tensor> state;
   for (const Tensor& p : model_->parameters())
     if (p.dtype() != DType::String) state.push_back(p);

@@ -124,7 +124,8 @@ class DistributedDataParallel {
 
   /// Collective: a checksum of every initializer of this rank's model (parameters and state);
   /// throws the same CollectiveError on every rank when any rank's differs from rank 0's,
-  /// naming it. Returns the checksum.
+  /// naming it. Returns the checksum. With broadcast_buffers, rank 0's in-place state is first
+  /// copied to every rank (each rank's last step updated its own from its own shard).
   uint64_t check_parameters_in_sync();
 
  private:

@@ -242,6 +242,72 @@ TEST(DistributedDataParallel, BroadcastGivesEveryRankRankZerosParameters) {
   EXPECT_EQ(checksums[0], checksum_tensors(mlp_on(Device::cpu(0))->parameters()));
 }
 
+// y = BatchNormalization(x) in training mode, trained with an MSE loss: the running mean is
+// in-place state that each rank updates from its own shard.
+std::shared_ptr<Model> batchnorm_on(Device device) {
+  auto g = std::make_shared<Graph>();
+  g->name = "bn_training";
+  g->opset_imports[""] = 15;
+  SymbolicShape shape{Dim::named("batch"), Dim::known(1)};
+  g->inputs.push_back({"x", {DType::Float32, shape}});
+  g->initializers["scale"] = Tensor::from_vector<float>({1}, {1});
+  g->initializers["bias"] = Tensor::from_vector<float>({1}, {0});
+  g->initializers["mean"] = Tensor::from_vector<float>({1}, {10});
+  g->initializers["var"] = Tensor::from_vector<float>({1}, {1});
+  Node bn;
+  bn.name = "bn";
+  bn.op_type = "BatchNormalization";
+  bn.inputs = {"x", "scale", "bias", "mean", "var"};
+  bn.outputs = {"y", "running_mean", "running_var"};
+  Attribute training;
+  training.kind = Attribute::Kind::Int;
+  training.i = 1;
+  bn.attributes["training_mode"] = training;
+  g->nodes.push_back(bn);
+  g->outputs.push_back({"y", {DType::Float32, shape}});
+  g->state_updates = {{"running_mean", "mean"}, {"running_var", "var"}};
+  return std::make_shared<Model>(g, device);
+}
+
+class BroadcastBuffers : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BroadcastBuffers, RankZerosRunningStatisticsAreKept) {
+  const bool broadcast = GetParam();
+  // Global batch {0, 2, 100, 300}: rank 0 takes {0, 100} (mean 50), rank 1 {2, 300} (151).
+  Tensor x = Tensor::from_vector<float>({4, 1}, {0, 2, 100, 300});
+  std::vector<float> means(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    auto model = batchnorm_on(Device::cpu(g.rank()));
+    TrainerOptions options = options_on({Device::cpu(g.rank())});
+    options.training.loss.kind = LossKind::Mse;
+    DistributedDataParallel ddp(model, options, group, {.broadcast_buffers = broadcast});
+    EXPECT_EQ(ddp.trainer().parameter_names(), (std::vector<std::string>{"bias", "scale"}));
+    Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1});
+    auto mine = shard_positions(4, g.rank(), 2);
+    ddp.step({rows_of(x, mine)}, Tensor::zeros({2, 1}, DType::Float32), 2, 4, sgd);
+    try {
+      ddp.check_parameters_in_sync();
+    } catch (...) {
+      means[static_cast<size_t>(g.rank())] = model->parameter("mean").data<float>()[0];
+      throw;
+    }
+    means[static_cast<size_t>(g.rank())] = model->parameter("mean").data<float>()[0];
+  });
+  // momentum 0.9: rank 0 holds 10 * 0.9 + 50 * 0.1 = 14, rank 1 10 * 0.9 + 151 * 0.1 = 24.1.
+  EXPECT_FLOAT_EQ(means[0], 14.0f);
+  if (broadcast) {
+    EXPECT_EQ(errors, std::vector<std::string>(2));
+    EXPECT_FLOAT_EQ(means[1], 14.0f);
+  } else {
+    EXPECT_FLOAT_EQ(means[1], 24.1f);
+    for (const auto& e : errors)
+      EXPECT_EQ(e.rfind("the ranks' parameters differ: rank 1's checksum 0x", 0), 0u) << e;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnOrOff, BroadcastBuffers, ::testing::Bool());
+
 TEST(DistributedDataParallel, OneDeviceStartsEveryBucketDuringTheBackwardPass) {
   Data data;
   auto group = std::make_shared<RecordingGroup>();
