@@ -123,8 +123,14 @@ def main():
     torch.use_deterministic_algorithms(True)
     if not os.path.exists(args.dprun):
         raise SystemExit(f"check_resnet18: FAIL: {args.dprun} not found (build dprun first)")
-    work = args.keep or tempfile.mkdtemp(prefix="check_resnet18_")
-    os.makedirs(work, exist_ok=True)
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        return check(args, args.keep)
+    with tempfile.TemporaryDirectory(prefix="check_resnet18_") as work:
+        return check(args, work)
+
+
+def check(args, work):
     model_path = os.path.join(work, "resnet18.onnx")
 
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
