@@ -11,8 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy
 )
-# bench/peers/compare.sh installs onnxruntime-node with npm and runs it with node. A node
-# that is already there (NodeSource's bundles npm and conflicts with Debian's) is kept.
+# The peer scripts (bench/peers/ort_install.sh) install onnxruntime-node with npm and run it
+# with node. A node that is already there (NodeSource's bundles npm and conflicts with
+# Debian's) is kept.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
