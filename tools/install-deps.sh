@@ -14,8 +14,9 @@ packages=(
   # brings openssh-client, which it needs to start ranks on other hosts.
   libopenmpi-dev openmpi-bin
 )
-# bench/peers/compare.sh installs onnxruntime-node with npm and runs it with node. A node
-# that is already there (NodeSource's bundles npm and conflicts with Debian's) is kept.
+# The peer scripts (bench/peers/ort_install.sh) install onnxruntime-node with npm and run it
+# with node. A node that is already there (NodeSource's bundles npm and conflicts with
+# Debian's) is kept.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi

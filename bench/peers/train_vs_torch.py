@@ -8,7 +8,8 @@
         dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
     train_vs_torch.py time MODEL DIR BATCH THREADS STEPS WARMUP
         Trains the same model (same seed, same data, batch k = rows k*BATCH.., wrapping round)
-        with torch.optim.SGD for WARMUP + STEPS steps on THREADS threads and prints one JSON
+        with torch.optim.SGD for WARMUP + STEPS steps on THREADS threads (torch's and the
+        BLAS's: OPENBLAS_NUM_THREADS and OMP_NUM_THREADS default to THREADS) and prints one JSON
         line: samples_per_s over the STEPS steps after the warm-up, the same from the median
         step time (median_step_samples_per_s), and every step's seconds.
 
@@ -23,10 +24,16 @@ import os
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+if len(sys.argv) > 5 and sys.argv[1] == "time":
+    # torch.set_num_threads does not reach the BLAS behind Debian's torch (OpenBLAS, which
+    # starts a thread per core); it must be told before it is loaded.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", sys.argv[5])
+    os.environ.setdefault("OMP_NUM_THREADS", sys.argv[5])
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 BATCHES = 8
 
