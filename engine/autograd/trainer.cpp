@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/parallel/comm.h"
+#include "engine/parallel/device_worker.h"
 #include "engine/parallel/run_in_parts.h"
 
 namespace dprun {
@@ -124,6 +125,15 @@ double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
     model_->mark_parameters_changed();
     return loss;
   }
+  // The whole step runs on device_ids[0]'s worker, which takes its own share of every
+  // hand-off inline: the caller is woken once per step.
+  double loss = 0;
+  run_on_worker(devices_[0], [&] { loss = fused_step(inputs, target, optimizer); });
+  return loss;
+}
+
+double Trainer::fused_step(const std::vector<Tensor>& inputs, const Tensor& target,
+                           Optimizer& optimizer) {
   std::vector<Tensor> all = feeds(inputs, target, 1.0);
   // Unless the last call was a step(), which left the replicas current, refresh them.
   if (!replicas_current_) model_->mark_parameters_changed();

@@ -85,6 +85,9 @@ class Trainer {
                             double loss_weight) const;
   /// Whether step() can fuse the update with the gradient sum and the replica copies.
   bool can_fuse(const Optimizer& optimizer) const;
+  /// step() when can_fuse(): forward and backward on every replica, then one pass that sums
+  /// the gradients, updates the parameters and copies them to the replicas.
+  double fused_step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
   std::vector<Tensor> gradients_;
   std::vector<Device> devices_;  // options.parallel.device_ids

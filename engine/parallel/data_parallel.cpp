@@ -6,6 +6,7 @@
 
 #include "engine/backend.h"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/device_worker.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
 #include "engine/warning.h"
@@ -157,27 +158,43 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
   return weights;
 }
 
+void DataParallel::on_first_device(const std::function<void()>& fn) const {
+  // The scatter, the hand-offs and the gather run on device_ids[0]'s worker, which runs its
+  // own replica inline: the caller's thread is woken once, when everything is done.
+  if (options_.device_ids.size() > 1)
+    run_on_worker(options_.device_ids[0], fn);
+  else
+    fn();
+}
+
 std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
   std::lock_guard lock(mutex_);
-  DataParallelRun run;
-  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
-  if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
+  std::vector<Tensor> result;
+  on_first_device([&] {
+    DataParallelRun run;
+    std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+    if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
+      last_run_ = run;
+      result = std::move(outputs[0]);
+      return;
+    }
+    auto start = std::chrono::steady_clock::now();
+    result = gather_or_sum(outputs);
+    run.gather_seconds = seconds_since(start);
     last_run_ = run;
-    return std::move(outputs[0]);
-  }
-  auto start = std::chrono::steady_clock::now();
-  auto gathered = gather_or_sum(outputs);
-  run.gather_seconds = seconds_since(start);
-  last_run_ = run;
-  return gathered;
+  });
+  return result;
 }
 
 std::vector<std::vector<Tensor>> DataParallel::forward_per_replica(
     const std::vector<Tensor>& inputs) {
   std::lock_guard lock(mutex_);
-  DataParallelRun run;
-  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
-  last_run_ = run;
+  std::vector<std::vector<Tensor>> outputs;
+  on_first_device([&] {
+    DataParallelRun run;
+    outputs = run_replicas(inputs, run);
+    last_run_ = run;
+  });
   return outputs;
 }
 

@@ -34,7 +34,13 @@ bool spin_until(Ready&& ready) {
   }
 }
 
+thread_local DeviceWorker* current_worker = nullptr;
+
 }  // namespace
+
+DeviceWorker* DeviceWorker::current() {
+  return current_worker;
+}
 
 DeviceWorker::DeviceWorker(Device device) : device_(device), thread_([this] { loop(); }) {}
 
@@ -62,6 +68,7 @@ std::future<void> DeviceWorker::submit(std::function<void()> task) {
 }
 
 void DeviceWorker::loop() {
+  current_worker = this;
   for (;;) {
     spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
     std::packaged_task<void()> task;
@@ -97,6 +104,52 @@ void wait_for_task(std::future<void>& done, bool spin) {
 bool may_spin_while(size_t busy_workers) {
   static const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   return busy_workers < hardware;
+}
+
+std::vector<std::exception_ptr> run_on_workers(const std::vector<Device>& devices,
+                                               const std::function<void(size_t)>& task) {
+  const size_t n = devices.size();
+  std::vector<std::exception_ptr> failures(n);
+  std::vector<std::future<void>> done(n);
+  const DeviceWorker* self = DeviceWorker::current();
+  size_t queued = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (self && self->device() == devices[i]) continue;  // below, on this thread
+    // The tasks refer to the caller's frame: one that cannot be queued runs below instead of
+    // throwing, so that every queued one is joined.
+    try {
+      done[i] = device_worker(devices[i]).submit([&task, i] { task(i); });
+      ++queued;
+    } catch (...) {
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i].valid()) continue;
+    try {
+      task(i);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  const bool spin = may_spin_while(queued);
+  for (size_t i = 0; i < n; ++i) {
+    if (!done[i].valid()) continue;
+    try {
+      wait_for_task(done[i], spin);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  return failures;
+}
+
+void run_on_worker(Device device, const std::function<void()>& fn) {
+  if (const DeviceWorker* self = DeviceWorker::current(); self && self->device() == device) {
+    fn();
+    return;
+  }
+  std::future<void> done = device_worker(device).submit(fn);
+  wait_for_task(done, /*spin=*/false);
 }
 
 }  // namespace dprun

@@ -7,14 +7,18 @@
 // millisecond. Waking a blocked thread costs tens of microseconds on an idle machine and can
 // cost a millisecond on a busy one, so a worker polls for its next task for a short while
 // (kSpinMicroseconds) before it blocks, and so may a waiting caller (wait_for_task) when a core
-// is left for it.
+// is left for it. A caller that is itself a device's worker runs that device's share inline
+// (run_on_workers), so a whole step can run on device_ids[0]'s worker (run_on_worker): the
+// caller's thread is then woken once per step, not after every hand-off.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "engine/device.h"
 
@@ -32,6 +36,8 @@ class DeviceWorker {
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
   Device device() const { return device_; }
+  /// The worker whose thread is calling, or nullptr on any other thread.
+  static DeviceWorker* current();
   /// Queues `task`; the future reports its completion or rethrows its exception, whatever
   /// its type. Throws only when the task cannot be queued (out of memory).
   std::future<void> submit(std::function<void()> task);
@@ -59,5 +65,17 @@ void wait_for_task(std::future<void>& done, bool spin);
 
 /// Whether a caller waiting on `busy_workers` workers may spin (see wait_for_task).
 bool may_spin_while(size_t busy_workers);
+
+/// Runs task(i) for every i < devices.size(), each on the worker of devices[i], concurrently,
+/// and returns when all are done: one exception per task (null where it succeeded), so the
+/// caller can join everything before it reports. A task for the calling worker's own device,
+/// or one that cannot be queued, runs on the calling thread. The caller spins while it waits
+/// when a core is left for it (may_spin_while).
+std::vector<std::exception_ptr> run_on_workers(const std::vector<Device>& devices,
+                                               const std::function<void(size_t)>& task);
+
+/// Runs fn on the worker of `device` and returns when it is done, rethrowing what it threw;
+/// runs it directly when called on that worker.
+void run_on_worker(Device device, const std::function<void()>& fn);
 
 }  // namespace dprun

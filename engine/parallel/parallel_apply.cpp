@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <exception>
-#include <future>
 #include <optional>
 #include <sstream>
 
@@ -13,26 +12,14 @@ namespace dprun {
 
 namespace {
 
-/// The message of the exception being handled; call only inside a catch block.
-std::string current_exception_message() {
+/// The message of `error`.
+std::string message_of(const std::exception_ptr& error) {
   try {
-    throw;
+    std::rethrow_exception(error);
   } catch (const std::exception& e) {
     return e.what();
   } catch (...) {
     return "unknown exception (not derived from std::exception)";
-  }
-}
-
-/// Waits for `done` when it was submitted; returns the failure it reports, if any. Never
-/// throws, so the caller can join every replica before it reports.
-std::optional<std::string> join(std::future<void>& done, bool spin) {
-  if (!done.valid()) return std::nullopt;
-  try {
-    wait_for_task(done, spin);
-    return std::nullopt;
-  } catch (...) {
-    return current_exception_message();
   }
 }
 
@@ -62,35 +49,26 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
   int device_count = options.device_count > 0 ? options.device_count : static_cast<int>(n);
   std::vector<std::vector<Tensor>> results(n);
   std::vector<double> busy(n, 0);
-  std::vector<std::future<void>> done(n);
+  std::vector<Device> devices;
+  for (const auto& replica : replicas) devices.push_back(replica->device());
+  std::vector<std::exception_ptr> errors = run_on_workers(devices, [&](size_t i) {
+    auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<ExecutionContext> execution =
+        backend_for(devices[i])
+            .create_execution_context(devices[i],
+                                      {.threads = options.threads, .device_count = device_count});
+    RunOptions run;
+    run.observers = options.observers;
+    run.context = execution.get();
+    results[i] = replicas[i]->run(inputs[i], run);
+    // The replica's work may still be queued on the device (a GPU stream): wait for it, so
+    // the clock measures the device's time and the results are ready for gather.
+    execution->synchronize();
+    busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
   std::vector<std::optional<std::string>> failures(n);
-  for (size_t i = 0; i < n; ++i) {
-    Model* replica = replicas[i].get();
-    Device device = replica->device();
-    // The tasks refer to this frame: a replica that cannot be queued is recorded, not thrown,
-    // so that the ones already queued are joined below.
-    try {
-      done[i] = device_worker(device).submit([&, i, replica, device] {
-        auto start = std::chrono::steady_clock::now();
-        std::unique_ptr<ExecutionContext> execution = backend_for(device).create_execution_context(
-            device, {.threads = options.threads, .device_count = device_count});
-        RunOptions run;
-        run.observers = options.observers;
-        run.context = execution.get();
-        results[i] = replica->run(inputs[i], run);
-        // The replica's work may still be queued on the device (a GPU stream): wait for it, so
-        // the clock measures the device's time and the results are ready for gather.
-        execution->synchronize();
-        busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      });
-    } catch (...) {
-      failures[i] = current_exception_message();
-    }
-  }
-  // Join every worker before reporting, so no task still uses this frame's state.
-  const bool spin = may_spin_while(n);
   for (size_t i = 0; i < n; ++i)
-    if (auto failure = join(done[i], spin)) failures[i] = std::move(failure);
+    if (errors[i]) failures[i] = message_of(errors[i]);
   if (timings) {
     timings->clear();
     for (size_t i = 0; i < n; ++i) timings->push_back({replicas[i]->device(), busy[i]});

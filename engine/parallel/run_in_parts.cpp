@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <future>
 
 #include "engine/parallel/device_worker.h"
 
@@ -20,32 +19,8 @@ void run_in_parts(const std::vector<Device>& devices, int64_t n, int64_t min_par
   }
   const auto parts = static_cast<int64_t>(cpus.size());
   auto bounds = [n, parts](int64_t k) { return n * k / parts; };
-  auto run = [&fn, &bounds](int64_t k) { fn(bounds(k), bounds(k + 1)); };
-  // Every part goes to a worker, part 0 included: the workers have just finished a step's
-  // replica runs and poll for work, while this thread would have to be woken from a wait.
-  std::vector<std::future<void>> done(static_cast<size_t>(parts));
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(parts));
-  for (int64_t k = 0; k < parts; ++k) {
-    try {
-      done[static_cast<size_t>(k)] =
-          device_worker(cpus[static_cast<size_t>(k)]).submit([&run, k] { run(k); });
-    } catch (...) {
-      // Not queued (no memory or no thread): run below, on this thread.
-    }
-  }
-  const bool spin = may_spin_while(static_cast<size_t>(parts));
-  for (int64_t k = 0; k < parts; ++k) {
-    auto& d = done[static_cast<size_t>(k)];
-    // Every queued part refers to this frame: all are joined before anything is rethrown.
-    try {
-      if (d.valid())
-        wait_for_task(d, spin);
-      else
-        run(k);
-    } catch (...) {
-      failures[static_cast<size_t>(k)] = std::current_exception();
-    }
-  }
+  std::vector<std::exception_ptr> failures =
+      run_on_workers(cpus, [&](size_t k) { fn(bounds(int64_t(k)), bounds(int64_t(k) + 1)); });
   for (const auto& failure : failures)
     if (failure) std::rethrow_exception(failure);
 }

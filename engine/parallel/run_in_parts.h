@@ -15,8 +15,8 @@ namespace dprun {
 /// (CPU devices; others are skipped), each on its device's worker, concurrently. Returns when every
 /// part is done, then rethrows the exception of the first part (in part order) that threw. With
 /// fewer than two CPU devices or n < min_parallel, runs fn(0, n) on the calling thread; with n <=
-/// 0, does nothing. `fn` must only write what its range owns. Not for use from a device worker's
-/// own tasks (it would wait on itself).
+/// 0, does nothing. `fn` must only write what its range owns. Called on a device's worker, that
+/// device's part runs on the calling thread (run_on_workers).
 void run_in_parts(const std::vector<Device>& devices, int64_t n, int64_t min_parallel,
                   const std::function<void(int64_t, int64_t)>& fn);
 
