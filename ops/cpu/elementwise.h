@@ -13,6 +13,7 @@
 
 #include "engine/kernel.h"
 #include "ops/cpu/broadcast.h"
+#include "ops/cpu/simd_loops.h"
 
 namespace dprun::ew {
 
@@ -95,7 +96,10 @@ inline To convert(From v) {
 template <class TI, class TO, class F>
 void unary_map(const ExecutionContext& exec, const TI* in, TO* out, int64_t n, const F& f) {
   exec.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+    if constexpr (std::is_same_v<TI, float> && std::is_same_v<TO, float>)
+      simd::map(f, in + begin, out + begin, end - begin);
+    else
+      for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
   });
 }
 
@@ -196,6 +200,15 @@ void binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, 
              const TA* x = pa + offs[0];
              const TB* y = pb + offs[1];
              TO* z = po + o;
+             if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float> &&
+                           std::is_same_v<TO, float>) {
+               if (st[0] && st[1])
+                 return simd::map2(f, x, y, z, n);
+               else if (st[0])
+                 return simd::map2_scalar_b(f, x, *y, z, n);
+               else if (st[1])
+                 return simd::map2_scalar_a(f, *x, y, z, n);
+             }
              if (st[0] && st[1]) {
                for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
              } else if (st[0]) {

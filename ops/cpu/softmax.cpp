@@ -9,12 +9,59 @@
 #include <string>
 
 #include "ops/cpu/reduce_common.h"
+#include "ops/cpu/simd_loops.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
 
 enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+
+/// Maximum and sum of a float32 row in 16 independent lanes, combined at the end: elementwise
+/// work that vectorises without reassociation flags (a single accumulator would not).
+constexpr int64_t kLanes = 16;
+
+inline float row_max(const float* x, int64_t D) {
+  float lane[kLanes];
+  for (float& v : lane) v = -std::numeric_limits<float>::infinity();
+  int64_t d = 0;
+  for (; d + kLanes <= D; d += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) lane[j] = x[d + j] > lane[j] ? x[d + j] : lane[j];
+  float mx = lane[0];
+  for (int64_t j = 1; j < kLanes; ++j) mx = lane[j] > mx ? lane[j] : mx;
+  for (; d < D; ++d) mx = x[d] > mx ? x[d] : mx;
+  return mx;
+}
+
+/// Sum of f(x[d]) over the row, in kLanes lanes.
+template <class F>
+inline float row_sum(const float* x, int64_t D, const F& f) {
+  float lane[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= D; d += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) lane[j] += f(x[d + j]);
+  float sum = 0;
+  for (int64_t j = 0; j < kLanes; ++j) sum += lane[j];
+  for (; d < D; ++d) sum += f(x[d]);
+  return sum;
+}
+
+/// One contiguous float32 row of Softmax or LogSoftmax, compiled per instruction set
+/// (simd_loops.h). Separate loops so that each vectorises: the maximum, the exponentials
+/// (math::exp_of is a polynomial for float) with their sum, and the scaling.
+template <SoftmaxKind K>
+DPRUN_SIMD_CLONES void softmax_row_f32(const float* x, float* y, int64_t D) {
+  const float mx = row_max(x, D);
+  if constexpr (K == SoftmaxKind::Softmax) {
+    for (int64_t d = 0; d < D; ++d) y[d] = math::exp_of(x[d] - mx);
+    const float inv = 1.0f / row_sum(y, D, [](float v) { return v; });
+    for (int64_t d = 0; d < D; ++d) y[d] *= inv;
+  } else {
+    const float sum = row_sum(x, D, [mx](float v) { return math::exp_of(v - mx); });
+    const float shift = mx + std::log(sum);
+    for (int64_t d = 0; d < D; ++d) y[d] = x[d] - shift;
+  }
+}
 
 template <SoftmaxKind K, class T>
 void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, int64_t D) {
@@ -25,6 +72,10 @@ void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, 
                       for (int64_t r = begin; r < end; ++r) {
                         const T* xr = x + r * D;
                         T* yr = y + r * D;
+                        if constexpr (K != SoftmaxKind::Hardmax && std::is_same_v<T, float>) {
+                          softmax_row_f32<K>(xr, yr, D);
+                          continue;
+                        }
                         if constexpr (K == SoftmaxKind::Hardmax) {
                           int64_t best = 0;
                           for (int64_t d = 1; d < D; ++d)

@@ -1,0 +1,48 @@
+#pragma once
+// Float32 elementwise loops compiled for AVX-512, AVX2 and the x86-64 baseline (SSE2), the
+// best one the CPU supports chosen when the library loads (GCC function multi-versioning: an
+// ifunc resolver per loop). The build targets the baseline so that the binary runs on any
+// x86-64 machine; without this, every elementwise kernel would run 4 lanes wide on a machine
+// with 16. The math functors (ops/math) are written to vectorise: branch-free selects and
+// polynomials instead of libm calls, so each clone inlines its functor and runs it 8 or 16 lanes
+// wide (Sigmoid over 64k floats: 2.2 ns per element on the baseline, 0.4 ns with AVX-512).
+//
+// The clones differ in rounding only where the wider ISA contracts a * b + c into an FMA: a
+// result can differ by an ulp between machines, never between runs on one machine.
+//
+// Elsewhere (other compilers or architectures) each function is one portable loop.
+#include <cstdint>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define DPRUN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DPRUN_SIMD_CLONES
+#endif
+
+namespace dprun::simd {
+
+/// out[i] = f(in[i]) for i < n. `out` may be `in` (in place), not a shifted view of it.
+template <class F>
+DPRUN_SIMD_CLONES void map(const F& f, const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+
+/// out[i] = f(a[i], b[i]) for i < n.
+template <class F>
+DPRUN_SIMD_CLONES void map2(const F& f, const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+}
+
+/// out[i] = f(a[i], b) for i < n: the right operand broadcast.
+template <class F>
+DPRUN_SIMD_CLONES void map2_scalar_b(const F& f, const float* a, float b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b);
+}
+
+/// out[i] = f(a, b[i]) for i < n: the left operand broadcast.
+template <class F>
+DPRUN_SIMD_CLONES void map2_scalar_a(const F& f, float a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a, b[i]);
+}
+
+}  // namespace dprun::simd
