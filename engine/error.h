@@ -1,6 +1,7 @@
 #pragma once
 // The one exception type of the project. Messages carry their context, e.g.
 // "[Conv] node 'conv1': weight must be 4-D, got shape [3, 3]".
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,19 @@ std::string concat(const Args&... args) {
 template <class... Args>
 [[noreturn]] void fail(const Args&... args) {
   throw Error(detail::concat(args...));
+}
+
+/// The message of `error`: what() of a std::exception, a fixed text for anything else, and
+/// "" for no error.
+inline std::string error_message(const std::exception_ptr& error) {
+  if (!error) return "";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception (not derived from std::exception)";
+  }
 }
 
 }  // namespace dprun

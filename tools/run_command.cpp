@@ -12,6 +12,7 @@
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/format.h"
+#include "tools/outputs.h"
 #include "tools/parallel_options.h"
 #include "tools/run_distributed.h"
 
@@ -89,15 +90,7 @@ int run_command(int argc, char** argv, int first) {
     std::printf("  %-8s %lld rows\n", run.devices_used[i].to_string().c_str(),
                 static_cast<long long>(i < run.chunk_rows.size() ? run.chunk_rows[i] : 0));
   auto out_names = model->output_names();
-  if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::printf("  output %-24s %s %s\n", out_names[i].c_str(), outputs[i].describe().c_str(),
-                preview_values(outputs[i]).c_str());
-    if (!output_dir.empty())
-      write_npy(
-          outputs[i],
-          (std::filesystem::path(output_dir) / (safe_file_name(out_names[i]) + ".npy")).string());
-  }
+  report_outputs(out_names, outputs, output_dir);
   if (!json_path.empty()) write_json(json_path, run, out_names, outputs, ms);
   std::printf("time: %.3f ms per run (%d run%s)\n", ms, iters, iters == 1 ? "" : "s");
   return 0;

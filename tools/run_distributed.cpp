@@ -12,6 +12,7 @@
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "tools/format.h"
+#include "tools/outputs.h"
 #include "tools/rank_slices.h"
 
 namespace dprun::cli {
@@ -91,15 +92,7 @@ int run_on_ranks(const DistributedRun& run, const std::string& model_path,
   for (size_t k = 0; k < slices.rows.size(); ++k)
     std::printf("  rank %-4zu %lld rows\n", k, static_cast<long long>(slices.rows[k]));
   auto out_names = work.model->output_names();
-  if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::printf("  output %-24s %s %s\n", out_names[i].c_str(), outputs[i].describe().c_str(),
-                preview_values(outputs[i]).c_str());
-    if (!output_dir.empty())
-      write_npy(
-          outputs[i],
-          (std::filesystem::path(output_dir) / (safe_file_name(out_names[i]) + ".npy")).string());
-  }
+  report_outputs(out_names, outputs, output_dir);
   if (!json_path.empty()) {
     std::ostringstream out;
     out << "{\n  \"ranks\": {\"world_size\": " << run.size()

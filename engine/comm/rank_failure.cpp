@@ -5,17 +5,6 @@
 
 namespace dprun {
 
-std::string error_message(const std::exception_ptr& error) {
-  if (!error) return "";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception (not derived from std::exception)";
-  }
-}
-
 void throw_if_any_rank_failed(ProcessGroup& group, const std::exception_ptr& local_error) {
   auto flags = all_gather_values<uint8_t>(group, local_error ? 1 : 0);
   std::vector<bool> failed(flags.begin(), flags.end());

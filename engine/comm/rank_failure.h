@@ -41,7 +41,4 @@ void throw_if_any_rank_failed(ProcessGroup& group, const std::exception_ptr& loc
 void throw_rank_failures(ProcessGroup& group, const std::vector<bool>& failed,
                          const std::exception_ptr& local_error);
 
-/// The message of `error` (what() of a std::exception, or a fixed text for anything else).
-std::string error_message(const std::exception_ptr& error);
-
 }  // namespace dprun

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <exception>
-#include <optional>
 #include <sstream>
 
 #include "engine/backend.h"
@@ -12,27 +11,16 @@ namespace dprun {
 
 namespace {
 
-/// The message of `error`.
-std::string message_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception (not derived from std::exception)";
-  }
-}
-
 /// Throws one Error naming every failed replica, its device and its message; returns when
 /// none failed.
 void report_failures(const std::vector<std::shared_ptr<Model>>& replicas,
-                     const std::vector<std::optional<std::string>>& failures) {
+                     const std::vector<std::exception_ptr>& failures) {
   std::ostringstream errors;
   int failed = 0;
   for (size_t i = 0; i < failures.size(); ++i)
     if (failures[i])
       errors << (failed++ ? "; " : "") << "replica " << i << " on "
-             << replicas[i]->device().to_string() << ": " << *failures[i];
+             << replicas[i]->device().to_string() << ": " << error_message(failures[i]);
   size_t n = replicas.size();
   if (failed) fail(failed, " of ", n, " replica", n == 1 ? "" : "s", " failed: ", errors.str());
 }
@@ -66,14 +54,11 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     execution->synchronize();
     busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
-  std::vector<std::optional<std::string>> failures(n);
-  for (size_t i = 0; i < n; ++i)
-    if (errors[i]) failures[i] = message_of(errors[i]);
   if (timings) {
     timings->clear();
     for (size_t i = 0; i < n; ++i) timings->push_back({replicas[i]->device(), busy[i]});
   }
-  report_failures(replicas, failures);
+  report_failures(replicas, errors);
   return results;
 }
 

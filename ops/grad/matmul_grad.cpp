@@ -2,6 +2,7 @@
 // over broadcast batch axes. 1-D operands are promoted to matrices as the forward op does.
 #include <algorithm>
 
+#include "engine/autograd/shape_propagation.h"
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
@@ -18,29 +19,6 @@ std::optional<SymbolicShape> shape_of(GradientContext& ctx, const std::string& v
   auto t = ctx.type_of(v);
   if (!t || !t->shape) return std::nullopt;
   return t->shape;
-}
-
-// Broadcast of two batch shapes where it can be told statically; unknown dims otherwise.
-SymbolicShape broadcast_batch(const SymbolicShape& a, const SymbolicShape& b) {
-  size_t rank = std::max(a.size(), b.size());
-  SymbolicShape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const Dim* da = i + a.size() >= rank ? &a[i + a.size() - rank] : nullptr;
-    const Dim* db = i + b.size() >= rank ? &b[i + b.size() - rank] : nullptr;
-    if (!da || (db && da->is_known() && da->value == 1)) {
-      out[i] = *db;
-    } else if (!db || (db->is_known() && db->value == 1)) {
-      out[i] = *da;
-    } else if (da->is_known() && db->is_known() && da->value == db->value) {
-      out[i] = *da;
-    } else if (!da->is_known() && !db->is_known() && !da->symbol.empty() &&
-               da->symbol == db->symbol) {
-      out[i] = *da;
-    } else {
-      out[i] = Dim{};
-    }
-  }
-  return out;
 }
 
 void matmul_grad(GradientContext& ctx) {
@@ -67,14 +45,15 @@ void matmul_grad(GradientContext& ctx) {
   if (sa && sb) {
     SymbolicShape ma = ra == 1 ? SymbolicShape{Dim::known(1), (*sa)[0]} : *sa;
     SymbolicShape mb = rb == 1 ? SymbolicShape{(*sb)[0], Dim::known(1)} : *sb;
-    SymbolicShape batch = broadcast_batch(SymbolicShape(ma.begin(), ma.end() - 2),
-                                          SymbolicShape(mb.begin(), mb.end() - 2));
-    ga_shape = batch;
-    ga_shape->insert(ga_shape->end(), ma.end() - 2, ma.end());
-    gb_shape = batch;
-    gb_shape->insert(gb_shape->end(), mb.end() - 2, mb.end());
-    if (ra == 1) ga_shape->erase(ga_shape->end() - 2);
-    if (rb == 1) gb_shape->erase(gb_shape->end() - 1);
+    std::optional<SymbolicShape> batch = broadcast_symbolic(
+        SymbolicShape(ma.begin(), ma.end() - 2), SymbolicShape(mb.begin(), mb.end() - 2));
+    if (batch) {
+      ga_shape = gb_shape = batch;
+      ga_shape->insert(ga_shape->end(), ma.end() - 2, ma.end());
+      gb_shape->insert(gb_shape->end(), mb.end() - 2, mb.end());
+      if (ra == 1) ga_shape->erase(ga_shape->end() - 2);
+      if (rb == 1) gb_shape->erase(gb_shape->end() - 1);
+    }
   }
 
   if (ctx.wants_GI(0)) {

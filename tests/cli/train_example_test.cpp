@@ -2,8 +2,6 @@
 // devices, with SGD and with Adam, and the saved model loads with the trained parameters.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -18,17 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 CommandResult run_example(const std::string& arguments) {
-  std::string command = std::string(DPRUN_TRAIN_MLP_EXAMPLE) + " " + arguments + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  int raw = pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return result;
+  return run_shell(std::string(DPRUN_TRAIN_MLP_EXAMPLE) + " " + arguments);
 }
 
 std::vector<double> step_losses(const std::string& output) {

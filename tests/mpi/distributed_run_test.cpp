@@ -16,23 +16,11 @@ namespace dprun {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_text;
 using testing::run_dprun;
 using testing::run_ranks;
+using testing::scratch;
 using testing::source_path;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("dprun_mpi_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;

@@ -24,28 +24,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::mpirun;
+using testing::read_text;
 using testing::run_dprun;
 using testing::run_ranks;
+using testing::scratch;
 using testing::source_path;
 
 // Default mode against one process on one device: the ranks sum their shards' gradients, where
 // one device sums all rows in one product, so float32 rounding differs. Measured on the MLP
 // cases: at most 4% of this tolerance.
 constexpr double kRelative = 1e-5, kAbsolute = 1e-7;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("dprun_mpi_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 // A reference case's arguments, with the data paths made absolute and --devices removed.
 struct CaseArgs {

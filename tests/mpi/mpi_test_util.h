@@ -2,33 +2,20 @@
 // Starting dprun under mpirun from a test: the launcher, its flags and environment come from
 // CMake (DPRUN_MPIEXEC, DPRUN_MPIEXEC_FLAGS, DPRUN_MPIEXEC_ENV), so the tests run the same as
 // root in a CI container and as a user.
-#include <sys/wait.h>
+#include <unistd.h>
 
-#include <array>
-#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "../command_util.h"
 
 namespace dprun::testing {
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
 /// Runs `command` with sh, stdin from /dev/null, killed after `timeout_s` seconds.
 inline CommandResult run_command(const std::string& command, int timeout_s = 180) {
-  std::string line =
-      "timeout -k 10 " + std::to_string(timeout_s) + " " + command + " </dev/null 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(line.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  int raw = pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return result;
+  return run_shell("timeout -k 10 " + std::to_string(timeout_s) + " " + command + " </dev/null");
 }
 
 /// "ENV mpiexec -n N FLAGS": the start of a command line that runs N ranks.
@@ -46,8 +33,21 @@ inline CommandResult run_dprun(const std::string& arguments) {
   return run_command(std::string(DPRUN_BINARY) + " " + arguments);
 }
 
-inline std::string source_path(const std::string& relative) {
-  return std::string(DPRUN_SOURCE_DIR) + "/" + relative;
+/// The whole text of the file at `path` (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// An empty folder of the temporary directory for this process: dprun_mpi_NAME_PID.
+inline std::filesystem::path scratch(const std::string& name) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("dprun_mpi_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace dprun::testing
