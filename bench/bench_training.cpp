@@ -1,7 +1,7 @@
 // One training step (Trainer::step with SGD and momentum) of the MLP 784-512-256-10 with
-// GELU and LogSoftmax (as torch.onnx.export writes it), batch 64, on one and two CPU devices
-// of one thread each. The ratio of the two is the data-parallel speed-up of training; run
-// with random interleaving so that both see the same machine:
+// GELU and LogSoftmax (as torch.onnx.export writes it), at batch 64 and 256, on one and two
+// CPU devices of one thread each. The ratio of the two is the data-parallel speed-up of training;
+// run with random interleaving so that both see the same machine:
 //   build/dprun_bench --benchmark_filter=TrainStep --benchmark_repetitions=10
 //     --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
@@ -13,13 +13,6 @@
 
 namespace dprun::bench {
 namespace {
-
-Attribute int_attribute(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
 
 // Linear layers as Gemm(x, W, b) with W [out, in] and transB = 1, GELU in its erf form.
 std::shared_ptr<Graph> gelu_mlp(const std::vector<int64_t>& widths) {
@@ -50,7 +43,7 @@ std::shared_ptr<Graph> gelu_mlp(const std::vector<int64_t>& widths) {
       for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] *= bound;
     g->initializers["w" + k] = w;
     g->initializers["b" + k] = b;
-    node("Gemm", {x, "w" + k, "b" + k}, "h" + k, {{"transB", int_attribute(1)}});
+    node("Gemm", {x, "w" + k, "b" + k}, "h" + k, {{"transB", Attribute::of_int(1)}});
     x = "h" + k;
     if (l + 2 == widths.size()) break;
     node("Div", {x, "sqrt2"}, "d" + k);
@@ -60,15 +53,15 @@ std::shared_ptr<Graph> gelu_mlp(const std::vector<int64_t>& widths) {
     node("Mul", {"m" + k, "half"}, "gelu" + k);
     x = "gelu" + k;
   }
-  node("LogSoftmax", {x}, "log_probs", {{"axis", int_attribute(1)}});
+  node("LogSoftmax", {x}, "log_probs", {{"axis", Attribute::of_int(1)}});
   g->outputs.push_back({"log_probs", {DType::Float32, std::nullopt}});
   return g;
 }
 
-// args: devices (one thread each)
+// args: batch, devices (one thread each)
 void BM_TrainStep(benchmark::State& state) {
-  const int devices = static_cast<int>(state.range(0));
-  constexpr int64_t kBatch = 64;
+  const int64_t kBatch = state.range(0);
+  const int devices = static_cast<int>(state.range(1));
   auto model = std::make_shared<Model>(gelu_mlp({784, 512, 256, 10}), Device::cpu(0));
   TrainerOptions options;
   options.training.loss = {.kind = LossKind::Nll};
@@ -85,9 +78,8 @@ void BM_TrainStep(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TrainStep)
-    ->Arg(1)
-    ->Arg(2)
-    ->ArgName("devices")
+    ->ArgsProduct({{64, 256}, {1, 2}})
+    ->ArgNames({"batch", "devices"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

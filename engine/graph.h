@@ -29,6 +29,15 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<dprun::Tensor> tensors;
   std::vector<std::shared_ptr<dprun::Graph>> graphs;
+
+  /// One attribute of each common kind, for code that builds nodes.
+  static Attribute of_int(int64_t v) { return {.kind = Kind::Int, .i = v}; }
+  static Attribute of_float(float v) { return {.kind = Kind::Float, .f = v}; }
+  static Attribute of_string(std::string v) { return {.kind = Kind::String, .s = std::move(v)}; }
+  static Attribute of_tensor(dprun::Tensor v) { return {.kind = Kind::Tensor, .t = std::move(v)}; }
+  static Attribute of_ints(std::vector<int64_t> v) {
+    return {.kind = Kind::Ints, .ints = std::move(v)};
+  }
 };
 
 /// One operator application. Input names may be empty for omitted optional inputs.

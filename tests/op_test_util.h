@@ -48,31 +48,6 @@ inline Node make_node(const std::string& op, std::vector<std::string> inputs,
   return n;
 }
 
-inline Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-inline Attribute float_attr(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-inline Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute string_attr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
-
 /// Expects `t` to have `shape` and, element by element, `values` within `tol`.
 inline void expect_values(const Tensor& t, const Shape& shape, const std::vector<double>& values,
                           double tol = 1e-5) {

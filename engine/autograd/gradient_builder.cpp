@@ -7,37 +7,6 @@
 
 namespace dprun {
 
-Attribute grad_attr_int(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute grad_attr_float(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute grad_attr_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute grad_attr_string(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
-}
-Attribute grad_attr_tensor(Tensor t) {
-  Attribute a;
-  a.kind = Attribute::Kind::Tensor;
-  a.t = std::move(t);
-  return a;
-}
-
 namespace {
 
 // A 0-d tensor of `dtype` holding v.
@@ -308,7 +277,7 @@ GradientResult GradientBuilder::run() {
                   "the graph imports ", onnx_opset());
       std::string shape = emit("seed", "Shape", {spec_.y}, 1, {})[0];
       Tensor one = scalar_tensor(1.0, *dt).reshape({1});
-      seed = emit("seed", "ConstantOfShape", {shape}, 1, {{"value", grad_attr_tensor(one)}})[0];
+      seed = emit("seed", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(one)}})[0];
     }
     grads_[spec_.y].push_back(seed);
   }
@@ -353,7 +322,7 @@ GradientResult GradientBuilder::run() {
                   "' is unknown, so zeros cannot be built for its gradient");
       std::string shape = emit("zeros", "Shape", {x}, 1, {})[0];
       Tensor zero = scalar_tensor(0.0, *dt).reshape({1});
-      g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", grad_attr_tensor(zero)}})[0];
+      g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(zero)}})[0];
     }
     result.gradients.push_back(g);
   }
@@ -415,7 +384,7 @@ std::string GradientContext::emit(const std::string& op_type, std::vector<std::s
 }
 
 std::string GradientContext::constant(const Tensor& t) {
-  return emit("Constant", {}, {{"value", grad_attr_tensor(t)}});
+  return emit("Constant", {}, {{"value", Attribute::of_tensor(t)}});
 }
 
 std::string GradientContext::scalar(double v, DType dtype) {
@@ -456,9 +425,9 @@ std::optional<Tensor> GradientContext::constant_value(const std::string& value) 
 std::string GradientContext::reduce_sum(const std::string& x, const std::vector<int64_t>& axes,
                                         bool keepdims) {
   if (axes.empty()) return x;
-  std::map<std::string, Attribute> attrs{{"keepdims", grad_attr_int(keepdims ? 1 : 0)}};
+  std::map<std::string, Attribute> attrs{{"keepdims", Attribute::of_int(keepdims ? 1 : 0)}};
   if (onnx_opset() < 13) {
-    attrs["axes"] = grad_attr_ints(axes);
+    attrs["axes"] = Attribute::of_ints(axes);
     return emit("ReduceSum", {x}, attrs);
   }
   return emit("ReduceSum", {x, ints(axes)}, attrs);
@@ -466,13 +435,13 @@ std::string GradientContext::reduce_sum(const std::string& x, const std::vector<
 
 std::string GradientContext::unsqueeze(const std::string& x, const std::vector<int64_t>& axes) {
   if (axes.empty()) return x;
-  if (onnx_opset() < 13) return emit("Unsqueeze", {x}, {{"axes", grad_attr_ints(axes)}});
+  if (onnx_opset() < 13) return emit("Unsqueeze", {x}, {{"axes", Attribute::of_ints(axes)}});
   return emit("Unsqueeze", {x, ints(axes)});
 }
 
 std::string GradientContext::squeeze(const std::string& x, const std::vector<int64_t>& axes) {
   if (axes.empty()) return x;
-  if (onnx_opset() < 13) return emit("Squeeze", {x}, {{"axes", grad_attr_ints(axes)}});
+  if (onnx_opset() < 13) return emit("Squeeze", {x}, {{"axes", Attribute::of_ints(axes)}});
   return emit("Squeeze", {x, ints(axes)});
 }
 
@@ -481,7 +450,7 @@ std::string GradientContext::reshape_like(const std::string& x, const std::strin
 }
 
 std::string GradientContext::cast(const std::string& x, DType to) {
-  return emit("Cast", {x}, {{"to", grad_attr_int(static_cast<int64_t>(to))}});
+  return emit("Cast", {x}, {{"to", Attribute::of_int(static_cast<int64_t>(to))}});
 }
 
 std::string GradientContext::unbroadcast(const std::string& g, const std::string& out,
@@ -536,13 +505,13 @@ std::string GradientContext::reduce_to_shape_of(const std::string& g,
   std::string pad = emit("Sub", {emit("Size", {g_dims}), emit("Size", {t_dims})});
   Tensor one = Tensor::from_vector<int64_t>({1}, {1});
   std::string ones = emit("ConstantOfShape", {emit("Reshape", {pad, ints({1})})},
-                          {{"value", grad_attr_tensor(one)}});
-  std::string padded = emit("Concat", {ones, t_dims}, {{"axis", grad_attr_int(0)}});
+                          {{"value", Attribute::of_tensor(one)}});
+  std::string padded = emit("Concat", {ones, t_dims}, {{"axis", Attribute::of_int(0)}});
   std::string mask = emit("Equal", {padded, constant(one)});
   std::string axes = emit("Reshape", {emit("NonZero", {mask}), ints({-1})});
   std::string r =
       emit("ReduceSum", {g, axes},
-           {{"keepdims", grad_attr_int(1)}, {"noop_with_empty_axes", grad_attr_int(1)}});
+           {{"keepdims", Attribute::of_int(1)}, {"noop_with_empty_axes", Attribute::of_int(1)}});
   return emit("Reshape", {r, t_dims});
 }
 

@@ -53,13 +53,6 @@ struct GradientResult {
 /// y has no gradient rule or its rule cannot handle it.
 GradientResult build_gradient(const Graph& graph, const GradientSpec& spec);
 
-// Attribute constructors for rules.
-Attribute grad_attr_int(int64_t v);
-Attribute grad_attr_float(float v);
-Attribute grad_attr_ints(std::vector<int64_t> v);
-Attribute grad_attr_string(std::string v);
-Attribute grad_attr_tensor(Tensor t);
-
 class GradientBuilder;
 
 /// What a gradient rule sees for one forward node, and how it emits nodes.

@@ -34,11 +34,11 @@ class LossEmitter {
     if (dtype == DType::Float32) t = Tensor::scalar<float>(static_cast<float>(v));
     DPRUN_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "loss: ", dtype_name(dtype),
                 " losses are not supported (float32 and float64 are)");
-    return emit("Constant", {}, {{"value", grad_attr_tensor(t)}});
+    return emit("Constant", {}, {{"value", Attribute::of_tensor(t)}});
   }
 
   std::string mean_of_all(const std::string& x) {
-    return emit("ReduceMean", {x}, {{"keepdims", grad_attr_int(0)}});
+    return emit("ReduceMean", {x}, {{"keepdims", Attribute::of_int(0)}});
   }
 
  private:
@@ -93,7 +93,7 @@ std::pair<std::string, std::optional<SymbolicShape>> classes_at_dim_1(LossEmitte
   std::vector<int64_t> perm = {0, c};
   for (int64_t d = 1; d < rank; ++d)
     if (d != c) perm.push_back(d);
-  return {emit.emit("Transpose", {info.name}, {{"perm", grad_attr_ints(perm)}}), target};
+  return {emit.emit("Transpose", {info.name}, {{"perm", Attribute::of_ints(perm)}}), target};
 }
 
 std::string add_target_input(Graph& graph, DType dtype, std::optional<SymbolicShape> shape) {

@@ -269,7 +269,7 @@ Graph inference_graph(const Graph& forward) {
       if (g.opset("") >= 12)
         node.inputs.resize(std::min<size_t>(node.inputs.size(), 1));
       else
-        node.attributes["is_test"] = grad_attr_int(1);
+        node.attributes["is_test"] = Attribute::of_int(1);
     }
   }
   g.state_updates.clear();

@@ -82,10 +82,10 @@ void average_pool_grad(GradientContext& ctx) {
   std::vector<int64_t> pads, output_padding;
   transpose_padding(g, pads, output_padding);
   std::string dx = ctx.emit("ConvTranspose", {dy, ones},
-                            {{"strides", grad_attr_ints(g.strides)},
-                             {"dilations", grad_attr_ints(g.dilations)},
-                             {"pads", grad_attr_ints(pads)},
-                             {"output_padding", grad_attr_ints(output_padding)}});
+                            {{"strides", Attribute::of_ints(g.strides)},
+                             {"dilations", Attribute::of_ints(g.dilations)},
+                             {"pads", Attribute::of_ints(pads)},
+                             {"output_padding", Attribute::of_ints(output_padding)}});
   ctx.set_GI(0, ctx.reshape_like(dx, ctx.I(0)));
 }
 

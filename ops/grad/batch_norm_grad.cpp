@@ -66,11 +66,11 @@ std::string broadcast_param(GradientContext& ctx, const BatchNormForm& f, const 
   }
   // [1, C, D1, ...] from X's shape: per-activation parameters may also come flat ([C * D1...]).
   std::string tail = ctx.emit("Slice", {ctx.emit("Shape", {ctx.I(0)})},
-                              {{"starts", grad_attr_ints({1})},
-                               {"ends", grad_attr_ints({INT64_MAX})},
-                               {"axes", grad_attr_ints({0})}});
+                              {{"starts", Attribute::of_ints({1})},
+                               {"ends", Attribute::of_ints({INT64_MAX})},
+                               {"axes", Attribute::of_ints({0})}});
   return ctx.emit("Reshape",
-                  {p, ctx.emit("Concat", {ctx.ints({1}), tail}, {{"axis", grad_attr_int(0)}})});
+                  {p, ctx.emit("Concat", {ctx.ints({1}), tail}, {{"axis", Attribute::of_int(0)}})});
 }
 
 // Sums `g` (shaped like X) over the reduced axes into the shape of parameter `p`.
@@ -85,8 +85,8 @@ std::string reduce_mean(GradientContext& ctx, const std::string& x,
                         const std::vector<int64_t>& axes) {
   if (ctx.onnx_opset() < 18)
     return ctx.emit("ReduceMean", {x},
-                    {{"axes", grad_attr_ints(axes)}, {"keepdims", grad_attr_int(1)}});
-  return ctx.emit("ReduceMean", {x, ctx.ints(axes)}, {{"keepdims", grad_attr_int(1)}});
+                    {{"axes", Attribute::of_ints(axes)}, {"keepdims", Attribute::of_int(1)}});
+  return ctx.emit("ReduceMean", {x, ctx.ints(axes)}, {{"keepdims", Attribute::of_int(1)}});
 }
 
 // 1 / sqrt(var + epsilon).

@@ -24,9 +24,9 @@ void concat_grad(GradientContext& ctx) {
     for (size_t i = 0; i < n; ++i) {
       if (ctx.wants_GI(i))
         ctx.set_GI(i, ctx.emit("Slice", {ctx.GO(0)},
-                               {{"starts", grad_attr_ints({offset})},
-                                {"ends", grad_attr_ints({offset + sizes[i]})},
-                                {"axes", grad_attr_ints({axis})}}));
+                               {{"starts", Attribute::of_ints({offset})},
+                                {"ends", Attribute::of_ints({offset + sizes[i]})},
+                                {"axes", Attribute::of_ints({axis})}}));
       offset += sizes[i];
     }
     return;

@@ -37,9 +37,9 @@ std::string crop_spatial(GradientContext& ctx, const std::string& v, size_t spat
     return ctx.emit("Slice", {v, ctx.ints(starts), static_ends ? ctx.ints(*static_ends) : ends,
                               ctx.ints(axes)});
   return ctx.emit("Slice", {v},
-                  {{"starts", grad_attr_ints(starts)},
-                   {"ends", grad_attr_ints(*static_ends)},
-                   {"axes", grad_attr_ints(axes)}});
+                  {{"starts", Attribute::of_ints(starts)},
+                   {"ends", Attribute::of_ints(*static_ends)},
+                   {"axes", Attribute::of_ints(axes)}});
 }
 
 void conv_grad(GradientContext& ctx) {
@@ -67,9 +67,9 @@ void conv_grad(GradientContext& ctx) {
   const std::string& go = ctx.GO(0);
 
   if (ctx.wants_GI(0)) {
-    std::map<std::string, Attribute> attrs = {{"strides", grad_attr_ints(strides)},
-                                              {"dilations", grad_attr_ints(dilations)},
-                                              {"group", grad_attr_int(group)}};
+    std::map<std::string, Attribute> attrs = {{"strides", Attribute::of_ints(strides)},
+                                              {"dilations", Attribute::of_ints(dilations)},
+                                              {"group", Attribute::of_int(group)}};
     std::vector<int64_t> output_padding(spatial);
     if (!dynamic) {
       // X + pads - extent = (out - 1) * stride + unused, with unused < stride rows the
@@ -78,8 +78,8 @@ void conv_grad(GradientContext& ctx) {
         int64_t extent = ((*kernel)[i] - 1) * dilations[i] + 1;
         output_padding[i] = ((*x_spatial)[i] + pads[i] + pads[i + spatial] - extent) % strides[i];
       }
-      attrs["pads"] = grad_attr_ints(pads);
-      attrs["output_padding"] = grad_attr_ints(output_padding);
+      attrs["pads"] = Attribute::of_ints(pads);
+      attrs["output_padding"] = Attribute::of_ints(output_padding);
       ctx.set_GI(0, ctx.emit("ConvTranspose", {go, ctx.I(1)}, attrs));
     } else {
       // Crop only the leading pads; the end is cut by the Slice below.
@@ -88,8 +88,8 @@ void conv_grad(GradientContext& ctx) {
         begin_pads[i] = pads[i];
         output_padding[i] = strides[i] - 1;
       }
-      attrs["pads"] = grad_attr_ints(begin_pads);
-      attrs["output_padding"] = grad_attr_ints(output_padding);
+      attrs["pads"] = Attribute::of_ints(begin_pads);
+      attrs["output_padding"] = Attribute::of_ints(output_padding);
       std::string full = ctx.emit("ConvTranspose", {go, ctx.I(1)}, attrs);
       ctx.set_GI(0, crop_spatial(ctx, full, spatial, nullptr, spatial_dims(ctx, ctx.I(0))));
     }
@@ -98,16 +98,16 @@ void conv_grad(GradientContext& ctx) {
     if (group != 1) ctx.fail("the weight gradient needs group = 1, got ", group);
     std::vector<int64_t> perm = {1, 0};
     for (size_t i = 0; i < spatial; ++i) perm.push_back(static_cast<int64_t>(i + 2));
-    std::string xt = ctx.emit("Transpose", {ctx.I(0)}, {{"perm", grad_attr_ints(perm)}});
-    std::string gt = ctx.emit("Transpose", {go}, {{"perm", grad_attr_ints(perm)}});
+    std::string xt = ctx.emit("Transpose", {ctx.I(0)}, {{"perm", Attribute::of_ints(perm)}});
+    std::string gt = ctx.emit("Transpose", {go}, {{"perm", Attribute::of_ints(perm)}});
     std::string dw = ctx.emit("Conv", {xt, gt},
-                              {{"strides", grad_attr_ints(dilations)},
-                               {"dilations", grad_attr_ints(strides)},
-                               {"pads", grad_attr_ints(pads)}});
+                              {{"strides", Attribute::of_ints(dilations)},
+                               {"dilations", Attribute::of_ints(strides)},
+                               {"pads", Attribute::of_ints(pads)}});
     // The correlation can extend past the kernel when the stride leaves input rows unused.
     dw = kernel ? crop_spatial(ctx, dw, spatial, &*kernel, {})
                 : crop_spatial(ctx, dw, spatial, nullptr, spatial_dims(ctx, ctx.I(1)));
-    ctx.set_GI(1, ctx.emit("Transpose", {dw}, {{"perm", grad_attr_ints(perm)}}));
+    ctx.set_GI(1, ctx.emit("Transpose", {dw}, {{"perm", Attribute::of_ints(perm)}}));
   }
   if (ctx.input_count() > 2 && ctx.wants_GI(2)) {
     std::vector<int64_t> axes = {0};

@@ -30,7 +30,7 @@ GatherView gather_view(GradientContext& ctx, int64_t axis) {
         "Slice", {v.x_dims, ctx.ints({axis + 1}), ctx.ints({std::numeric_limits<int64_t>::max()})});
     inner = grad::reduce(ctx, "ReduceProd", after, {}, true);
   }
-  Attribute axis0 = grad_attr_int(0);
+  Attribute axis0 = Attribute::of_int(0);
   v.dy3 =
       ctx.emit("Reshape",
                {ctx.GO(0), ctx.emit("Concat", {outer, ctx.ints({-1}), inner}, {{"axis", axis0}})});
@@ -44,7 +44,7 @@ std::string scatter_add(GradientContext& ctx, const GatherView& v) {
   std::string idx = ctx.emit("Reshape", {ctx.I(1), ctx.ints({-1, 1})});
   std::string idx3 = ctx.emit("Expand", {idx, ctx.emit("Shape", {v.dy3})});
   return ctx.emit("ScatterElements", {v.zeros3, idx3, v.dy3},
-                  {{"axis", grad_attr_int(1)}, {"reduction", grad_attr_string("add")}});
+                  {{"axis", Attribute::of_int(1)}, {"reduction", Attribute::of_string("add")}});
 }
 
 // Opsets 11-15: group equal indices (negative ones normalised first so -1 and size-1 group
@@ -59,10 +59,10 @@ std::string grouped_scatter(GradientContext& ctx, const GatherView& v) {
                                           ctx.scalar(1, DType::Int64)});
   std::string member = ctx.emit("Equal", {ctx.unsqueeze(u[2], {1}), groups});  // [Q, groups]
   std::string onehot_t = ctx.emit("Transpose", {ctx.cast(member, ctx.dtype_of(ctx.I(0)))},
-                                  {{"perm", grad_attr_ints({1, 0})}});
+                                  {{"perm", Attribute::of_ints({1, 0})}});
   std::string sums = ctx.emit("MatMul", {onehot_t, v.dy3});  // [outer, groups, inner]
   std::string idx3 = ctx.emit("Expand", {ctx.unsqueeze(u[0], {1}), ctx.emit("Shape", {sums})});
-  return ctx.emit("ScatterElements", {v.zeros3, idx3, sums}, {{"axis", grad_attr_int(1)}});
+  return ctx.emit("ScatterElements", {v.zeros3, idx3, sums}, {{"axis", Attribute::of_int(1)}});
 }
 
 void gather_grad(GradientContext& ctx) {

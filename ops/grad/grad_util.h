@@ -65,9 +65,9 @@ inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r
       // The keepdims shape: x's shape with 1 at every reduced axis (negative axes allowed).
       Tensor one = Tensor::from_vector<int64_t>({1}, {1});
       std::string ones = ctx.emit("ConstantOfShape", {ctx.emit("Shape", {ctx.I(1)})},
-                                  {{"value", grad_attr_tensor(one)}});
+                                  {{"value", Attribute::of_tensor(one)}});
       std::string kept =
-          ctx.emit("ScatterElements", {x_dims, ctx.I(1), ones}, {{"axis", grad_attr_int(0)}});
+          ctx.emit("ScatterElements", {x_dims, ctx.I(1), ones}, {{"axis", Attribute::of_int(0)}});
       g = ctx.emit("Reshape", {g, kept});
     } else {
       int64_t rank = ctx.require_rank(x);
@@ -86,10 +86,10 @@ inline std::string expand_reduced_grad(GradientContext& ctx, const ReduceAxes& r
 /// from then on.
 inline std::string reduce(GradientContext& ctx, const std::string& op, const std::string& x,
                           const std::vector<int64_t>& axes, bool keepdims) {
-  std::map<std::string, Attribute> attrs{{"keepdims", grad_attr_int(keepdims ? 1 : 0)}};
+  std::map<std::string, Attribute> attrs{{"keepdims", Attribute::of_int(keepdims ? 1 : 0)}};
   if (axes.empty()) return ctx.emit(op, {x}, attrs);
   if (ctx.onnx_opset() < (op == "ReduceSum" ? 13 : 18)) {
-    attrs["axes"] = grad_attr_ints(axes);
+    attrs["axes"] = Attribute::of_ints(axes);
     return ctx.emit(op, {x}, attrs);
   }
   return ctx.emit(op, {x, ctx.ints(axes)}, attrs);
@@ -102,7 +102,7 @@ inline std::string zeros_of_shape(GradientContext& ctx, const std::string& dims,
     using T = decltype(tag);
     return Tensor::scalar<T>(static_cast<T>(0.0)).reshape({1});
   });
-  return ctx.emit("ConstantOfShape", {dims}, {{"value", grad_attr_tensor(zero)}});
+  return ctx.emit("ConstantOfShape", {dims}, {{"value", Attribute::of_tensor(zero)}});
 }
 
 /// Zeros shaped like `like`, of `like`'s element type.
@@ -146,7 +146,7 @@ inline std::optional<std::vector<int64_t>> static_dims(GradientContext& ctx, con
 
 /// The sum of every element of `x` as a 0-d value (ReduceSum without axes, at any opset).
 inline std::string sum_all(GradientContext& ctx, const std::string& x) {
-  return ctx.emit("ReduceSum", {x}, {{"keepdims", grad_attr_int(0)}});
+  return ctx.emit("ReduceSum", {x}, {{"keepdims", Attribute::of_int(0)}});
 }
 
 }  // namespace dprun::grad

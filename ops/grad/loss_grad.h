@@ -26,8 +26,8 @@ inline std::string class_column(GradientContext& ctx, const std::string& v) {
   std::string extra = ctx.emit("Sub", {ctx.emit("Size", {dims}), ctx.scalar(2, DType::Int64)});
   Tensor one = Tensor::from_vector<int64_t>({1}, {1});
   std::string ones = ctx.emit("ConstantOfShape", {ctx.emit("Reshape", {extra, ctx.ints({1})})},
-                              {{"value", grad_attr_tensor(one)}});
-  std::string column = ctx.emit("Concat", {ctx.ints({-1}), ones}, {{"axis", grad_attr_int(0)}});
+                              {{"value", Attribute::of_tensor(one)}});
+  std::string column = ctx.emit("Concat", {ctx.ints({-1}), ones}, {{"axis", Attribute::of_int(0)}});
   return ctx.emit("Reshape", {v, column});
 }
 

@@ -12,7 +12,7 @@ std::string transpose_last_two(GradientContext& ctx, const std::string& x, int64
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
-  return ctx.emit("Transpose", {x}, {{"perm", grad_attr_ints(perm)}});
+  return ctx.emit("Transpose", {x}, {{"perm", Attribute::of_ints(perm)}});
 }
 
 std::optional<SymbolicShape> shape_of(GradientContext& ctx, const std::string& v) {

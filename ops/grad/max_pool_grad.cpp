@@ -35,14 +35,14 @@ std::string flat(GradientContext& ctx, const std::string& v) {
 std::string flat_zeros(GradientContext& ctx) {
   Tensor zero = Tensor::zeros({1}, ctx.dtype_of(ctx.I(0)));
   std::string size = ctx.emit("Reshape", {ctx.emit("Size", {ctx.I(0)}), ctx.ints({1})});
-  return ctx.emit("ConstantOfShape", {size}, {{"value", grad_attr_tensor(zero)}});
+  return ctx.emit("ConstantOfShape", {size}, {{"value", Attribute::of_tensor(zero)}});
 }
 
 // Scatters `updates` at `indices` (both shaped like Y) into `zeros`, summing repeated indices
 // when `add`.
 std::string scatter(GradientContext& ctx, const std::string& zeros, const std::string& indices,
                     const std::string& updates, bool add) {
-  std::map<std::string, Attribute> attrs = {{"axis", grad_attr_int(0)}};
+  std::map<std::string, Attribute> attrs = {{"axis", Attribute::of_int(0)}};
   if (add) {
     Attribute reduction;
     reduction.kind = Attribute::Kind::String;
@@ -107,7 +107,7 @@ std::optional<std::string> select_phase(GradientContext& ctx, const std::string&
     for (int64_t p = phase[i]; p < out[i]; p += groups[i]) positions.push_back(p);
     if (positions.empty()) return std::nullopt;
     r = ctx.emit("Gather", {r, ctx.ints(positions)},
-                 {{"axis", grad_attr_int(static_cast<int64_t>(i) + 2)}});
+                 {{"axis", Attribute::of_int(static_cast<int64_t>(i) + 2)}});
   }
   return r;
 }

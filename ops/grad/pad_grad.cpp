@@ -13,7 +13,7 @@ std::string unpad(GradientContext& ctx) {
     const char* key = node.has_attr("pads") ? "pads" : "paddings";
     std::vector<int64_t> pads = node.attr_ints(key);
     for (int64_t& p : pads) p = -p;
-    return ctx.emit("Pad", {ctx.GO(0)}, {{key, grad_attr_ints(pads)}});
+    return ctx.emit("Pad", {ctx.GO(0)}, {{key, Attribute::of_ints(pads)}});
   }
   std::string pads;
   if (auto c = ctx.constant_value(ctx.I(1))) {

@@ -18,7 +18,7 @@ void extremum_grad(GradientContext& ctx, const char* beaten_by) {
   // The number of ties per reduced group, kept broadcastable over X.
   std::string ties;
   if (axes.dynamic)
-    ties = ctx.emit("ReduceSum", {hit, ctx.I(1)}, {{"keepdims", grad_attr_int(1)}});
+    ties = ctx.emit("ReduceSum", {hit, ctx.I(1)}, {{"keepdims", Attribute::of_int(1)}});
   else
     ties = grad::reduce(ctx, "ReduceSum", hit, axes.all ? std::vector<int64_t>{} : axes.axes, true);
   std::string g = grad::expand_reduced_grad(ctx, axes);

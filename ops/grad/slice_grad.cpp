@@ -42,7 +42,7 @@ void slice_grad_by_padding(GradientContext& ctx) {
     pads[static_cast<size_t>(a + rank)] = dim - end;
   }
   const char* name = ctx.onnx_opset() < 2 ? "paddings" : "pads";
-  ctx.set_GI(0, ctx.emit("Pad", {ctx.GO(0)}, {{name, grad_attr_ints(pads)}}));
+  ctx.set_GI(0, ctx.emit("Pad", {ctx.GO(0)}, {{name, Attribute::of_ints(pads)}}));
 }
 
 // 0, 1, ..., |X| - 1 shaped like X: Range from opset 11, a constant before.
@@ -68,7 +68,8 @@ void slice_grad_by_scatter(GradientContext& ctx) {
   std::string flat_dy = ctx.emit("Reshape", {ctx.GO(0), ctx.ints({-1})});
   // Scatter (opset 9-10) is ScatterElements under its older name.
   const char* scatter = ctx.onnx_opset() >= 11 ? "ScatterElements" : "Scatter";
-  std::string flat = ctx.emit(scatter, {flat_zeros, read, flat_dy}, {{"axis", grad_attr_int(0)}});
+  std::string flat =
+      ctx.emit(scatter, {flat_zeros, read, flat_dy}, {{"axis", Attribute::of_int(0)}});
   ctx.set_GI(0, ctx.reshape_like(flat, x));
 }
 

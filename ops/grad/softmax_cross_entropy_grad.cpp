@@ -11,7 +11,8 @@ namespace {
 std::string class_softmax(GradientContext& ctx) {
   if (ctx.output_count() > 1 && !ctx.O(1).empty()) return ctx.emit("Exp", {ctx.O(1)});
   const std::string& scores = ctx.I(0);
-  if (ctx.onnx_opset() >= 13) return ctx.emit("Softmax", {scores}, {{"axis", grad_attr_int(1)}});
+  if (ctx.onnx_opset() >= 13)
+    return ctx.emit("Softmax", {scores}, {{"axis", Attribute::of_int(1)}});
   std::string shifted =
       ctx.emit("Sub", {scores, grad::reduce(ctx, "ReduceMax", scores, {1}, true)});
   std::string e = ctx.emit("Exp", {shifted});

@@ -10,8 +10,8 @@ void softmax_grad(GradientContext& ctx) {
   std::string y = ctx.O(0), g = ctx.GO(0);
   int64_t axis = sa.axis;
   if (sa.flattened) {
-    y = ctx.emit("Flatten", {y}, {{"axis", grad_attr_int(axis)}});
-    g = ctx.emit("Flatten", {g}, {{"axis", grad_attr_int(axis)}});
+    y = ctx.emit("Flatten", {y}, {{"axis", Attribute::of_int(axis)}});
+    g = ctx.emit("Flatten", {g}, {{"axis", Attribute::of_int(axis)}});
     axis = 1;
   }
   std::string dot = ctx.reduce_sum(ctx.emit("Mul", {g, y}), {axis}, true);

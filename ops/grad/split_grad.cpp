@@ -11,7 +11,7 @@ void split_grad(GradientContext& ctx) {
   for (size_t i = 0; i < ctx.output_count(); ++i)
     parts.push_back(ctx.has_GO(i) ? ctx.GO(i) : grad::zeros_like(ctx, ctx.O(i)));
   int64_t axis = ctx.node().attr_int("axis", 0);
-  ctx.set_GI(0, ctx.emit("Concat", parts, {{"axis", grad_attr_int(axis)}}));
+  ctx.set_GI(0, ctx.emit("Concat", parts, {{"axis", Attribute::of_int(axis)}}));
 }
 
 DPRUN_REGISTER_GRADIENT({.op_type = "Split", .since = 1, .rule = split_grad});

@@ -10,7 +10,7 @@ void tile_grad(GradientContext& ctx) {
   int64_t rank = ctx.require_rank(x);
   std::string pairs =
       ctx.emit("Concat", {ctx.unsqueeze(repeats, {1}), ctx.unsqueeze(ctx.emit("Shape", {x}), {1})},
-               {{"axis", grad_attr_int(1)}});
+               {{"axis", Attribute::of_int(1)}});
   std::string g = ctx.emit("Reshape", {ctx.GO(0), ctx.emit("Reshape", {pairs, ctx.ints({-1})})});
   std::vector<int64_t> repeat_axes;
   for (int64_t i = 0; i < rank; ++i) repeat_axes.push_back(2 * i);

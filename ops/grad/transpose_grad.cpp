@@ -15,7 +15,7 @@ void transpose_grad(GradientContext& ctx) {
     int64_t p = normalize_axis(perm[i], static_cast<int64_t>(perm.size()));
     inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
   }
-  ctx.set_GI(0, ctx.emit("Transpose", {ctx.GO(0)}, {{"perm", grad_attr_ints(inverse)}}));
+  ctx.set_GI(0, ctx.emit("Transpose", {ctx.GO(0)}, {{"perm", Attribute::of_ints(inverse)}}));
 }
 
 DPRUN_REGISTER_GRADIENT({.op_type = "Transpose", .since = 1, .rule = transpose_grad});

@@ -9,8 +9,6 @@ namespace {
 
 using testing::constant_node;
 using testing::graph_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_graph;
 using testing::make_node;
 using testing::run_graph;
@@ -65,7 +63,7 @@ std::shared_ptr<Graph> loop_graph(bool with_m, bool with_cond) {
        make_node("Less", {"i", "limit"}, {"cond_out"})},
       {{"i", DType::Int64}, {"cond", DType::Bool}, {"acc", DType::Float32}},
       {"cond_out", "acc_out", "scan"});
-  body->nodes[0].attributes["to"] = int_attr(1);
+  body->nodes[0].attributes["to"] = Attribute::of_int(1);
   Node n = make_node("Loop", {with_m ? "m" : "", with_cond ? "c" : "", "init"}, {"final", "all"});
   n.attributes["body"] = graph_attr(body);
   return make_graph({n},
@@ -139,7 +137,7 @@ TEST(Loop, CarriesASequenceAndNestsAnIfReadingTheOuterGraph) {
   Node loop = make_node("Loop", {"m", "", "empty"}, {"seq"});
   loop.attributes["body"] = graph_attr(body);
   Node cat = make_node("ConcatFromSequence", {"seq"}, {"y"});
-  cat.attributes["axis"] = int_attr(0);
+  cat.attributes["axis"] = Attribute::of_int(0);
   auto g = make_graph({make_node("SequenceEmpty", {}, {"empty"}), loop, cat},
                       {{"m", DType::Int64}, {"a", DType::Float32}, {"b", DType::Float32}}, {"y"});
   auto out = run_graph(g, {Tensor::scalar<int64_t>(3), f32({1}, {1}), f32({2}, {2, 3})}, 13);
@@ -156,7 +154,7 @@ std::shared_ptr<Graph> sum_body() {
 TEST(Scan, Opset9SumsAlongAxesAndDirections) {
   Node n = make_node("Scan", {"init", "xs"}, {"total", "partial"});
   n.attributes["body"] = graph_attr(sum_body());
-  n.attributes["num_scan_inputs"] = int_attr(1);
+  n.attributes["num_scan_inputs"] = Attribute::of_int(1);
   auto g =
       make_graph({n}, {{"init", DType::Float32}, {"xs", DType::Float32}}, {"total", "partial"});
   Tensor xs = f32({3, 2}, {1, 2, 3, 4, 5, 6});
@@ -167,9 +165,9 @@ TEST(Scan, Opset9SumsAlongAxesAndDirections) {
 
   // Scan along axis 1 (columns of a [2, 3] input) in reverse, outputs stacked on axis 1.
   Node r = n;
-  r.attributes["scan_input_axes"] = ints_attr({-1});
-  r.attributes["scan_input_directions"] = ints_attr({1});
-  r.attributes["scan_output_axes"] = ints_attr({1});
+  r.attributes["scan_input_axes"] = Attribute::of_ints({-1});
+  r.attributes["scan_input_directions"] = Attribute::of_ints({1});
+  r.attributes["scan_output_axes"] = Attribute::of_ints({1});
   auto g2 =
       make_graph({r}, {{"init", DType::Float32}, {"xs", DType::Float32}}, {"total", "partial"});
   out = run_graph(g2, {f32({2}, {0, 0}), f32({2, 3}, {1, 2, 3, 4, 5, 6})}, 11);
@@ -179,7 +177,7 @@ TEST(Scan, Opset9SumsAlongAxesAndDirections) {
 
   // Reversed output direction: the last iteration comes first.
   Node rev = n;
-  rev.attributes["scan_output_directions"] = ints_attr({1});
+  rev.attributes["scan_output_directions"] = Attribute::of_ints({1});
   auto g3 =
       make_graph({rev}, {{"init", DType::Float32}, {"xs", DType::Float32}}, {"total", "partial"});
   out = run_graph(g3, {f32({2}, {0, 0}), xs}, 11);
@@ -189,7 +187,7 @@ TEST(Scan, Opset9SumsAlongAxesAndDirections) {
 TEST(Scan, Opset8HasABatchDimension) {
   Node n = make_node("Scan", {"", "init", "xs"}, {"total", "partial"});
   n.attributes["body"] = graph_attr(sum_body());
-  n.attributes["num_scan_inputs"] = int_attr(1);
+  n.attributes["num_scan_inputs"] = Attribute::of_int(1);
   auto g =
       make_graph({n}, {{"init", DType::Float32}, {"xs", DType::Float32}}, {"total", "partial"});
   // Two batches of sequence length 2 with one-element items.
@@ -205,14 +203,14 @@ TEST(Scan, RejectsMismatchedLengthsAndBadAttributes) {
                          {{"x", DType::Float32}, {"z", DType::Float32}}, {"o"});
   Node n = make_node("Scan", {"a", "b"}, {"o"});
   n.attributes["body"] = graph_attr(body);
-  n.attributes["num_scan_inputs"] = int_attr(2);
+  n.attributes["num_scan_inputs"] = Attribute::of_int(2);
   auto g = make_graph({n}, {{"a", DType::Float32}, {"b", DType::Float32}}, {"o"});
   EXPECT_THROW(run_graph(g, {f32({2}, {1, 2}), f32({3}, {1, 2, 3})}, 11), Error);
   auto out = run_graph(g, {f32({2}, {1, 2}), f32({2}, {3, 4})}, 11);
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{4, 6}));
 
   Node bad = n;
-  bad.attributes["scan_input_axes"] = ints_attr({0});  // needs two entries
+  bad.attributes["scan_input_axes"] = Attribute::of_ints({0});  // needs two entries
   auto g2 = make_graph({bad}, {{"a", DType::Float32}, {"b", DType::Float32}}, {"o"});
   EXPECT_THROW(run_graph(g2, {f32({2}, {1, 2}), f32({2}, {3, 4})}, 11), Error);
 }

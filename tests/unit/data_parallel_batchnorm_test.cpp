@@ -11,13 +11,6 @@
 namespace dprun {
 namespace {
 
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-
 std::string write_bn_model() {
   Graph g;
   g.name = "bn_training";
@@ -33,7 +26,7 @@ std::string write_bn_model() {
   bn.op_type = "BatchNormalization";
   bn.inputs = {"x", "scale", "bias", "mean", "var"};
   bn.outputs = {"y", "running_mean", "running_var"};
-  bn.attributes["training_mode"] = int_attr(1);
+  bn.attributes["training_mode"] = Attribute::of_int(1);
   g.nodes.push_back(bn);
   g.outputs.push_back({"y", {DType::Float32, x_shape}});
   std::string path = (std::filesystem::temp_directory_path() / "dprun_bn_training.onnx").string();

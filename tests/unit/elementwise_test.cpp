@@ -13,11 +13,8 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -200,10 +197,10 @@ TEST(ElementwiseUnary, IsNaNIsInfWithAttributes) {
   EXPECT_EQ(values<bool>(nan), (std::vector<bool>{false, false, false, true}));
   EXPECT_EQ(values<bool>(run1(unary("IsInf"), {x})), (std::vector<bool>{false, true, true, false}));
   Node pos = unary("IsInf");
-  pos.attributes["detect_negative"] = int_attr(0);
+  pos.attributes["detect_negative"] = Attribute::of_int(0);
   EXPECT_EQ(values<bool>(run1(pos, {x})), (std::vector<bool>{false, true, false, false}));
   Node neg = unary("IsInf");
-  neg.attributes["detect_positive"] = int_attr(0);
+  neg.attributes["detect_positive"] = Attribute::of_int(0);
   EXPECT_EQ(values<bool>(run1(neg, {x})), (std::vector<bool>{false, false, true, false}));
 }
 
@@ -263,7 +260,7 @@ TEST(ElementwiseActivation, GeluAccurateOverWideRange) {
   Tensor x = Tensor::from_vector<float>({static_cast<int64_t>(xs.size())}, xs);
   Tensor exact = run1(unary("Gelu"), {x}, 20);
   Node tanh_node = unary("Gelu");
-  tanh_node.attributes["approximate"] = string_attr("tanh");
+  tanh_node.attributes["approximate"] = Attribute::of_string("tanh");
   Tensor approx = run1(tanh_node, {x}, 20);
   for (size_t i = 0; i < xs.size(); ++i) {
     double v = xs[i];
@@ -289,42 +286,42 @@ TEST(ElementwiseActivation, ParametrisedActivations) {
   check(unary("Relu"), [](float v) { return v > 0 ? v : 0.0f; });
   check(unary("LeakyRelu"), [](float v) { return v >= 0 ? v : 0.01f * v; });
   Node leaky = unary("LeakyRelu");
-  leaky.attributes["alpha"] = float_attr(0.2f);
+  leaky.attributes["alpha"] = Attribute::of_float(0.2f);
   check(leaky, [](float v) { return v >= 0 ? v : 0.2f * v; });
   check(unary("Elu"), [](float v) { return v >= 0 ? v : std::exp(v) - 1.0f; });
   Node elu = unary("Elu");
-  elu.attributes["alpha"] = float_attr(2.0f);
+  elu.attributes["alpha"] = Attribute::of_float(2.0f);
   check(elu, [](float v) { return v >= 0 ? v : 2.0f * (std::exp(v) - 1.0f); });
   check(unary("Selu"), [](float v) {
     return 1.0507009873554805f * (v > 0 ? v : 1.6732632423543772f * (std::exp(v) - 1.0f));
   });
   Node selu = unary("Selu");
-  selu.attributes["alpha"] = float_attr(2.0f);
-  selu.attributes["gamma"] = float_attr(3.0f);
+  selu.attributes["alpha"] = Attribute::of_float(2.0f);
+  selu.attributes["gamma"] = Attribute::of_float(3.0f);
   check(selu, [](float v) { return 3.0f * (v > 0 ? v : 2.0f * (std::exp(v) - 1.0f)); });
   Node celu = unary("Celu");
-  celu.attributes["alpha"] = float_attr(2.0f);
+  celu.attributes["alpha"] = Attribute::of_float(2.0f);
   check(celu, [](float v) {
     return std::max(0.0f, v) + std::min(0.0f, 2.0f * (std::exp(v / 2.0f) - 1.0f));
   });
   check(unary("HardSigmoid"), [](float v) { return std::clamp(0.2f * v + 0.5f, 0.0f, 1.0f); });
   Node hs = unary("HardSigmoid");
-  hs.attributes["alpha"] = float_attr(0.5f);
-  hs.attributes["beta"] = float_attr(0.6f);
+  hs.attributes["alpha"] = Attribute::of_float(0.5f);
+  hs.attributes["beta"] = Attribute::of_float(0.6f);
   check(hs, [](float v) { return std::clamp(0.5f * v + 0.6f, 0.0f, 1.0f); });
   check(unary("HardSwish"), [](float v) { return v * std::clamp(v / 6.0f + 0.5f, 0.0f, 1.0f); });
   check(unary("Softplus"), [](float v) { return std::log(1.0f + std::exp(v)); });
   check(unary("Softsign"), [](float v) { return v / (1.0f + std::fabs(v)); });
   check(unary("ThresholdedRelu"), [](float v) { return v > 1.0f ? v : 0.0f; });
   Node tr = unary("ThresholdedRelu");
-  tr.attributes["alpha"] = float_attr(2.0f);
+  tr.attributes["alpha"] = Attribute::of_float(2.0f);
   check(tr, [](float v) { return v > 2.0f ? v : 0.0f; });
   check(
       unary("Mish"), [](float v) { return v * std::tanh(std::log1p(std::exp(v))); }, 18);
   check(
       unary("Gelu"), [](float v) { return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f))); }, 20);
   Node gelu_tanh = unary("Gelu");
-  gelu_tanh.attributes["approximate"] = string_attr("tanh");
+  gelu_tanh.attributes["approximate"] = Attribute::of_string("tanh");
   check(
       gelu_tanh,
       [](float v) {
@@ -333,8 +330,8 @@ TEST(ElementwiseActivation, ParametrisedActivations) {
       20);
   check(unary("Shrink"), [](float v) { return v < -0.5f ? v : (v > 0.5f ? v : 0.0f); });
   Node soft = unary("Shrink");
-  soft.attributes["lambd"] = float_attr(1.5f);
-  soft.attributes["bias"] = float_attr(1.5f);
+  soft.attributes["lambd"] = Attribute::of_float(1.5f);
+  soft.attributes["bias"] = Attribute::of_float(1.5f);
   check(soft, [](float v) { return v < -1.5f ? v + 1.5f : (v > 1.5f ? v - 1.5f : 0.0f); });
 }
 
@@ -346,18 +343,18 @@ TEST(ElementwiseActivation, SoftplusLargeInputsDoNotOverflow) {
 
 TEST(ElementwiseActivation, ShrinkOnIntegers) {
   Node n = unary("Shrink");
-  n.attributes["lambd"] = float_attr(1.5f);
-  n.attributes["bias"] = float_attr(1.0f);
+  n.attributes["lambd"] = Attribute::of_float(1.5f);
+  n.attributes["bias"] = Attribute::of_float(1.0f);
   EXPECT_EQ(values<int32_t>(run1(n, {Tensor::from_vector<int32_t>({5}, {-3, -1, 0, 1, 3})})),
             (std::vector<int32_t>{-2, 0, 0, 0, 2}));
 }
 
 TEST(ElementwiseActivation, AttributeErrors) {
   Node gelu = unary("Gelu");
-  gelu.attributes["approximate"] = string_attr("fast");
+  gelu.attributes["approximate"] = Attribute::of_string("fast");
   EXPECT_THROW(run1(gelu, {Tensor::from_vector<float>({1}, {1.0f})}, 20), Error);
   Node celu = unary("Celu");
-  celu.attributes["alpha"] = float_attr(0.0f);
+  celu.attributes["alpha"] = Attribute::of_float(0.0f);
   EXPECT_THROW(run1(celu, {Tensor::from_vector<float>({1}, {1.0f})}), Error);
   // Gelu does not exist before opset 20.
   EXPECT_THROW(run1(unary("Gelu"), {Tensor::from_vector<float>({1}, {1.0f})}, 19), Error);
@@ -470,7 +467,7 @@ TEST(ElementwiseBinary, ModSignRules) {
   EXPECT_EQ(values<int32_t>(run1(binary("Mod"), {a, b})),
             (std::vector<int32_t>{0, -2, 5, 0, 2, 3}));
   Node fmod = binary("Mod");
-  fmod.attributes["fmod"] = int_attr(1);
+  fmod.attributes["fmod"] = Attribute::of_int(1);
   EXPECT_EQ(values<int32_t>(run1(fmod, {a, b})), (std::vector<int32_t>{0, 1, 5, 0, -1, 3}));
   Tensor fa = Tensor::from_vector<float>({4}, {-4.3f, 7.2f, 5.0f, -7.5f});
   Tensor fb = Tensor::from_vector<float>({4}, {2.1f, -3.4f, 8.0f, 3.0f});
@@ -483,7 +480,7 @@ TEST(ElementwiseBinary, ModSignRules) {
   EXPECT_NEAR(fm.data<float>()[1], -3.0f, 1e-5f);
   EXPECT_NEAR(fm.data<float>()[3], 1.5f, 1e-5f);
   Node bad = binary("Mod");
-  bad.attributes["fmod"] = int_attr(2);
+  bad.attributes["fmod"] = Attribute::of_int(2);
   EXPECT_THROW(run1(bad, {a, b}), Error);
 }
 
@@ -511,13 +508,13 @@ TEST(ElementwiseBinary, BitShiftAndBitwise) {
   Tensor x = Tensor::from_vector<uint8_t>({4}, {16, 4, 1, 255});
   Tensor s = Tensor::from_vector<uint8_t>({4}, {1, 2, 8, 4});
   Node left = binary("BitShift");
-  left.attributes["direction"] = string_attr("LEFT");
+  left.attributes["direction"] = Attribute::of_string("LEFT");
   EXPECT_EQ(values<uint8_t>(run1(left, {x, s})), (std::vector<uint8_t>{32, 16, 0, 240}));
   Node right = binary("BitShift");
-  right.attributes["direction"] = string_attr("RIGHT");
+  right.attributes["direction"] = Attribute::of_string("RIGHT");
   EXPECT_EQ(values<uint8_t>(run1(right, {x, s})), (std::vector<uint8_t>{8, 1, 0, 15}));
   Node bad = binary("BitShift");
-  bad.attributes["direction"] = string_attr("UP");
+  bad.attributes["direction"] = Attribute::of_string("UP");
   EXPECT_THROW(run1(bad, {x, s}), Error);
   EXPECT_THROW(
       run1(left, {Tensor::from_vector<int32_t>({1}, {1}), Tensor::from_vector<int32_t>({1}, {1})}),
@@ -543,20 +540,20 @@ TEST(ElementwiseBinary, LegacyBroadcastAttributes) {
   Tensor a = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   // broadcast=1 without axis: trailing alignment.
   Node trailing = binary("Add");
-  trailing.attributes["broadcast"] = int_attr(1);
+  trailing.attributes["broadcast"] = Attribute::of_int(1);
   EXPECT_EQ(values<float>(run1(trailing, {a, Tensor::from_vector<float>({3}, {10, 20, 30})}, 6)),
             (std::vector<float>{11, 22, 33, 14, 25, 36}));
   // axis=0 aligns a [2] vector with A's first dim (numpy would not).
   Node axis0 = binary("Mul");
-  axis0.attributes["broadcast"] = int_attr(1);
-  axis0.attributes["axis"] = int_attr(0);
+  axis0.attributes["broadcast"] = Attribute::of_int(1);
+  axis0.attributes["axis"] = Attribute::of_int(0);
   EXPECT_EQ(values<float>(run1(axis0, {a, Tensor::from_vector<float>({2}, {10, 100})}, 6)),
             (std::vector<float>{10, 20, 30, 400, 500, 600}));
   Tensor col = Tensor::from_vector<float>({2, 1}, {1, 2});
   EXPECT_EQ(values<float>(run1(axis0, {a, col}, 6)), (std::vector<float>{1, 2, 3, 8, 10, 12}));
   Node neg_axis = binary("Sub");
-  neg_axis.attributes["broadcast"] = int_attr(1);
-  neg_axis.attributes["axis"] = int_attr(-1);
+  neg_axis.attributes["broadcast"] = Attribute::of_int(1);
+  neg_axis.attributes["axis"] = Attribute::of_int(-1);
   EXPECT_EQ(values<float>(run1(neg_axis, {a, Tensor::from_vector<float>({3}, {1, 1, 1})}, 6)),
             (std::vector<float>{0, 1, 2, 3, 4, 5}));
   // Scalar B with broadcast=1.
@@ -564,15 +561,15 @@ TEST(ElementwiseBinary, LegacyBroadcastAttributes) {
             (std::vector<float>{2, 3, 4, 5, 6, 7}));
   // Comparisons and logic share the legacy rules.
   Node greater = binary("Greater");
-  greater.attributes["broadcast"] = int_attr(1);
+  greater.attributes["broadcast"] = Attribute::of_int(1);
   EXPECT_EQ(values<bool>(run1(greater, {a, Tensor::from_vector<float>({3}, {2, 2, 2})}, 1)),
             (std::vector<bool>{false, false, true, true, true, true}));
   // Without broadcast=1 the shapes must match.
   EXPECT_THROW(run1(binary("Add"), {a, Tensor::from_vector<float>({3}, {1, 1, 1})}, 6), Error);
   // An axis that does not fit B into A.
   Node bad_axis = binary("Add");
-  bad_axis.attributes["broadcast"] = int_attr(1);
-  bad_axis.attributes["axis"] = int_attr(1);
+  bad_axis.attributes["broadcast"] = Attribute::of_int(1);
+  bad_axis.attributes["axis"] = Attribute::of_int(1);
   EXPECT_THROW(run1(bad_axis, {a, Tensor::from_vector<float>({2}, {1, 1})}, 6), Error);
   EXPECT_THROW(run1(trailing, {a, Tensor::zeros({1, 2, 3}, DType::Float32)}, 6), Error);
 }
@@ -714,12 +711,12 @@ TEST(ElementwiseWhere, Errors) {
 
 TEST(ElementwiseClip, AttributesBeforeOpset11) {
   Node n = unary("Clip");
-  n.attributes["min"] = float_attr(-0.5f);
-  n.attributes["max"] = float_attr(0.5f);
+  n.attributes["min"] = Attribute::of_float(-0.5f);
+  n.attributes["max"] = Attribute::of_float(0.5f);
   Tensor x = Tensor::from_vector<float>({4}, {-1, -0.25f, 0.25f, 1});
   EXPECT_EQ(values<float>(run1(n, {x}, 6)), (std::vector<float>{-0.5f, -0.25f, 0.25f, 0.5f}));
   Node only_min = unary("Clip");
-  only_min.attributes["min"] = float_attr(0.0f);
+  only_min.attributes["min"] = Attribute::of_float(0.0f);
   EXPECT_EQ(values<float>(run1(only_min, {x}, 6)), (std::vector<float>{0, 0, 0.25f, 1}));
 }
 
@@ -757,7 +754,7 @@ TEST(ElementwiseClip, Errors) {
 
 Node cast_to(DType t) {
   Node n = unary("Cast");
-  n.attributes["to"] = int_attr(static_cast<int64_t>(t));
+  n.attributes["to"] = Attribute::of_int(static_cast<int64_t>(t));
   return n;
 }
 
@@ -792,17 +789,17 @@ TEST(ElementwiseCast, BetweenFloatTypesAndBool) {
 
 TEST(ElementwiseCast, Opset1StringTarget) {
   Node n = unary("Cast");
-  n.attributes["to"] = string_attr("INT32");
+  n.attributes["to"] = Attribute::of_string("INT32");
   EXPECT_EQ(values<int32_t>(run1(n, {Tensor::from_vector<double>({2}, {2.5, -7.0})}, 1)),
             (std::vector<int32_t>{2, -7}));
-  n.attributes["to"] = string_attr("QUATERNION");
+  n.attributes["to"] = Attribute::of_string("QUATERNION");
   EXPECT_THROW(run1(n, {Tensor::zeros({1}, DType::Float32)}, 1), Error);
 }
 
 // Casts to and from string are covered in string_test.cpp.
 TEST(ElementwiseCast, RefusesUnknownTargets) {
   Node n = unary("Cast");
-  n.attributes["to"] = int_attr(99);
+  n.attributes["to"] = Attribute::of_int(99);
   EXPECT_THROW(run1(n, {Tensor::zeros({1}, DType::Float32)}), Error);
   EXPECT_THROW(run1(unary("Cast"), {Tensor::zeros({1}, DType::Float32)}), Error);
 }

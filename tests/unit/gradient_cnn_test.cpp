@@ -79,18 +79,18 @@ const std::vector<std::string> kBnAll = {"x", "scale", "b", "mean", "var"};
 
 DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormInference) {
   auto bn = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y"},
-                 {{"epsilon", float_attr(1e-3f)}});
+                 {{"epsilon", Attribute::of_float(1e-3f)}});
   check_all_ways({bn}, bn_inputs({2, 3, 2, 2}, {3}), "y", kBnAll, true);
   check_all_ways({bn}, bn_inputs({4, 3}, {3}), "y", kBnAll, true);
   check_at({bn}, bn_inputs({2, 3, 5}, {3}), "y", kBnAll, {7, 9, 15});
-  bn.attributes["training_mode"] = int_attr(0);
+  bn.attributes["training_mode"] = Attribute::of_int(0);
   check_at({bn}, bn_inputs({2, 3, 2, 2}, {3}), "y", kBnAll, {14, 15});
 }
 
 DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormInferencePerActivation) {
   // Before opset 9, spatial=0: parameters per (channel, position), shaped [C, D1, ...] or flat.
   auto bn = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y"},
-                 {{"spatial", int_attr(0)}});
+                 {{"spatial", Attribute::of_int(0)}});
   check_at({bn}, bn_inputs({3, 2, 2, 3}, {2, 2, 3}), "y", kBnAll, {7});
   check_at({bn}, bn_inputs({3, 2, 2, 3}, {12}), "y", kBnAll, {7});
 }
@@ -98,8 +98,9 @@ DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormInferencePerActivation) {
 DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormTraining) {
   // Opset 14+: training_mode=1, outputs Y and the running statistics. Y does not depend on
   // the given mean and var, whose gradients are zero.
-  auto bn = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"},
-                 {{"training_mode", int_attr(1)}, {"epsilon", float_attr(1e-2f)}});
+  auto bn =
+      node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"},
+           {{"training_mode", Attribute::of_int(1)}, {"epsilon", Attribute::of_float(1e-2f)}});
   for (int64_t opset : {15, 17, 18}) {
     check_gradients({bn}, bn_inputs({3, 2, 2, 3}, {2}), "y", kBnAll, opset, Decl::Full);
     check_gradients({bn}, bn_inputs({3, 2, 2, 3}, {2}), "y", kBnAll, opset, Decl::Symbolic);
@@ -115,14 +116,15 @@ DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormTrainingBeforeOpset14) {
   check_at({bn}, bn_inputs({3, 2, 2, 3}, {2}), "y", kBnAll, {9, 12});
   // Opset 7, spatial=0: batch statistics per (channel, position), over N only. (Not asking
   // for mean and var: their zero gradients would need ConstantOfShape, from opset 9.)
-  bn.attributes["spatial"] = int_attr(0);
+  bn.attributes["spatial"] = Attribute::of_int(0);
   check_at({bn}, bn_inputs({4, 2, 3}, {2, 3}), "y", {"x", "scale", "b"}, {7});
 }
 
 DPRUN_GRADIENT_CASE(BatchNormalization, BatchNormSymbolicBatch) {
   // As PyTorch exports it: a dynamic batch, the other dims static.
-  auto train = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"},
-                    {{"training_mode", int_attr(1)}, {"epsilon", float_attr(1e-2f)}});
+  auto train =
+      node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"},
+           {{"training_mode", Attribute::of_int(1)}, {"epsilon", Attribute::of_float(1e-2f)}});
   auto infer = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y"});
   for (const Node& bn : {train, infer})
     check_gradients({bn}, bn_inputs({3, 2, 2, 3}, {2}), "y", kBnAll, 15, Decl::Batch);
@@ -154,8 +156,8 @@ TEST(GradientCnn, BatchNormTrainingRunningStatistics) {
     std::vector<std::string> outs = {"y", "rm", "rv"};
     if (opset < 14) outs.insert(outs.end(), {"sm", "sv"});
     auto bn = node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, outs,
-                   {{"momentum", float_attr(static_cast<float>(momentum))}});
-    if (opset >= 14) bn.attributes["training_mode"] = int_attr(1);
+                   {{"momentum", Attribute::of_float(static_cast<float>(momentum))}});
+    if (opset >= 14) bn.attributes["training_mode"] = Attribute::of_int(1);
     auto g = make_graph({bn}, inputs, "y", opset, Decl::Full);
     for (size_t k = 1; k < outs.size(); ++k) g->outputs.push_back({outs[k], {}});
     std::vector<Tensor> r = run_graph(g, feeds);
@@ -194,9 +196,9 @@ DPRUN_GRADIENT_CASE(MaxPool, MaxPoolOverlappingWindows) {
   // ResNet's stem pool: 3x3, stride 2, pad 1. Every opset path: ScatterElements with
   // reduction (16+), phase groups with ScatterElements (11-15), Scatter and Slice steps (10),
   // Scatter and Gather (9). With and without the node's Indices output.
-  std::map<std::string, Attribute> attrs = {{"kernel_shape", ints_attr({3, 3})},
-                                            {"strides", ints_attr({2, 2})},
-                                            {"pads", ints_attr({1, 1, 1, 1})}};
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Attribute::of_ints({3, 3})},
+                                            {"strides", Attribute::of_ints({2, 2})},
+                                            {"pads", Attribute::of_ints({1, 1, 1, 1})}};
   for (bool with_indices : {false, true}) {
     SCOPED_TRACE(with_indices ? "with Indices" : "without Indices");
     std::vector<std::string> outs = {"y"};
@@ -210,41 +212,43 @@ DPRUN_GRADIENT_CASE(MaxPool, MaxPoolOverlappingWindows) {
 DPRUN_GRADIENT_CASE(MaxPool, MaxPoolAttributes) {
   // Dilations, asymmetric pads, ceil_mode (a last window cut short), unequal strides.
   auto mp = node("MaxPool", {"x"}, {"y"},
-                 {{"kernel_shape", ints_attr({3, 2})},
-                  {"strides", ints_attr({2, 1})},
-                  {"dilations", ints_attr({1, 2})},
-                  {"pads", ints_attr({1, 0, 0, 1})},
-                  {"ceil_mode", int_attr(1)}});
+                 {{"kernel_shape", Attribute::of_ints({3, 2})},
+                  {"strides", Attribute::of_ints({2, 1})},
+                  {"dilations", Attribute::of_ints({1, 2})},
+                  {"pads", Attribute::of_ints({1, 0, 0, 1})},
+                  {"ceil_mode", Attribute::of_int(1)}});
   check_at({mp}, {distinct("x", {2, 1, 6, 7}, 3)}, "y", {"x"}, {10, 12, 17});
   check_gradients({mp}, {distinct("x", {2, 1, 6, 7}, 3)}, "y", {"x"}, 12, Decl::None);
   // auto_pad and storage_order=1 (its column-major Indices are not used).
   auto same = node("MaxPool", {"x"}, {"y", "idx"},
-                   {{"kernel_shape", ints_attr({2, 3})},
-                    {"auto_pad", string_attr("SAME_UPPER")},
-                    {"storage_order", int_attr(1)}});
+                   {{"kernel_shape", Attribute::of_ints({2, 3})},
+                    {"auto_pad", Attribute::of_string("SAME_UPPER")},
+                    {"storage_order", Attribute::of_int(1)}});
   check_at({same}, {distinct("x", {1, 2, 4, 5}, 4)}, "y", {"x"}, {9, 12, 17});
 }
 
 DPRUN_GRADIENT_CASE(MaxPool, MaxPool1DAndNonOverlapping) {
-  auto mp1 = node("MaxPool", {"x"}, {"y"},
-                  {{"kernel_shape", ints_attr({3})}, {"pads", ints_attr({1, 2})}});
+  auto mp1 =
+      node("MaxPool", {"x"}, {"y"},
+           {{"kernel_shape", Attribute::of_ints({3})}, {"pads", Attribute::of_ints({1, 2})}});
   check_at({mp1}, {distinct("x", {2, 3, 9}, 5)}, "y", {"x"}, {9, 12, 17});
-  auto mp2 = node("MaxPool", {"x"}, {"y"},
-                  {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}});
+  auto mp2 =
+      node("MaxPool", {"x"}, {"y"},
+           {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}});
   check_at({mp2}, {distinct("x", {1, 2, 4, 6}, 6)}, "y", {"x"}, {9, 12, 17});
   // A phase group with no windows (one output, two phases per axis).
   auto one = node("MaxPool", {"x"}, {"y"},
-                  {{"kernel_shape", ints_attr({3, 3})},
-                   {"strides", ints_attr({2, 2})},
-                   {"pads", ints_attr({1, 1, 1, 1})}});
+                  {{"kernel_shape", Attribute::of_ints({3, 3})},
+                   {"strides", Attribute::of_ints({2, 2})},
+                   {"pads", Attribute::of_ints({1, 1, 1, 1})}});
   check_at({one}, {distinct("x", {1, 1, 2, 2}, 7)}, "y", {"x"}, {9, 12, 17});
 }
 
 DPRUN_GRADIENT_CASE(MaxPool, MaxPoolSymbolicBatch) {
   auto mp = node("MaxPool", {"x"}, {"y"},
-                 {{"kernel_shape", ints_attr({3, 3})},
-                  {"strides", ints_attr({2, 2})},
-                  {"pads", ints_attr({1, 1, 1, 1})}});
+                 {{"kernel_shape", Attribute::of_ints({3, 3})},
+                  {"strides", Attribute::of_ints({2, 2})},
+                  {"pads", Attribute::of_ints({1, 1, 1, 1})}});
   for (int64_t opset : {9, 10, 12, 16})
     check_gradients({mp}, {distinct("x", {3, 2, 6, 5}, 2)}, "y", {"x"}, opset, Decl::Batch);
 }
@@ -256,7 +260,7 @@ TEST(GradientCnn, MaxPoolOverlapSumsRepeatedIndices) {
   v[6] = 100;
   for (int64_t opset : {12, 17}) {
     auto g =
-        make_graph({node("MaxPool", {"x"}, {"y"}, {{"kernel_shape", ints_attr({3, 3})}})},
+        make_graph({node("MaxPool", {"x"}, {"y"}, {{"kernel_shape", Attribute::of_ints({3, 3})}})},
                    {{"x", Tensor::from_vector<double>({1, 1, 4, 4}, v)}}, "y", opset, Decl::Full);
     auto out = run_graph(training_graph(*g, {"x"}),
                          {Tensor::from_vector<double>({1, 1, 4, 4}, v),
@@ -273,46 +277,46 @@ DPRUN_GRADIENT_CASE(AveragePool, AveragePoolPadsAndCounts) {
   for (int include : {0, 1}) {
     SCOPED_TRACE("count_include_pad " + std::to_string(include));
     auto ap = node("AveragePool", {"x"}, {"y"},
-                   {{"kernel_shape", ints_attr({3, 3})},
-                    {"strides", ints_attr({2, 2})},
-                    {"pads", ints_attr({1, 1, 1, 1})},
-                    {"count_include_pad", int_attr(include)}});
+                   {{"kernel_shape", Attribute::of_ints({3, 3})},
+                    {"strides", Attribute::of_ints({2, 2})},
+                    {"pads", Attribute::of_ints({1, 1, 1, 1})},
+                    {"count_include_pad", Attribute::of_int(include)}});
     check_at({ap}, {in("x", {2, 2, 7, 7}, 1)}, "y", {"x"}, {7, 12, 17});
     // Windows that stop short of X's end (8 = 3 * 2 + 2: the last row is never read).
     auto short_end = node("AveragePool", {"x"}, {"y"},
-                          {{"kernel_shape", ints_attr({3, 2})},
-                           {"strides", ints_attr({2, 3})},
-                           {"pads", ints_attr({0, 1, 0, 0})},
-                           {"count_include_pad", int_attr(include)}});
+                          {{"kernel_shape", Attribute::of_ints({3, 2})},
+                           {"strides", Attribute::of_ints({2, 3})},
+                           {"pads", Attribute::of_ints({0, 1, 0, 0})},
+                           {"count_include_pad", Attribute::of_int(include)}});
     check_at({short_end}, {in("x", {1, 2, 8, 7}, 2)}, "y", {"x"}, {7, 17});
     // ceil_mode: the last window runs past the padded end.
     auto ceil = node("AveragePool", {"x"}, {"y"},
-                     {{"kernel_shape", ints_attr({3, 2})},
-                      {"strides", ints_attr({2, 2})},
-                      {"pads", ints_attr({1, 0, 0, 0})},
-                      {"ceil_mode", int_attr(1)},
-                      {"count_include_pad", int_attr(include)}});
+                     {{"kernel_shape", Attribute::of_ints({3, 2})},
+                      {"strides", Attribute::of_ints({2, 2})},
+                      {"pads", Attribute::of_ints({1, 0, 0, 0})},
+                      {"ceil_mode", Attribute::of_int(1)},
+                      {"count_include_pad", Attribute::of_int(include)}});
     check_at({ceil}, {in("x", {1, 1, 6, 5}, 3)}, "y", {"x"}, {10, 17});
   }
 }
 
 DPRUN_GRADIENT_CASE(AveragePool, AveragePoolShapes) {
   // 1-D with overlapping windows; auto_pad; 3-D; dilations (opset 19).
-  check_at({node("AveragePool", {"x"}, {"y"}, {{"kernel_shape", ints_attr({2})}})},
+  check_at({node("AveragePool", {"x"}, {"y"}, {{"kernel_shape", Attribute::of_ints({2})}})},
            {in("x", {2, 3, 6}, 1)}, "y", {"x"}, {12});
   check_at({node("AveragePool", {"x"}, {"y"},
-                 {{"kernel_shape", ints_attr({2, 3})},
-                  {"strides", ints_attr({2, 2})},
-                  {"auto_pad", string_attr("SAME_LOWER")}})},
+                 {{"kernel_shape", Attribute::of_ints({2, 3})},
+                  {"strides", Attribute::of_ints({2, 2})},
+                  {"auto_pad", Attribute::of_string("SAME_LOWER")}})},
            {in("x", {1, 2, 5, 5}, 2)}, "y", {"x"}, {12});
-  check_at(
-      {node("AveragePool", {"x"}, {"y"},
-            {{"kernel_shape", ints_attr({2, 2, 2})}, {"pads", ints_attr({0, 1, 0, 1, 0, 0})}})},
-      {in("x", {1, 1, 3, 3, 4}, 3)}, "y", {"x"}, {12});
+  check_at({node("AveragePool", {"x"}, {"y"},
+                 {{"kernel_shape", Attribute::of_ints({2, 2, 2})},
+                  {"pads", Attribute::of_ints({0, 1, 0, 1, 0, 0})}})},
+           {in("x", {1, 1, 3, 3, 4}, 3)}, "y", {"x"}, {12});
   check_gradients({node("AveragePool", {"x"}, {"y"},
-                        {{"kernel_shape", ints_attr({2, 2})},
-                         {"dilations", ints_attr({2, 1})},
-                         {"pads", ints_attr({1, 1, 1, 1})}})},
+                        {{"kernel_shape", Attribute::of_ints({2, 2})},
+                         {"dilations", Attribute::of_ints({2, 1})},
+                         {"pads", Attribute::of_ints({1, 1, 1, 1})}})},
                   {in("x", {1, 2, 5, 4}, 4)}, "y", {"x"}, 19, Decl::Full);
 }
 
@@ -323,9 +327,9 @@ DPRUN_GRADIENT_CASE(GlobalAveragePool, GlobalAveragePoolCases) {
 
 DPRUN_GRADIENT_CASE(AveragePool, AveragePoolSymbolicBatch) {
   auto ap = node("AveragePool", {"x"}, {"y"},
-                 {{"kernel_shape", ints_attr({3, 2})},
-                  {"strides", ints_attr({2, 3})},
-                  {"pads", ints_attr({1, 1, 0, 0})}});
+                 {{"kernel_shape", Attribute::of_ints({3, 2})},
+                  {"strides", Attribute::of_ints({2, 3})},
+                  {"pads", Attribute::of_ints({1, 1, 0, 0})}});
   for (int64_t opset : {7, 17})
     check_gradients({ap}, {in("x", {3, 2, 8, 7}, 2)}, "y", {"x"}, opset, Decl::Batch);
 }
@@ -363,7 +367,8 @@ void check_activation(const Node& n, double lo, double hi, const std::vector<int
 
 DPRUN_GRADIENT_CASE(LeakyRelu, LeakyReluAlpha) {
   check_activation(node("LeakyRelu", {"x"}, {"y"}), -1, 1, {7, 17});
-  check_activation(node("LeakyRelu", {"x"}, {"y"}, {{"alpha", float_attr(0.3f)}}), -1, 1, {17});
+  check_activation(node("LeakyRelu", {"x"}, {"y"}, {{"alpha", Attribute::of_float(0.3f)}}), -1, 1,
+                   {17});
 }
 
 DPRUN_GRADIENT_CASE(HardSwish, HardSwishRegions) {
@@ -373,7 +378,8 @@ DPRUN_GRADIENT_CASE(HardSwish, HardSwishRegions) {
 DPRUN_GRADIENT_CASE(HardSigmoid, HardSigmoidRegions) {
   check_activation(node("HardSigmoid", {"x"}, {"y"}), -4, 4, {7, 17});
   check_activation(
-      node("HardSigmoid", {"x"}, {"y"}, {{"alpha", float_attr(0.3f)}, {"beta", float_attr(0.4f)}}),
+      node("HardSigmoid", {"x"}, {"y"},
+           {{"alpha", Attribute::of_float(0.3f)}, {"beta", Attribute::of_float(0.4f)}}),
       -4, 4, {17});
 }
 
@@ -383,14 +389,15 @@ DPRUN_GRADIENT_CASE(Abs, AbsSigns) {
 
 DPRUN_GRADIENT_CASE(Elu, EluAlpha) {
   check_activation(node("Elu", {"x"}, {"y"}), -2, 2, {7});
-  check_activation(node("Elu", {"x"}, {"y"}, {{"alpha", float_attr(0.7f)}}), -2, 2, {17});
+  check_activation(node("Elu", {"x"}, {"y"}, {{"alpha", Attribute::of_float(0.7f)}}), -2, 2, {17});
 }
 
 DPRUN_GRADIENT_CASE(Selu, SeluDefaults) {
   check_activation(node("Selu", {"x"}, {"y"}), -2, 2, {7, 17});
   check_activation(
-      node("Selu", {"x"}, {"y"}, {{"alpha", float_attr(1.5f)}, {"gamma", float_attr(2.0f)}}), -2, 2,
-      {17});
+      node("Selu", {"x"}, {"y"},
+           {{"alpha", Attribute::of_float(1.5f)}, {"gamma", Attribute::of_float(2.0f)}}),
+      -2, 2, {17});
 }
 
 DPRUN_GRADIENT_CASE(Softplus, SoftplusRandom) {
@@ -401,10 +408,11 @@ DPRUN_GRADIENT_CASE(Softplus, SoftplusRandom) {
 
 DPRUN_GRADIENT_CASE(Clip, ClipAttributeBounds) {
   // Opsets 6-10: bounds are attributes (numpy broadcasting of the emitted ops needs 7).
-  check_at({node("Clip", {"x"}, {"y"}, {{"min", float_attr(-0.5f)}, {"max", float_attr(0.6f)}})},
+  check_at({node("Clip", {"x"}, {"y"},
+                 {{"min", Attribute::of_float(-0.5f)}, {"max", Attribute::of_float(0.6f)}})},
            {in("x", {3, 4}, 1)}, "y", {"x"}, {7, 10});
-  check_at({node("Clip", {"x"}, {"y"}, {{"min", float_attr(0.1f)}})}, {in("x", {3, 4}, 2)}, "y",
-           {"x"}, {10});
+  check_at({node("Clip", {"x"}, {"y"}, {{"min", Attribute::of_float(0.1f)}})}, {in("x", {3, 4}, 2)},
+           "y", {"x"}, {10});
 }
 
 DPRUN_GRADIENT_CASE(Clip, ClipInputBounds) {
@@ -435,7 +443,7 @@ DPRUN_GRADIENT_CASE(Clip, ClipDifferentiatedBounds) {
 
 DPRUN_GRADIENT_CASE(Dropout, DropoutInference) {
   // Before opset 12, and from 12 without a true training_mode: the identity.
-  check_at({node("Dropout", {"x"}, {"y", "mask"}, {{"ratio", float_attr(0.3f)}})},
+  check_at({node("Dropout", {"x"}, {"y", "mask"}, {{"ratio", Attribute::of_float(0.3f)}})},
            {in("x", {3, 4}, 1)}, "y", {"x"}, {7, 10});
   check_at({node("Dropout", {"x"}, {"y"})}, {in("x", {3, 4}, 1)}, "y", {"x"}, {13});
   Input ratio = constant("ratio", Tensor::scalar<double>(0.4));
@@ -456,7 +464,8 @@ DPRUN_GRADIENT_CASE(Dropout, DropoutTrainingRatioZero) {
 // training_mode constant or fed.
 void expect_dropout_scales_by_mask(bool fed_training, bool training) {
   Tensor x = random_tensor({4, 5}, -1, 1, 3), dy = random_tensor({4, 5}, -1, 1, 4);
-  auto n = node("Dropout", {"x", "ratio", "training"}, {"y", "mask"}, {{"seed", int_attr(5)}});
+  auto n =
+      node("Dropout", {"x", "ratio", "training"}, {"y", "mask"}, {{"seed", Attribute::of_int(5)}});
   std::vector<Input> inputs = {{"x", x}, constant("ratio", Tensor::scalar<double>(0.5))};
   inputs.push_back({"training", Tensor::scalar<bool>(training), !fed_training});
   auto g = make_graph({n}, inputs, "y", 13, Decl::Full);
@@ -515,7 +524,8 @@ DPRUN_GRADIENT_CASE(Pad, PadConstantMode) {
       "y", {"x"}, 18, Decl::Full);
   // Opsets 2-10: attributes.
   check_at(
-      {node("Pad", {"x"}, {"y"}, {{"pads", ints_attr({1, 0, 0, 2})}, {"value", float_attr(1.5f)}})},
+      {node("Pad", {"x"}, {"y"},
+            {{"pads", Attribute::of_ints({1, 0, 0, 2})}, {"value", Attribute::of_float(1.5f)}})},
       {in("x", {2, 3}, 5)}, "y", {"x"}, {2, 10});
 }
 
@@ -573,16 +583,16 @@ std::vector<Tensor> cnn_block_gradients(const std::vector<Input>& inputs64, cons
     dy = as_float32(dy64);
   }
   std::vector<Node> nodes = {
-      node("Conv", {"x", "w"}, {"c"}, {{"pads", ints_attr({1, 1, 1, 1})}}),
+      node("Conv", {"x", "w"}, {"c"}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}),
       node("BatchNormalization", {"c", "scale", "b", "mean", "var"}, {"n", "rm", "rv"},
-           {{"training_mode", int_attr(1)}}),
+           {{"training_mode", Attribute::of_int(1)}}),
       node("Relu", {"n"}, {"r"}),
       node("MaxPool", {"r"}, {"m"},
-           {{"kernel_shape", ints_attr({3, 3})},
-            {"strides", ints_attr({2, 2})},
-            {"pads", ints_attr({1, 1, 1, 1})}}),
+           {{"kernel_shape", Attribute::of_ints({3, 3})},
+            {"strides", Attribute::of_ints({2, 2})},
+            {"pads", Attribute::of_ints({1, 1, 1, 1})}}),
       node("Clip", {"m", "lo", "hi"}, {"k"}),
-      node("AveragePool", {"k"}, {"a"}, {{"kernel_shape", ints_attr({2, 2})}}),
+      node("AveragePool", {"k"}, {"a"}, {{"kernel_shape", Attribute::of_ints({2, 2})}}),
       node("GlobalAveragePool", {"a"}, {"y"})};
   auto forward = make_graph(nodes, inputs, "y", 15, Decl::Full);
   forward->initializers["lo"] =
@@ -622,13 +632,13 @@ TEST(GradientCnn, BlockWithSymbolicBatch) {
                                in("mean", {3}, 7),
                                in("var", {3}, 8, 0.5, 1)};
   std::vector<Node> nodes = {
-      node("Conv", {"x", "w1", "cb"}, {"c"}, {{"pads", ints_attr({1, 1, 1, 1})}}),
+      node("Conv", {"x", "w1", "cb"}, {"c"}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}),
       node("BatchNormalization", {"c", "scale", "b", "mean", "var"}, {"n", "rm", "rv"},
-           {{"training_mode", int_attr(1)}}),
+           {{"training_mode", Attribute::of_int(1)}}),
       node("Relu", {"n"}, {"r"}),
       node("MaxPool", {"r"}, {"m"},
-           {{"kernel_shape", ints_attr({2, 2})}, {"strides", ints_attr({2, 2})}}),
-      node("Conv", {"m", "w2"}, {"c2"}, {{"pads", ints_attr({1, 1, 1, 1})}}),
+           {{"kernel_shape", Attribute::of_ints({2, 2})}, {"strides", Attribute::of_ints({2, 2})}}),
+      node("Conv", {"m", "w2"}, {"c2"}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}}),
       node("GlobalAveragePool", {"c2"}, {"y"})};
   check_gradients(nodes, inputs, "y", {"x", "w1", "w2", "cb", "scale", "b"}, 15, Decl::Batch);
 }

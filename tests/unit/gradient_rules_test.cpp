@@ -119,10 +119,10 @@ DPRUN_GRADIENT_CASE(Gemm, GemmCases) {
       Shape sa = ta ? Shape{4, 3} : Shape{3, 4};
       Shape sb = tb ? Shape{2, 4} : Shape{4, 2};
       auto n = node("Gemm", {"a", "b", "c"}, {"y"},
-                    {{"transA", int_attr(ta)},
-                     {"transB", int_attr(tb)},
-                     {"alpha", float_attr(0.5f)},
-                     {"beta", float_attr(2.0f)}});
+                    {{"transA", Attribute::of_int(ta)},
+                     {"transB", Attribute::of_int(tb)},
+                     {"alpha", Attribute::of_float(0.5f)},
+                     {"beta", Attribute::of_float(2.0f)}});
       check_all_ways({n}, {in("a", sa, 1), in("b", sb, 2), in("c", {2}, 3)}, "y", {"a", "b", "c"});
       check_gradients({n}, {in("a", sa, 1), in("b", sb, 2), in("c", {3, 1}, 3)}, "y",
                       {"a", "b", "c"}, 17, Decl::Symbolic);
@@ -141,21 +141,21 @@ DPRUN_GRADIENT_CASE(Reshape, ReshapeCases) {
 }
 
 DPRUN_GRADIENT_CASE(Transpose, TransposeCases) {
-  check_all_ways({node("Transpose", {"x"}, {"y"}, {{"perm", ints_attr({1, 2, 0})}})},
+  check_all_ways({node("Transpose", {"x"}, {"y"}, {{"perm", Attribute::of_ints({1, 2, 0})}})},
                  {in("x", {2, 3, 4}, 1)}, "y", {"x"});
   check_all_ways({node("Transpose", {"x"}, {"y"})}, {in("x", {2, 3, 4}, 1)}, "y", {"x"});
 }
 
 DPRUN_GRADIENT_CASE(Flatten, FlattenCases) {
-  check_all_ways({node("Flatten", {"x"}, {"y"}, {{"axis", int_attr(2)}})}, {in("x", {2, 3, 4}, 1)},
-                 "y", {"x"});
+  check_all_ways({node("Flatten", {"x"}, {"y"}, {{"axis", Attribute::of_int(2)}})},
+                 {in("x", {2, 3, 4}, 1)}, "y", {"x"});
 }
 
 DPRUN_GRADIENT_CASE(Concat, ConcatCases) {
-  check_all_ways({node("Concat", {"a", "b", "c"}, {"y"}, {{"axis", int_attr(-1)}})},
+  check_all_ways({node("Concat", {"a", "b", "c"}, {"y"}, {{"axis", Attribute::of_int(-1)}})},
                  {in("a", {2, 1}, 1), in("b", {2, 3}, 2), in("c", {2, 2}, 3)}, "y",
                  {"a", "b", "c"});
-  check_gradients({node("Concat", {"a", "b"}, {"y"}, {{"axis", int_attr(0)}})},
+  check_gradients({node("Concat", {"a", "b"}, {"y"}, {{"axis", Attribute::of_int(0)}})},
                   {in("a", {2, 2}, 1), in("b", {1, 2}, 2)}, "y", {"a", "b"}, 9, Decl::Full);
 }
 
@@ -165,7 +165,8 @@ DPRUN_GRADIENT_CASE(Cast, CastBetweenFloatTypes) {
   g->opset_imports[""] = 17;
   g->inputs.push_back({"x", {DType::Float32, std::nullopt}});
   g->inputs.push_back({"dY", {DType::Float64, std::nullopt}});
-  g->nodes.push_back(node("Cast", {"x"}, {"y"}, {{"to", int_attr(int64_t(DType::Float64))}}));
+  g->nodes.push_back(
+      node("Cast", {"x"}, {"y"}, {{"to", Attribute::of_int(int64_t(DType::Float64))}}));
   g->outputs.push_back({"y", {}});
   GradientSpec spec{{"x"}, "y", "dY"};
   auto r = build_gradient(*g, spec);
@@ -186,44 +187,49 @@ DPRUN_GRADIENT_CASE(ReduceSum, ReduceSumCases) {
     SCOPED_TRACE("keepdims " + std::to_string(keep));
     Input axes{"axes", Tensor::from_vector<int64_t>({2}, {-1, 0}), true};
     for (Decl decl : {Decl::Full, Decl::Symbolic})
-      check_gradients({node("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", int_attr(keep)}})},
-                      {in("x", {2, 3, 4}, 1), axes}, "y", {"x"}, 17, decl);
+      check_gradients(
+          {node("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
+          {in("x", {2, 3, 4}, 1), axes}, "y", {"x"}, 17, decl);
     // Opset 11: axes attribute.
     check_gradients(
-        {node("ReduceSum", {"x"}, {"y"}, {{"keepdims", int_attr(keep)}, {"axes", ints_attr({1})}})},
+        {node("ReduceSum", {"x"}, {"y"},
+              {{"keepdims", Attribute::of_int(keep)}, {"axes", Attribute::of_ints({1})}})},
         {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 11);
     // Every axis.
-    check_gradients({node("ReduceSum", {"x"}, {"y"}, {{"keepdims", int_attr(keep)}})},
+    check_gradients({node("ReduceSum", {"x"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
                     {in("x", {2, 3}, 1)}, "y", {"x"}, 17, Decl::None);
     // Axes fed at run time.
-    check_gradients({node("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", int_attr(keep)}})},
-                    {in("x", {2, 3, 4}, 1), {"axes", Tensor::from_vector<int64_t>({1}, {-2})}}, "y",
-                    {"x"}, 17, Decl::None);
+    check_gradients(
+        {node("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
+        {in("x", {2, 3, 4}, 1), {"axes", Tensor::from_vector<int64_t>({1}, {-2})}}, "y", {"x"}, 17,
+        Decl::None);
   }
 }
 
 DPRUN_GRADIENT_CASE(ReduceMean, ReduceMeanCases) {
   for (int keep = 0; keep < 2; ++keep) {
     SCOPED_TRACE("keepdims " + std::to_string(keep));
-    check_gradients({node("ReduceMean", {"x"}, {"y"},
-                          {{"keepdims", int_attr(keep)}, {"axes", ints_attr({0, 2})}})},
-                    {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 17, Decl::Symbolic);
-    check_gradients({node("ReduceMean", {"x"}, {"y"}, {{"keepdims", int_attr(keep)}})},
+    check_gradients(
+        {node("ReduceMean", {"x"}, {"y"},
+              {{"keepdims", Attribute::of_int(keep)}, {"axes", Attribute::of_ints({0, 2})}})},
+        {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 17, Decl::Symbolic);
+    check_gradients({node("ReduceMean", {"x"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
                     {in("x", {2, 3}, 1)}, "y", {"x"}, 12);
     Input axes{"axes", Tensor::from_vector<int64_t>({1}, {1}), true};
-    check_gradients({node("ReduceMean", {"x", "axes"}, {"y"}, {{"keepdims", int_attr(keep)}})},
-                    {in("x", {2, 3, 4}, 1), axes}, "y", {"x"}, 18, Decl::Full);
+    check_gradients(
+        {node("ReduceMean", {"x", "axes"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
+        {in("x", {2, 3, 4}, 1), axes}, "y", {"x"}, 18, Decl::Full);
   }
 }
 
 void check_softmax_family(const char* op) {
   // Opset 13: one axis.
-  check_gradients({node(op, {"x"}, {"y"}, {{"axis", int_attr(1)}})}, {in("x", {2, 3, 4}, 1)}, "y",
-                  {"x"}, 13, Decl::None);
+  check_gradients({node(op, {"x"}, {"y"}, {{"axis", Attribute::of_int(1)}})},
+                  {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 13, Decl::None);
   check_gradients({node(op, {"x"}, {"y"})}, {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 17, Decl::Full);
   // Opset 11: coerced to 2-D at axis.
-  check_gradients({node(op, {"x"}, {"y"}, {{"axis", int_attr(1)}})}, {in("x", {2, 3, 4}, 1)}, "y",
-                  {"x"}, 11, Decl::Full);
+  check_gradients({node(op, {"x"}, {"y"}, {{"axis", Attribute::of_int(1)}})},
+                  {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 11, Decl::Full);
   check_gradients({node(op, {"x"}, {"y"})}, {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 11, Decl::Full);
 }
 
@@ -237,18 +243,18 @@ DPRUN_GRADIENT_CASE(LogSoftmax, LogSoftmaxAxes) {
 DPRUN_GRADIENT_CASE(Conv, ConvCases) {
   // 2-D with stride, asymmetric pads and dilation; the stride leaves input rows unused.
   auto n = node("Conv", {"x", "w", "b"}, {"y"},
-                {{"strides", ints_attr({2, 1})},
-                 {"pads", ints_attr({1, 0, 0, 1})},
-                 {"dilations", ints_attr({1, 2})}});
+                {{"strides", Attribute::of_ints({2, 1})},
+                 {"pads", Attribute::of_ints({1, 0, 0, 1})},
+                 {"dilations", Attribute::of_ints({1, 2})}});
   check_gradients({n}, {in("x", {1, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)}, "y",
                   {"x", "w", "b"}, 17, Decl::Full);
   check_gradients({n}, {in("x", {1, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)}, "y",
                   {"x", "w", "b"}, 9, Decl::Full);
   // 1-D.
-  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"strides", ints_attr({3})}})},
+  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"strides", Attribute::of_ints({3})}})},
                   {in("x", {1, 2, 8}, 1), in("w", {3, 2, 2}, 2)}, "y", {"x", "w"}, 17, Decl::Full);
   // Grouped: input gradient only.
-  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"group", int_attr(2)}})},
+  check_gradients({node("Conv", {"x", "w"}, {"y"}, {{"group", Attribute::of_int(2)}})},
                   {in("x", {1, 4, 4, 4}, 1), in("w", {4, 2, 3, 3}, 2)}, "y", {"x"}, 17, Decl::Full);
 }
 
@@ -256,9 +262,9 @@ DPRUN_GRADIENT_CASE(Conv, ConvSymbolicShapes) {
   // A dynamic batch (as PyTorch exports it): the static spatial sizes still give exact
   // ConvTranspose attributes, at every opset.
   auto n = node("Conv", {"x", "w", "b"}, {"y"},
-                {{"strides", ints_attr({2, 1})},
-                 {"pads", ints_attr({1, 0, 0, 1})},
-                 {"dilations", ints_attr({1, 2})}});
+                {{"strides", Attribute::of_ints({2, 1})},
+                 {"pads", Attribute::of_ints({1, 0, 0, 1})},
+                 {"dilations", Attribute::of_ints({1, 2})}});
   std::vector<Input> inputs = {in("x", {3, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2), in("b", {3}, 3)};
   for (int64_t opset : {9, 17})
     check_gradients({n}, inputs, "y", {"x", "w", "b"}, opset, Decl::Batch);
@@ -266,13 +272,15 @@ DPRUN_GRADIENT_CASE(Conv, ConvSymbolicShapes) {
   // input rows unused, which dX must give back as zeros.
   check_gradients({n}, inputs, "y", {"x", "w", "b"}, 17, Decl::Symbolic);
   check_gradients(
-      {node("Conv", {"x", "w"}, {"y"}, {{"strides", ints_attr({3})}, {"pads", ints_attr({2, 0})}})},
+      {node("Conv", {"x", "w"}, {"y"},
+            {{"strides", Attribute::of_ints({3})}, {"pads", Attribute::of_ints({2, 0})}})},
       {in("x", {2, 2, 9}, 1), in("w", {3, 2, 2}, 2)}, "y", {"x", "w"}, 17, Decl::Symbolic);
   // No shapes at all: the kernel from kernel_shape, the spatial sizes at run time.
-  check_gradients({node("Conv", {"x", "w"}, {"y"},
-                        {{"kernel_shape", ints_attr({3, 2})}, {"strides", ints_attr({2, 2})}})},
-                  {in("x", {2, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2)}, "y", {"x", "w"}, 17,
-                  Decl::None);
+  check_gradients(
+      {node(
+          "Conv", {"x", "w"}, {"y"},
+          {{"kernel_shape", Attribute::of_ints({3, 2})}, {"strides", Attribute::of_ints({2, 2})}})},
+      {in("x", {2, 2, 6, 5}, 1), in("w", {3, 2, 3, 2}, 2)}, "y", {"x", "w"}, 17, Decl::None);
 }
 
 TEST(GradientRules, ConvRunTimeSizesNeedOpset10) {
@@ -295,7 +303,7 @@ DPRUN_GRADIENT_CASE(Squeeze, SqueezeAxes) {
   Input axes{"axes", Tensor::from_vector<int64_t>({2}, {0, -1}), true};
   check_all_ways({node("Squeeze", {"x", "axes"}, {"y"})}, {in("x", {1, 3, 1}, 1), axes}, "y", {"x"},
                  true);
-  check_gradients({node("Squeeze", {"x"}, {"y"}, {{"axes", ints_attr({2})}})},
+  check_gradients({node("Squeeze", {"x"}, {"y"}, {{"axes", Attribute::of_ints({2})}})},
                   {in("x", {2, 3, 1}, 2)}, "y", {"x"}, 11, Decl::Full);
   check_gradients({node("Squeeze", {"x"}, {"y"})}, {in("x", {1, 3, 1, 2}, 3)}, "y", {"x"}, 17,
                   Decl::Full);
@@ -307,7 +315,7 @@ DPRUN_GRADIENT_CASE(Unsqueeze, UnsqueezeAxes) {
   for (Decl decl : {Decl::Full, Decl::Symbolic})
     check_gradients({node("Unsqueeze", {"x", "axes"}, {"y"})}, {in("x", {2, 3}, 1), axes}, "y",
                     {"x"}, 17, decl);
-  check_gradients({node("Unsqueeze", {"x"}, {"y"}, {{"axes", ints_attr({1})}})},
+  check_gradients({node("Unsqueeze", {"x"}, {"y"}, {{"axes", Attribute::of_ints({1})}})},
                   {in("x", {2, 3}, 2)}, "y", {"x"}, 11, Decl::Full);
 }
 

@@ -61,11 +61,11 @@ DPRUN_GRADIENT_CASE(Gather, GatherOtherAxesNegativeIndices) {
   Input idx2 = ints_in("idx", {2, 2}, {0, -1, 3, 3});
   Input scalar = ints_in("idx", {}, {-2});
   for (int64_t opset : kGatherOpsets) {
-    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", int_attr(1)}})},
+    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", Attribute::of_int(1)}})},
                     {in("x", {2, 4, 3}, 1), idx}, "y", {"x"}, opset, Decl::Symbolic);
-    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", int_attr(-1)}})},
+    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", Attribute::of_int(-1)}})},
                     {in("x", {2, 3, 4}, 2), idx2}, "y", {"x"}, opset, Decl::None);
-    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", int_attr(-2)}})},
+    check_gradients({node("Gather", {"x", "idx"}, {"y"}, {{"axis", Attribute::of_int(-2)}})},
                     {in("x", {2, 3, 4}, 3), scalar}, "y", {"x"}, opset, Decl::Full);
   }
   // int32 indices.
@@ -103,12 +103,12 @@ DPRUN_GRADIENT_CASE(LayerNormalization, LayerNormLastAxis) {
 DPRUN_GRADIENT_CASE(LayerNormalization, LayerNormOtherAxesNoBias) {
   // Axis 1 (two normalized axes) and axis -2, no B, a large epsilon.
   auto n = node("LayerNormalization", {"x", "scale"}, {"y"},
-                {{"axis", int_attr(1)}, {"epsilon", float_attr(0.1f)}});
+                {{"axis", Attribute::of_int(1)}, {"epsilon", Attribute::of_float(0.1f)}});
   check_gradients({n}, {in("x", {2, 3, 4}, 4), in("scale", {3, 4}, 5)}, "y", {"x", "scale"}, 17,
                   Decl::Symbolic);
   check_gradients({n}, {in("x", {2, 3, 4}, 4), in("scale", {3, 4}, 5)}, "y", {"x", "scale"}, 18,
                   Decl::Full);
-  auto m = node("LayerNormalization", {"x", "scale"}, {"y"}, {{"axis", int_attr(-2)}});
+  auto m = node("LayerNormalization", {"x", "scale"}, {"y"}, {{"axis", Attribute::of_int(-2)}});
   check_gradients({m}, {in("x", {2, 3, 4}, 6), in("scale", {3, 4}, 7)}, "y", {"x", "scale"}, 17,
                   Decl::None);
 }
@@ -135,13 +135,14 @@ DPRUN_GRADIENT_CASE(LayerNormalization, LayerNormAfterComputedReshape) {
   Input zero{"zero", Tensor::from_vector<int64_t>({}, {0}), true};
   Input axes{"axes", Tensor::from_vector<int64_t>({1}, {0}), true};
   Input tail{"tail", Tensor::from_vector<int64_t>({2}, {2, 3}), true};
-  std::vector<Node> nodes = {node("Shape", {"x"}, {"dims"}),
-                             node("Gather", {"dims", "zero"}, {"n"}),
-                             node("Unsqueeze", {"n", "axes"}, {"n1"}),
-                             node("Concat", {"n1", "tail"}, {"shape"}, {{"axis", int_attr(0)}}),
-                             node("Reshape", {"x", "shape"}, {"r"}),
-                             node("LayerNormalization", {"r", "scale", "b"}, {"ln"}),
-                             node("MatMul", {"ln", "w"}, {"y"})};
+  std::vector<Node> nodes = {
+      node("Shape", {"x"}, {"dims"}),
+      node("Gather", {"dims", "zero"}, {"n"}),
+      node("Unsqueeze", {"n", "axes"}, {"n1"}),
+      node("Concat", {"n1", "tail"}, {"shape"}, {{"axis", Attribute::of_int(0)}}),
+      node("Reshape", {"x", "shape"}, {"r"}),
+      node("LayerNormalization", {"r", "scale", "b"}, {"ln"}),
+      node("MatMul", {"ln", "w"}, {"y"})};
   std::vector<Input> inputs = {in("x", {2, 6}, 1),
                                in("scale", {3}, 2),
                                in("b", {3}, 3),
@@ -244,36 +245,38 @@ DPRUN_GRADIENT_CASE(Slice, SliceInputsNegativeStepsClamping) {
 DPRUN_GRADIENT_CASE(Slice, SliceAttributes) {
   // Opsets 1-9: starts/ends/axes attributes, negative and out-of-range bounds.
   auto n = node("Slice", {"x"}, {"y"},
-                {{"starts", ints_attr({-3, 1})},
-                 {"ends", ints_attr({1000, -1})},
-                 {"axes", ints_attr({1, 0})}});
+                {{"starts", Attribute::of_ints({-3, 1})},
+                 {"ends", Attribute::of_ints({1000, -1})},
+                 {"axes", Attribute::of_ints({1, 0})}});
   for (int64_t opset : {1, 9})
     check_gradients({n}, {in("x", {3, 5}, 1)}, "y", {"x"}, opset, Decl::Full);
-  auto no_axes =
-      node("Slice", {"x"}, {"y"}, {{"starts", ints_attr({1})}, {"ends", ints_attr({2})}});
+  auto no_axes = node("Slice", {"x"}, {"y"},
+                      {{"starts", Attribute::of_ints({1})}, {"ends", Attribute::of_ints({2})}});
   check_gradients({no_axes}, {in("x", {3, 2}, 2)}, "y", {"x"}, 9, Decl::Full);
 }
 
 DPRUN_GRADIENT_CASE(Split, SplitForms) {
   // Outputs a, b, c; b gets no gradient (zeros), a is read twice.
-  auto tail = node("Concat", {"c", "a", "a"}, {"y"}, {{"axis", int_attr(1)}});
+  auto tail = node("Concat", {"c", "a", "a"}, {"y"}, {{"axis", Attribute::of_int(1)}});
   Input sizes = ints_in("split", {3}, {2, 1, 3}, true);
-  auto with_input = node("Split", {"x", "split"}, {"a", "b", "c"}, {{"axis", int_attr(1)}});
+  auto with_input =
+      node("Split", {"x", "split"}, {"a", "b", "c"}, {{"axis", Attribute::of_int(1)}});
   for (int64_t opset : {13, 18})
     for (Decl decl : {Decl::Full, Decl::None})
       check_gradients({with_input, tail}, {in("x", {2, 6}, 1), sizes}, "y", {"x"}, opset, decl);
   // Opsets 11 and 12: split attribute, negative axis; no sizes: equal parts.
-  check_gradients({node("Split", {"x"}, {"a", "b", "c"},
-                        {{"axis", int_attr(-1)}, {"split", ints_attr({2, 1, 3})}}),
-                   tail},
-                  {in("x", {2, 6}, 2)}, "y", {"x"}, 11, Decl::Full);
-  check_gradients({node("Split", {"x"}, {"a", "b", "c"}, {{"axis", int_attr(1)}}), tail},
+  check_gradients(
+      {node("Split", {"x"}, {"a", "b", "c"},
+            {{"axis", Attribute::of_int(-1)}, {"split", Attribute::of_ints({2, 1, 3})}}),
+       tail},
+      {in("x", {2, 6}, 2)}, "y", {"x"}, 11, Decl::Full);
+  check_gradients({node("Split", {"x"}, {"a", "b", "c"}, {{"axis", Attribute::of_int(1)}}), tail},
                   {in("x", {2, 6}, 3)}, "y", {"x"}, 12, Decl::Full);
   // Opset 18: num_outputs with an uneven last part (3, 3, 1).
-  check_gradients(
-      {node("Split", {"x"}, {"a", "b", "c"}, {{"axis", int_attr(1)}, {"num_outputs", int_attr(3)}}),
-       tail},
-      {in("x", {2, 7}, 4)}, "y", {"x"}, 18, Decl::None);
+  check_gradients({node("Split", {"x"}, {"a", "b", "c"},
+                        {{"axis", Attribute::of_int(1)}, {"num_outputs", Attribute::of_int(3)}}),
+                   tail},
+                  {in("x", {2, 7}, 4)}, "y", {"x"}, 18, Decl::None);
 }
 
 DPRUN_GRADIENT_CASE(Expand, ExpandBroadcast) {
@@ -300,15 +303,16 @@ void check_extremum_reduce(const char* op) {
   for (int keep = 0; keep < 2; ++keep) {
     SCOPED_TRACE("keepdims " + std::to_string(keep));
     check_gradients(
-        {node(op, {"x"}, {"y"}, {{"keepdims", int_attr(keep)}, {"axes", ints_attr({0, -1})}})},
+        {node(op, {"x"}, {"y"},
+              {{"keepdims", Attribute::of_int(keep)}, {"axes", Attribute::of_ints({0, -1})}})},
         {in("x", {2, 3, 4}, 1)}, "y", {"x"}, 13, Decl::Symbolic);
-    check_gradients({node(op, {"x"}, {"y"}, {{"keepdims", int_attr(keep)}})}, {in("x", {2, 3}, 2)},
-                    "y", {"x"}, 12, Decl::None);
+    check_gradients({node(op, {"x"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
+                    {in("x", {2, 3}, 2)}, "y", {"x"}, 12, Decl::None);
     Input axes = ints_in("axes", {1}, {1}, true);
-    check_gradients({node(op, {"x", "axes"}, {"y"}, {{"keepdims", int_attr(keep)}})},
+    check_gradients({node(op, {"x", "axes"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
                     {in("x", {2, 3, 4}, 3), axes}, "y", {"x"}, 18, Decl::Full);
     Input fed = ints_in("axes", {1}, {-2});
-    check_gradients({node(op, {"x", "axes"}, {"y"}, {{"keepdims", int_attr(keep)}})},
+    check_gradients({node(op, {"x", "axes"}, {"y"}, {{"keepdims", Attribute::of_int(keep)}})},
                     {in("x", {2, 3, 4}, 4), fed}, "y", {"x"}, 18, Decl::None);
   }
 }
@@ -328,11 +332,13 @@ TEST(GradientReduce, MaxTiesAndZeroNorm) {
   // gives a zero gradient rather than NaN.
   std::vector<Input> inputs = {{"x", Tensor::from_vector<double>({2, 3}, {1, 3, 3, 2, 0, 1})}};
   Tensor dy = Tensor::from_vector<double>({2}, {4, 6});
-  auto n = node("ReduceMax", {"x"}, {"y"}, {{"axes", ints_attr({1})}, {"keepdims", int_attr(0)}});
+  auto n = node("ReduceMax", {"x"}, {"y"},
+                {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}});
   expect_values(run_gradients({n}, inputs, "y", {"x"}, 13, dy)[0], {0, 2, 2, 6, 0, 0});
   std::vector<Input> zero_row = {{"x", Tensor::from_vector<double>({2, 2}, {0, 0, 3, 4})}};
   Tensor dy2 = Tensor::from_vector<double>({2}, {1, 10});
-  auto l2 = node("ReduceL2", {"x"}, {"y"}, {{"axes", ints_attr({1})}, {"keepdims", int_attr(0)}});
+  auto l2 = node("ReduceL2", {"x"}, {"y"},
+                 {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}});
   expect_values(run_gradients({l2}, zero_row, "y", {"x"}, 13, dy2)[0], {0, 0, 6, 8});
 }
 
@@ -366,9 +372,9 @@ void check_loss(const char* op, const std::vector<std::string>& outputs,
       for (int ignore : {0, 1, 2}) {
         SCOPED_TRACE(std::string(reduction) + (weighted ? " weighted" : "") + " ignore " +
                      std::to_string(ignore));
-        std::map<std::string, Attribute> attrs{{"reduction", string_attr(reduction)}};
-        if (ignore == 1) attrs["ignore_index"] = int_attr(1);
-        if (ignore == 2) attrs["ignore_index"] = int_attr(-100);
+        std::map<std::string, Attribute> attrs{{"reduction", Attribute::of_string(reduction)}};
+        if (ignore == 1) attrs["ignore_index"] = Attribute::of_int(1);
+        if (ignore == 2) attrs["ignore_index"] = Attribute::of_int(-100);
         std::vector<std::string> ins = {"x", "labels"};
         if (weighted) ins.push_back("w");
         std::vector<Node> nodes = {node(op, ins, outputs, attrs)};
@@ -388,7 +394,7 @@ DPRUN_GRADIENT_CASE(NegativeLogLikelihoodLoss, NllLossReductionsWeightsIgnore) {
 
 DPRUN_GRADIENT_CASE(NegativeLogLikelihoodLoss, NllLossAfterLogSoftmax) {
   // The usual pair: LogSoftmax over the class axis, then NLL.
-  check_gradients({node("LogSoftmax", {"x"}, {"lp"}, {{"axis", int_attr(1)}}),
+  check_gradients({node("LogSoftmax", {"x"}, {"lp"}, {{"axis", Attribute::of_int(1)}}),
                    node("NegativeLogLikelihoodLoss", {"lp", "labels"}, {"y"})},
                   {in("x", {3, 4}, 1), ints_in("labels", {3}, {3, 0, 3})}, "y", {"x"}, 13,
                   Decl::Full);
@@ -404,11 +410,12 @@ DPRUN_GRADIENT_CASE(SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyLogProbOutput) {
   std::vector<Input> inputs = {in("x", {2, 3, 2}, 1), ints_in("labels", {2, 2}, {0, 2, 1, 2}), c};
   for (int ignore = 0; ignore < 2; ++ignore) {
     std::map<std::string, Attribute> attrs;
-    if (ignore) attrs["ignore_index"] = int_attr(2);
+    if (ignore) attrs["ignore_index"] = Attribute::of_int(2);
     auto sce = node("SoftmaxCrossEntropyLoss", {"x", "labels"}, {"loss", "lp"}, attrs);
-    std::vector<Node> both = {sce, node("Mul", {"lp", "c"}, {"lpc"}),
-                              node("ReduceSum", {"lpc"}, {"s"}, {{"keepdims", int_attr(0)}}),
-                              node("Add", {"loss", "s"}, {"y"})};
+    std::vector<Node> both = {
+        sce, node("Mul", {"lp", "c"}, {"lpc"}),
+        node("ReduceSum", {"lpc"}, {"s"}, {{"keepdims", Attribute::of_int(0)}}),
+        node("Add", {"loss", "s"}, {"y"})};
     check_gradients(both, inputs, "y", {"x"}, 13, Decl::Full);
     check_gradients({sce, node("Mul", {"lp", "lp"}, {"y"})}, inputs, "y", {"x"}, 13, Decl::None);
   }
@@ -430,7 +437,7 @@ TEST(GradientLoss, SoftmaxCrossEntropyHandComputed) {
   Tensor one = Tensor::scalar<double>(1.0);
   auto sce = [](std::vector<std::string> ins, const char* reduction) {
     return node("SoftmaxCrossEntropyLoss", std::move(ins), {"y"},
-                {{"reduction", string_attr(reduction)}});
+                {{"reduction", Attribute::of_string(reduction)}});
   };
   for (int64_t opset : {12, 13}) {
     SCOPED_TRACE("opset " + std::to_string(opset));
@@ -445,7 +452,7 @@ TEST(GradientLoss, SoftmaxCrossEntropyHandComputed) {
   }
   // NLL on the same values as log-probabilities, sum: -1 at each label, times dLoss = 1.
   auto nll = node("NegativeLogLikelihoodLoss", {"x", "labels"}, {"y"},
-                  {{"reduction", string_attr("sum")}});
+                  {{"reduction", Attribute::of_string("sum")}});
   expect_values(run_gradients({nll}, base, "y", {"x"}, 13, one)[0], {-1, 0, 0, 0, -1, 0});
 }
 
@@ -459,7 +466,7 @@ TEST(GradientBuilder, ShapeChainsAndMasksCutThePath) {
   //   y = v / floor(float(x.shape[1])) * float(argmax(x))   (Cast, Floor, ArgMax: no rules)
   // Floor and ArgMax have no gradient rule; only Where, Softmax, Reshape, Div, Mul need one.
   auto c = [](const std::string& name, Tensor t) {
-    Node n = node("Constant", {}, {name}, {{"value", grad_attr_tensor(std::move(t))}});
+    Node n = node("Constant", {}, {name}, {{"value", Attribute::of_tensor(std::move(t))}});
     n.name = "const_" + name;
     return n;
   };
@@ -479,18 +486,19 @@ TEST(GradientBuilder, ShapeChainsAndMasksCutThePath) {
       node("Range", {"i0", "len", "i1"}, {"pos"}),
       node("Equal", {"pos", "i2"}, {"mask"}),
       node("Where", {"mask", "fill", "x"}, {"w"}),
-      node("Softmax", {"w"}, {"p"}, {{"axis", int_attr(-1)}}),
+      node("Softmax", {"w"}, {"p"}, {{"axis", Attribute::of_int(-1)}}),
       node("Gather", {"s", "i0"}, {"b"}),
       node("Unsqueeze", {"b", "ax0"}, {"b1"}),
-      node("Concat", {"b1", "dims_tail"}, {"view"}, {{"axis", int_attr(0)}}),
+      node("Concat", {"b1", "dims_tail"}, {"view"}, {{"axis", Attribute::of_int(0)}}),
       node("Reshape", {"p", "view"}, {"v"}),
       node("Gather", {"s", "i1"}, {"seq"}),
-      node("Cast", {"seq"}, {"seqf"}, {{"to", int_attr(int64_t(DType::Float64))}}),
+      node("Cast", {"seq"}, {"seqf"}, {{"to", Attribute::of_int(int64_t(DType::Float64))}}),
       node("Floor", {"seqf"}, {"scale"}),
       node("Div", {"v", "scale"}, {"vs"}),
-      node("ArgMax", {"x"}, {"am"}, {{"axis", int_attr(0)}, {"keepdims", int_attr(0)}}),
-      node("Cast", {"am"}, {"amf"}, {{"to", int_attr(int64_t(DType::Float64))}}),
-      node("ReduceSum", {"amf"}, {"amsum"}, {{"keepdims", int_attr(0)}}),
+      node("ArgMax", {"x"}, {"am"},
+           {{"axis", Attribute::of_int(0)}, {"keepdims", Attribute::of_int(0)}}),
+      node("Cast", {"am"}, {"amf"}, {{"to", Attribute::of_int(int64_t(DType::Float64))}}),
+      node("ReduceSum", {"amf"}, {"amsum"}, {{"keepdims", Attribute::of_int(0)}}),
       node("Mul", {"vs", "amsum"}, {"y"})};
   for (auto& n : nodes) n.name = n.outputs[0] + "_fwd";
   std::vector<Input> inputs = {in("x", {2, 3, 4}, 1)};
@@ -510,7 +518,8 @@ TEST(GradientBuilder, IntegerInputsGetNoGradient) {
   // Gather's indices computed from x (argmax) and Expand's shape from Shape(x): neither is
   // differentiated, and an integer x gets zeros.
   std::vector<Node> nodes = {
-      node("ArgMax", {"x"}, {"idx"}, {{"axis", int_attr(1)}, {"keepdims", int_attr(0)}}),
+      node("ArgMax", {"x"}, {"idx"},
+           {{"axis", Attribute::of_int(1)}, {"keepdims", Attribute::of_int(0)}}),
       node("Gather", {"x", "idx"}, {"g"}), node("Shape", {"g"}, {"gs"}),
       node("Expand", {"x", "gs"}, {"e"}), node("Add", {"g", "e"}, {"y"})};
   std::vector<Input> inputs = {in("x", {3, 3}, 1)};

@@ -38,13 +38,6 @@ Attribute ints(std::vector<int64_t> v) {
   a.ints = std::move(v);
   return a;
 }
-Attribute int1(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-
 Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
           std::map<std::string, Attribute> attrs = {}) {
   Node n;
@@ -205,32 +198,34 @@ std::shared_ptr<Graph> mixed_graph() {
   g->initializers["hi"] = Tensor::scalar(0.5f);
   g->nodes = {
       node("Conv", {"x", "wg", "bg"}, {"c1"},
-           {{"group", int1(3)},
+           {{"group", Attribute::of_int(3)},
             {"strides", ints({2, 1})},
             {"pads", ints({1, 0, 2, 1})},
             {"dilations", ints({1, 2})}}),
       node("Relu", {"c1"}, {"r"}),
       node("Neg", {"c1"}, {"n"}),
       node("Conv", {"r", "wd"}, {"c2"},
-           {{"group", int1(6)},
+           {{"group", Attribute::of_int(6)},
             {"auto_pad", Attribute{.kind = Attribute::Kind::String, .s = "SAME_UPPER"}}}),
       node("GlobalAveragePool", {"c2"}, {"gp"}),
       node("Conv", {"gp", "wse"}, {"se"}),
       node("HardSigmoid", {"se"}, {"hs"}),
       node("Mul", {"c2", "hs"}, {"sc"}),
       node("Clip", {"sc", "lo", "hi"}, {"k"}),
-      node("Concat", {"k", "r"}, {"cat"}, {{"axis", int1(1)}}),
+      node("Concat", {"k", "r"}, {"cat"}, {{"axis", Attribute::of_int(1)}}),
       node("MaxPool", {"cat"}, {"mp"},
-           {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"ceil_mode", int1(1)}}),
+           {{"kernel_shape", ints({3, 3})},
+            {"strides", ints({2, 2})},
+            {"ceil_mode", Attribute::of_int(1)}}),
       node("AveragePool", {"cat"}, {"ap"},
            {{"kernel_shape", ints({2, 3})},
             {"strides", ints({2, 2})},
             {"pads", ints({0, 1, 1, 1})},
-            {"count_include_pad", int1(1)},
-            {"ceil_mode", int1(1)}}),
+            {"count_include_pad", Attribute::of_int(1)},
+            {"ceil_mode", Attribute::of_int(1)}}),
       node("Conv", {"ap", "w1"}, {"c3"}),
       node("Sigmoid", {"c3"}, {"s"}),
-      node("Concat", {"s", "s"}, {"cc"}, {{"axis", int1(-3)}}),
+      node("Concat", {"s", "s"}, {"cc"}, {{"axis", Attribute::of_int(-3)}}),
   };
   g->outputs = {{"c1", f32({})}, {"n", f32({})}, {"mp", f32({})}, {"cc", f32({})}};
   for (auto& o : g->outputs) o.type.shape.reset();
@@ -307,7 +302,7 @@ std::shared_ptr<Graph> batch_norm_graph(bool training) {
   std::map<std::string, Attribute> attrs = {{"epsilon", Attribute{}}};
   attrs["epsilon"].kind = Attribute::Kind::Float;
   attrs["epsilon"].f = 1e-3f;
-  if (training) attrs["training_mode"] = int1(1);
+  if (training) attrs["training_mode"] = Attribute::of_int(1);
   g->nodes = {node("Conv", {"x", "w"}, {"c"}, {{"pads", ints({1, 1, 1, 1})}}),
               node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"b"}, attrs),
               node("Relu", {"b"}, {"y"})};

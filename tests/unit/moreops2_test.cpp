@@ -11,12 +11,8 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 
 using testing::expect_values;
 
@@ -53,7 +49,7 @@ TEST(MoreOpsNms, CenterPointFormat) {
   Tensor boxes = Tensor::from_vector<float>({1, 2, 4}, {0.5f, 0.5f, 1, 1, 0.5f, 0.5f, 1, 1});
   Tensor scores = Tensor::from_vector<float>({1, 1, 2}, {0.3f, 0.6f});
   Node n = make_node("NonMaxSuppression", {"b", "s", "m", "iou"}, {"sel"});
-  n.attributes["center_point_box"] = int_attr(1);
+  n.attributes["center_point_box"] = Attribute::of_int(1);
   auto out = run_node(
       n, {boxes, scores, Tensor::from_vector<int64_t>({1}, {3}), Tensor::scalar<float>(0.5f)},
       11)[0];
@@ -65,18 +61,18 @@ TEST(MoreOpsGridSample, IdentityGridAndPadding) {
   // align_corners=1: normalized -1/1 hit pixel centres exactly.
   Tensor grid = Tensor::from_vector<float>({1, 1, 3, 2}, {-1, -1, 1, 1, 0, 0});
   Node n = make_node("GridSample", {"x", "g"}, {"y"});
-  n.attributes["align_corners"] = int_attr(1);
+  n.attributes["align_corners"] = Attribute::of_int(1);
   expect_values(run_node(n, {x, grid}, 16)[0], {1, 1, 1, 3}, {1, 4, 2.5});
   // Zero padding outside the image at align_corners=0: (x, y) = (-1, -1) is the corner of
   // pixel (0, 0), a quarter of whose bilinear weight is inside.
   Node z = make_node("GridSample", {"x", "g"}, {"y"});
   expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {-1, -1})}, 16)[0],
                 {1, 1, 1, 1}, {0.25});
-  z.attributes["padding_mode"] = string_attr("border");
+  z.attributes["padding_mode"] = Attribute::of_string("border");
   expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {-3, 3})}, 16)[0],
                 {1, 1, 1, 1}, {3});
-  z.attributes["mode"] = string_attr("nearest");
-  z.attributes["padding_mode"] = string_attr("zeros");
+  z.attributes["mode"] = Attribute::of_string("nearest");
+  z.attributes["padding_mode"] = Attribute::of_string("zeros");
   expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {0.6f, -0.6f})}, 16)[0],
                 {1, 1, 1, 1}, {2});
   EXPECT_THROW(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 3}, {0, 0, 0})}, 16), Error);
@@ -90,7 +86,7 @@ TEST(MoreOpsUnique, SortedUnsortedAndAxis) {
   expect_values(s[2], {6}, {1, 0, 0, 2, 3, 2});
   expect_values(s[3], {4}, {2, 1, 2, 1});
   Node un = make_node("Unique", {"x"}, {"y", "i", "inv", "c"});
-  un.attributes["sorted"] = int_attr(0);
+  un.attributes["sorted"] = Attribute::of_int(0);
   auto u = run_node(un, {x}, 11);
   expect_values(u[0], {4}, {2, 1, 3, 4});
   expect_values(u[1], {4}, {0, 1, 3, 4});
@@ -98,11 +94,11 @@ TEST(MoreOpsUnique, SortedUnsortedAndAxis) {
   expect_values(u[3], {4}, {1, 2, 2, 1});
   Tensor m = Tensor::from_vector<int64_t>({3, 2}, {1, 0, 0, 1, 1, 0});
   Node ax = make_node("Unique", {"x"}, {"y", "i", "inv", "c"});
-  ax.attributes["axis"] = int_attr(-2);
+  ax.attributes["axis"] = Attribute::of_int(-2);
   auto a = run_node(ax, {m}, 11);
   expect_values(a[0], {2, 2}, {0, 1, 1, 0});
   expect_values(a[2], {3}, {1, 0, 1});
-  ax.attributes["axis"] = int_attr(2);
+  ax.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(ax, {m}, 11), Error);
 }
 
@@ -113,9 +109,9 @@ TEST(MoreOpsRoiAlign, LinearImage) {
   Tensor x = Tensor::from_vector<float>({1, 1, 4, 4}, img);
   Tensor rois = Tensor::from_vector<float>({1, 4}, {0, 0, 4, 4});
   Node n = make_node("RoiAlign", {"x", "r", "b"}, {"y"});
-  n.attributes["output_height"] = int_attr(2);
-  n.attributes["output_width"] = int_attr(2);
-  n.attributes["sampling_ratio"] = int_attr(1);
+  n.attributes["output_height"] = Attribute::of_int(2);
+  n.attributes["output_width"] = Attribute::of_int(2);
+  n.attributes["sampling_ratio"] = Attribute::of_int(1);
   // half_pixel: samples at x = 0.5 and 2.5.
   expect_values(run_node(n, {x, rois, Tensor::from_vector<int64_t>({1}, {0})}, 16)[0], {1, 1, 2, 2},
                 {0.5, 2.5, 0.5, 2.5});
@@ -129,12 +125,12 @@ TEST(MoreOpsMaxUnpool, ScattersAndOutputShape) {
   Tensor x = Tensor::from_vector<float>({1, 1, 1, 2}, {5, 7});
   Tensor i = Tensor::from_vector<int64_t>({1, 1, 1, 2}, {1, 2});
   Node n = make_node("MaxUnpool", {"x", "i"}, {"y"});
-  n.attributes["kernel_shape"] = ints_attr({1, 2});
-  n.attributes["strides"] = ints_attr({1, 2});
+  n.attributes["kernel_shape"] = Attribute::of_ints({1, 2});
+  n.attributes["strides"] = Attribute::of_ints({1, 2});
   expect_values(run_node(n, {x, i}, 11)[0], {1, 1, 1, 4}, {0, 5, 7, 0});
   Node s = make_node("MaxUnpool", {"x", "i", "s"}, {"y"});
-  s.attributes["kernel_shape"] = ints_attr({1, 2});
-  s.attributes["strides"] = ints_attr({1, 2});
+  s.attributes["kernel_shape"] = Attribute::of_ints({1, 2});
+  s.attributes["strides"] = Attribute::of_ints({1, 2});
   expect_values(run_node(s, {x, i, Tensor::from_vector<int64_t>({4}, {1, 1, 1, 5})}, 11)[0],
                 {1, 1, 1, 5}, {0, 5, 7, 0, 0});  // same coordinates in the wider row
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({1, 1, 1, 2}, {1, 9})}, 11), Error);
@@ -157,14 +153,14 @@ TEST(MoreOpsDet, BatchedAndSingular) {
 TEST(MoreOpsWindow, HannHammingBlackman) {
   Node h = make_node("HannWindow", {"n"}, {"y"});
   expect_values(run_node(h, {Tensor::scalar<int64_t>(4)}, 17)[0], {4}, {0, 0.5, 1, 0.5});
-  h.attributes["periodic"] = int_attr(0);
+  h.attributes["periodic"] = Attribute::of_int(0);
   expect_values(run_node(h, {Tensor::scalar<int64_t>(4)}, 17)[0], {4}, {0, 0.75, 0.75, 0});
   const double a0 = 25.0 / 46.0;
   expect_values(
       run_node(make_node("HammingWindow", {"n"}, {"y"}), {Tensor::scalar<int32_t>(2)}, 17)[0], {2},
       {a0 - (1 - a0), a0 + (1 - a0)});
   Node b = make_node("BlackmanWindow", {"n"}, {"y"});
-  b.attributes["output_datatype"] = int_attr(11);
+  b.attributes["output_datatype"] = Attribute::of_int(11);
   auto bw = run_node(b, {Tensor::scalar<int64_t>(4)}, 17)[0];
   EXPECT_EQ(bw.dtype(), DType::Float64);
   expect_values(bw, {4}, {0.42 - 0.5 + 0.08, 0.42 - 0.08, 0.42 + 0.5 + 0.08, 0.42 - 0.08}, 1e-12);
@@ -177,10 +173,10 @@ TEST(MoreOpsDft, ForwardInverseOnesided) {
   auto y = run_node(n, {x}, 17)[0];
   expect_values(y, {1, 4, 2}, {10, 0, -2, 2, -2, 0, -2, -2}, 1e-5);
   Node inv = make_node("DFT", {"x"}, {"y"});
-  inv.attributes["inverse"] = int_attr(1);
+  inv.attributes["inverse"] = Attribute::of_int(1);
   expect_values(run_node(inv, {y}, 17)[0], {1, 4, 2}, {1, 0, 2, 0, 3, 0, 4, 0}, 1e-5);
   Node one = make_node("DFT", {"x", "len"}, {"y"});
-  one.attributes["onesided"] = int_attr(1);
+  one.attributes["onesided"] = Attribute::of_int(1);
   // dft_length 2 truncates to [1, 2]: X = [3, -1].
   expect_values(run_node(one, {x, Tensor::scalar<int64_t>(2)}, 17)[0], {1, 2, 2}, {3, 0, -1, 0},
                 1e-5);
@@ -189,14 +185,14 @@ TEST(MoreOpsDft, ForwardInverseOnesided) {
   expect_values(run_node(n20, {x, Tensor::scalar<int64_t>(1)}, 20)[0], {1, 4, 2},
                 {10, 0, -2, 2, -2, 0, -2, -2}, 1e-5);
   Node bad = make_node("DFT", {"x"}, {"y"});
-  bad.attributes["axis"] = int_attr(2);
+  bad.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(bad, {x}, 17), Error);
 }
 
 TEST(MoreOpsDft, StftMatchesFramewiseDft) {
   std::vector<float> sig = {1, 2, 3, 4, 0, 1, 0, -1};
   Node n = make_node("STFT", {"s", "step", "w"}, {"y"});
-  n.attributes["onesided"] = int_attr(0);
+  n.attributes["onesided"] = Attribute::of_int(0);
   auto y = run_node(n,
                     {Tensor::from_vector<float>({1, 8, 1}, sig), Tensor::scalar<int64_t>(4),
                      Tensor::from_vector<float>({4}, {1, 1, 1, 1})},
@@ -238,17 +234,17 @@ TEST(MoreOpsDft, MelWeightMatrixTriangles) {
 
 TEST(MoreOpsTfIdf, CountsUniAndBigramsWithSkips) {
   Node n = make_node("TfIdfVectorizer", {"x"}, {"y"});
-  n.attributes["min_gram_length"] = int_attr(1);
-  n.attributes["max_gram_length"] = int_attr(2);
-  n.attributes["max_skip_count"] = int_attr(1);
-  n.attributes["mode"] = string_attr("TF");
-  n.attributes["ngram_counts"] = ints_attr({0, 2});
-  n.attributes["ngram_indexes"] = ints_attr({0, 1, 2});
-  n.attributes["pool_int64s"] = ints_attr({7, 8, 7, 9});  // unigrams 7, 8; bigram (7, 9)
+  n.attributes["min_gram_length"] = Attribute::of_int(1);
+  n.attributes["max_gram_length"] = Attribute::of_int(2);
+  n.attributes["max_skip_count"] = Attribute::of_int(1);
+  n.attributes["mode"] = Attribute::of_string("TF");
+  n.attributes["ngram_counts"] = Attribute::of_ints({0, 2});
+  n.attributes["ngram_indexes"] = Attribute::of_ints({0, 1, 2});
+  n.attributes["pool_int64s"] = Attribute::of_ints({7, 8, 7, 9});  // unigrams 7, 8; bigram (7, 9)
   Tensor x = Tensor::from_vector<int32_t>({2, 3}, {7, 8, 9, 7, 9, 7});
   // Row 0: 7 once, 8 once, (7, 9) with one skip. Row 1: 7 twice, (7, 9) adjacent.
   expect_values(run_node(n, {x}, 9)[0], {2, 3}, {1, 1, 1, 2, 0, 1});
-  n.attributes["mode"] = string_attr("TFIDF");
+  n.attributes["mode"] = Attribute::of_string("TFIDF");
   n.attributes["weights"] = [] {
     Attribute a;
     a.kind = Attribute::Kind::Floats;
@@ -256,7 +252,7 @@ TEST(MoreOpsTfIdf, CountsUniAndBigramsWithSkips) {
     return a;
   }();
   expect_values(run_node(n, {x}, 9)[0], {2, 3}, {0.5, 2, 3, 1, 0, 3});
-  n.attributes["mode"] = string_attr("IDF");
+  n.attributes["mode"] = Attribute::of_string("IDF");
   expect_values(run_node(n, {x}, 9)[0], {2, 3}, {0.5, 2, 3, 0.5, 0, 3});
   EXPECT_THROW(run_node(n, {Tensor::from_vector<float>({2}, {1, 2})}, 9), Error);
 }
@@ -268,25 +264,25 @@ TEST(MoreOpsOptimizers, AdagradMomentumAdam) {
   Tensor H = Tensor::from_vector<float>({1}, {3.f});
   Node a = make_node("Adagrad", {"R", "T", "X", "G", "H"}, {"X2", "H2"});
   a.domain = dom;
-  a.attributes["decay_factor"] = float_attr(1.f);
+  a.attributes["decay_factor"] = Attribute::of_float(1.f);
   // r = 0.1 / 2; H' = 3 + 4 = 7; X' = 1 - 0.05 * 2 / sqrt(7).
   auto ao = run_node(a, {R, T, X, G, H}, 1, dom);
   expect_values(ao[0], {1}, {1 - 0.05 * 2 / (std::sqrt(7.0) + 1e-6)});
   expect_values(ao[1], {1}, {7});
   Node m = make_node("Momentum", {"R", "T", "X", "G", "V"}, {"X2", "V2"});
   m.domain = dom;
-  m.attributes["alpha"] = float_attr(0.5f);
-  m.attributes["beta"] = float_attr(0.25f);
-  m.attributes["norm_coefficient"] = float_attr(0.f);
-  m.attributes["mode"] = string_attr("nesterov");
+  m.attributes["alpha"] = Attribute::of_float(0.5f);
+  m.attributes["beta"] = Attribute::of_float(0.25f);
+  m.attributes["norm_coefficient"] = Attribute::of_float(0.f);
+  m.attributes["mode"] = Attribute::of_string("nesterov");
   // V' = 0.5 * 3 + 0.25 * 2 = 2; nesterov X' = 1 - 0.1 * (2 + 0.5 * 2) = 0.7.
   auto mo = run_node(m, {R, T, X, G, H}, 1, dom);
   expect_values(mo[0], {1}, {0.7});
   expect_values(mo[1], {1}, {2});
   Node ad = make_node("Adam", {"R", "T", "X", "G", "V", "H"}, {"X2", "V2", "H2"});
   ad.domain = dom;
-  ad.attributes["alpha"] = float_attr(0.5f);
-  ad.attributes["beta"] = float_attr(0.5f);
+  ad.attributes["alpha"] = Attribute::of_float(0.5f);
+  ad.attributes["beta"] = Attribute::of_float(0.5f);
   Tensor V = Tensor::from_vector<float>({1}, {1.f});
   // V' = 0.5 + 1 = 1.5; H' = 1.5 + 2 = 3.5; lr = 0.1 * sqrt(0.5) / 0.5.
   auto o = run_node(ad, {R, T, X, G, V, H}, 1, dom);
@@ -298,10 +294,10 @@ TEST(MoreOpsOptimizers, AdagradMomentumAdam) {
 
 TEST(MoreOpsRandom, UniformNormalShapesRangesAndSeed) {
   Node u = make_node("RandomUniform", {}, {"y"});
-  u.attributes["shape"] = ints_attr({100, 50});
-  u.attributes["low"] = float_attr(-2.f);
-  u.attributes["high"] = float_attr(3.f);
-  u.attributes["seed"] = float_attr(7.f);
+  u.attributes["shape"] = Attribute::of_ints({100, 50});
+  u.attributes["low"] = Attribute::of_float(-2.f);
+  u.attributes["high"] = Attribute::of_float(3.f);
+  u.attributes["seed"] = Attribute::of_float(7.f);
   auto y = run_node(u, {}, 1)[0];
   ASSERT_EQ(y.dtype(), DType::Float32);
   ASSERT_EQ(shape_to_string(y.shape()), shape_to_string(Shape{100, 50}));
@@ -317,8 +313,8 @@ TEST(MoreOpsRandom, UniformNormalShapesRangesAndSeed) {
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.item_as_double(i), again.item_as_double(i));
 
   Node nl = make_node("RandomNormalLike", {"x"}, {"y"});
-  nl.attributes["mean"] = float_attr(1.f);
-  nl.attributes["scale"] = float_attr(2.f);
+  nl.attributes["mean"] = Attribute::of_float(1.f);
+  nl.attributes["scale"] = Attribute::of_float(2.f);
   auto z = run_node(nl, {Tensor::zeros({4000}, DType::Float64)}, 1)[0];
   ASSERT_EQ(z.dtype(), DType::Float64);
   double m = 0, v = 0;
@@ -330,8 +326,8 @@ TEST(MoreOpsRandom, UniformNormalShapesRangesAndSeed) {
   EXPECT_NEAR(std::sqrt(v), 2.0, 0.15);
 
   Node bad = make_node("RandomUniform", {}, {"y"});
-  bad.attributes["shape"] = ints_attr({2});
-  bad.attributes["dtype"] = int_attr(7);  // int64 is not allowed
+  bad.attributes["shape"] = Attribute::of_ints({2});
+  bad.attributes["dtype"] = Attribute::of_int(7);  // int64 is not allowed
   EXPECT_THROW(run_node(bad, {}, 1), Error);
 }
 
@@ -339,8 +335,8 @@ TEST(MoreOpsRandom, Bernoulli) {
   std::vector<float> p(2000);
   for (size_t i = 0; i < p.size(); ++i) p[i] = i < 500 ? 0.f : i < 1000 ? 1.f : 0.3f;
   Node n = make_node("Bernoulli", {"p"}, {"y"});
-  n.attributes["dtype"] = int_attr(9);  // bool
-  n.attributes["seed"] = float_attr(1.f);
+  n.attributes["dtype"] = Attribute::of_int(9);  // bool
+  n.attributes["seed"] = Attribute::of_float(1.f);
   auto y = run_node(n, {Tensor::from_vector<float>({2000}, p)}, 15)[0];
   ASSERT_EQ(y.dtype(), DType::Bool);
   double ones = 0;

@@ -11,12 +11,8 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 
 using testing::expect_values;
 
@@ -34,11 +30,11 @@ TEST(MoreOpsLoss, NllReductions) {
   Tensor x = Tensor::from_vector<float>({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
   Tensor t = Tensor::from_vector<int64_t>({2}, {2, 0});
   Node n = make_node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"});
-  n.attributes["reduction"] = string_attr("none");
+  n.attributes["reduction"] = Attribute::of_string("none");
   expect_values(run_node(n, {x, t}, 13)[0], {2}, {-0.3, -0.4});
-  n.attributes["reduction"] = string_attr("sum");
+  n.attributes["reduction"] = Attribute::of_string("sum");
   expect_values(run_node(n, {x, t}, 13)[0], {}, {-0.7});
-  n.attributes["reduction"] = string_attr("mean");
+  n.attributes["reduction"] = Attribute::of_string("mean");
   expect_values(run_node(n, {x, t}, 13)[0], {}, {-0.35});
 }
 
@@ -48,15 +44,15 @@ TEST(MoreOpsLoss, NllWeightsIgnoreIndexAndSpatialDims) {
   Tensor t = Tensor::from_vector<int32_t>({1, 3}, {1, -1, 0});
   Tensor w = Tensor::from_vector<double>({2}, {0.5, 2.0});
   Node n = make_node("NegativeLogLikelihoodLoss", {"x", "t", "w"}, {"y"});
-  n.attributes["ignore_index"] = int_attr(-1);
-  n.attributes["reduction"] = string_attr("none");
+  n.attributes["ignore_index"] = Attribute::of_int(-1);
+  n.attributes["reduction"] = Attribute::of_string("none");
   // d=0: class 1 -> -x[0,1,0]*2 = -8; d=1 ignored; d=2: class 0 -> -x[0,0,2]*0.5 = -1.5.
   expect_values(run_node(n, {x, t, w}, 13)[0], {1, 3}, {-8, 0, -1.5});
-  n.attributes["reduction"] = string_attr("mean");
+  n.attributes["reduction"] = Attribute::of_string("mean");
   expect_values(run_node(n, {x, t, w}, 13)[0], {}, {-9.5 / 2.5});
   // Without weights "mean" divides by the count of non-ignored elements.
   Node nw = make_node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"});
-  nw.attributes["ignore_index"] = int_attr(-1);
+  nw.attributes["ignore_index"] = Attribute::of_int(-1);
   expect_values(run_node(nw, {x, t}, 13)[0], {}, {-(4.0 + 3.0) / 2});
 }
 
@@ -65,7 +61,7 @@ TEST(MoreOpsLoss, NllErrors) {
   Node n = make_node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"});
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({2}, {0, 3})}, 13), Error);
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({3}, {0, 1, 2})}, 13), Error);
-  n.attributes["reduction"] = string_attr("avg");
+  n.attributes["reduction"] = Attribute::of_string("avg");
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({2}, {0, 1})}, 13), Error);
 }
 
@@ -95,11 +91,11 @@ TEST(MoreOpsLoss, SoftmaxCrossEntropyMatchesNaive) {
       wsum += wv[tt];
     }
   Node node = make_node("SoftmaxCrossEntropyLoss", {"x", "t", "w"}, {"loss", "log_prob"});
-  node.attributes["ignore_index"] = int_attr(5);
+  node.attributes["ignore_index"] = Attribute::of_int(5);
   auto out = run_node(node, {x, t, w}, 13);
   expect_values(out[0], {}, {sum / wsum}, 1e-5);
   expect_values(out[1], {N, C, D}, lp, 1e-5);
-  node.attributes["reduction"] = string_attr("sum");
+  node.attributes["reduction"] = Attribute::of_string("sum");
   expect_values(run_node(node, {x, t, w}, 13)[0], {}, {sum}, 1e-4);
 }
 
@@ -127,7 +123,7 @@ TEST(MoreOpsRnn, SimpleRnnForwardMatchesNaive) {
   auto x = rand_vec(S * B * I, rng), w = rand_vec(H * I, rng), r = rand_vec(H * H, rng),
        b = rand_vec(2 * H, rng);
   Node n = make_node("RNN", {"X", "W", "R", "B"}, {"Y", "Y_h"});
-  n.attributes["hidden_size"] = int_attr(H);
+  n.attributes["hidden_size"] = Attribute::of_int(H);
   auto out = run_node(
       n,
       {Tensor::from_vector<float>({S, B, I}, x), Tensor::from_vector<float>({1, H, I}, w),
@@ -186,8 +182,8 @@ TEST(MoreOpsRnn, LstmBidirectionalWithSequenceLens) {
        b = rand_vec(2 * 8 * H, rng);
   std::vector<int32_t> lens = {4, 2};
   Node n = make_node("LSTM", {"X", "W", "R", "B", "L"}, {"Y", "Y_h", "Y_c"});
-  n.attributes["hidden_size"] = int_attr(H);
-  n.attributes["direction"] = string_attr("bidirectional");
+  n.attributes["hidden_size"] = Attribute::of_int(H);
+  n.attributes["direction"] = Attribute::of_string("bidirectional");
   auto out = run_node(
       n,
       {Tensor::from_vector<float>({S, B, I}, x), Tensor::from_vector<float>({2, 4 * H, I}, w),
@@ -227,9 +223,9 @@ TEST(MoreOpsRnn, GruLinearBeforeResetAndLayout) {
   const double z = sigm(wz * x + rz * h0), r = sigm(wr * x + rr * h0);
   for (int lbr = 0; lbr < 2; ++lbr) {
     Node n = make_node("GRU", {"X", "W", "R", "B", "", "H0"}, {"Y", "Y_h"});
-    n.attributes["hidden_size"] = int_attr(1);
-    n.attributes["linear_before_reset"] = int_attr(lbr);
-    n.attributes["layout"] = int_attr(1);
+    n.attributes["hidden_size"] = Attribute::of_int(1);
+    n.attributes["linear_before_reset"] = Attribute::of_int(lbr);
+    n.attributes["layout"] = Attribute::of_int(1);
     auto out = run_node(n, {X, W, R, Bt, H0}, 14);
     const double hc =
         lbr ? std::tanh(wh * x + r * (rh * h0 + rbh)) : std::tanh(wh * x + rh * (r * h0) + rbh);
@@ -245,14 +241,14 @@ TEST(MoreOpsRnn, ActivationsAndErrors) {
   Tensor W = Tensor::from_vector<float>({1, 1, 1}, {3.f});
   Tensor R = Tensor::from_vector<float>({1, 1, 1}, {0.f});
   Node n = make_node("RNN", {"X", "W", "R"}, {"", "Y_h"});
-  n.attributes["hidden_size"] = int_attr(1);
+  n.attributes["hidden_size"] = Attribute::of_int(1);
   n.attributes["activations"] = strings_attr({"Relu"});
-  n.attributes["clip"] = float_attr(4.f);
+  n.attributes["clip"] = Attribute::of_float(4.f);
   expect_values(run_node(n, {X, W, R}, 14)[0], {1, 1, 1}, {4.0});
   n.attributes["activations"] = strings_attr({"Bogus"});
   EXPECT_THROW(run_node(n, {X, W, R}, 14), Error);
   Node bad = make_node("RNN", {"X", "W", "R"}, {"", "Y_h"});
-  bad.attributes["hidden_size"] = int_attr(2);
+  bad.attributes["hidden_size"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(bad, {X, W, R}, 14), Error);
 }
 
@@ -268,8 +264,8 @@ TEST(MoreOpsRnn, LstmPeepholesAndInputForget) {
   Tensor P = Tensor::from_vector<float>({1, 3}, {float(pi), float(po), float(pf)});
   for (int forget = 0; forget < 2; ++forget) {
     Node n = make_node("LSTM", {"X", "W", "R", "", "", "H0", "C0", "P"}, {"", "Y_h", "Y_c"});
-    n.attributes["hidden_size"] = int_attr(1);
-    n.attributes["input_forget"] = int_attr(forget);
+    n.attributes["hidden_size"] = Attribute::of_int(1);
+    n.attributes["input_forget"] = Attribute::of_int(forget);
     auto out = run_node(n, {X, W, R, H0, C0, P}, 14);
     const double i = sigm(w[0] * x + r[0] * h0 + pi * c0);
     const double f = forget ? 1 - i : sigm(w[2] * x + r[2] * h0 + pf * c0);

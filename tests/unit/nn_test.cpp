@@ -15,13 +15,9 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_impl;
 using testing::run_node;
-using testing::string_attr;
 
 std::vector<float> iota_values(int64_t n, float start = 0) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -57,8 +53,8 @@ void expect_impls_agree(const Node& node, const std::vector<Tensor>& inputs, int
 
 TEST(NnConv, BasicWithPadding) {
   Node n = make_node("Conv", {"x", "w"}, {"y"});
-  n.attributes["kernel_shape"] = ints_attr({3, 3});
-  n.attributes["pads"] = ints_attr({1, 1, 1, 1});
+  n.attributes["kernel_shape"] = Attribute::of_ints({3, 3});
+  n.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
   auto x = Tensor::from_vector<float>({1, 1, 5, 5}, iota_values(25));
   auto w = Tensor::from_vector<float>({1, 1, 3, 3}, std::vector<float>(9, 1.f));
   auto y = run_node(n, {x, w}, 11);
@@ -75,9 +71,9 @@ TEST(NnConv, BasicWithPadding) {
 TEST(NnConv, StridesAsymmetricPadsBiasGroups) {
   // Two groups of one channel each, stride 2, bias.
   Node n = make_node("Conv", {"x", "w", "b"}, {"y"});
-  n.attributes["group"] = int_attr(2);
-  n.attributes["strides"] = ints_attr({2});
-  n.attributes["pads"] = ints_attr({1, 0});
+  n.attributes["group"] = Attribute::of_int(2);
+  n.attributes["strides"] = Attribute::of_ints({2});
+  n.attributes["pads"] = Attribute::of_ints({1, 0});
   auto x = Tensor::from_vector<float>({1, 2, 5}, {1, 2, 3, 4, 5, 10, 20, 30, 40, 50});
   auto w = Tensor::from_vector<float>({2, 1, 2}, {1, 1, 1, -1});
   auto b = Tensor::from_vector<float>({2}, {0.5f, -1.f});
@@ -91,13 +87,13 @@ TEST(NnConv, StridesAsymmetricPadsBiasGroups) {
 
 TEST(NnConv, AutoPadSameLowerAndDilations) {
   Node n = make_node("Conv", {"x", "w"}, {"y"});
-  n.attributes["auto_pad"] = string_attr("SAME_LOWER");
-  n.attributes["dilations"] = ints_attr({3});
+  n.attributes["auto_pad"] = Attribute::of_string("SAME_LOWER");
+  n.attributes["dilations"] = Attribute::of_ints({3});
   auto x = Tensor::from_vector<float>({1, 1, 4}, {1, 2, 3, 4});
   auto w = Tensor::from_vector<float>({1, 1, 2}, {1, 10});
   // Extent 4, total pad 3, the larger half first: [0, 0, 1, 2, 3, 4, 0] -> p[i] + 10 p[i+3].
   Node upper = n;
-  upper.attributes["auto_pad"] = string_attr("SAME_UPPER");  // [0, 1, 2, 3, 4, 0, 0]
+  upper.attributes["auto_pad"] = Attribute::of_string("SAME_UPPER");  // [0, 1, 2, 3, 4, 0, 0]
   for (const char* impl : {"reference", "onednn"}) {
     expect_values(run_impl(n, {x, w}, 11, impl)[0], {1, 1, 4}, {20, 30, 41, 2});
     expect_values(run_impl(upper, {x, w}, 11, impl)[0], {1, 1, 4}, {30, 41, 2, 3});
@@ -112,11 +108,11 @@ TEST(NnConv, Errors) {
   auto w2 = Tensor::from_vector<float>({1, 2, 5}, iota_values(10));
   EXPECT_THROW(run_node(n, {x, w2}, 11), Error);  // kernel larger than input
   Node bad = n;
-  bad.attributes["auto_pad"] = string_attr("SIDEWAYS");
+  bad.attributes["auto_pad"] = Attribute::of_string("SIDEWAYS");
   EXPECT_THROW(run_node(bad, {x, Tensor::from_vector<float>({1, 2, 2}, iota_values(4))}, 11),
                Error);
   Node strides = n;
-  strides.attributes["strides"] = ints_attr({1, 1});
+  strides.attributes["strides"] = Attribute::of_ints({1, 1});
   EXPECT_THROW(run_node(strides, {x, Tensor::from_vector<float>({1, 2, 2}, iota_values(4))}, 11),
                Error);
 }
@@ -153,11 +149,11 @@ TEST(NnConv, OnednnMatchesReference) {
   };
   for (const Case& c : cases) {
     Node n = make_node("Conv", {"x", "w", c.bias ? "b" : ""}, {"y"});
-    n.attributes["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
-    n.attributes["dilations"] = ints_attr(c.dilations);
-    n.attributes["group"] = int_attr(c.group);
-    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    n.attributes["strides"] = Attribute::of_ints(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = Attribute::of_ints(c.pads);
+    n.attributes["dilations"] = Attribute::of_ints(c.dilations);
+    n.attributes["group"] = Attribute::of_int(c.group);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = Attribute::of_string(c.auto_pad);
     std::vector<Tensor> in = {random_tensor(c.x, rng), random_tensor(c.w, rng)};
     if (c.bias) in.push_back(random_tensor({c.w[0]}, rng));
     SCOPED_TRACE(shape_to_string(c.x) + " w " + shape_to_string(c.w));
@@ -191,9 +187,9 @@ TEST(NnConv, WeightGradientShapesMatchReference) {
   };
   for (const Case& c : cases) {
     Node n = make_node("Conv", {"x", "w"}, {"y"});
-    n.attributes["strides"] = ints_attr(c.strides);
-    n.attributes["pads"] = ints_attr(c.pads);
-    n.attributes["dilations"] = ints_attr(c.dilations);
+    n.attributes["strides"] = Attribute::of_ints(c.strides);
+    n.attributes["pads"] = Attribute::of_ints(c.pads);
+    n.attributes["dilations"] = Attribute::of_ints(c.dilations);
     SCOPED_TRACE(shape_to_string(c.a) + " w " + shape_to_string(c.b));
     WindowAttrs attrs;
     attrs.parse(n);
@@ -213,7 +209,7 @@ TEST(NnConv, WeightGradientShapesMatchReference) {
 
 TEST(NnConv, ConvInteger) {
   Node n = make_node("ConvInteger", {"x", "w", "xz"}, {"y"});
-  n.attributes["pads"] = ints_attr({1, 1, 1, 1});
+  n.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
   auto x = Tensor::from_vector<uint8_t>({1, 1, 2, 2}, {2, 3, 4, 5});
   auto w = Tensor::from_vector<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1});
   auto xz = Tensor::scalar<uint8_t>(1);
@@ -239,14 +235,14 @@ TEST(NnConvTranspose, StridesPadsOutputPaddingAndShape) {
   auto x = Tensor::from_vector<float>({1, 1, 2}, {1, 2});
   auto w = Tensor::from_vector<float>({1, 1, 2}, {1, 10});
   Node n = make_node("ConvTranspose", {"x", "w"}, {"y"});
-  n.attributes["strides"] = ints_attr({3});
+  n.attributes["strides"] = Attribute::of_ints({3});
   // Full output: [1, 10, 0, 2, 20] (length 5); output_padding adds one trailing zero.
   Node op = n;
-  op.attributes["output_padding"] = ints_attr({1});
+  op.attributes["output_padding"] = Attribute::of_ints({1});
   Node pads = n;
-  pads.attributes["pads"] = ints_attr({1, 1});
+  pads.attributes["pads"] = Attribute::of_ints({1, 1});
   Node shape = n;
-  shape.attributes["output_shape"] = ints_attr({7});
+  shape.attributes["output_shape"] = Attribute::of_ints({7});
   for (const char* impl : {"reference", "onednn"}) {
     expect_values(run_impl(n, {x, w}, 11, impl)[0], {1, 1, 5}, {1, 10, 0, 2, 20});
     expect_values(run_impl(op, {x, w}, 11, impl)[0], {1, 1, 6}, {1, 10, 0, 2, 20, 0});
@@ -254,7 +250,7 @@ TEST(NnConvTranspose, StridesPadsOutputPaddingAndShape) {
     expect_values(run_impl(shape, {x, w}, 11, impl)[0], {1, 1, 7}, {1, 10, 0, 2, 20, 0, 0});
   }
   Node bad = n;
-  bad.attributes["output_padding"] = ints_attr({1, 1});
+  bad.attributes["output_padding"] = Attribute::of_ints({1, 1});
   EXPECT_THROW(run_node(bad, {x, w}, 11), Error);
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<float>({2, 1, 2}, {1, 2, 3, 4})}, 11), Error);
 }
@@ -289,13 +285,14 @@ TEST(NnConvTranspose, OnednnMatchesReference) {
   };
   for (const Case& c : cases) {
     Node n = make_node("ConvTranspose", {"x", "w", c.bias ? "b" : ""}, {"y"});
-    n.attributes["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
-    n.attributes["dilations"] = ints_attr(c.dilations);
-    if (!c.output_padding.empty()) n.attributes["output_padding"] = ints_attr(c.output_padding);
-    if (!c.output_shape.empty()) n.attributes["output_shape"] = ints_attr(c.output_shape);
-    n.attributes["group"] = int_attr(c.group);
-    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    n.attributes["strides"] = Attribute::of_ints(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = Attribute::of_ints(c.pads);
+    n.attributes["dilations"] = Attribute::of_ints(c.dilations);
+    if (!c.output_padding.empty())
+      n.attributes["output_padding"] = Attribute::of_ints(c.output_padding);
+    if (!c.output_shape.empty()) n.attributes["output_shape"] = Attribute::of_ints(c.output_shape);
+    n.attributes["group"] = Attribute::of_int(c.group);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = Attribute::of_string(c.auto_pad);
     std::vector<Tensor> in = {random_tensor(c.x, rng), random_tensor(c.w, rng)};
     if (c.bias) in.push_back(random_tensor({c.w[1] * c.group}, rng));
     SCOPED_TRACE(shape_to_string(c.x) + " w " + shape_to_string(c.w));
@@ -377,10 +374,10 @@ TEST(NnMatMul, MatMulInteger) {
 
 TEST(NnGemm, AttributesAndBroadcast) {
   Node n = make_node("Gemm", {"a", "b", "c"}, {"y"});
-  n.attributes["transA"] = int_attr(1);
-  n.attributes["transB"] = int_attr(1);
-  n.attributes["alpha"] = float_attr(2.f);
-  n.attributes["beta"] = float_attr(0.5f);
+  n.attributes["transA"] = Attribute::of_int(1);
+  n.attributes["transB"] = Attribute::of_int(1);
+  n.attributes["alpha"] = Attribute::of_float(2.f);
+  n.attributes["beta"] = Attribute::of_float(0.5f);
   auto a = Tensor::from_vector<float>({2, 2}, {1, 3, 2, 4});  // A^T = [1 2; 3 4]
   auto b = Tensor::from_vector<float>({2, 2}, {1, 1, 0, 1});  // B^T = [1 0; 1 1]
   auto c = Tensor::from_vector<float>({2}, {10, 20});
@@ -408,7 +405,7 @@ TEST(NnGemm, LegacyBroadcastAttribute) {
   auto c = Tensor::from_vector<float>({2}, {5, 6});
   EXPECT_THROW(run_node(n, {a, b, Tensor::scalar<float>(1)}, 6), Error);  // broadcast=0
   expect_values(run_node(n, {a, b, c}, 6)[0], {1, 2}, {6, 8});            // exactly M*N elements
-  n.attributes["broadcast"] = int_attr(1);
+  n.attributes["broadcast"] = Attribute::of_int(1);
   expect_values(run_node(n, {a, b, Tensor::scalar<float>(1)}, 6)[0], {1, 2}, {2, 3});
 }
 
@@ -434,10 +431,10 @@ TEST(NnGemm, OnednnMatchesReference) {
   };
   for (const Case& c : cases) {
     Node n = make_node("Gemm", {"a", "b", c.has_c ? "c" : ""}, {"y"});
-    n.attributes["transA"] = int_attr(c.ta);
-    n.attributes["transB"] = int_attr(c.tb);
-    n.attributes["alpha"] = float_attr(c.alpha);
-    n.attributes["beta"] = float_attr(c.beta);
+    n.attributes["transA"] = Attribute::of_int(c.ta);
+    n.attributes["transB"] = Attribute::of_int(c.tb);
+    n.attributes["alpha"] = Attribute::of_float(c.alpha);
+    n.attributes["beta"] = Attribute::of_float(c.beta);
     std::vector<Tensor> in = {random_tensor(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}, rng),
                               random_tensor(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n}, rng)};
     if (c.has_c) in.push_back(random_tensor(c.c, rng));
@@ -450,14 +447,14 @@ TEST(NnGemm, OnednnMatchesReference) {
 
 TEST(NnPool, MaxPoolWithIndices) {
   Node n = make_node("MaxPool", {"x"}, {"y", "i"});
-  n.attributes["kernel_shape"] = ints_attr({2, 2});
-  n.attributes["strides"] = ints_attr({2, 2});
+  n.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+  n.attributes["strides"] = Attribute::of_ints({2, 2});
   auto x =
       Tensor::from_vector<float>({1, 1, 4, 4}, {1, 5, 2, 0, 3, 4, 8, 9, 0, 0, 1, 1, 7, 0, 1, 2});
   auto y = run_node(n, {x}, 12);
   expect_values(y[0], {1, 1, 2, 2}, {5, 9, 7, 2});
   expect_values(y[1], {1, 1, 2, 2}, {1, 7, 12, 15});
-  n.attributes["storage_order"] = int_attr(1);
+  n.attributes["storage_order"] = Attribute::of_int(1);
   expect_values(run_node(n, {x}, 12)[1], {1, 1, 2, 2}, {4, 13, 3, 15});
   // The oneDNN path declines nodes that want Indices.
   EXPECT_THROW(run_impl(n, {x}, 12, "onednn"), Error);
@@ -465,14 +462,14 @@ TEST(NnPool, MaxPoolWithIndices) {
 
 TEST(NnPool, MaxPoolCeilDilationsInt8) {
   Node n = make_node("MaxPool", {"x"}, {"y"});
-  n.attributes["kernel_shape"] = ints_attr({2});
-  n.attributes["strides"] = ints_attr({2});
-  n.attributes["ceil_mode"] = int_attr(1);
+  n.attributes["kernel_shape"] = Attribute::of_ints({2});
+  n.attributes["strides"] = Attribute::of_ints({2});
+  n.attributes["ceil_mode"] = Attribute::of_int(1);
   auto x = Tensor::from_vector<int8_t>({1, 1, 5}, {-1, -5, 3, 2, -7});
   expect_values(run_node(n, {x}, 12)[0], {1, 1, 3}, {-1, 3, -7});
   Node d = make_node("MaxPool", {"x"}, {"y"});
-  d.attributes["kernel_shape"] = ints_attr({2});
-  d.attributes["dilations"] = ints_attr({3});
+  d.attributes["kernel_shape"] = Attribute::of_ints({2});
+  d.attributes["dilations"] = Attribute::of_ints({3});
   auto xf = Tensor::from_vector<float>({1, 1, 5}, {1, 9, 2, 4, 0});
   for (const char* impl : {"reference", "onednn"})
     expect_values(run_impl(d, {xf}, 12, impl)[0], {1, 1, 2}, {4, 9});
@@ -480,36 +477,36 @@ TEST(NnPool, MaxPoolCeilDilationsInt8) {
 
 TEST(NnPool, AveragePoolPads) {
   Node n = make_node("AveragePool", {"x"}, {"y"});
-  n.attributes["kernel_shape"] = ints_attr({3});
-  n.attributes["pads"] = ints_attr({1, 1});
+  n.attributes["kernel_shape"] = Attribute::of_ints({3});
+  n.attributes["pads"] = Attribute::of_ints({1, 1});
   auto x = Tensor::from_vector<float>({1, 1, 3}, {3, 6, 9});
   for (const char* impl : {"reference", "onednn"}) {
     expect_values(run_impl(n, {x}, 11, impl)[0], {1, 1, 3}, {4.5, 6, 7.5});
     Node inc = n;
-    inc.attributes["count_include_pad"] = int_attr(1);
+    inc.attributes["count_include_pad"] = Attribute::of_int(1);
     expect_values(run_impl(inc, {x}, 11, impl)[0], {1, 1, 3}, {3, 6, 5});
   }
   Node bad = make_node("AveragePool", {"x"}, {"y"});
   EXPECT_THROW(run_node(bad, {x}, 11), Error);  // kernel_shape missing
-  n.attributes["kernel_shape"] = ints_attr({3, 3});
+  n.attributes["kernel_shape"] = Attribute::of_ints({3, 3});
   EXPECT_THROW(run_node(n, {x}, 11), Error);
 }
 
 TEST(NnPool, LpPoolAndGlobals) {
   auto x = Tensor::from_vector<float>({1, 2, 2, 2}, {1, -2, 3, 4, 0, 0, -6, 8});
   Node lp = make_node("LpPool", {"x"}, {"y"});
-  lp.attributes["kernel_shape"] = ints_attr({2, 2});
-  lp.attributes["p"] = int_attr(1);
+  lp.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+  lp.attributes["p"] = Attribute::of_int(1);
   expect_values(run_node(lp, {x}, 11)[0], {1, 2, 1, 1}, {10, 14});
   Node lp1 = make_node("LpPool", {"x"}, {"y"});  // opset 1: p is a float, default 2
-  lp1.attributes["kernel_shape"] = ints_attr({2, 2});
+  lp1.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
   expect_values(run_node(lp1, {x}, 1)[0], {1, 2, 1, 1}, {std::sqrt(30.0), 10}, 1e-4);
   expect_values(run_node(make_node("GlobalAveragePool", {"x"}, {"y"}), {x}, 1)[0], {1, 2, 1, 1},
                 {1.5, 0.5});
   expect_values(run_node(make_node("GlobalMaxPool", {"x"}, {"y"}), {x}, 1)[0], {1, 2, 1, 1},
                 {4, 8});
   Node glp = make_node("GlobalLpPool", {"x"}, {"y"});
-  glp.attributes["p"] = int_attr(1);
+  glp.attributes["p"] = Attribute::of_int(1);
   expect_values(run_node(glp, {x}, 2)[0], {1, 2, 1, 1}, {10, 14});
   EXPECT_THROW(run_node(make_node("GlobalMaxPool", {"x"}, {"y"}),
                         {Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4})}, 1),
@@ -548,13 +545,13 @@ TEST(NnPool, OnednnMatchesReference) {
   };
   for (const Case& c : cases) {
     Node n = make_node(c.op, {"x"}, {"y"});
-    n.attributes["kernel_shape"] = ints_attr(c.kernel);
-    n.attributes["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
-    if (c.op == "MaxPool") n.attributes["dilations"] = ints_attr(c.dilations);
-    n.attributes["ceil_mode"] = int_attr(c.ceil);
-    if (c.op == "AveragePool") n.attributes["count_include_pad"] = int_attr(c.include_pad);
-    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    n.attributes["kernel_shape"] = Attribute::of_ints(c.kernel);
+    n.attributes["strides"] = Attribute::of_ints(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = Attribute::of_ints(c.pads);
+    if (c.op == "MaxPool") n.attributes["dilations"] = Attribute::of_ints(c.dilations);
+    n.attributes["ceil_mode"] = Attribute::of_int(c.ceil);
+    if (c.op == "AveragePool") n.attributes["count_include_pad"] = Attribute::of_int(c.include_pad);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = Attribute::of_string(c.auto_pad);
     SCOPED_TRACE(c.op + " " + shape_to_string(c.x));
     expect_impls_agree(n, {random_tensor(c.x, rng)}, 12);
   }
@@ -581,11 +578,11 @@ TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
   for (const Case& c : cases) {
     SCOPED_TRACE(shape_to_string(c.x));
     Node n = make_node("MaxPool", {"x"}, {"y", "i"});
-    n.attributes["kernel_shape"] = ints_attr(c.kernel);
-    n.attributes["strides"] = ints_attr(c.strides);
-    if (!c.pads.empty()) n.attributes["pads"] = ints_attr(c.pads);
-    n.attributes["ceil_mode"] = int_attr(c.ceil);
-    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = string_attr(c.auto_pad);
+    n.attributes["kernel_shape"] = Attribute::of_ints(c.kernel);
+    n.attributes["strides"] = Attribute::of_ints(c.strides);
+    if (!c.pads.empty()) n.attributes["pads"] = Attribute::of_ints(c.pads);
+    n.attributes["ceil_mode"] = Attribute::of_int(c.ceil);
+    if (!c.auto_pad.empty()) n.attributes["auto_pad"] = Attribute::of_string(c.auto_pad);
     // Values from a few levels, so windows hold ties.
     std::uniform_int_distribution<int> level(-3, 3);
     std::vector<float> v(static_cast<size_t>(shape_numel(c.x)));
@@ -602,8 +599,8 @@ TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
   }
   // Dilations and storage_order 1 are the reference kernel's.
   Node dilated = make_node("MaxPool", {"x"}, {"y", "i"});
-  dilated.attributes["kernel_shape"] = ints_attr({2, 2});
-  dilated.attributes["dilations"] = ints_attr({2, 2});
+  dilated.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+  dilated.attributes["dilations"] = Attribute::of_ints({2, 2});
   Tensor x = random_tensor({1, 1, 5, 5}, rng);
   auto fast = run_impl(dilated, {x}, 12, "direct2d");
   auto ref = run_impl(dilated, {x}, 12, "reference");
@@ -611,7 +608,7 @@ TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
     EXPECT_EQ(fast[1].data<int64_t>()[i], ref[1].data<int64_t>()[i]);
   Node column = dilated;
   column.attributes.erase("dilations");
-  column.attributes["storage_order"] = int_attr(1);
+  column.attributes["storage_order"] = Attribute::of_int(1);
   EXPECT_THROW(run_impl(column, {x}, 12, "direct2d"), Error);
 }
 
@@ -621,9 +618,9 @@ TEST(NnResize, NearestScalesAndSizes) {
   auto x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
   auto scales = Tensor::from_vector<float>({4}, {1, 1, 2, 1.5f});
   Node n = make_node("Resize", {"x", "", "scales"}, {"y"});
-  n.attributes["mode"] = string_attr("nearest");
-  n.attributes["coordinate_transformation_mode"] = string_attr("asymmetric");
-  n.attributes["nearest_mode"] = string_attr("floor");
+  n.attributes["mode"] = Attribute::of_string("nearest");
+  n.attributes["coordinate_transformation_mode"] = Attribute::of_string("asymmetric");
+  n.attributes["nearest_mode"] = Attribute::of_string("floor");
   // Width 3: x/1.5 = 0, 0.67, 1.33 -> 0, 0, 1.
   expect_values(run_node(n, {x, scales}, 13)[0], {1, 1, 4, 3},
                 {1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4});
@@ -639,17 +636,17 @@ TEST(NnResize, NearestScalesAndSizes) {
 TEST(NnResize, LinearAndCubic) {
   auto x = Tensor::from_vector<float>({1, 1, 1, 2}, {0, 4});
   Node n = make_node("Resize", {"x", "", "", "sizes"}, {"y"});
-  n.attributes["mode"] = string_attr("linear");
-  n.attributes["coordinate_transformation_mode"] = string_attr("align_corners");
+  n.attributes["mode"] = Attribute::of_string("linear");
+  n.attributes["coordinate_transformation_mode"] = Attribute::of_string("align_corners");
   auto sizes = Tensor::from_vector<int64_t>({4}, {1, 1, 1, 5});
   expect_values(run_node(n, {x, sizes}, 13)[0], {1, 1, 1, 5}, {0, 1, 2, 3, 4});
-  n.attributes["coordinate_transformation_mode"] = string_attr("half_pixel");
+  n.attributes["coordinate_transformation_mode"] = Attribute::of_string("half_pixel");
   // (j + .5) * 2/5 - .5 = -0.3, 0.1, 0.5, 0.9, 1.3 -> clamped linear.
   expect_values(run_node(n, {x, sizes}, 13)[0], {1, 1, 1, 5}, {0, 0.4, 2, 3.6, 4}, 1e-5);
   // Cubic at integer coordinates reproduces the input.
   Node c = make_node("Resize", {"x", "", "scales"}, {"y"});
-  c.attributes["mode"] = string_attr("cubic");
-  c.attributes["coordinate_transformation_mode"] = string_attr("asymmetric");
+  c.attributes["mode"] = Attribute::of_string("cubic");
+  c.attributes["coordinate_transformation_mode"] = Attribute::of_string("asymmetric");
   auto x4 = Tensor::from_vector<float>({4}, {1, 5, 2, 8});
   auto y = run_node(c, {x4, Tensor::from_vector<float>({1}, {2})}, 11)[0];
   ASSERT_EQ(y.shape(), (Shape{8}));
@@ -661,10 +658,10 @@ TEST(NnResize, LinearAndCubic) {
 TEST(NnResize, TfCropAndResizeAxesAndAspect) {
   auto x = Tensor::from_vector<float>({1, 3}, {0, 10, 20});
   Node n = make_node("Resize", {"x", "roi", "", "sizes"}, {"y"});
-  n.attributes["mode"] = string_attr("linear");
-  n.attributes["coordinate_transformation_mode"] = string_attr("tf_crop_and_resize");
-  n.attributes["extrapolation_value"] = float_attr(-1);
-  n.attributes["axes"] = ints_attr({-1});
+  n.attributes["mode"] = Attribute::of_string("linear");
+  n.attributes["coordinate_transformation_mode"] = Attribute::of_string("tf_crop_and_resize");
+  n.attributes["extrapolation_value"] = Attribute::of_float(-1);
+  n.attributes["axes"] = Attribute::of_ints({-1});
   auto roi = Tensor::from_vector<float>({2}, {0.25f, 1.25f});
   // Crop [0.5, 2.5] in input coordinates, 3 samples: 0.5, 1.5, 2.5 (outside).
   expect_values(run_node(n, {x, roi, Tensor::from_vector<int64_t>({1}, {3})}, 18)[0], {1, 3},
@@ -679,32 +676,32 @@ TEST(NnResize, TfCropAndResizeAxesAndAspect) {
   expect_values(run_node(sc, {x4, roi4, Tensor::from_vector<float>({2}, {1, 1})}, 13)[0], {1, 2},
                 {0, 15});
   Node k = make_node("Resize", {"x", "", "", "sizes"}, {"y"});
-  k.attributes["keep_aspect_ratio_policy"] = string_attr("not_larger");
+  k.attributes["keep_aspect_ratio_policy"] = Attribute::of_string("not_larger");
   auto img = Tensor::from_vector<float>({2, 4}, iota_values(8));
   auto sizes = Tensor::from_vector<int64_t>({2}, {4, 4});
   // Ratios 2 and 1: not_larger keeps scale 1 (a copy), not_smaller uses 2 on both axes.
   auto y = run_node(k, {img, sizes}, 18)[0];
   expect_values(y, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
-  k.attributes["keep_aspect_ratio_policy"] = string_attr("not_smaller");
-  k.attributes["coordinate_transformation_mode"] = string_attr("asymmetric");
-  k.attributes["nearest_mode"] = string_attr("floor");
+  k.attributes["keep_aspect_ratio_policy"] = Attribute::of_string("not_smaller");
+  k.attributes["coordinate_transformation_mode"] = Attribute::of_string("asymmetric");
+  k.attributes["nearest_mode"] = Attribute::of_string("floor");
   y = run_node(k, {img, sizes}, 18)[0];
   ASSERT_EQ(y.shape(), (Shape{4, 8}));
   EXPECT_EQ(y.item_as_double(3 * 8 + 5), 6);  // row 3 -> 1, col 5 -> 2
-  k.attributes["keep_aspect_ratio_policy"] = string_attr("sideways");
+  k.attributes["keep_aspect_ratio_policy"] = Attribute::of_string("sideways");
   EXPECT_THROW(run_node(k, {img, sizes}, 18), Error);
 }
 
 TEST(NnResize, AntialiasLinearDownsample) {
   // Scale 0.5 stretches the triangle filter to 4 taps: weights (1, 3, 3, 1) / 8, edge-clamped.
   Node n = make_node("Resize", {"x", "", "scales"}, {"y"});
-  n.attributes["mode"] = string_attr("linear");
-  n.attributes["antialias"] = int_attr(1);
+  n.attributes["mode"] = Attribute::of_string("linear");
+  n.attributes["antialias"] = Attribute::of_int(1);
   auto x = Tensor::from_vector<float>({4}, {0, 1, 2, 3});
   auto scales = Tensor::from_vector<float>({1}, {0.5f});
   expect_values(run_node(n, {x, scales}, 18)[0], {2}, {0.625, 2.375});
   // Without antialias the same resize samples linearly at 0.5 and 2.5.
-  n.attributes["antialias"] = int_attr(0);
+  n.attributes["antialias"] = Attribute::of_int(0);
   expect_values(run_node(n, {x, scales}, 18)[0], {2}, {0.5, 2.5});
 }
 
@@ -720,14 +717,14 @@ TEST(NnResize, Upsample) {
   fs.floats = {1, 1, 2, 2};
   u7.attributes["scales"] = fs;
   expect_values(run_node(u7, {x}, 7)[0], {1, 1, 4, 4}, nearest);
-  u7.attributes["mode"] = string_attr("linear");
+  u7.attributes["mode"] = Attribute::of_string("linear");
   // Asymmetric linear: rows 0, .5, 1, 1.5 (clamped).
   expect_values(run_node(u7, {x}, 7)[0], {1, 1, 4, 4},
                 {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4});
   Node r10 = make_node("Resize", {"x", "scales"}, {"y"});
   expect_values(run_node(r10, {x, scales}, 10)[0], {1, 1, 4, 4}, nearest);
   Node bad = make_node("Upsample", {"x", "scales"}, {"y"});
-  bad.attributes["mode"] = string_attr("cubic");
+  bad.attributes["mode"] = Attribute::of_string("cubic");
   EXPECT_THROW(run_node(bad, {x, scales}, 9), Error);
 }
 
@@ -741,7 +738,7 @@ namespace {
 // must match the reference: the primitive cache is shared and guarded.
 TEST(NnConcurrency, SharedOnednnKernel) {
   Node n = testing::make_node("Conv", {"x", "w", "b"}, {"y"});
-  n.attributes["pads"] = testing::ints_attr({1, 1, 1, 1});
+  n.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
   KernelInfo info{n, 11, DeviceType::CPU, {}, {}};
   auto fast = KernelRegistry::instance().create(info, nullptr, "onednn");
   ASSERT_NE(fast, nullptr);

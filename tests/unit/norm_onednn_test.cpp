@@ -14,8 +14,6 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
 using testing::make_node;
 using testing::run_impl;
 using testing::run_node;
@@ -64,8 +62,8 @@ TEST(NormOnednn, BatchNormMatchesReference) {
   for (int64_t opset : {6, 7, 9, 14, 15}) {
     for (float eps : {1e-5f, 1e-3f, 0.1f}) {
       Node n = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
-      n.attributes["epsilon"] = float_attr(eps);
-      if (opset >= 14) n.attributes["training_mode"] = int_attr(0);
+      n.attributes["epsilon"] = Attribute::of_float(eps);
+      if (opset >= 14) n.attributes["training_mode"] = Attribute::of_int(0);
       for (const Shape& shape : shapes)
         expect_impls_agree(n, bn_inputs(shape, rng), opset,
                            "opset " + std::to_string(opset) + " eps " + std::to_string(eps) +
@@ -101,7 +99,7 @@ TEST(NormOnednn, BatchNormTrainingIsDeclinedAndStillRuns) {
   const auto in = bn_inputs({2, 3, 4, 5}, rng);
   // Opset 14+: training_mode=1.
   Node train = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv"});
-  train.attributes["training_mode"] = int_attr(1);
+  train.attributes["training_mode"] = Attribute::of_int(1);
   EXPECT_THROW(run_impl(train, in, 15, "onednn"), Error);
   auto via_registry = run_node(train, in, 15);
   auto ref = run_impl(train, in, 15, "reference");
@@ -117,7 +115,7 @@ TEST(NormOnednn, BatchNormTrainingIsDeclinedAndStillRuns) {
   }
   // training_mode=1 with a single output is still training.
   Node train1 = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
-  train1.attributes["training_mode"] = int_attr(1);
+  train1.attributes["training_mode"] = Attribute::of_int(1);
   EXPECT_THROW(run_impl(train1, in, 14, "onednn"), Error);
   expect_close(run_node(train1, in, 14)[0], via_registry[0], "training, one output");
   // Before opset 14, extra outputs select training.
@@ -129,7 +127,7 @@ TEST(NormOnednn, BatchNormTrainingIsDeclinedAndStillRuns) {
   for (size_t o = 0; o < 5; ++o) expect_close(old_out[o], old_ref[o], "opset 9 training");
   // spatial=0 (per-activation parameters) before opset 9.
   Node spatial = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
-  spatial.attributes["spatial"] = int_attr(0);
+  spatial.attributes["spatial"] = Attribute::of_int(0);
   EXPECT_THROW(run_impl(spatial, in, 7, "onednn"), Error);
   std::vector<Tensor> per_act = {in[0]};
   for (size_t i = 1; i <= 4; ++i)
@@ -188,8 +186,8 @@ TEST(NormOnednn, LayerNormMatchesReference) {
     for (const Case& c : cases)
       for (bool with_bias : {true, false}) {
         Node n = make_node("LayerNormalization", {"x", "s", with_bias ? "b" : ""}, {"y"});
-        n.attributes["axis"] = int_attr(c.axis);
-        n.attributes["epsilon"] = float_attr(eps);
+        n.attributes["axis"] = Attribute::of_int(c.axis);
+        n.attributes["epsilon"] = Attribute::of_float(eps);
         const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
         const Shape norm(c.shape.begin() + a, c.shape.end());
         std::vector<Tensor> in = {random_tensor(c.shape, rng, -4.f, 4.f), random_tensor(norm, rng)};
@@ -211,7 +209,7 @@ TEST(NormOnednn, LayerNormStatisticsOutputs) {
     for (int mask = 1; mask <= 3; ++mask) {
       Node n = make_node("LayerNormalization", {"x", "s", "b"},
                          {"y", mask & 1 ? "mean" : "", mask & 2 ? "inv_std" : ""});
-      n.attributes["axis"] = int_attr(axis);
+      n.attributes["axis"] = Attribute::of_int(axis);
       const Shape shape = {2, 3, 4, 5};
       const int64_t a = axis < 0 ? axis + 4 : axis;
       const Shape norm(shape.begin() + a, shape.end());
@@ -226,7 +224,7 @@ TEST(NormOnednn, LayerNormStatisticsOutputs) {
 TEST(NormOnednn, LayerNormFallsBack) {
   std::mt19937 rng(23);
   Node n = make_node("LayerNormalization", {"x", "s", "b"}, {"y"});
-  n.attributes["axis"] = int_attr(-2);
+  n.attributes["axis"] = Attribute::of_int(-2);
   const Tensor x = random_tensor({2, 4, 5}, rng);
   // Broadcast Scale / B (shape [5] or [1, 5] for normalized shape [4, 5]) run the reference.
   expect_impls_agree(n, {x, random_tensor({5}, rng), random_tensor({4, 5}, rng)}, 17,
@@ -246,10 +244,10 @@ TEST(NormOnednn, LayerNormFallsBack) {
   EXPECT_NEAR(yd[0].item_as_double(0), -1.0, 1e-4);
   EXPECT_NEAR(yd[0].item_as_double(3), 1.0, 1e-4);
   // Errors still come from the reference kernel.
-  n.attributes["axis"] = int_attr(3);
+  n.attributes["axis"] = Attribute::of_int(3);
   EXPECT_THROW(run_impl(n, {x, random_tensor({5}, rng), random_tensor({5}, rng)}, 17, "onednn"),
                Error);
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   EXPECT_THROW(run_impl(n, {x, random_tensor({4}, rng), random_tensor({5}, rng)}, 17, "onednn"),
                Error);
 }
@@ -263,7 +261,7 @@ TEST(NormOnednn, InstanceNormMatchesReference) {
   for (float eps : {1e-5f, 1e-2f})
     for (const Shape& shape : shapes) {
       Node n = make_node("InstanceNormalization", {"x", "s", "b"}, {"y"});
-      n.attributes["epsilon"] = float_attr(eps);
+      n.attributes["epsilon"] = Attribute::of_float(eps);
       const Shape c = {shape[1]};
       expect_impls_agree(
           n, {random_tensor(shape, rng, -3.f, 5.f), random_tensor(c, rng), random_tensor(c, rng)},

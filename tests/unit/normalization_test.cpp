@@ -12,12 +12,8 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 using namespace reduce_norm_test;
 
 // ---------------------------------------------------------------- Softmax family
@@ -53,7 +49,7 @@ TEST(SoftmaxTest, Opset13AlongOneAxis) {
     for (int64_t axis : {0, 1, 2, -1, -3}) {
       SCOPED_TRACE(op + " axis " + std::to_string(axis));
       Node n = make_node(op, {"x"}, {"y"});
-      n.attributes["axis"] = int_attr(axis);
+      n.attributes["axis"] = Attribute::of_int(axis);
       const int64_t a = axis < 0 ? axis + 3 : axis;
       const int64_t outer = dims_product_test(x.shape(), 0, a),
                     inner = dims_product_test(x.shape(), a + 1, 3);
@@ -72,9 +68,9 @@ TEST(SoftmaxTest, BeforeOpset13CoercesTo2D) {
     SCOPED_TRACE(op);
     Node n = make_node(op, {"x"}, {"y"});  // default axis 1: rows of 3 * 4
     expect_close(run_node(n, {x}, 11)[0], x.shape(), naive_softmax(x, 2, 12, 1, op));
-    n.attributes["axis"] = int_attr(0);
+    n.attributes["axis"] = Attribute::of_int(0);
     expect_close(run_node(n, {x}, 1)[0], x.shape(), naive_softmax(x, 1, 24, 1, op));
-    n.attributes["axis"] = int_attr(-1);
+    n.attributes["axis"] = Attribute::of_int(-1);
     expect_close(run_node(n, {x}, 11)[0], x.shape(), naive_softmax(x, 6, 4, 1, op));
   }
 }
@@ -93,7 +89,7 @@ TEST(SoftmaxTest, LargeValuesAndFloat64AndBigRows) {
   expect_close(run_node(make_node("Softmax", {"x"}, {"y"}), {big}, 13)[0], big.shape(),
                naive_softmax(big, 64, 1000, 1, "Softmax"));
   Node n = make_node("LogSoftmax", {"x"}, {"y"});
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(0);
   expect_close(run_node(n, {big}, 13)[0], big.shape(),
                naive_softmax(big, 1, 64, 1000, "LogSoftmax"));
 }
@@ -106,9 +102,9 @@ TEST(SoftmaxTest, HardmaxTiesPickFirst) {
 
 TEST(SoftmaxTest, Errors) {
   Node n = make_node("Softmax", {"x"}, {"y"});
-  n.attributes["axis"] = int_attr(3);
+  n.attributes["axis"] = Attribute::of_int(3);
   EXPECT_THROW(run_node(n, {random_tensor({2, 3, 4}, 14)}, 13), Error);
-  n.attributes["axis"] = int_attr(-4);
+  n.attributes["axis"] = Attribute::of_int(-4);
   EXPECT_THROW(run_node(n, {random_tensor({2, 3, 4}, 14)}, 11), Error);
   EXPECT_THROW(
       run_node(make_node("Softmax", {"x"}, {"y"}), {Tensor::from_vector<int32_t>({2}, {1, 2})}, 13),
@@ -132,8 +128,8 @@ TEST(BatchNormTest, InferenceMatchesNaive) {
   for (int64_t opset : {6, 7, 9, 14, 15}) {
     SCOPED_TRACE(opset);
     Node n = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
-    n.attributes["epsilon"] = float_attr(static_cast<float>(eps));
-    if (opset < 7) n.attributes["is_test"] = int_attr(1);
+    n.attributes["epsilon"] = Attribute::of_float(static_cast<float>(eps));
+    if (opset < 7) n.attributes["is_test"] = Attribute::of_int(1);
     expect_close(run_node(n, {x, scale, bias, mean, var}, opset)[0], x.shape(), want);
   }
 }
@@ -150,7 +146,7 @@ TEST(BatchNormTest, PerActivationBeforeOpset9) {
               bias.item_as_double(p);
   }
   Node n = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
-  n.attributes["spatial"] = int_attr(0);
+  n.attributes["spatial"] = Attribute::of_int(0);
   expect_close(run_node(n, {x, scale, bias, mean, var}, 7)[0], x.shape(), want);
   // From opset 9 the parameters must be per channel.
   EXPECT_THROW(run_node(n, {x, scale, bias, mean, var}, 9), Error);
@@ -177,8 +173,8 @@ TEST(BatchNormTest, TrainingModeUsesBatchStatisticsAndUpdatesRunningOnes) {
     rv[c] = var.item_as_double(c) * momentum + bv[c] * (1 - momentum);
   }
   Node n = make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv"});
-  n.attributes["training_mode"] = int_attr(1);
-  n.attributes["momentum"] = float_attr(static_cast<float>(momentum));
+  n.attributes["training_mode"] = Attribute::of_int(1);
+  n.attributes["momentum"] = Attribute::of_float(static_cast<float>(momentum));
   auto out = run_node(n, {x, scale, bias, mean, var}, 15);
   expect_close(out[0], x.shape(), want);
   expect_close(out[1], {2}, rm);
@@ -186,7 +182,7 @@ TEST(BatchNormTest, TrainingModeUsesBatchStatisticsAndUpdatesRunningOnes) {
   // Opset 9: training is implied by the extra outputs; saved mean/var are the batch stats.
   Node old =
       make_node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv", "sm", "sv"});
-  old.attributes["momentum"] = float_attr(static_cast<float>(momentum));
+  old.attributes["momentum"] = Attribute::of_float(static_cast<float>(momentum));
   out = run_node(old, {x, scale, bias, mean, var}, 9);
   expect_close(out[0], x.shape(), want);
   expect_close(out[1], {2}, rm);
@@ -225,8 +221,8 @@ TEST(LayerNormTest, AllAxesMatchNaiveWithStatOutputs) {
             (x.item_as_double(r * D + d) - m) * inv[r] * w.item_as_double(d) + b.item_as_double(d);
     }
     Node n = make_node("LayerNormalization", {"x", "w", "b"}, {"y", "mean", "inv"});
-    n.attributes["axis"] = int_attr(axis);
-    n.attributes["epsilon"] = float_attr(1e-3f);
+    n.attributes["axis"] = Attribute::of_int(axis);
+    n.attributes["epsilon"] = Attribute::of_float(1e-3f);
     auto out = run_node(n, {x, w, b}, 17);
     Shape stat_shape(x.shape().begin(), x.shape().begin() + a);
     stat_shape.resize(3, 1);
@@ -250,7 +246,7 @@ TEST(LayerNormTest, BroadcastScaleAndNoBias) {
           (x.item_as_double(r * 6 + d) - m) / std::sqrt(v + 1e-5) * w.item_as_double(d % 3);
   }
   Node n = make_node("LayerNormalization", {"x", "w"}, {"y"});
-  n.attributes["axis"] = int_attr(1);
+  n.attributes["axis"] = Attribute::of_int(1);
   expect_close(run_node(n, {x, w}, 17)[0], x.shape(), want);
   // Large rows (parallel path) still match.
   const Tensor big = random_tensor({32, 768}, 45);
@@ -268,9 +264,9 @@ TEST(LayerNormTest, BroadcastScaleAndNoBias) {
 TEST(LayerNormTest, Errors) {
   const Tensor x = random_tensor({2, 3}, 46);
   Node n = make_node("LayerNormalization", {"x", "w"}, {"y"});
-  n.attributes["axis"] = int_attr(2);
+  n.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(n, {x, random_tensor({3}, 47)}, 17), Error);
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   EXPECT_THROW(run_node(n, {x, random_tensor({4}, 47)}, 17), Error);
   EXPECT_THROW(run_node(n, {x, random_tensor({2, 3}, 47)}, 17), Error);
 }
@@ -307,7 +303,7 @@ TEST(InstanceNormTest, MatchesNaive) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 51);
   const Tensor s = random_tensor({3}, 52), b = random_tensor({3}, 53);
   Node n = make_node("InstanceNormalization", {"x", "s", "b"}, {"y"});
-  n.attributes["epsilon"] = float_attr(1e-2f);
+  n.attributes["epsilon"] = Attribute::of_float(1e-2f);
   expect_close(run_node(n, {x, s, b}, 6)[0], x.shape(),
                naive_group_norm(x, 3, values(s), values(b), 1e-2));
   EXPECT_THROW(run_node(n, {x, random_tensor({2}, 54), b}, 6), Error);
@@ -316,7 +312,7 @@ TEST(InstanceNormTest, MatchesNaive) {
 TEST(GroupNormTest, PerGroupAndPerChannelParameters) {
   const Tensor x = random_tensor({2, 4, 3}, 55);
   Node n = make_node("GroupNormalization", {"x", "s", "b"}, {"y"});
-  n.attributes["num_groups"] = int_attr(2);
+  n.attributes["num_groups"] = Attribute::of_int(2);
   // Opset 18: one scale/bias per group.
   const Tensor sg = Tensor::from_vector<float>({2}, {2, -1}),
                bg = Tensor::from_vector<float>({2}, {0.5, 1});
@@ -327,7 +323,7 @@ TEST(GroupNormTest, PerGroupAndPerChannelParameters) {
   expect_close(run_node(n, {x, sc, bc}, 21)[0], x.shape(),
                naive_group_norm(x, 2, values(sc), values(bc), 1e-5));
   EXPECT_THROW(run_node(n, {x, random_tensor({3}, 58), bc}, 21), Error);
-  n.attributes["num_groups"] = int_attr(3);
+  n.attributes["num_groups"] = Attribute::of_int(3);
   EXPECT_THROW(run_node(n, {x, sc, bc}, 21), Error);
 }
 
@@ -337,10 +333,10 @@ TEST(LpNormTest, L1AndL2AlongAxis) {
   const Tensor x = Tensor::from_vector<float>({2, 2}, {3, 4, 0, 0});
   Node n = make_node("LpNormalization", {"x"}, {"y"});
   expect_close(run_node(n, {x}, 1)[0], {2, 2}, {0.6, 0.8, 0, 0});  // zero norm gives zeros
-  n.attributes["p"] = int_attr(1);
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["p"] = Attribute::of_int(1);
+  n.attributes["axis"] = Attribute::of_int(0);
   expect_close(run_node(n, {x}, 1)[0], {2, 2}, {1, 1, 0, 0});
-  n.attributes["p"] = int_attr(3);
+  n.attributes["p"] = Attribute::of_int(3);
   EXPECT_THROW(run_node(n, {x}, 1), Error);
 }
 
@@ -349,7 +345,7 @@ TEST(MvnTest, MatchesFunctionDefinition) {
   for (const std::vector<int64_t>& axes : {std::vector<int64_t>{0, 2, 3}, {1}, {-1, -2}}) {
     SCOPED_TRACE(shape_to_string(axes));
     Node n = make_node("MeanVarianceNormalization", {"x"}, {"y"});
-    if (axes != std::vector<int64_t>{0, 2, 3}) n.attributes["axes"] = ints_attr(axes);
+    if (axes != std::vector<int64_t>{0, 2, 3}) n.attributes["axes"] = Attribute::of_ints(axes);
     std::vector<bool> red(4, false);
     for (auto a : axes) red[a < 0 ? a + 4 : a] = true;
     std::vector<double> want(static_cast<size_t>(x.numel()));
@@ -379,10 +375,10 @@ TEST(LrnTest, MatchesNaive) {
   for (int64_t size : {1, 2, 3, 4}) {
     SCOPED_TRACE(size);
     Node n = make_node("LRN", {"x"}, {"y"});
-    n.attributes["size"] = int_attr(size);
-    n.attributes["alpha"] = float_attr(0.5f);
-    n.attributes["beta"] = float_attr(0.6f);
-    n.attributes["bias"] = float_attr(1.5f);
+    n.attributes["size"] = Attribute::of_int(size);
+    n.attributes["alpha"] = Attribute::of_float(0.5f);
+    n.attributes["beta"] = Attribute::of_float(0.6f);
+    n.attributes["bias"] = Attribute::of_float(1.5f);
     std::vector<double> want(30);
     for (int64_t i = 0; i < 30; ++i) {
       const int64_t nn = i / 15, c = (i / 3) % 5, s = i % 3;
@@ -404,7 +400,7 @@ Tensor einsum(const std::string& eq, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
     names.push_back(std::string(1, static_cast<char>('a' + i)));
   Node n = make_node("Einsum", names, {"y"});
-  n.attributes["equation"] = string_attr(eq);
+  n.attributes["equation"] = Attribute::of_string(eq);
   return run_node(n, inputs, 12)[0];
 }
 

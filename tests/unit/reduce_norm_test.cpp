@@ -13,8 +13,6 @@
 namespace dprun {
 namespace {
 
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_node;
 using namespace reduce_norm_test;
@@ -108,12 +106,12 @@ Tensor run_reduce(const std::string& op, const Tensor& x, const std::vector<int6
   const bool as_input = opset >= (op == "ReduceSum" ? 13 : 18);
   Node n = make_node(
       op, as_input ? std::vector<std::string>{"x", "axes"} : std::vector<std::string>{"x"}, {"y"});
-  n.attributes["keepdims"] = int_attr(keepdims);
-  if (noop) n.attributes["noop_with_empty_axes"] = int_attr(1);
+  n.attributes["keepdims"] = Attribute::of_int(keepdims);
+  if (noop) n.attributes["noop_with_empty_axes"] = Attribute::of_int(1);
   if (as_input)
     return run_node(n, {x, Tensor::from_vector<int64_t>({static_cast<int64_t>(axes.size())}, axes)},
                     opset)[0];
-  if (!axes.empty()) n.attributes["axes"] = ints_attr(axes);
+  if (!axes.empty()) n.attributes["axes"] = Attribute::of_ints(axes);
   return run_node(n, {x}, opset)[0];
 }
 
@@ -224,7 +222,7 @@ TEST(ReduceTest, Errors) {
   EXPECT_THROW(run_reduce("ReduceMax", x, {0, 0}, true, 18), Error);
   // axes as an attribute where it must be an input.
   Node n = make_node("ReduceMean", {"x"}, {"y"});
-  n.attributes["axes"] = ints_attr({0});
+  n.attributes["axes"] = Attribute::of_ints({0});
   EXPECT_THROW(run_node(n, {x}, 18), Error);
   // Float axes input.
   Node m = make_node("ReduceSum", {"x", "axes"}, {"y"});
@@ -242,8 +240,8 @@ TEST(ArgMaxTest, MatchesNaiveReference) {
     for (int64_t axis : {0, 1, 2, -1}) {
       for (bool keep : {true, false}) {
         Node n = make_node(op, {"x"}, {"y"});
-        n.attributes["axis"] = int_attr(axis);
-        n.attributes["keepdims"] = int_attr(keep);
+        n.attributes["axis"] = Attribute::of_int(axis);
+        n.attributes["keepdims"] = Attribute::of_int(keep);
         auto ref = naive_reduce(x, {axis}, keep, [&](const std::vector<double>& v) {
           auto it = op == "ArgMax" ? std::max_element(v.begin(), v.end())
                                    : std::min_element(v.begin(), v.end());
@@ -260,22 +258,22 @@ TEST(ArgMaxTest, MatchesNaiveReference) {
 TEST(ArgMaxTest, TiesAndSelectLastIndex) {
   const Tensor x = Tensor::from_vector<int32_t>({2, 3}, {2, 5, 5, 1, 1, 0});
   Node n = make_node("ArgMax", {"x"}, {"y"});
-  n.attributes["axis"] = int_attr(1);
+  n.attributes["axis"] = Attribute::of_int(1);
   expect_close(run_node(n, {x}, 11)[0], {2, 1}, {1, 0});
-  n.attributes["select_last_index"] = int_attr(1);
+  n.attributes["select_last_index"] = Attribute::of_int(1);
   expect_close(run_node(n, {x}, 12)[0], {2, 1}, {2, 1});
   Node m = make_node("ArgMin", {"x"}, {"y"});
-  m.attributes["keepdims"] = int_attr(0);  // default axis 0
-  m.attributes["select_last_index"] = int_attr(1);
+  m.attributes["keepdims"] = Attribute::of_int(0);  // default axis 0
+  m.attributes["select_last_index"] = Attribute::of_int(1);
   expect_close(run_node(m, {x}, 13)[0], {3}, {1, 1, 1});
 }
 
 TEST(ArgMaxTest, Errors) {
   Node n = make_node("ArgMax", {"x"}, {"y"});
-  n.attributes["axis"] = int_attr(2);
+  n.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(n, {random_tensor({2, 3}, 5)}, 13), Error);
   Node m = make_node("ArgMin", {"x"}, {"y"});
-  m.attributes["axis"] = int_attr(1);
+  m.attributes["axis"] = Attribute::of_int(1);
   EXPECT_THROW(run_node(m, {Tensor::from_vector<float>({2, 0}, {})}, 13), Error);
 }
 
@@ -287,8 +285,8 @@ TEST(CumSumTest, ExclusiveReverseAxesMatchNaive) {
     for (int ex : {0, 1}) {
       for (int rev : {0, 1}) {
         Node n = make_node("CumSum", {"x", "axis"}, {"y"});
-        n.attributes["exclusive"] = int_attr(ex);
-        n.attributes["reverse"] = int_attr(rev);
+        n.attributes["exclusive"] = Attribute::of_int(ex);
+        n.attributes["reverse"] = Attribute::of_int(rev);
         const int64_t a = axis < 0 ? axis + 3 : axis;
         std::vector<double> want(static_cast<size_t>(x.numel()));
         for (int64_t i = 0; i < x.numel(); ++i) {
@@ -358,16 +356,16 @@ TEST(TopKTest, OpsetVariantsMatchNaive) {
   for (int64_t axis : {0, 1, 2, -1}) {
     const int64_t k = 2;
     Node n1 = make_node("TopK", {"x"}, {"v", "i"});
-    n1.attributes["k"] = int_attr(k);
-    n1.attributes["axis"] = int_attr(axis);
+    n1.attributes["k"] = Attribute::of_int(k);
+    n1.attributes["axis"] = Attribute::of_int(axis);
     check_topk(run_node(n1, {x}, 1), x, axis, k, true);
     Node n10 = make_node("TopK", {"x", "k"}, {"v", "i"});
-    n10.attributes["axis"] = int_attr(axis);
+    n10.attributes["axis"] = Attribute::of_int(axis);
     check_topk(run_node(n10, {x, Tensor::from_vector<int64_t>({1}, {k})}, 10), x, axis, k, true);
     for (int largest : {0, 1}) {
       Node n11 = n10;
-      n11.attributes["largest"] = int_attr(largest);
-      n11.attributes["sorted"] = int_attr(1);
+      n11.attributes["largest"] = Attribute::of_int(largest);
+      n11.attributes["sorted"] = Attribute::of_int(1);
       check_topk(run_node(n11, {x, Tensor::from_vector<int64_t>({1}, {3})}, 11), x, axis, 3,
                  largest);
     }
@@ -380,7 +378,7 @@ TEST(TopKTest, TiesKeepSmallerIndexFirst) {
   auto out = run_node(n, {x, Tensor::from_vector<int64_t>({1}, {4})}, 11);
   expect_close(out[0], {1, 4}, {3, 3, 3, 2});
   expect_close(out[1], {1, 4}, {0, 2, 5, 3});
-  n.attributes["largest"] = int_attr(0);
+  n.attributes["largest"] = Attribute::of_int(0);
   out = run_node(n, {x, Tensor::from_vector<int64_t>({1}, {3})}, 11);
   expect_close(out[0], {1, 3}, {1, 1, 2});
   expect_close(out[1], {1, 3}, {1, 4, 3});
@@ -395,7 +393,7 @@ TEST(TopKTest, Errors) {
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({1}, {4})}, 11), Error);
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({1}, {-1})}, 11), Error);
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({2}, {1, 1})}, 11), Error);
-  n.attributes["axis"] = int_attr(2);
+  n.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({1}, {1})}, 11), Error);
   Node n1 = make_node("TopK", {"x"}, {"v", "i"});  // opset 1 requires the k attribute
   EXPECT_THROW(run_node(n1, {x}, 1), Error);

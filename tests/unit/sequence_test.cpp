@@ -7,7 +7,6 @@
 namespace dprun {
 namespace {
 
-using testing::int_attr;
 using testing::make_graph;
 using testing::make_node;
 using testing::run_graph;
@@ -99,20 +98,20 @@ TEST(Sequence, EraseOfEmptySequenceFails) {
 
 TEST(Sequence, ConcatFromSequenceConcatenatesAndStacks) {
   Node cat = make_node("ConcatFromSequence", {"seq"}, {"y"});
-  cat.attributes["axis"] = int_attr(0);
+  cat.attributes["axis"] = Attribute::of_int(0);
   auto out = run_on_abc({cat}, {"y"});
   EXPECT_EQ(out[0].shape(), (Shape{6}));
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 
   Node stack = make_node("ConcatFromSequence", {"seq"}, {"y"});
-  stack.attributes["axis"] = int_attr(-1);
-  stack.attributes["new_axis"] = int_attr(1);
+  stack.attributes["axis"] = Attribute::of_int(-1);
+  stack.attributes["new_axis"] = Attribute::of_int(1);
   out = run_on_abc({stack}, {"y"});
   EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{1, 3, 5, 2, 4, 6}));
 
   Node bad = make_node("ConcatFromSequence", {"seq"}, {"y"});
-  bad.attributes["axis"] = int_attr(1);
+  bad.attributes["axis"] = Attribute::of_int(1);
   EXPECT_THROW(run_on_abc({bad}, {"y"}), Error);
 }
 
@@ -126,8 +125,8 @@ TEST(Sequence, SplitToSequenceVariants) {
   Tensor x = f32({2, 3}, {0, 1, 2, 3, 4, 5});
   // No split, keepdims=0 on axis 1: three [2] tensors.
   Node n = make_node("SplitToSequence", {"x"}, {"s"});
-  n.attributes["axis"] = int_attr(1);
-  n.attributes["keepdims"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(1);
+  n.attributes["keepdims"] = Attribute::of_int(0);
   auto out =
       split({make_node("SequenceAt", {"s", "p"}, {"y"}), make_node("SequenceLength", {"s"}, {"n"})},
             {"y", "n"}, n, {x, i64(2)}, {{"x", DType::Float32}, {"p", DType::Int64}});
@@ -137,7 +136,7 @@ TEST(Sequence, SplitToSequenceVariants) {
 
   // Scalar split 2 along axis 1: sizes 2 and 1 (keepdims ignored).
   n = make_node("SplitToSequence", {"x", "k"}, {"s"});
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   out =
       split({make_node("SequenceAt", {"s", "p"}, {"y"}), make_node("SequenceLength", {"s"}, {"n"})},
             {"y", "n"}, n, {x, i64(2), i64(1)},

@@ -9,20 +9,6 @@
 namespace dprun {
 namespace {
 
-Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-
 // "[batch, 3, ?]"-style shapes: a number is known, "?" unknown, anything else a symbol.
 SymbolicShape parse(const std::vector<std::string>& dims) {
   SymbolicShape s;
@@ -101,18 +87,21 @@ TEST_F(ShapePropagation, Broadcasting) {
   EXPECT_EQ(shape("Add", {"c", "f"}), "[?]");
   declare("e", {"3"});
   EXPECT_EQ(shape("Add", {"a", "e"}), "none");  // 8 against 3
-  EXPECT_EQ(shape("Add", {"a", "b"}, {{"broadcast", int_attr(1)}}), "none");
+  EXPECT_EQ(shape("Add", {"a", "b"}, {{"broadcast", Attribute::of_int(1)}}), "none");
 }
 
 TEST_F(ShapePropagation, ConvAndPools) {
   declare("x", {"batch", "3", "8", "8"});
   constants_["w"] = Tensor::zeros({6, 3, 3, 3}, DType::Float32);
   EXPECT_EQ(shape("Conv", {"x", "w"}), "[batch, 6, ?, ?]");
-  EXPECT_EQ(shape("MaxPool", {"x"}, {{"kernel_shape", ints_attr({2, 2})}}), "[batch, 3, ?, ?]");
-  EXPECT_EQ(shape("MaxPool", {"x"}, {{"kernel_shape", ints_attr({2, 2})}}, 1), "[batch, 3, ?, ?]");
+  EXPECT_EQ(shape("MaxPool", {"x"}, {{"kernel_shape", Attribute::of_ints({2, 2})}}),
+            "[batch, 3, ?, ?]");
+  EXPECT_EQ(shape("MaxPool", {"x"}, {{"kernel_shape", Attribute::of_ints({2, 2})}}, 1),
+            "[batch, 3, ?, ?]");
   EXPECT_EQ(shape("GlobalAveragePool", {"x"}), "[batch, 3, 1, 1]");
   constants_["wt"] = Tensor::zeros({3, 2, 3, 3}, DType::Float32);
-  EXPECT_EQ(shape("ConvTranspose", {"x", "wt"}, {{"group", int_attr(3)}}), "[batch, 6, ?, ?]");
+  EXPECT_EQ(shape("ConvTranspose", {"x", "wt"}, {{"group", Attribute::of_int(3)}}),
+            "[batch, 6, ?, ?]");
   EXPECT_EQ(shape("Pad", {"x", "pads"}), "[?, ?, ?, ?]");
 }
 
@@ -120,14 +109,16 @@ TEST_F(ShapePropagation, TransposeMatMulGemm) {
   declare("x", {"batch", "2", "seq", "4"});
   declare("w", {"4", "8"});
   declare("v", {"4"});
-  EXPECT_EQ(shape("Transpose", {"x"}, {{"perm", ints_attr({0, 2, 1, 3})}}), "[batch, seq, 2, 4]");
+  EXPECT_EQ(shape("Transpose", {"x"}, {{"perm", Attribute::of_ints({0, 2, 1, 3})}}),
+            "[batch, seq, 2, 4]");
   EXPECT_EQ(shape("Transpose", {"w"}), "[8, 4]");
   EXPECT_EQ(shape("MatMul", {"x", "w"}), "[batch, 2, seq, 8]");
   EXPECT_EQ(shape("MatMul", {"x", "v"}), "[batch, 2, seq]");
   EXPECT_EQ(shape("MatMul", {"v", "w"}), "[8]");
   declare("a", {"m", "4"});
   EXPECT_EQ(shape("Gemm", {"a", "w"}), "[m, 8]");
-  EXPECT_EQ(shape("Gemm", {"a", "w"}, {{"transA", int_attr(1)}, {"transB", int_attr(1)}}),
+  EXPECT_EQ(shape("Gemm", {"a", "w"},
+                  {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)}}),
             "[4, 4]");
 }
 
@@ -140,10 +131,10 @@ TEST_F(ShapePropagation, ReshapeFlattenSqueezeUnsqueeze) {
   EXPECT_EQ(shape("Reshape", {"x", "fed"}), "none");
   declare("y", {"2", "3", "4"});
   EXPECT_EQ(shape("Flatten", {"y"}), "[2, 12]");
-  EXPECT_EQ(shape("Flatten", {"x"}, {{"axis", int_attr(0)}}), "[1, ?]");
+  EXPECT_EQ(shape("Flatten", {"x"}, {{"axis", Attribute::of_int(0)}}), "[1, ?]");
   constant("axes", {0, -1});
   EXPECT_EQ(shape("Unsqueeze", {"x", "axes"}), "[1, batch, 6, 1]");
-  EXPECT_EQ(shape("Unsqueeze", {"x"}, {{"axes", ints_attr({1})}}), "[batch, 1, 6]");
+  EXPECT_EQ(shape("Unsqueeze", {"x"}, {{"axes", Attribute::of_ints({1})}}), "[batch, 1, 6]");
   declare("z", {"1", "batch", "1"});
   constant("last", {-1});
   EXPECT_EQ(shape("Squeeze", {"z", "last"}), "[1, batch]");
@@ -157,21 +148,21 @@ TEST_F(ShapePropagation, ConcatGatherReduceShapeExpand) {
   declare("a", {"batch", "2"});
   declare("b", {"batch", "3"});
   declare("c", {"batch", "k"});
-  EXPECT_EQ(shape("Concat", {"a", "b"}, {{"axis", int_attr(1)}}), "[batch, 5]");
-  EXPECT_EQ(shape("Concat", {"a", "c"}, {{"axis", int_attr(-1)}}), "[batch, ?]");
-  EXPECT_EQ(shape("Concat", {"a", "unknown"}, {{"axis", int_attr(1)}}), "[batch, ?]");
+  EXPECT_EQ(shape("Concat", {"a", "b"}, {{"axis", Attribute::of_int(1)}}), "[batch, 5]");
+  EXPECT_EQ(shape("Concat", {"a", "c"}, {{"axis", Attribute::of_int(-1)}}), "[batch, ?]");
+  EXPECT_EQ(shape("Concat", {"a", "unknown"}, {{"axis", Attribute::of_int(1)}}), "[batch, ?]");
   declare("table", {"11", "8"});
   declare("idx", {"batch", "seq"});
   EXPECT_EQ(shape("Gather", {"table", "idx"}), "[batch, seq, 8]");
   declare("x", {"batch", "3", "4"});
-  EXPECT_EQ(shape("ReduceSum", {"x"}, {{"axes", ints_attr({1})}}), "[batch, 1, 4]");
+  EXPECT_EQ(shape("ReduceSum", {"x"}, {{"axes", Attribute::of_ints({1})}}), "[batch, 1, 4]");
   constant("axes", {0, -1});
-  EXPECT_EQ(shape("ReduceMean", {"x", "axes"}, {{"keepdims", int_attr(0)}}), "[3]");
-  EXPECT_EQ(shape("ReduceMax", {"x"}, {{"keepdims", int_attr(0)}}), "[]");
+  EXPECT_EQ(shape("ReduceMean", {"x", "axes"}, {{"keepdims", Attribute::of_int(0)}}), "[3]");
+  EXPECT_EQ(shape("ReduceMax", {"x"}, {{"keepdims", Attribute::of_int(0)}}), "[]");
   EXPECT_EQ(shape("ReduceSum", {"x", "fed"}), "[?, ?, ?]");
-  EXPECT_EQ(shape("ReduceSum", {"x", "fed"}, {{"keepdims", int_attr(0)}}), "none");
+  EXPECT_EQ(shape("ReduceSum", {"x", "fed"}, {{"keepdims", Attribute::of_int(0)}}), "none");
   EXPECT_EQ(shape("Shape", {"x"}), "[3]");
-  EXPECT_EQ(shape("Shape", {"x"}, {{"start", int_attr(1)}}), "[2]");
+  EXPECT_EQ(shape("Shape", {"x"}, {{"start", Attribute::of_int(1)}}), "[2]");
   constant("to", {2, 1, 4});
   EXPECT_EQ(shape("Expand", {"x", "to"}), "[2, 3, 4]");
   declare("one", {"1", "4"});

@@ -9,10 +9,8 @@
 namespace dprun {
 namespace {
 
-using testing::int_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 using testing::strings_attr;
 using testing::values_of;
 
@@ -49,8 +47,8 @@ TEST(StringTensor, HoldsCopiesAndSlicesStrings) {
 
 Node normalizer(const std::string& action, int64_t case_sensitive, Strings stopwords) {
   Node n = make_node("StringNormalizer", {"x"}, {"y"});
-  if (!action.empty()) n.attributes["case_change_action"] = string_attr(action);
-  n.attributes["is_case_sensitive"] = int_attr(case_sensitive);
+  if (!action.empty()) n.attributes["case_change_action"] = Attribute::of_string(action);
+  n.attributes["is_case_sensitive"] = Attribute::of_int(case_sensitive);
   if (!stopwords.empty()) n.attributes["stopwords"] = strings_attr(stopwords);
   return n;
 }
@@ -86,7 +84,7 @@ TEST(StringNormalizer, RejectsBadShapesAndAttributes) {
 
 Node cast(DType to) {
   Node n = make_node("Cast", {"x"}, {"y"});
-  n.attributes["to"] = int_attr(static_cast<int64_t>(to));
+  n.attributes["to"] = Attribute::of_int(static_cast<int64_t>(to));
   return n;
 }
 

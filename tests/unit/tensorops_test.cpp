@@ -11,12 +11,8 @@
 namespace dprun {
 namespace {
 
-using testing::float_attr;
-using testing::int_attr;
-using testing::ints_attr;
 using testing::make_node;
 using testing::run_node;
-using testing::string_attr;
 
 template <class T>
 std::vector<T> values(const Tensor& t) {
@@ -71,7 +67,7 @@ TEST(TensorOpsReshape, ZeroCopiesDimAndMinusOneInfers) {
 
 TEST(TensorOpsReshape, AllowZeroKeepsZeroDims) {
   Node n = make_node("Reshape", {"x", "s"}, {"y"});
-  n.attributes["allowzero"] = int_attr(1);
+  n.attributes["allowzero"] = Attribute::of_int(1);
   Tensor x = Tensor::zeros({0, 3, 4}, DType::Float32);
   EXPECT_EQ(run1(n, {x, i64({3, 4, 0})}, 14).shape(), (Shape{3, 4, 0}));
   // 0 and -1 together are ambiguous with allowzero.
@@ -80,7 +76,7 @@ TEST(TensorOpsReshape, AllowZeroKeepsZeroDims) {
 
 TEST(TensorOpsReshape, Opset1ReadsShapeAttribute) {
   Node n = make_node("Reshape", {"x"}, {"y"});
-  n.attributes["shape"] = ints_attr({-1, 2});
+  n.attributes["shape"] = Attribute::of_ints({-1, 2});
   Tensor y = run1(n, {iota<int32_t>({2, 3})}, 1);
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
@@ -100,20 +96,20 @@ TEST(TensorOpsReshape, FlattenAxes) {
   Node n = make_node("Flatten", {"x"}, {"y"});
   Tensor x = iota<float>({2, 3, 4, 5});
   EXPECT_EQ(run1(n, {x}, 13).shape(), (Shape{2, 60}));
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(0);
   EXPECT_EQ(run1(n, {x}, 13).shape(), (Shape{1, 120}));
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   EXPECT_EQ(run1(n, {x}, 13).shape(), (Shape{24, 5}));
-  n.attributes["axis"] = int_attr(4);
+  n.attributes["axis"] = Attribute::of_int(4);
   EXPECT_EQ(run1(n, {x}, 13).shape(), (Shape{120, 1}));
-  n.attributes["axis"] = int_attr(5);
+  n.attributes["axis"] = Attribute::of_int(5);
   EXPECT_THROW(run1(n, {x}, 13), Error);
 }
 
 TEST(TensorOpsReshape, SqueezeAttrAndInput) {
   Tensor x = iota<float>({1, 3, 1, 5});
   Node attr = make_node("Squeeze", {"x"}, {"y"});
-  attr.attributes["axes"] = ints_attr({-2});
+  attr.attributes["axes"] = Attribute::of_ints({-2});
   EXPECT_EQ(run1(attr, {x}, 11).shape(), (Shape{1, 3, 5}));
   Node none = make_node("Squeeze", {"x"}, {"y"});
   EXPECT_EQ(run1(none, {x}, 1).shape(), (Shape{3, 5}));
@@ -127,7 +123,7 @@ TEST(TensorOpsReshape, SqueezeAttrAndInput) {
 TEST(TensorOpsReshape, UnsqueezeAttrAndInput) {
   Tensor x = iota<float>({3, 4});
   Node attr = make_node("Unsqueeze", {"x"}, {"y"});
-  attr.attributes["axes"] = ints_attr({0, 3});
+  attr.attributes["axes"] = Attribute::of_ints({0, 3});
   EXPECT_EQ(run1(attr, {x}, 11).shape(), (Shape{1, 3, 4, 1}));
   Node input = make_node("Unsqueeze", {"x", "a"}, {"y"});
   Tensor y = run1(input, {x, i64({-1, 1})}, 13);
@@ -167,7 +163,7 @@ TEST(TensorOpsTranspose, MatchesNaiveForAllPermutationsOf4D) {
   std::vector<int64_t> perm = {0, 1, 2, 3};
   do {
     Node n = make_node("Transpose", {"x"}, {"y"});
-    n.attributes["perm"] = ints_attr(perm);
+    n.attributes["perm"] = Attribute::of_ints(perm);
     EXPECT_EQ(values<float>(run1(n, {x}, 13)), naive_transpose<float>(x, perm))
         << shape_to_string(perm);
   } while (std::next_permutation(perm.begin(), perm.end()));
@@ -176,11 +172,11 @@ TEST(TensorOpsTranspose, MatchesNaiveForAllPermutationsOf4D) {
 TEST(TensorOpsTranspose, AttentionAndLargeTiledCasesOtherDtypes) {
   // (B, S, H, D) -> (B, H, S, D), int8 and double.
   Node n = make_node("Transpose", {"x"}, {"y"});
-  n.attributes["perm"] = ints_attr({0, 2, 1, 3});
+  n.attributes["perm"] = Attribute::of_ints({0, 2, 1, 3});
   Tensor a = iota<int8_t>({2, 5, 3, 4});
   EXPECT_EQ(values<int8_t>(run1(n, {a}, 13)), naive_transpose<int8_t>(a, {0, 2, 1, 3}));
   Tensor b = iota<double>({2, 33, 4, 65});
-  n.attributes["perm"] = ints_attr({0, 3, 2, 1});
+  n.attributes["perm"] = Attribute::of_ints({0, 3, 2, 1});
   EXPECT_EQ(values<double>(run1(n, {b}, 13)), naive_transpose<double>(b, {0, 3, 2, 1}));
   // A large 2-D transpose takes the tiled path (uneven tile edges).
   Node t = make_node("Transpose", {"x"}, {"y"});
@@ -196,9 +192,9 @@ TEST(TensorOpsTranspose, AttentionAndLargeTiledCasesOtherDtypes) {
 
 TEST(TensorOpsTranspose, RejectsBadPerm) {
   Node n = make_node("Transpose", {"x"}, {"y"});
-  n.attributes["perm"] = ints_attr({0, 0, 1});
+  n.attributes["perm"] = Attribute::of_ints({0, 0, 1});
   EXPECT_THROW(run1(n, {iota<float>({2, 3, 4})}, 13), Error);
-  n.attributes["perm"] = ints_attr({1, 0});
+  n.attributes["perm"] = Attribute::of_ints({1, 0});
   EXPECT_THROW(run1(n, {iota<float>({2, 3, 4})}, 13), Error);
 }
 
@@ -206,7 +202,7 @@ TEST(TensorOpsTranspose, RejectsBadPerm) {
 
 TEST(TensorOpsConcat, NegativeAxisAndEmptyParts) {
   Node n = make_node("Concat", {"a", "b", "c"}, {"y"});
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   Tensor a = iota<int64_t>({2, 2});
   Tensor b = Tensor::zeros({2, 0}, DType::Int64);
   Tensor c = i64({2, 1}, {7, 8});
@@ -224,23 +220,23 @@ TEST(TensorOpsConcat, Opset1DefaultsToAxis1AndLaterRequiresAxis) {
 
 TEST(TensorOpsConcat, RejectsMismatchedShapes) {
   Node n = make_node("Concat", {"a", "b"}, {"y"});
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(0);
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), iota<float>({2, 3})}, 13), Error);
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), iota<float>({2})}, 13), Error);
-  n.attributes["axis"] = int_attr(2);
+  n.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), iota<float>({2, 2})}, 13), Error);
 }
 
 TEST(TensorOpsSplit, SizesFromInputAndAttribute) {
   Tensor x = iota<float>({2, 6});
   Node in = make_node("Split", {"x", "s"}, {"a", "b"});
-  in.attributes["axis"] = int_attr(-1);
+  in.attributes["axis"] = Attribute::of_int(-1);
   auto outs = run_node(in, {x, i64({2, 4})}, 13);
   EXPECT_EQ(values<float>(outs[0]), (std::vector<float>{0, 1, 6, 7}));
   EXPECT_EQ(values<float>(outs[1]), (std::vector<float>{2, 3, 4, 5, 8, 9, 10, 11}));
   Node attr = make_node("Split", {"x"}, {"a", "b"});
-  attr.attributes["axis"] = int_attr(1);
-  attr.attributes["split"] = ints_attr({5, 1});
+  attr.attributes["axis"] = Attribute::of_int(1);
+  attr.attributes["split"] = Attribute::of_ints({5, 1});
   outs = run_node(attr, {x}, 11);
   EXPECT_EQ(outs[0].shape(), (Shape{2, 5}));
   EXPECT_EQ(values<float>(outs[1]), (std::vector<float>{5, 11}));
@@ -252,12 +248,12 @@ TEST(TensorOpsSplit, EqualPartsAndNumOutputs) {
   EXPECT_EQ(values<int32_t>(outs[2]), (std::vector<int32_t>{4, 5}));
   EXPECT_THROW(run_node(n, {iota<int32_t>({7})}, 13), Error);
   // Opset 18: ceil-sized chunks, the last one smaller.
-  n.attributes["num_outputs"] = int_attr(3);
+  n.attributes["num_outputs"] = Attribute::of_int(3);
   outs = run_node(n, {iota<int32_t>({7})}, 18);
   EXPECT_EQ(outs[0].shape(), (Shape{3}));
   EXPECT_EQ(outs[1].shape(), (Shape{3}));
   EXPECT_EQ(values<int32_t>(outs[2]), (std::vector<int32_t>{6}));
-  n.attributes["num_outputs"] = int_attr(2);
+  n.attributes["num_outputs"] = Attribute::of_int(2);
   EXPECT_THROW(run_node(n, {iota<int32_t>({7})}, 18), Error);
 }
 
@@ -272,13 +268,13 @@ TEST(TensorOpsSplit, RejectsBadSizes) {
 
 TEST(TensorOpsSlice, Opset1Attributes) {
   Node n = make_node("Slice", {"x"}, {"y"});
-  n.attributes["starts"] = ints_attr({1, 0});
-  n.attributes["ends"] = ints_attr({2, 3});
+  n.attributes["starts"] = Attribute::of_ints({1, 0});
+  n.attributes["ends"] = Attribute::of_ints({2, 3});
   Tensor y = run1(n, {iota<float>({2, 4})}, 1);
   EXPECT_EQ(values<float>(y), (std::vector<float>{4, 5, 6}));
-  n.attributes["axes"] = ints_attr({1});
-  n.attributes["starts"] = ints_attr({-1});
-  n.attributes["ends"] = ints_attr({1000});
+  n.attributes["axes"] = Attribute::of_ints({1});
+  n.attributes["starts"] = Attribute::of_ints({-1});
+  n.attributes["ends"] = Attribute::of_ints({1000});
   EXPECT_EQ(values<float>(run1(n, {iota<float>({2, 4})}, 9)), (std::vector<float>{3, 7}));
 }
 
@@ -334,11 +330,11 @@ TEST(TensorOpsGather, EmbeddingRowsWithNegativeInt32Indices) {
 
 TEST(TensorOpsGather, InnerAxisAndScalarIndex) {
   Node n = make_node("Gather", {"x", "i"}, {"y"});
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   Tensor x = iota<int64_t>({2, 3});
   Tensor y = run1(n, {x, i64({2}, {2, 0})}, 11);
   EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{2, 0, 5, 3}));
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(0);
   Tensor s = run1(n, {x, Tensor::scalar<int64_t>(1)}, 1);
   EXPECT_EQ(s.shape(), (Shape{3}));
   EXPECT_EQ(values<int64_t>(s), (std::vector<int64_t>{3, 4, 5}));
@@ -351,13 +347,13 @@ TEST(TensorOpsGather, RejectsOutOfRangeIndices) {
   EXPECT_THROW(run1(n, {iota<float>({3, 2}), i64({3})}, 13), Error);
   EXPECT_THROW(run1(n, {iota<float>({3, 2}), i64({-4})}, 13), Error);
   EXPECT_THROW(run1(n, {iota<float>({3, 2}), Tensor::from_vector<float>({1}, {0})}, 13), Error);
-  n.attributes["axis"] = int_attr(2);
+  n.attributes["axis"] = Attribute::of_int(2);
   EXPECT_THROW(run1(n, {iota<float>({3, 2}), i64({0})}, 13), Error);
 }
 
 TEST(TensorOpsGather, ElementsWithNegativeIndices) {
   Node n = make_node("GatherElements", {"x", "i"}, {"y"});
-  n.attributes["axis"] = int_attr(1);
+  n.attributes["axis"] = Attribute::of_int(1);
   Tensor x = iota<float>({3, 3});
   Tensor y = run1(n, {x, i64({2, 2}, {-1, 0, 1, -3})}, 13);
   EXPECT_EQ(values<float>(y), (std::vector<float>{2, 0, 4, 3}));
@@ -371,13 +367,13 @@ TEST(TensorOpsGather, NDWithBatchDims) {
   Tensor y = run1(n, {x, i64({2, 2}, {0, 1, -1, 0})}, 13);
   EXPECT_EQ(y.shape(), (Shape{2, 2}));
   EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{2, 3, 4, 5}));
-  n.attributes["batch_dims"] = int_attr(1);
+  n.attributes["batch_dims"] = Attribute::of_int(1);
   Tensor z = run1(n, {x, i64({2, 1}, {1, 0})}, 13);
   EXPECT_EQ(z.shape(), (Shape{2, 2}));
   EXPECT_EQ(values<int32_t>(z), (std::vector<int32_t>{2, 3, 4, 5}));
   EXPECT_THROW(run1(n, {x, i64({2, 1}, {2, 0})}, 13), Error);
   EXPECT_THROW(run1(n, {x, i64({3, 1}, {0, 0, 0})}, 13), Error);  // batch dims differ
-  n.attributes["batch_dims"] = int_attr(0);
+  n.attributes["batch_dims"] = Attribute::of_int(0);
   EXPECT_THROW(run1(n, {x, i64({1, 4}, {0, 0, 0, 0})}, 13), Error);  // tuple too long
 }
 
@@ -394,10 +390,10 @@ TEST(TensorOpsScatter, NDReductions) {
                                                                          {"max", {20, 2, 3, 30}},
                                                                          {"min", {1, 2, 3, 4}}};
   for (const auto& [red, expected] : cases) {
-    n.attributes["reduction"] = string_attr(red);
+    n.attributes["reduction"] = Attribute::of_string(red);
     EXPECT_EQ(values<float>(run1(n, {x, idx, upd}, 18)), expected) << red;
   }
-  n.attributes["reduction"] = string_attr("avg");
+  n.attributes["reduction"] = Attribute::of_string("avg");
   EXPECT_THROW(run1(n, {x, idx, upd}, 18), Error);
 }
 
@@ -417,9 +413,9 @@ TEST(TensorOpsScatter, ElementsAndLegacyScatter) {
   Tensor idx = i64({2, 2}, {-1, 2, 0, 0});
   Tensor upd = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
   Node n = make_node("ScatterElements", {"x", "i", "u"}, {"y"});
-  n.attributes["axis"] = int_attr(1);
+  n.attributes["axis"] = Attribute::of_int(1);
   EXPECT_EQ(values<float>(run1(n, {x, idx, upd}, 13)), (std::vector<float>{0, 0, 2, 4, 0, 0}));
-  n.attributes["reduction"] = string_attr("add");
+  n.attributes["reduction"] = Attribute::of_string("add");
   EXPECT_EQ(values<float>(run1(n, {x, idx, upd}, 16)), (std::vector<float>{0, 0, 3, 7, 0, 0}));
   Node old = make_node("Scatter", {"x", "i", "u"}, {"y"});
   EXPECT_EQ(values<float>(run1(
@@ -436,11 +432,11 @@ TEST(TensorOpsShape, StartEndAndSize) {
   Tensor x = Tensor::zeros({3, 4, 5}, DType::Float32);
   Node n = make_node("Shape", {"x"}, {"y"});
   EXPECT_EQ(values<int64_t>(run1(n, {x}, 1)), (std::vector<int64_t>{3, 4, 5}));
-  n.attributes["start"] = int_attr(-2);
+  n.attributes["start"] = Attribute::of_int(-2);
   EXPECT_EQ(values<int64_t>(run1(n, {x}, 15)), (std::vector<int64_t>{4, 5}));
-  n.attributes["end"] = int_attr(-1);
+  n.attributes["end"] = Attribute::of_int(-1);
   EXPECT_EQ(values<int64_t>(run1(n, {x}, 15)), (std::vector<int64_t>{4}));
-  n.attributes["start"] = int_attr(10);
+  n.attributes["start"] = Attribute::of_int(10);
   EXPECT_EQ(run1(n, {x}, 15).shape(), (Shape{0}));
   Node s = make_node("Size", {"x"}, {"y"});
   Tensor size = run1(s, {x}, 13);
@@ -509,7 +505,7 @@ TEST(TensorOpsPad, ModesMatchNaive) {
   const std::vector<int64_t> pads = {2, 1, 1, 3};
   for (std::string mode : {"constant", "reflect", "edge", "wrap"}) {
     Node n = make_node("Pad", {"x", "p", "v"}, {"y"});
-    n.attributes["mode"] = string_attr(mode);
+    n.attributes["mode"] = Attribute::of_string(mode);
     Tensor y = run1(n, {x, i64(pads), Tensor::scalar<float>(-1)}, 19);
     EXPECT_EQ(y.shape(), (Shape{6, 8})) << mode;
     EXPECT_EQ(values<float>(y), naive_pad(x, pads, mode, -1)) << mode;
@@ -535,12 +531,12 @@ TEST(TensorOpsPad, AxesInputAndIntData) {
 TEST(TensorOpsPad, AttributeOpsets) {
   Tensor x = iota<float>({2});
   Node v2 = make_node("Pad", {"x"}, {"y"});
-  v2.attributes["pads"] = ints_attr({1, 2});
-  v2.attributes["value"] = float_attr(9);
+  v2.attributes["pads"] = Attribute::of_ints({1, 2});
+  v2.attributes["value"] = Attribute::of_float(9);
   EXPECT_EQ(values<float>(run1(v2, {x}, 2)), (std::vector<float>{9, 0, 1, 9, 9}));
   Node v1 = make_node("Pad", {"x"}, {"y"});
-  v1.attributes["paddings"] = ints_attr({0, 1});
-  v1.attributes["mode"] = string_attr("edge");
+  v1.attributes["paddings"] = Attribute::of_ints({0, 1});
+  v1.attributes["mode"] = Attribute::of_string("edge");
   EXPECT_EQ(values<float>(run1(v1, {x}, 1)), (std::vector<float>{0, 1, 1}));
 }
 
@@ -548,9 +544,9 @@ TEST(TensorOpsPad, Errors) {
   Node n = make_node("Pad", {"x", "p"}, {"y"});
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), i64({1, 1})}, 13), Error);
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), i64({-3, 0, 0, 0})}, 13), Error);
-  n.attributes["mode"] = string_attr("mirror");
+  n.attributes["mode"] = Attribute::of_string("mirror");
   EXPECT_THROW(run1(n, {iota<float>({2, 2}), i64({0, 0, 0, 0})}, 13), Error);
-  n.attributes["mode"] = string_attr("reflect");
+  n.attributes["mode"] = Attribute::of_string("reflect");
   EXPECT_THROW(run1(n, {Tensor::zeros({0, 2}, DType::Float32), i64({1, 0, 0, 0})}, 13), Error);
 }
 
@@ -564,12 +560,12 @@ TEST(TensorOpsConstant, AttributeForms) {
   n.attributes["value"] = t;
   EXPECT_EQ(values<int32_t>(run1(n, {}, 13)), (std::vector<int32_t>{0, 1, 2, 3}));
   Node f = make_node("Constant", {}, {"y"});
-  f.attributes["value_float"] = float_attr(2.5f);
+  f.attributes["value_float"] = Attribute::of_float(2.5f);
   Tensor fy = run1(f, {}, 12);
   EXPECT_EQ(fy.shape(), Shape{});
   EXPECT_EQ(values<float>(fy), (std::vector<float>{2.5f}));
   Node ints = make_node("Constant", {}, {"y"});
-  ints.attributes["value_ints"] = ints_attr({4, 5});
+  ints.attributes["value_ints"] = Attribute::of_ints({4, 5});
   EXPECT_EQ(values<int64_t>(run1(ints, {}, 13)), (std::vector<int64_t>{4, 5}));
   Node none = make_node("Constant", {}, {"y"});
   EXPECT_THROW(run1(none, {}, 13), Error);
@@ -591,12 +587,12 @@ TEST(TensorOpsConstant, ConstantOfShape) {
 
 TEST(TensorOpsConstant, EyeLike) {
   Node n = make_node("EyeLike", {"x"}, {"y"});
-  n.attributes["k"] = int_attr(-1);
+  n.attributes["k"] = Attribute::of_int(-1);
   Tensor y = run1(n, {Tensor::zeros({3, 2}, DType::Int32)}, 9);
   EXPECT_EQ(y.dtype(), DType::Int32);
   EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{0, 0, 1, 0, 0, 1}));
-  n.attributes["dtype"] = int_attr(static_cast<int64_t>(DType::Float64));
-  n.attributes["k"] = int_attr(1);
+  n.attributes["dtype"] = Attribute::of_int(static_cast<int64_t>(DType::Float64));
+  n.attributes["k"] = Attribute::of_int(1);
   EXPECT_EQ(values<double>(run1(n, {Tensor::zeros({2, 3}, DType::Int32)}, 9)),
             (std::vector<double>{0, 1, 0, 0, 0, 1}));
   EXPECT_THROW(run1(n, {Tensor::zeros({3}, DType::Int32)}, 9), Error);
@@ -634,11 +630,11 @@ TEST(TensorOpsTrilu, UpperLowerWithK) {
   EXPECT_EQ(values<int64_t>(y),
             (std::vector<int64_t>{0, 1, 2, 0, 0, 5, 0, 0, 0, 0, 10, 11, 0, 0, 14, 0, 0, 0}));
   Node low = make_node("Trilu", {"x"}, {"y"});
-  low.attributes["upper"] = int_attr(0);
+  low.attributes["upper"] = Attribute::of_int(0);
   Tensor z = run1(low, {iota<float>({2, 3})}, 14);
   EXPECT_EQ(values<float>(z), (std::vector<float>{0, 0, 0, 3, 4, 0}));
   Node lowk = make_node("Trilu", {"x", "k"}, {"y"});
-  lowk.attributes["upper"] = int_attr(0);
+  lowk.attributes["upper"] = Attribute::of_int(0);
   EXPECT_EQ(values<float>(run1(lowk, {iota<float>({2, 3}), Tensor::scalar<int64_t>(-5)}, 14)),
             (std::vector<float>(6, 0.0f)));
   EXPECT_THROW(run1(low, {iota<float>({3})}, 14), Error);
@@ -651,8 +647,8 @@ TEST(TensorOpsDepthSpace, ModesMatchFormula) {
   Tensor x = iota<float>({1, c, h, w});
   for (std::string mode : {"DCR", "CRD"}) {
     Node n = make_node("DepthToSpace", {"x"}, {"y"});
-    n.attributes["blocksize"] = int_attr(b);
-    n.attributes["mode"] = string_attr(mode);
+    n.attributes["blocksize"] = Attribute::of_int(b);
+    n.attributes["mode"] = Attribute::of_string(mode);
     Tensor y = run1(n, {x}, 13);
     ASSERT_EQ(y.shape(), (Shape{1, oc, h * b, w * b}));
     for (int64_t ch = 0; ch < oc; ++ch)
@@ -669,15 +665,15 @@ TEST(TensorOpsDepthSpace, ModesMatchFormula) {
 TEST(TensorOpsDepthSpace, SpaceToDepthInvertsDCR) {
   Tensor x = iota<int16_t>({2, 3, 4, 6});
   Node s2d = make_node("SpaceToDepth", {"x"}, {"y"});
-  s2d.attributes["blocksize"] = int_attr(2);
+  s2d.attributes["blocksize"] = Attribute::of_int(2);
   Tensor y = run1(s2d, {x}, 13);
   EXPECT_EQ(y.shape(), (Shape{2, 12, 2, 3}));
   Node d2s = make_node("DepthToSpace", {"x"}, {"y"});
-  d2s.attributes["blocksize"] = int_attr(2);
+  d2s.attributes["blocksize"] = Attribute::of_int(2);
   EXPECT_EQ(values<int16_t>(run1(d2s, {y}, 1)), values<int16_t>(x));
-  s2d.attributes["blocksize"] = int_attr(4);
+  s2d.attributes["blocksize"] = Attribute::of_int(4);
   EXPECT_THROW(run1(s2d, {x}, 13), Error);
-  d2s.attributes["blocksize"] = int_attr(3);
+  d2s.attributes["blocksize"] = Attribute::of_int(3);
   EXPECT_THROW(run1(d2s, {x}, 13), Error);
 }
 
@@ -690,7 +686,7 @@ TEST(TensorOpsOneHot, AxisAndNegativeIndices) {
   Tensor y = run1(n, {idx, Tensor::scalar<float>(3), values_t}, 11);
   EXPECT_EQ(y.shape(), (Shape{3, 3}));
   EXPECT_EQ(values<int32_t>(y), (std::vector<int32_t>{5, 0, 0, 0, 0, 5, 0, 0, 0}));
-  n.attributes["axis"] = int_attr(0);
+  n.attributes["axis"] = Attribute::of_int(0);
   Tensor z =
       run1(n, {Tensor::from_vector<float>({2}, {1, 2}), Tensor::scalar<int64_t>(3), values_t}, 9);
   EXPECT_EQ(z.shape(), (Shape{3, 2}));
@@ -712,7 +708,7 @@ TEST(TensorOpsCompress, AxisAndFlattened) {
   Node n = make_node("Compress", {"x", "c"}, {"y"});
   Tensor x = iota<float>({3, 2});
   Tensor cond = Tensor::from_vector<bool>({2}, {false, true});
-  n.attributes["axis"] = int_attr(-1);
+  n.attributes["axis"] = Attribute::of_int(-1);
   EXPECT_EQ(values<float>(run1(n, {x, cond}, 11)), (std::vector<float>{1, 3, 5}));
   Node flat = make_node("Compress", {"x", "c"}, {"y"});
   Tensor c5 = Tensor::from_vector<bool>({5}, {false, true, true, false, true});
@@ -727,8 +723,8 @@ TEST(TensorOpsReverseSequence, BatchAndTimeMajor) {
   Tensor x = iota<float>({3, 2});  // time-major: [time=3, batch=2]
   Node n = make_node("ReverseSequence", {"x", "l"}, {"y"});
   EXPECT_EQ(values<float>(run1(n, {x, i64({3, 2})}, 10)), (std::vector<float>{4, 3, 2, 1, 0, 5}));
-  n.attributes["batch_axis"] = int_attr(0);
-  n.attributes["time_axis"] = int_attr(1);
+  n.attributes["batch_axis"] = Attribute::of_int(0);
+  n.attributes["time_axis"] = Attribute::of_int(1);
   Tensor b = iota<float>({2, 3, 2});  // [batch=2, time=3, feature=2]
   EXPECT_EQ(values<float>(run1(n, {b, i64({2, 0})}, 10)),
             (std::vector<float>{2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11}));
@@ -757,7 +753,7 @@ TEST(TensorOpsDropout, InferenceIsIdentityWithTrueMask) {
 TEST(TensorOpsDropout, TrainingWithSeedMatchesNumpy) {
   // numpy: RandomState(3).uniform(size=8) = [.551 .708 .291 .511 .893 .896 .126 .207]
   Node n = make_node("Dropout", {"x", "r", "t"}, {"y", "m"});
-  n.attributes["seed"] = int_attr(3);
+  n.attributes["seed"] = Attribute::of_int(3);
   Tensor x = Tensor::from_vector<float>({8}, std::vector<float>(8, 1.0f));
   auto outs = run_node(n, {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)}, 13);
   EXPECT_EQ(values<float>(outs[0]), (std::vector<float>{2, 2, 0, 2, 2, 2, 0, 0}));
