@@ -38,7 +38,8 @@ void initialize() {
   std::atexit(finalize_at_exit);
   DPRUN_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library gives only thread level ",
               provided,
-              "; dprun needs MPI_THREAD_SERIALIZED (all-reduces start on device worker threads)");
+              "; dprun needs MPI_THREAD_SERIALIZED (all-reduces start on the threads that run the "
+              "backward pass)");
 }
 
 int as_count(int64_t n, const char* what) {

@@ -112,8 +112,10 @@ std::vector<std::exception_ptr> run_on_workers(const std::vector<Device>& device
   std::vector<std::exception_ptr> failures(n);
   std::vector<std::future<void>> done(n);
   const DeviceWorker* self = DeviceWorker::current();
+  // One task for a caller that is no worker: run below, on this thread (see the header).
+  const bool hand_off = n > 1 || self != nullptr;
   size_t queued = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && hand_off; ++i) {
     if (self && self->device() == devices[i]) continue;  // below, on this thread
     // The tasks refer to the caller's frame: one that cannot be queued runs below instead of
     // throwing, so that every queued one is joined.

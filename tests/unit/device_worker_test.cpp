@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/error.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/device_worker.h"
 #include "engine/parallel/run_in_parts.h"
@@ -63,6 +64,27 @@ TEST(DeviceWorker, RunOnWorkersRunsEachTaskOnItsDevicesWorker) {
     EXPECT_FALSE(failures[i]) << i;
     EXPECT_EQ(ran_on.at(i), worker_thread(devices[i])) << i;
   }
+}
+
+TEST(DeviceWorker, ASingleTaskRunsOnTheCallingThreadUnlessItIsAnotherDevicesWorker) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  auto failures = run_on_workers({Device::cpu(1)}, [&](size_t) {
+    ran_on = std::this_thread::get_id();
+    EXPECT_EQ(DeviceWorker::current(), nullptr);
+  });
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_FALSE(failures[0]);
+  EXPECT_EQ(ran_on, caller);
+  // Its failure is reported like a queued task's.
+  failures = run_on_workers({Device::cpu(1)}, [](size_t) { throw std::runtime_error("no"); });
+  ASSERT_TRUE(failures[0]);
+  EXPECT_EQ(error_message(failures[0]), "no");
+  // From cpu:0's worker, a single task for cpu:1 is handed to cpu:1's worker.
+  run_on_worker(Device::cpu(0), [&] {
+    run_on_workers({Device::cpu(1)}, [&](size_t) { ran_on = std::this_thread::get_id(); });
+  });
+  EXPECT_EQ(ran_on, worker_thread(Device::cpu(1)));
 }
 
 TEST(DeviceWorker, OnAWorkerItsOwnTaskRunsInlineAndTheOthersOnTheirWorkers) {
