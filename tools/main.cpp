@@ -22,9 +22,10 @@ usage:
   dprun conformance [options]         run the ONNX backend conformance suite
 
 run and bench options:
-  --devices LIST         all | cpu | cpu:0,cpu:1,... (default: all; all and cpu mean one CPU
-                         device per core). This build runs on CPU devices only: cuda:N and
-                         bare CUDA ids (0,1) are refused with exit status 1
+  --devices LIST         all | cpu | cpu:0,cpu:1,... | cuda:0,cuda:1,... or bare CUDA ids 0,1
+                         (default: all, every GPU when there is one, else one CPU device per
+                         core; cpu means one CPU device per core). CUDA devices are refused with
+                         exit status 1 by a build without CUDA or where no GPU is present
   --dim D                dim to split inputs and gather outputs along (default 0; may be negative)
   --output-device DEV    where outputs are gathered (default: the first device)
   --split NAME=DIM|none  split input NAME along DIM, or give it whole to every device; repeatable

@@ -9,8 +9,8 @@ namespace dprun::cli {
 
 namespace {
 /// Resolves every device named by the options to its backend. Throws Error (exit status 1)
-/// for a device this build cannot run: "device cuda:0: this build of dprun has no CUDA
-/// support".
+/// for a device that cannot be used: "device cuda:0: this build of dprun has no CUDA
+/// support", "device cuda:0: no CUDA GPU is present".
 void check_devices_have_backends(const DataParallelOptions& options) {
   for (const Device& d : options.device_ids) backend_for(d).check_device(d);
   if (options.output_device)

@@ -13,7 +13,7 @@ namespace dprun::cli {
 std::vector<OptionSpec> parallel_option_specs();
 /// Builds DataParallel options from --devices, --dim, --output-device, --split,
 /// --split-policy, --weights and --threads. Throws UsageError for malformed values, and
-/// Error for a well-formed device this build has no backend for (cuda:N).
+/// Error for a well-formed device that cannot be used (cuda:N without CUDA or without a GPU).
 DataParallelOptions parse_parallel_options(const Args& args);
 /// Builds input options from --batch, --symbol and --input.
 InputOptions parse_input_options(const Args& args);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli_test_util.h"
+#include "engine/backend.h"
 
 namespace dprun::testing {
 namespace {
@@ -57,20 +58,28 @@ TEST(CliErrors, BadDeviceList) {
   expect_error(run_dprun(source_path("models/mlp.onnx") + " --devices tpu:0"), 2, "invalid device");
 }
 
-TEST(CliErrors, CudaDevicesNeedACudaBackend) {
+TEST(CliErrors, CudaDevicesNeedACudaGpu) {
+#if DPRUN_WITH_CUDA
+  if (backend_available(DeviceType::CUDA)) GTEST_SKIP() << "a CUDA GPU is present";
+  const std::string why = "no CUDA GPU is present\n";
+#else
+  const std::string why = "this build of dprun has no CUDA support\n";
+#endif
   std::string model = source_path("models/mlp.onnx");
   for (const char* devices : {"cuda:0", "cuda:0,cuda:1", "0,1"}) {
     auto r = run_dprun(model + " --devices " + devices);
     EXPECT_EQ(r.status, 1) << devices;
-    EXPECT_EQ(r.output, "dprun: error: device cuda:0: this build of dprun has no CUDA support\n")
-        << devices;
+    EXPECT_EQ(r.output, "dprun: error: device cuda:0: " + why) << devices;
   }
-  auto r = run_dprun(model + " --devices cpu:0 --output-device cuda:1");
+  auto r = run_dprun(source_path("models/cnn.onnx") + " --devices cuda:0");
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.output, "dprun: error: device cuda:1: this build of dprun has no CUDA support\n");
+  EXPECT_EQ(r.output, "dprun: error: device cuda:0: " + why);
+  r = run_dprun(model + " --devices cpu:0 --output-device cuda:1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output, "dprun: error: device cuda:1: " + why);
   r = run_dprun("bench " + model + " --devices cuda:2");
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.output, "dprun: error: device cuda:2: this build of dprun has no CUDA support\n");
+  EXPECT_EQ(r.output, "dprun: error: device cuda:2: " + why);
 }
 
 TEST(CliErrors, MissingModel) {

@@ -500,24 +500,34 @@ TEST(Replicate, ReplicaZeroSharesStorageOthersCopy) {
   EXPECT_THROW(replicate(*model, {Device::cpu(1)}), Error);
 }
 
-TEST(DeviceList, CudaDevicesParseButThisBuildHasNoCudaBackend) {
+TEST(DeviceList, CudaDevicesParseInEveryBuild) {
   const std::vector<Device> two_gpus = {Device::cuda(0), Device::cuda(1)};
   EXPECT_EQ(parse_device_list("cuda:0,cuda:1"), two_gpus);
   EXPECT_EQ(parse_device_list("0,1"), two_gpus);
-  EXPECT_EQ(parse_device_list("all"), parse_device_list("cpu"));
+}
+
+TEST(DeviceList, WithoutAUsableGpuCudaDevicesAreRefused) {
+#if DPRUN_WITH_CUDA
+  if (backend_available(DeviceType::CUDA)) GTEST_SKIP() << "a CUDA GPU is present";
+  const std::string why = "no CUDA GPU is present";
+  EXPECT_NO_THROW(backend_for(Device::cuda(1)));  // the backend exists; its devices do not
+#else
+  const std::string why = "this build of dprun has no CUDA support";
   try {
     backend_for(Device::cuda(1));
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "device cuda:1: this build of dprun has no CUDA support");
+    EXPECT_EQ(std::string(e.what()), "device cuda:1: " + why);
   }
+#endif
+  EXPECT_EQ(parse_device_list("all"), parse_device_list("cpu"));
   DataParallelOptions options;
   options.device_ids = {Device::cpu(0), Device::cuda(0)};
   try {
     DataParallel dp(model_on(scale_rows_graph(2)), options);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "device cuda:0: this build of dprun has no CUDA support");
+    EXPECT_EQ(std::string(e.what()), "device cuda:0: " + why);
   }
 }
 

@@ -1,0 +1,122 @@
+#include "engine/backends/cuda/cuda_allocator.h"
+
+#include <bit>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_devices.h"
+#include "engine/backends/cuda/cuda_stream.h"
+
+namespace dprun {
+
+namespace {
+constexpr size_t kMinBlock = 512;
+}
+
+CudaCachingAllocator::CudaCachingAllocator(Device device) : device_(device) {}
+
+size_t CudaCachingAllocator::size_class(size_t bytes) {
+  if (bytes <= kMinBlock) return kMinBlock;
+  size_t power = std::bit_floor(bytes);
+  size_t step = power / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+void* CudaCachingAllocator::allocate(size_t bytes) {
+  const size_t cls = size_class(bytes);
+  const cudaStream_t stream = current_stream(device_.index);
+  std::lock_guard lock(mutex_);
+  if (!pending_.empty()) collect_pending_locked();
+  auto bin = free_.find({stream, cls});
+  void* ptr = nullptr;
+  if (bin != free_.end() && !bin->second.empty()) {
+    ptr = bin->second.back();
+    bin->second.pop_back();
+    stats_.cached -= cls;
+  } else {
+    CudaDeviceGuard guard(device_.index);
+    cudaError_t status = cudaMalloc(&ptr, cls);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      release_cached_locked();
+      status = cudaMalloc(&ptr, cls);
+    }
+    cuda_check(status, "out of memory on ", device_.to_string(), " allocating ", bytes, " bytes (",
+               stats_.in_use, " in use, ", stats_.cached, " cached): cudaMalloc");
+  }
+  live_[ptr] = {cls, stream};
+  stats_.in_use += cls;
+  if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
+  return ptr;
+}
+
+void CudaCachingAllocator::deallocate(void* ptr, size_t) {
+  if (ptr == nullptr) return;
+  const cudaStream_t freeing = current_stream(device_.index);
+  std::lock_guard lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return;  // not ours: nothing to give back
+  Block block = it->second;
+  live_.erase(it);
+  stats_.in_use -= block.size;
+  // Without a context the current stream is the default stream, on which the backend queues
+  // nothing it does not wait for: such frees need no event.
+  if (freeing != block.stream && freeing != nullptr) {
+    // The freeing stream may still read the block: reuse waits for an event recorded on it.
+    cudaEvent_t event = nullptr;
+    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventRecord(event, freeing) == cudaSuccess) {
+      pending_.push_back({ptr, block, event});
+      stats_.cached += block.size;
+      return;
+    }
+    cudaGetLastError();
+    if (event) cudaEventDestroy(event);
+    if (cudaStreamSynchronize(freeing) != cudaSuccess) {
+      cudaGetLastError();
+      return;  // cannot order the reuse: leave the block out of the cache
+    }
+  }
+  free_[{block.stream, block.size}].push_back(ptr);
+  stats_.cached += block.size;
+}
+
+void CudaCachingAllocator::collect_pending_locked() {
+  size_t kept = 0;
+  for (PendingFree& p : pending_) {
+    cudaError_t status = cudaEventQuery(p.event);
+    if (status == cudaErrorNotReady) {
+      pending_[kept++] = p;
+      continue;
+    }
+    if (status != cudaSuccess) cudaGetLastError();
+    cudaEventDestroy(p.event);
+    free_[{p.block.stream, p.block.size}].push_back(p.ptr);
+  }
+  pending_.resize(kept);
+}
+
+void CudaCachingAllocator::release_cached_locked() {
+  CudaDeviceGuard guard(device_.index);
+  cuda_check(cudaDeviceSynchronize(), device_.to_string(), ": cudaDeviceSynchronize");
+  for (PendingFree& p : pending_) {
+    cudaEventDestroy(p.event);
+    free_[{p.block.stream, p.block.size}].push_back(p.ptr);
+  }
+  pending_.clear();
+  for (auto& [bin, blocks] : free_)
+    for (void* p : blocks) cuda_check(cudaFree(p), device_.to_string(), ": cudaFree");
+  free_.clear();
+  stats_.cached = 0;
+}
+
+void CudaCachingAllocator::release_cached() {
+  std::lock_guard lock(mutex_);
+  release_cached_locked();
+}
+
+AllocatorStats CudaCachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace dprun

@@ -1,0 +1,78 @@
+#pragma once
+// Device memory of one GPU: a caching allocator over cudaMalloc (never managed memory).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/allocator.h"
+
+namespace dprun {
+
+/// Caches freed blocks in size-class bins per stream, so repeated runs reuse their buffers
+/// instead of calling cudaMalloc and cudaFree (which synchronize the device).
+///
+/// Memory is reused in stream order. A block belongs to the stream that was current
+/// (current_stream) when it was allocated, and only allocations on that stream get it back.
+/// Freed on its own stream, or with no context's stream current (the default stream, on which
+/// the backend queues nothing it does not wait for), it is reusable at once: later work on its
+/// stream runs after earlier work. Freed while another context's stream is current (a tensor
+/// made on one run's stream and dropped on another's), it is reusable only once an event
+/// recorded on the freeing stream has completed. Work queued on a third stream that still reads the
+/// block is not tracked: a caller that hands a tensor to another stream synchronizes the producer
+/// first (the executor and parallel_apply do).
+///
+/// When cudaMalloc runs out of memory, the device is synchronized, every cached block is freed
+/// and the allocation is tried once more; then Error names the device, the request and the
+/// bytes in use and cached. Thread-safe.
+class CudaCachingAllocator final : public Allocator {
+ public:
+  explicit CudaCachingAllocator(Device device);
+  /// Frees nothing: the allocator lives as long as the process (CudaBackend keeps it), and
+  /// the CUDA runtime may already be unloaded when static objects are destroyed.
+  ~CudaCachingAllocator() override = default;
+
+  /// 256-byte aligned device memory of at least `bytes` bytes on the current stream.
+  void* allocate(size_t bytes) override;
+  /// Never throws: a block whose release cannot be ordered is dropped from the cache.
+  void deallocate(void* ptr, size_t bytes) override;
+  Device device() const override { return device_; }
+  /// in_use and cached count whole size classes; peak_in_use is the maximum of in_use.
+  AllocatorStats stats() const override;
+  /// Synchronizes the device and returns every cached block to CUDA (cudaFree).
+  void release_cached();
+
+  /// The size class a request of `bytes` is rounded up to: at least 512 bytes, then four
+  /// classes per power of two (rounding waste under 25%).
+  static size_t size_class(size_t bytes);
+
+ private:
+  struct Block {
+    size_t size = 0;  // the size class
+    cudaStream_t stream = nullptr;
+  };
+  struct PendingFree {
+    void* ptr = nullptr;
+    Block block;
+    cudaEvent_t event = nullptr;
+  };
+  using Bin = std::pair<cudaStream_t, size_t>;
+
+  /// Moves pending frees whose event has completed into their bins. Caller holds mutex_.
+  void collect_pending_locked();
+  /// Synchronizes the device and cudaFree's every cached and pending block. Caller holds mutex_.
+  void release_cached_locked();
+
+  Device device_;
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Block> live_;
+  std::map<Bin, std::vector<void*>> free_;
+  std::vector<PendingFree> pending_;
+  AllocatorStats stats_;
+};
+
+}  // namespace dprun

@@ -1,0 +1,102 @@
+#include "engine/backends/cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/cuda/cuda_allocator.h"
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_devices.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/backends/cuda/cuda_stream.h"
+
+namespace dprun {
+
+namespace {
+struct CudaBackendRegistrar {
+  // Registering asks nothing of CUDA: the driver is first touched when devices are counted.
+  CudaBackendRegistrar() { register_backend(DeviceType::CUDA, &CudaBackend::instance()); }
+} registrar;
+
+cudaMemcpyKind copy_kind(Device dst, Device src) {
+  bool to_gpu = dst.type == DeviceType::CUDA, from_gpu = src.type == DeviceType::CUDA;
+  if (to_gpu && from_gpu) return cudaMemcpyDeviceToDevice;
+  return to_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+}
+}  // namespace
+
+CudaBackend& CudaBackend::instance() {
+  static CudaBackend* backend = new CudaBackend();
+  return *backend;
+}
+
+int CudaBackend::device_count() const {
+  return cuda_device_count();
+}
+
+void CudaBackend::check_device(Device device) const {
+  DPRUN_CHECK(device.type == DeviceType::CUDA && device.index >= 0,
+              "not a CUDA device: ", device.to_string());
+  int count = cuda_device_count();
+  if (count == 0) fail("device ", device.to_string(), ": no CUDA GPU is present");
+  if (device.index >= count)
+    fail("device ", device.to_string(), ": only ", count, " CUDA GPU", count == 1 ? " is" : "s are",
+         " present (cuda:0", count == 1 ? "" : "..cuda:" + std::to_string(count - 1), ")");
+}
+
+std::shared_ptr<Allocator> CudaBackend::allocator(Device device) {
+  check_device(device);
+  std::lock_guard lock(mutex_);
+  auto& slot = allocators_[device.index];
+  if (!slot) slot = std::make_shared<CudaCachingAllocator>(device);
+  return slot;
+}
+
+void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
+                       size_t bytes) {
+  if (bytes == 0) return;
+  Device gpu = dst_device.type == DeviceType::CUDA ? dst_device : src_device;
+  check_device(gpu);
+  CudaDeviceGuard guard(gpu.index);
+  cudaStream_t stream = current_stream(gpu.index);
+  bool peer = dst_device.type == DeviceType::CUDA && src_device.type == DeviceType::CUDA &&
+              dst_device.index != src_device.index;
+  if (peer) {
+    check_device(src_device);
+    cuda_check(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, stream),
+               "copy of ", bytes, " bytes from ", src_device.to_string(), " to ",
+               dst_device.to_string(), ": cudaMemcpyPeerAsync");
+  } else {
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_device, src_device), stream),
+               "copy of ", bytes, " bytes from ", src_device.to_string(), " to ",
+               dst_device.to_string(), ": cudaMemcpyAsync");
+  }
+  bool host_side = dst_device.type != DeviceType::CUDA || src_device.type != DeviceType::CUDA;
+  if (host_side || peer || stream == nullptr)
+    cuda_check(cudaStreamSynchronize(stream), "copy of ", bytes, " bytes from ",
+               src_device.to_string(), " to ", dst_device.to_string(), ": cudaStreamSynchronize");
+}
+
+void CudaBackend::synchronize(Device device) {
+  check_device(device);
+  CudaDeviceGuard guard(device.index);
+  cuda_check(cudaDeviceSynchronize(), device.to_string(), ": cudaDeviceSynchronize");
+}
+
+DeviceProperties CudaBackend::properties(Device device, int) const {
+  check_device(device);
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, device.index), device.to_string(),
+             ": cudaGetDeviceProperties");
+  DeviceProperties p;
+  p.name = prop.name;
+  p.total_memory = prop.totalGlobalMem;
+  p.compute_units = prop.multiProcessorCount;
+  return p;
+}
+
+std::unique_ptr<ExecutionContext> CudaBackend::create_execution_context(Device device,
+                                                                        const ExecutionConfig&) {
+  check_device(device);
+  return std::make_unique<CudaExecutionContext>(device, streams_);
+}
+
+}  // namespace dprun

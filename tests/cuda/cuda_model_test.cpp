@@ -1,0 +1,54 @@
+// Models on a GPU: a kernel registered for DeviceType::CUDA runs on its run's stream, inputs
+// and outputs move between host and GPU, and DataParallel spreads over every GPU.
+#include <gtest/gtest.h>
+
+#include "cuda/cuda_test_kernels.h"
+#include "cuda_test_util.h"
+#include "engine/model.h"
+#include "engine/parallel/data_parallel.h"
+#include "engine/parallel/device_list.h"
+
+namespace dprun {
+namespace {
+
+Tensor rows(int64_t n, int64_t width) {
+  Tensor t = Tensor::empty({n, width}, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i) * 0.5f;
+  return t;
+}
+
+void expect_plus_one(const Tensor& got, const Tensor& x) {
+  ASSERT_EQ(got.shape(), x.shape());
+  Tensor host = got.to(Device::cpu());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(host.data<float>()[i], x.data<float>()[i] + 1.0f) << i;
+}
+
+TEST(CudaModel, ACudaKernelRunsOnItsRunsStream) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  Model model(testing::add_one_graph(3), Device::cuda(0));
+  EXPECT_EQ(model.plan()->device_type(), DeviceType::CUDA);
+  Tensor x = rows(4, 3);
+  std::vector<Tensor> out = model.run({x});  // x is copied to the GPU for the run
+  EXPECT_EQ(out[0].device(), Device::cuda(0));
+  expect_plus_one(out[0], x);
+  out = model.run({x.to(Device::cuda(0))});
+  expect_plus_one(out[0], x);
+}
+
+TEST(CudaModel, DataParallelOverEveryGpu) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  std::vector<Device> gpus = all_devices();
+  auto model = std::make_shared<Model>(testing::add_one_graph(3), gpus[0]);
+  DataParallelOptions options;
+  options.device_ids = gpus;
+  DataParallel parallel(model, options);
+  Tensor x = rows(static_cast<int64_t>(gpus.size()) * 5 + 1, 3);
+  std::vector<Tensor> out = parallel.forward({x});
+  EXPECT_EQ(out[0].device(), gpus[0]);
+  expect_plus_one(out[0], x);
+  for (const ReplicaTiming& t : parallel.last_run().timings) EXPECT_GT(t.busy_seconds, 0.0);
+}
+
+}  // namespace
+}  // namespace dprun
