@@ -20,6 +20,59 @@ void check_input(const ValueInfo& info, const Tensor& tensor) {
          shape_to_string(tensor.shape()));
 }
 
+namespace {
+
+// The host side of a run off the CPU: nodes without a kernel on the run's device run their
+// CPU kernel on copies of their inputs, and their outputs are copied back. Copies from the
+// device are ordered after the kernels queued before them (the run's stream is the thread's
+// current stream) and complete before the host reads them.
+class HostFallback {
+ public:
+  explicit HostFallback(int threads) : threads_(threads) {}
+
+  /// Replaces every input by a host copy (kept until the next call).
+  void stage_inputs(const Node& node, std::vector<const Tensor*>& inputs,
+                    const std::vector<SequencePtr>& sequences) {
+    for (const SequencePtr& s : sequences)
+      if (s)
+        node.fail(
+            "has no kernel on this device and takes a sequence; sequences do not move "
+            "between devices, so it cannot fall back to the cpu");
+    staged_.clear();
+    staged_.reserve(inputs.size());  // the pointers below must stay valid
+    for (const Tensor*& t : inputs) {
+      if (!t) continue;
+      staged_.push_back(t->to(Device::cpu()));
+      t = &staged_.back();
+    }
+  }
+
+  /// The host execution context, made on first use.
+  ExecutionContext& context() {
+    if (!context_)
+      context_ =
+          backend_for(Device::cpu()).create_execution_context(Device::cpu(), {.threads = threads_});
+    return *context_;
+  }
+
+  /// Moves the node's outputs to `device`.
+  void return_outputs(const Node& node, Device device, std::vector<Tensor>& outputs,
+                      const std::vector<SequencePtr>& sequences) const {
+    for (const SequencePtr& s : sequences)
+      if (s)
+        node.fail("ran on the cpu and gave a sequence, which cannot move to ", device.to_string());
+    for (Tensor& t : outputs)
+      if (t.defined()) t = t.to(device);
+  }
+
+ private:
+  int threads_;
+  std::vector<Tensor> staged_;
+  std::unique_ptr<ExecutionContext> context_;
+};
+
+}  // namespace
+
 std::vector<Value> execute_plan_values(const Plan& plan, Device device,
                                        const std::vector<Tensor>& parameters,
                                        const std::vector<Value>& feeds,
@@ -73,6 +126,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   std::vector<SequencePtr> input_sequences;
   std::vector<Tensor> outputs;
   std::vector<SequencePtr> output_sequences;
+  HostFallback host(options.threads);
   for (const PlanStep& step : plan.steps()) {
     const Node& node = graph.nodes[step.node_index];
     inputs.clear();
@@ -82,9 +136,11 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
       inputs.push_back(t && t->defined() ? t : nullptr);
       input_sequences.push_back(id >= 0 ? sequences[static_cast<size_t>(id)] : nullptr);
     }
+    const bool on_host = step.kernel_device != plan.device_type();
+    if (on_host) host.stage_inputs(node, inputs, input_sequences);
     outputs.assign(step.outputs.size(), Tensor());
     output_sequences.assign(step.outputs.size(), nullptr);
-    KernelContext ctx(node, *execution, inputs, outputs);
+    KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);
     ctx.set_wanted(step.outputs_wanted);
     ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)
@@ -98,6 +154,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     } catch (const std::exception& e) {
       node.fail(e.what());
     }
+    if (on_host) host.return_outputs(node, device, outputs, output_sequences);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
       if (!outputs[o].defined() && !output_sequences[o] && !ctx.output_is_none(o) &&

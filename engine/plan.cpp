@@ -34,7 +34,36 @@ std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, Dev
     return nullptr;
   }
 }
+
+// The node's kernel on `device_type`, else (off the CPU) its CPU kernel; `placed` says which
+// (unset when neither exists) and `why` why `device_type` has none.
+std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                                       std::optional<DeviceType>& placed, std::string& why) {
+  placed.reset();
+  if (auto kernel = build_kernel(graph, node, device_type, why)) {
+    placed = device_type;
+    return kernel;
+  }
+  if (device_type == DeviceType::CPU) return nullptr;
+  std::string cpu_why;
+  auto kernel = build_kernel(graph, node, DeviceType::CPU, cpu_why);
+  if (kernel)
+    placed = DeviceType::CPU;
+  else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
+    why += "; on the cpu: " + cpu_why;
+  return kernel;
+}
 }  // namespace
+
+std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type) {
+  std::vector<NodePlacement> placements;
+  for (const Node& node : graph.nodes) {
+    NodePlacement p{.node = &node};
+    place_kernel(graph, node, device_type, p.device, p.why_not);
+    placements.push_back(std::move(p));
+  }
+  return placements;
+}
 
 std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type) {
   std::vector<std::string> missing;
@@ -97,14 +126,19 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     }
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
     std::string why;
-    step.kernel = build_kernel(graph, node, device_type, why);
-    if (!step.kernel) missing.push_back(node.describe() + " (" + why + ")");
+    std::optional<DeviceType> placed;
+    step.kernel = place_kernel(graph, node, device_type, placed, why);
+    if (step.kernel)
+      step.kernel_device = *placed;
+    else
+      missing.push_back(node.describe() + " (" + why + ")");
     plan->steps_.push_back(std::move(step));
   }
   if (!missing.empty()) {
     std::ostringstream msg;
     msg << missing.size() << " node" << (missing.size() > 1 ? "s have" : " has") << " no "
-        << device_type_name(device_type) << " kernel: ";
+        << device_type_name(device_type) << " kernel"
+        << (device_type == DeviceType::CPU ? "" : " (nor a cpu kernel to fall back on)") << ": ";
     for (size_t i = 0; i < missing.size(); ++i) msg << (i ? "; " : "") << missing[i];
     fail(msg.str());
   }

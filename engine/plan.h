@@ -1,8 +1,11 @@
 #pragma once
 // Plan: the immutable result of compiling a Graph for one device type — execution order,
 // the kernel chosen for each node, and when each intermediate value dies. Shared by every
-// replica on devices of that type.
+// replica on devices of that type. On a device type other than the CPU, a node without a
+// kernel for it runs on the host with its CPU kernel (the executor copies its inputs to the
+// host and its outputs back).
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +18,9 @@ namespace dprun {
 struct PlanStep {
   size_t node_index;  // into graph().nodes
   std::unique_ptr<OpKernel> kernel;
+  /// Where the kernel runs: the plan's device type, or CPU for a node that has no kernel
+  /// there (a host fallback).
+  DeviceType kernel_device = DeviceType::CPU;
   std::vector<int> inputs;           // value ids; -1 for an omitted optional input
   std::vector<int> outputs;          // value ids; -1 for an omitted output
   std::vector<bool> outputs_wanted;  // an output nobody reads need not be computed
@@ -26,7 +32,8 @@ struct PlanStep {
 class Plan {
  public:
   /// Compiles `graph` (already topologically sorted) for `device_type`. Every node without a
-  /// kernel is reported in one Error, with node names and reasons. A subgraph names the
+  /// kernel (on `device_type`, nor on the CPU as a fallback) is reported in one Error, with
+  /// node names and reasons. A subgraph names the
   /// outer-scope values it reads in `outer_values`: they are fed after its own inputs.
   static std::shared_ptr<const Plan> build(std::shared_ptr<const Graph> graph,
                                            DeviceType device_type,
@@ -55,6 +62,19 @@ class Plan {
   std::unordered_map<std::string, int> value_ids_;
   std::vector<int> feed_ids_, parameter_ids_, output_ids_;
 };
+
+/// Where one node of a graph would run when the graph is compiled for a device type.
+struct NodePlacement {
+  const Node* node = nullptr;
+  /// The device type of its kernel: the requested one, CPU as a fallback, or none.
+  std::optional<DeviceType> device;
+  /// Why the requested device type has no kernel for it (empty when it has one).
+  std::string why_not;
+};
+
+/// The placement of every node of `graph` (in graph order) when it is compiled for
+/// `device_type`, as Plan::build chooses it.
+std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type);
 
 /// Every node of `graph` that has no kernel on `device_type`, as "[Op] node 'name' (reason)".
 std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type);

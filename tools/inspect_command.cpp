@@ -1,7 +1,11 @@
-// `dprun inspect MODEL.onnx`: what a model takes, gives, uses, and what dprun lacks for it.
+// `dprun inspect MODEL.onnx [--devices LIST]`: what a model takes, gives, uses, what dprun
+// lacks for it, and on which device each node would run.
 #include <cstdio>
 #include <map>
+#include <set>
 
+#include "engine/backend.h"
+#include "engine/parallel/device_list.h"
 #include "engine/plan.h"
 #include "loader/onnx_loader.h"
 #include "tools/cli_args.h"
@@ -9,10 +13,57 @@
 
 namespace dprun::cli {
 
+namespace {
+
+// Why `device` cannot run here (no backend in this build, no such device), or empty.
+std::string unusable_reason(Device device) {
+  try {
+    backend_for(device).check_device(device);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Where each node runs on `device`'s type: the counts, then every node that falls back to the
+// cpu or has no kernel at all. Planning needs no device, so this works where `device` is
+// absent; a note says so.
+void print_placement(const Graph& graph, Device device) {
+  const DeviceType type = device.type;
+  const std::string name(device_type_name(type));
+  std::vector<NodePlacement> placements = place_nodes(graph, type);
+  size_t native = 0, fallback = 0, missing = 0;
+  for (const NodePlacement& p : placements)
+    ++(!p.device ? missing : *p.device == type ? native : fallback);
+  std::printf("placement on %s: %zu node%s on %s", name.c_str(), native, native == 1 ? "" : "s",
+              name.c_str());
+  if (type != DeviceType::CPU)
+    std::printf(", %zu on the cpu (no %s kernel)", fallback, name.c_str());
+  if (missing) std::printf(", %zu without any kernel", missing);
+  std::printf("\n");
+  if (std::string why = unusable_reason(device); !why.empty())
+    std::printf("  note: %s\n", why.c_str());
+  for (const NodePlacement& p : placements) {
+    if (p.device && *p.device == type) continue;
+    std::printf("  %-4s %s (%s)\n", p.device ? "cpu" : "none", p.node->describe().c_str(),
+                p.why_not.c_str());
+  }
+}
+
+}  // namespace
+
 int inspect_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, {});
+  Args args(argc, argv, first, {{"devices"}});
   if (args.positionals().size() != 1) throw UsageError("inspect expects one model file");
   const std::string path = args.positionals()[0];
+  std::vector<Device> devices;  // whose placement to show
+  if (auto list = args.get("devices")) {
+    try {
+      devices = parse_device_list(*list);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--devices: ") + e.what());
+    }
+  }
   auto graph = load_graph(path);
 
   std::printf("model %s\n", path.c_str());
@@ -57,6 +108,9 @@ int inspect_command(int argc, char** argv, int first) {
                 missing.size() == 1 ? "" : "s");
     for (const auto& m : missing) std::printf("  %s\n", m.c_str());
   }
+  std::set<DeviceType> types;
+  for (const Device& d : devices)
+    if (types.insert(d.type).second) print_placement(*graph, d);
   return 0;
 }
 

@@ -3,8 +3,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <regex>
 
 #include "cli_test_util.h"
+#include "cuda_test_util.h"
 #include "loader/npy.h"
 
 namespace dprun::testing {
@@ -95,6 +98,39 @@ TEST(BundledModels, InspectListsInputsOpsAndParameters) {
   EXPECT_NE(r.output.find("LayerNormalization"), std::string::npos);
   EXPECT_NE(r.output.find("parameters:"), std::string::npos);
   EXPECT_NE(r.output.find("every node has a cpu kernel"), std::string::npos) << r.output;
+}
+
+TEST(BundledModels, InspectDevicesSaysWhereEachNodeRuns) {
+  auto r = run_dprun("inspect " + source_path("models/mlp.onnx") + " --devices cpu:0,cuda:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("\nplacement on cpu: 5 nodes on cpu\n"), std::string::npos) << r.output;
+  // On CUDA: each of the 5 nodes (3 Gemm, 2 Relu) on the GPU or, listed, on the host.
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(
+      r.output, counts,
+      std::regex("placement on cuda: ([0-9]+) nodes? on cuda, ([0-9]+) on the cpu \\(no cuda "
+                 "kernel\\)\n")))
+      << r.output;
+  const int on_gpu = std::stoi(counts[1]), on_host = std::stoi(counts[2]);
+  EXPECT_EQ(on_gpu + on_host, 5);
+  std::regex fallback_line(
+      "\n  cpu  \\[(Gemm|Relu)\\] node '[^']+' \\(no kernel for opset 17 on "
+      "cuda\\)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), fallback_line),
+                          std::sregex_iterator()),
+            on_host)
+      << r.output;
+  // Where cuda:0 cannot be used, a note says why; planning needs no GPU.
+  const std::string why = cuda_unusable_reason();
+  EXPECT_EQ(r.output.find("  note: " + why + "\n") != std::string::npos, !why.empty()) << r.output;
+}
+
+TEST(BundledModels, InspectRejectsAMalformedDeviceList) {
+  auto r = run_dprun("inspect " + source_path("models/mlp.onnx") + " --devices cuda:x");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output,
+            "dprun: --devices: invalid device 'cuda:x': the index must be a non-negative "
+            "integer\n");
 }
 
 }  // namespace

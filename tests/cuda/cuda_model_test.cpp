@@ -7,6 +7,7 @@
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
 #include "engine/parallel/device_list.h"
+#include "engine/plan.h"
 
 namespace dprun {
 namespace {
@@ -34,6 +35,30 @@ TEST(CudaModel, ACudaKernelRunsOnItsRunsStream) {
   expect_plus_one(out[0], x);
   out = model.run({x.to(Device::cuda(0))});
   expect_plus_one(out[0], x);
+}
+
+TEST(CudaModel, ANodeWithoutACudaKernelRunsOnTheHostBetweenGpuNodes) {
+  auto graph = testing::host_fallback_graph(3);
+  // Planning needs no GPU: CumSum falls back to the host, the AddOne nodes stay on the GPU.
+  std::vector<NodePlacement> placed = place_nodes(*graph, DeviceType::CUDA);
+  ASSERT_EQ(placed.size(), 3u);
+  EXPECT_EQ(placed[0].device, DeviceType::CUDA);
+  EXPECT_EQ(placed[1].device, DeviceType::CPU);
+  EXPECT_EQ(placed[2].device, DeviceType::CUDA);
+
+  DPRUN_REQUIRE_CUDA_GPU();
+  Model model(graph, Device::cuda(0));
+  Tensor x = rows(4, 3);
+  std::vector<Tensor> out = model.run({x});
+  EXPECT_EQ(out[0].device(), Device::cuda(0));
+  Tensor got = out[0].to(Device::cpu());
+  for (int64_t r = 0; r < 4; ++r) {
+    float sum = 0;
+    for (int64_t c = 0; c < 3; ++c) {
+      sum += x.data<float>()[r * 3 + c] + 1.0f;
+      EXPECT_EQ(got.data<float>()[r * 3 + c], sum + 1.0f) << r << "," << c;
+    }
+  }
 }
 
 TEST(CudaModel, DataParallelOverEveryGpu) {

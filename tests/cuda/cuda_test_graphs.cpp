@@ -20,4 +20,23 @@ std::shared_ptr<Graph> add_one_graph(int64_t width) {
   return g;
 }
 
+std::shared_ptr<Graph> host_fallback_graph(int64_t width) {
+  auto g = add_one_graph(width);
+  g->name = "host_fallback";
+  g->nodes[0].outputs = {"a"};
+  g->initializers["axis"] = Tensor::scalar<int64_t>(1);
+  Node cumsum;
+  cumsum.name = "cumsum";
+  cumsum.op_type = "CumSum";
+  cumsum.inputs = {"a", "axis"};
+  cumsum.outputs = {"b"};
+  g->nodes.push_back(cumsum);
+  Node again = g->nodes[0];
+  again.name = "add_one_again";
+  again.inputs = {"b"};
+  again.outputs = {"y"};
+  g->nodes.push_back(again);
+  return g;
+}
+
 }  // namespace dprun::testing

@@ -18,4 +18,8 @@ void add_one_on_stream(float* data, int64_t n, cudaStream_t stream);
 /// x: float32[batch, width] -> y = dprun.test::AddOne(x) = x + 1. It has a CUDA kernel only.
 std::shared_ptr<Graph> add_one_graph(int64_t width);
 
+/// y = AddOne(CumSum(AddOne(x), axis 1)): CumSum has no CUDA kernel, so on a GPU it runs on the
+/// host between two GPU nodes.
+std::shared_ptr<Graph> host_fallback_graph(int64_t width);
+
 }  // namespace dprun::testing
