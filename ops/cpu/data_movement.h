@@ -12,9 +12,12 @@
 namespace dprun {
 
 /// Values of an integer tensor (any integer dtype) as int64, e.g. a shape or axes input.
-inline std::vector<int64_t> read_int64_values(const Tensor& t, const KernelContext& ctx,
+/// A tensor in device memory (a GPU run's input) is first copied to the host, which waits for
+/// the work that produces it.
+inline std::vector<int64_t> read_int64_values(const Tensor& in, const KernelContext& ctx,
                                               const char* what) {
-  if (!is_integral(t.dtype())) ctx.fail(what, " must be an integer tensor, got ", t.describe());
+  if (!is_integral(in.dtype())) ctx.fail(what, " must be an integer tensor, got ", in.describe());
+  const Tensor t = in.device().type == DeviceType::CPU ? in : in.to(Device::cpu());
   std::vector<int64_t> out(static_cast<size_t>(t.numel()));
   visit_dtype(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -30,6 +33,25 @@ inline std::vector<int64_t> read_int64_values(const Tensor& t, const KernelConte
 inline int64_t read_int64_scalar(const Tensor& t, const KernelContext& ctx, const char* what) {
   if (t.numel() != 1) ctx.fail(what, " must hold exactly one value, got ", t.describe());
   return read_int64_values(t, ctx, what)[0];
+}
+
+/// Transpose's permutation for an input of rank `rank`: `perm` (negatives counted from the
+/// end) or, when empty, the dimensions reversed. Fails unless it is a permutation of the dims.
+inline std::vector<int64_t> transpose_perm(std::vector<int64_t> perm, size_t rank,
+                                           const KernelContext& ctx) {
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  if (perm.size() != rank)
+    ctx.fail("perm ", shape_to_string(perm), " does not match input rank ", rank);
+  std::vector<bool> seen(rank, false);
+  const std::vector<int64_t> given = perm;
+  for (int64_t& p : perm) {
+    if (p < 0) p += static_cast<int64_t>(rank);
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
+      ctx.fail("perm ", shape_to_string(given), " is not a permutation of rank ", rank);
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return perm;
 }
 
 /// Row-major element strides of a shape.

@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/broadcast.h"
 #include "ops/cpu/matmul_util.h"
 
 namespace dprun {
@@ -13,9 +12,7 @@ namespace {
 template <class TA, class TB, class TC>
 void batched_matmul(const ExecutionContext& exec, const MatMulShapes& s, const TA* a, const TB* b,
                     TC* c, const std::vector<TC>& a_zero = {}, const std::vector<TC>& b_zero = {}) {
-  const size_t rank = s.a.size();
-  Shape batch_a(s.a.begin(), s.a.end() - 2), batch_b(s.b.begin(), s.b.end() - 2);
-  auto sa = broadcast_strides(batch_a, rank - 2), sb = broadcast_strides(batch_b, rank - 2);
+  const MatMulBatchIndex batch_index(s);
   const int64_t batches = shape_numel(s.batch), m = s.m, k = s.k, n = s.n;
   auto az = [&](int64_t i) {
     return a_zero.empty() ? TC(0) : a_zero[a_zero.size() == 1 ? 0 : static_cast<size_t>(i)];
@@ -28,13 +25,8 @@ void batched_matmul(const ExecutionContext& exec, const MatMulShapes& s, const T
                     [&](int64_t begin, int64_t end) {
                       for (int64_t t = begin; t < end; ++t) {
                         const int64_t bi = t / m, i = t % m;
-                        int64_t oa = 0, ob = 0, rest = bi;
-                        for (size_t d = rank - 2; d-- > 0;) {
-                          int64_t idx = rest % s.batch[d];
-                          rest /= s.batch[d];
-                          oa += idx * sa[d];
-                          ob += idx * sb[d];
-                        }
+                        int64_t oa, ob;
+                        batch_index(bi, oa, ob);
                         const TA* arow = a + (oa * m + i) * k;
                         const TB* bmat = b + ob * k * n;
                         TC* crow = c + (bi * m + i) * n;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/broadcast.h"
 
 namespace dprun {
 
@@ -44,5 +45,29 @@ inline MatMulShapes matmul_shapes(const KernelContext& ctx, const Shape& a_in, c
   if (b_in.size() != 1) s.out_shape.push_back(s.n);
   return s;
 }
+
+/// Which matrix of a and of b each output matrix multiplies when the batch dims broadcast.
+class MatMulBatchIndex {
+ public:
+  explicit MatMulBatchIndex(const MatMulShapes& s)
+      : batch_(s.batch),
+        a_strides_(broadcast_strides(Shape(s.a.begin(), s.a.end() - 2), s.batch.size())),
+        b_strides_(broadcast_strides(Shape(s.b.begin(), s.b.end() - 2), s.batch.size())) {}
+
+  /// Sets `a` and `b` to the indices of the matrices of a and b behind output matrix `out`.
+  void operator()(int64_t out, int64_t& a, int64_t& b) const {
+    a = b = 0;
+    for (size_t d = batch_.size(); d-- > 0;) {
+      const int64_t idx = out % batch_[d];
+      out /= batch_[d];
+      a += idx * a_strides_[d];
+      b += idx * b_strides_[d];
+    }
+  }
+
+ private:
+  Shape batch_;
+  std::vector<int64_t> a_strides_, b_strides_;
+};
 
 }  // namespace dprun

@@ -1,7 +1,6 @@
 // Reshape, Flatten, Squeeze, Unsqueeze: new shapes over the same storage (no copy).
-#include <set>
-
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/view_kernels.h"
 
 namespace dprun {
 namespace {
@@ -45,117 +44,89 @@ Shape resolve_reshape(const Shape& in, const std::vector<int64_t>& target, bool 
   return out;
 }
 
-// Reshape-1..4 takes the target from the `shape` attribute; 5+ from input 1, with allowzero
-// since 14 (absent attribute = 0 before that, identical semantics).
-class ReshapeKernel : public OpKernel {
- public:
-  explicit ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5) {
-    const Node& n = info.node;
-    if (from_attr_) shape_ = n.attr_ints("shape");
-    allowzero_ = n.attr_int("allowzero", 0) != 0;
-  }
-  void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    std::vector<int64_t> target =
-        from_attr_ ? shape_ : read_int64_values(ctx.input(1), ctx, "shape");
-    if (!from_attr_ && ctx.input(1).rank() != 1)
-      ctx.fail("shape input must be 1-D, got ", ctx.input(1).describe());
-    ctx.set_output(0, x.reshape(resolve_reshape(x.shape(), target, allowzero_, ctx)));
-  }
+}  // namespace
 
- private:
-  bool from_attr_;
-  bool allowzero_ = false;
-  std::vector<int64_t> shape_;
-};
+ReshapeKernel::ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5) {
+  const Node& n = info.node;
+  if (from_attr_) shape_ = n.attr_ints("shape");
+  allowzero_ = n.attr_int("allowzero", 0) != 0;
+}
 
-class FlattenKernel : public OpKernel {
- public:
-  explicit FlattenKernel(const KernelInfo& info) : axis_(info.node.attr_int("axis", 1)) {}
-  void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const int64_t r = x.rank();
-    int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    if (axis < 0 || axis > r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= x.shape()[static_cast<size_t>(d)];
-    ctx.set_output(0, x.reshape({outer, inner}));
+void ReshapeKernel::compute(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> target = from_attr_ ? shape_ : read_int64_values(ctx.input(1), ctx, "shape");
+  if (!from_attr_ && ctx.input(1).rank() != 1)
+    ctx.fail("shape input must be 1-D, got ", ctx.input(1).describe());
+  ctx.set_output(0, x.reshape(resolve_reshape(x.shape(), target, allowzero_, ctx)));
+}
+
+void FlattenKernel::compute(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  const int64_t r = x.rank();
+  int64_t axis = axis_ < 0 ? axis_ + r : axis_;
+  if (axis < 0 || axis > r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < r; ++d) (d < axis ? outer : inner) *= x.shape()[static_cast<size_t>(d)];
+  ctx.set_output(0, x.reshape({outer, inner}));
+}
+
+SqueezeKernel::SqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+  if (from_attr_ && info.node.has_attr("axes")) {
+    axes_ = info.node.attr_ints("axes");
+    has_axes_ = true;
   }
+}
 
- private:
-  int64_t axis_;
-};
-
-// Squeeze/Unsqueeze: `axes` is an attribute before opset 13 and an input from 13.
-class SqueezeKernel : public OpKernel {
- public:
-  explicit SqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
-    if (from_attr_ && info.node.has_attr("axes")) {
-      axes_ = info.node.attr_ints("axes");
-      has_axes_ = true;
-    }
+void SqueezeKernel::compute(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes = axes_;
+  bool has_axes = has_axes_;
+  if (!from_attr_ && ctx.has_input(1)) {
+    axes = read_int64_values(ctx.input(1), ctx, "axes");
+    has_axes = true;
   }
-  void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    std::vector<int64_t> axes = axes_;
-    bool has_axes = has_axes_;
-    if (!from_attr_ && ctx.has_input(1)) {
-      axes = read_int64_values(ctx.input(1), ctx, "axes");
-      has_axes = true;
-    }
-    const Shape& in = x.shape();
-    std::vector<bool> drop(in.size(), false);
-    if (!has_axes) {
-      for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
-    } else {
-      for (int64_t a : axes) {
-        int64_t d = a < 0 ? a + x.rank() : a;
-        if (d < 0 || d >= x.rank()) ctx.fail("axis ", a, " is out of range for rank ", x.rank());
-        if (in[static_cast<size_t>(d)] != 1)
-          ctx.fail("cannot squeeze axis ", a, " of shape ", shape_to_string(in),
-                   ": its size is not 1");
-        drop[static_cast<size_t>(d)] = true;
-      }
-    }
-    Shape out;
-    for (size_t d = 0; d < in.size(); ++d)
-      if (!drop[d]) out.push_back(in[d]);
-    ctx.set_output(0, x.reshape(out));
-  }
-
- private:
-  bool from_attr_;
-  bool has_axes_ = false;
-  std::vector<int64_t> axes_;
-};
-
-class UnsqueezeKernel : public OpKernel {
- public:
-  explicit UnsqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
-    if (from_attr_) axes_ = info.node.attr_ints("axes");
-  }
-  void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    std::vector<int64_t> axes = from_attr_ ? axes_ : read_int64_values(ctx.input(1), ctx, "axes");
-    const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
-    std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+  const Shape& in = x.shape();
+  std::vector<bool> drop(in.size(), false);
+  if (!has_axes) {
+    for (size_t d = 0; d < in.size(); ++d) drop[d] = in[d] == 1;
+  } else {
     for (int64_t a : axes) {
-      int64_t d = a < 0 ? a + out_rank : a;
-      if (d < 0 || d >= out_rank)
-        ctx.fail("axis ", a, " is out of range for output rank ", out_rank);
-      if (inserted[static_cast<size_t>(d)]) ctx.fail("axis ", a, " is repeated in axes");
-      inserted[static_cast<size_t>(d)] = true;
+      int64_t d = a < 0 ? a + x.rank() : a;
+      if (d < 0 || d >= x.rank()) ctx.fail("axis ", a, " is out of range for rank ", x.rank());
+      if (in[static_cast<size_t>(d)] != 1)
+        ctx.fail("cannot squeeze axis ", a, " of shape ", shape_to_string(in),
+                 ": its size is not 1");
+      drop[static_cast<size_t>(d)] = true;
     }
-    Shape out;
-    size_t next = 0;
-    for (size_t d = 0; d < inserted.size(); ++d) out.push_back(inserted[d] ? 1 : x.shape()[next++]);
-    ctx.set_output(0, x.reshape(out));
   }
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!drop[d]) out.push_back(in[d]);
+  ctx.set_output(0, x.reshape(out));
+}
 
- private:
-  bool from_attr_;
-  std::vector<int64_t> axes_;
-};
+UnsqueezeKernel::UnsqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+  if (from_attr_) axes_ = info.node.attr_ints("axes");
+}
+
+void UnsqueezeKernel::compute(KernelContext& ctx) const {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes = from_attr_ ? axes_ : read_int64_values(ctx.input(1), ctx, "axes");
+  const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+  for (int64_t a : axes) {
+    int64_t d = a < 0 ? a + out_rank : a;
+    if (d < 0 || d >= out_rank) ctx.fail("axis ", a, " is out of range for output rank ", out_rank);
+    if (inserted[static_cast<size_t>(d)]) ctx.fail("axis ", a, " is repeated in axes");
+    inserted[static_cast<size_t>(d)] = true;
+  }
+  Shape out;
+  size_t next = 0;
+  for (size_t d = 0; d < inserted.size(); ++d) out.push_back(inserted[d] ? 1 : x.shape()[next++]);
+  ctx.set_output(0, x.reshape(out));
+}
+
+namespace {
 
 DPRUN_REGISTER_KERNEL({.op_type = "Reshape", .since = 1, .factory = make_kernel<ReshapeKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Flatten", .since = 1, .factory = make_kernel<FlattenKernel>});

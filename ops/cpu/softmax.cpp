@@ -1,15 +1,13 @@
-// Softmax, LogSoftmax, Hardmax.
-//
-// Before opset 13 the input is coerced to 2-D at `axis` (default 1): every dimension from
-// `axis` on forms one row. From opset 13 the operation runs along the single dimension `axis`
-// (default -1). Both become [outer, D, inner]; inner == 1 is the contiguous fast path.
-// Softmax subtracts the row maximum before exponentiating so large inputs cannot overflow.
+// Softmax, LogSoftmax, Hardmax over the [outer, D, inner] view of softmax_util.h; inner == 1
+// is the contiguous fast path. Softmax subtracts the row maximum before exponentiating so large
+// inputs cannot overflow.
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "ops/cpu/reduce_common.h"
 #include "ops/cpu/simd_loops.h"
+#include "ops/cpu/softmax_util.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
@@ -173,32 +171,12 @@ void softmax_strided(const ExecutionContext& exec, const T* x, T* y, int64_t out
 template <SoftmaxKind K>
 class SoftmaxKernel : public OpKernel {
  public:
-  explicit SoftmaxKernel(const KernelInfo& info)
-      : coerce_2d_(info.opset < 13), axis_(info.node.attr_int("axis", info.opset < 13 ? 1 : -1)) {}
+  explicit SoftmaxKernel(const KernelInfo& info) : axis_(info) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const int64_t rank = x.rank();
-    int64_t outer, D, inner = 1;
-    if (rank == 0) {
-      outer = 1;
-      D = 1;
-      if (axis_ != 0 && axis_ != -1) ctx.fail("axis ", axis_, " is out of range for a scalar");
-    } else if (coerce_2d_) {
-      // axis == rank is allowed by the 2-D coercion (a [N, 1] view).
-      if (axis_ < -rank || axis_ > rank)
-        ctx.fail("axis ", axis_, " is out of range for rank ", rank);
-      const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-      outer = dims_product(x.shape(), 0, a);
-      D = dims_product(x.shape(), a, rank);
-    } else {
-      if (axis_ < -rank || axis_ >= rank)
-        ctx.fail("axis ", axis_, " is out of range for rank ", rank);
-      const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-      outer = dims_product(x.shape(), 0, a);
-      D = x.shape()[static_cast<size_t>(a)];
-      inner = dims_product(x.shape(), a + 1, rank);
-    }
+    const SoftmaxDims dims = axis_.dims(ctx, x.shape());
+    const int64_t outer = dims.outer, D = dims.d, inner = dims.inner;
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     if (x.numel() == 0) return;
     auto run = [&](auto tag) {
@@ -212,8 +190,7 @@ class SoftmaxKernel : public OpKernel {
   }
 
  private:
-  bool coerce_2d_;
-  int64_t axis_;
+  SoftmaxAxis axis_;
 };
 
 const std::vector<DType> kSoftmaxTypes = {DType::Float32, DType::Float64, DType::Float16,

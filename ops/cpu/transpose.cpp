@@ -11,24 +11,9 @@ class TransposeKernel : public OpKernel {
   }
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const size_t r = static_cast<size_t>(x.rank());
-    std::vector<int64_t> perm = perm_;
-    if (perm.empty() && r > 0) {
-      // Default: reverse the dimensions.
-      for (size_t d = r; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-    }
-    if (perm.size() != r)
-      ctx.fail("perm ", shape_to_string(perm), " does not match input rank ", r);
-    std::vector<bool> seen(r, false);
-    Shape out_shape(r);
-    for (size_t k = 0; k < r; ++k) {
-      int64_t p = perm[k] < 0 ? perm[k] + static_cast<int64_t>(r) : perm[k];
-      if (p < 0 || p >= static_cast<int64_t>(r) || seen[static_cast<size_t>(p)])
-        ctx.fail("perm ", shape_to_string(perm), " is not a permutation of rank ", r);
-      seen[static_cast<size_t>(p)] = true;
-      perm[k] = p;
-      out_shape[k] = x.shape()[static_cast<size_t>(p)];
-    }
+    const std::vector<int64_t> perm = transpose_perm(perm_, static_cast<size_t>(x.rank()), ctx);
+    Shape out_shape;
+    for (int64_t p : perm) out_shape.push_back(x.shape()[static_cast<size_t>(p)]);
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
     permute_copy(ctx.execution(), x.raw_data(), x.shape(), perm, y.raw_data(),
                  dtype_size(x.dtype()));

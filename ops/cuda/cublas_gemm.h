@@ -1,0 +1,57 @@
+#pragma once
+// Row-major float32 matrix products on cuBLAS, which is column-major. A row-major [R, C]
+// matrix is, read column-major, its transpose [C, R] with leading dimension C, so the
+// row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: the
+// operands are swapped and nothing is transposed in memory. The handle's math mode is left as
+// it is (default: no TF32).
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/kernel.h"
+
+namespace dprun {
+
+/// `value` as the int cuBLAS takes; fails naming `what` when it does not fit.
+inline int cublas_int(int64_t value, const KernelContext& ctx, const char* what) {
+  if (value < 0 || value > INT_MAX) ctx.fail(what, " ", value, " is beyond cuBLAS's int range");
+  return static_cast<int>(value);
+}
+
+/// One row-major product c[m, n] = alpha * op(a) op(b) + beta * c, where a is [m, k] ([k, m]
+/// when trans_a) and b is [k, n] ([n, k] when trans_b), repeated over `batch` matrices whose
+/// starts are `stride_*` elements apart (0: the same matrix for every batch). With beta == 0,
+/// c is not read.
+struct RowMajorSgemm {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+
+  void run(cublasHandle_t handle, const KernelContext& ctx, float alpha, const float* a,
+           const float* b, float beta, float* c) const {
+    const int mi = cublas_int(m, ctx, "M"), ni = cublas_int(n, ctx, "N"),
+              ki = cublas_int(k, ctx, "K");
+    // Leading dimensions are the row lengths as stored; cuBLAS wants at least 1 even when a
+    // dimension is empty.
+    const int lda = std::max(1, trans_a ? mi : ki), ldb = std::max(1, trans_b ? ki : ni),
+              ldc = std::max(1, ni);
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (batch == 1) {
+      cublas_check(
+          cublasSgemm(handle, op_b, op_a, ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ldc),
+          "cublasSgemm of [", m, ", ", k, "] x [", k, ", ", n, "]");
+    } else {
+      cublas_check(cublasSgemmStridedBatched(handle, op_b, op_a, ni, mi, ki, &alpha, b, ldb,
+                                             stride_b, a, lda, stride_a, &beta, c, ldc, stride_c,
+                                             cublas_int(batch, ctx, "batch count")),
+                   "cublasSgemmStridedBatched of ", batch, " x [", m, ", ", k, "] x [", k, ", ", n,
+                   "]");
+    }
+  }
+};
+
+}  // namespace dprun

@@ -1,0 +1,73 @@
+// MatMul on CUDA (float32) with cuBLAS: numpy semantics (matmul_util.h), 1-D operands
+// promoted and batch dimensions broadcast.
+//
+// Batches go to cuBLAS in as few calls as their layout allows: when b has no batch dims and a
+// is contiguous over the full batch, a's batches are one [batch * M, K] matrix (one GEMM);
+// when each operand either has the full batch or none, one strided-batched call (stride 0 for
+// the operand without batch dims); otherwise (batch dims broadcast against each other, e.g.
+// [2, 1] with [1, 5]) one GEMM per output matrix.
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cpu/matmul_util.h"
+#include "ops/cuda/cublas_gemm.h"
+
+namespace dprun {
+namespace {
+
+class MatMulCuda : public OpKernel {
+ public:
+  explicit MatMulCuda(const KernelInfo&) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
+      ctx.fail("expects float32 operands, got ", a.describe(), " and ", b.describe());
+    const MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
+    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    if (y.numel() == 0) return;
+    CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
+    if (s.k == 0) {  // an empty sum: zeros
+      cuda_check(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cuda.stream()),
+                 "MatMul: cudaMemsetAsync");
+      return;
+    }
+    const Shape batch_a(s.a.begin(), s.a.end() - 2), batch_b(s.b.begin(), s.b.end() - 2);
+    const int64_t batches = shape_numel(s.batch);
+    const bool a_none = shape_numel(batch_a) == 1, b_none = shape_numel(batch_b) == 1;
+    const bool a_full = batch_a == s.batch, b_full = batch_b == s.batch;
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* py = y.data<float>();
+    RowMajorSgemm gemm{.m = s.m, .n = s.n, .k = s.k};
+    if (b_none && a_full) {
+      gemm.m = batches * s.m;
+      gemm.run(cuda.cublas(), ctx, 1.f, pa, pb, 0.f, py);
+    } else if ((a_none || a_full) && (b_none || b_full)) {
+      gemm.batch = batches;
+      gemm.stride_a = a_none ? 0 : s.m * s.k;
+      gemm.stride_b = b_none ? 0 : s.k * s.n;
+      gemm.stride_c = s.m * s.n;
+      gemm.run(cuda.cublas(), ctx, 1.f, pa, pb, 0.f, py);
+    } else {
+      const MatMulBatchIndex batch_index(s);
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t oa, ob;
+        batch_index(bi, oa, ob);
+        gemm.run(cuda.cublas(), ctx, 1.f, pa + oa * s.m * s.k, pb + ob * s.k * s.n, 0.f,
+                 py + bi * s.m * s.n);
+      }
+    }
+  }
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .factory = make_kernel<MatMulCuda>});
+
+}  // namespace
+}  // namespace dprun

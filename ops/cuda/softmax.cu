@@ -1,0 +1,145 @@
+// Softmax and LogSoftmax on CUDA (float32), over the [outer, D, inner] view of the input
+// (softmax_util.h: one axis from opset 13, the 2-D coercion before). Numerically stable: the
+// maximum along D is subtracted before exponentiating.
+//
+// Contiguous rows (inner == 1, the usual last-axis case): one block per row, its threads
+// striding over the row, so rows of any length fit; max and sum are block reductions. Strided
+// rows (inner > 1): one thread per (outer, inner) column, neighbouring threads reading
+// neighbouring addresses.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cpu/softmax_util.h"
+
+namespace dprun {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 1024;
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+template <class Op>
+__device__ float warp_reduce(float v, Op op) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// Reduces v over the block (blockDim.x a multiple of 32); every thread gets the result.
+/// `scratch` holds one value per warp.
+template <class Op>
+__device__ float block_reduce(float v, float identity, Op op, float* scratch) {
+  v = warp_reduce(v, op);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  __syncthreads();  // the previous reduction's readers are done with scratch
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / kWarp;
+  return warp_reduce(lane < warps ? scratch[lane] : identity, op);
+}
+
+template <bool kLog>
+__global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t d) {
+  __shared__ float scratch[kMaxThreads / kWarp];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) mx = fmaxf(mx, xr[j]);
+    mx = block_reduce(mx, -INFINITY, MaxOp{}, scratch);
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) sum += expf(xr[j] - mx);
+    sum = block_reduce(sum, 0.f, SumOp{}, scratch);
+    if constexpr (kLog) {
+      const float shift = mx + logf(sum);
+      for (int64_t j = threadIdx.x; j < d; j += blockDim.x) yr[j] = xr[j] - shift;
+    } else {
+      const float inv = 1.f / sum;
+      for (int64_t j = threadIdx.x; j < d; j += blockDim.x) yr[j] = expf(xr[j] - mx) * inv;
+    }
+  }
+}
+
+template <bool kLog>
+__global__ void softmax_columns_kernel(const float* x, float* y, int64_t outer, int64_t d,
+                                       int64_t inner) {
+  const int64_t columns = outer * inner;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < columns;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t base = (t / inner) * d * inner + t % inner;
+    const float* xc = x + base;
+    float* yc = y + base;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < d; ++j) mx = fmaxf(mx, xc[j * inner]);
+    float sum = 0.f;
+    for (int64_t j = 0; j < d; ++j) sum += expf(xc[j * inner] - mx);
+    if constexpr (kLog) {
+      const float shift = mx + logf(sum);
+      for (int64_t j = 0; j < d; ++j) yc[j * inner] = xc[j * inner] - shift;
+    } else {
+      const float inv = 1.f / sum;
+      for (int64_t j = 0; j < d; ++j) yc[j * inner] = expf(xc[j * inner] - mx) * inv;
+    }
+  }
+}
+
+/// Grid sizes stay within gridDim.x's limit; the kernels loop over what is left.
+constexpr int64_t kMaxBlocks = 1 << 20;
+
+template <bool kLog>
+class SoftmaxCuda : public OpKernel {
+ public:
+  explicit SoftmaxCuda(const KernelInfo& info) : axis_(info) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::Float32) ctx.fail("expects float32, got ", x.describe());
+    const SoftmaxDims s = axis_.dims(ctx, x.shape());
+    Tensor& y = ctx.allocate_output(0, x.shape(), DType::Float32);
+    if (x.numel() == 0) return;
+    const cudaStream_t stream = CudaExecutionContext::of(ctx.execution()).stream();
+    if (s.inner == 1) {
+      // Whole warps, no more than the row needs.
+      const int threads =
+          static_cast<int>(std::min<int64_t>(kMaxThreads, (s.d + kWarp - 1) / kWarp * kWarp));
+      const auto blocks = static_cast<unsigned>(std::min(s.outer, kMaxBlocks));
+      softmax_rows_kernel<kLog>
+          <<<blocks, threads, 0, stream>>>(x.data<float>(), y.data<float>(), s.outer, s.d);
+      cuda_check(cudaGetLastError(), "softmax_rows_kernel launch");
+    } else {
+      constexpr int kThreads = 256;
+      const auto blocks = static_cast<unsigned>(
+          std::min((s.outer * s.inner + kThreads - 1) / kThreads, kMaxBlocks));
+      softmax_columns_kernel<kLog><<<blocks, kThreads, 0, stream>>>(
+          x.data<float>(), y.data<float>(), s.outer, s.d, s.inner);
+      cuda_check(cudaGetLastError(), "softmax_columns_kernel launch");
+    }
+  }
+
+ private:
+  SoftmaxAxis axis_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Softmax",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .factory = make_kernel<SoftmaxCuda<false>>});
+DPRUN_REGISTER_KERNEL({.op_type = "LogSoftmax",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .factory = make_kernel<SoftmaxCuda<true>>});
+
+}  // namespace
+}  // namespace dprun
