@@ -12,10 +12,12 @@
 namespace dprun::testing {
 
 /// Builds a one-node graph from `node` (inputs named by node.inputs, fed with `inputs` in that
-/// order; empty names stay omitted), compiles it for cpu:0 at `opset`, runs it and returns the
-/// node's outputs. To force one kernel implementation use run_impl in kernel_test_util.h.
+/// order; empty names stay omitted), compiles it for `device` at `opset`, runs it and returns
+/// the node's outputs (on `device`). To force one kernel implementation use run_impl in
+/// kernel_test_util.h.
 inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
-                                    int64_t opset, const std::string& domain_of_opset = "") {
+                                    int64_t opset, const std::string& domain_of_opset = "",
+                                    Device device = Device::cpu()) {
   auto graph = std::make_shared<Graph>();
   graph->name = "single_" + node.op_type;
   graph->opset_imports[domain_of_opset] = opset;
@@ -32,7 +34,7 @@ inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>&
   for (const auto& name : node.outputs)
     if (!name.empty()) graph->outputs.push_back({name, {}});
   graph->nodes.push_back(node);
-  Model model(graph, Device::cpu());
+  Model model(graph, device);
   std::vector<Tensor> feeds(inputs.begin(), inputs.begin() + static_cast<long>(fed));
   return model.run(feeds);
 }
