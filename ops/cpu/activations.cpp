@@ -6,46 +6,12 @@
 
 namespace dprun::ew {
 
-template <>
-math::LeakyRelu make_functor<math::LeakyRelu>(const KernelInfo& info) {
-  return {info.node.attr_float("alpha", 0.01f)};
-}
-template <>
-math::Elu make_functor<math::Elu>(const KernelInfo& info) {
-  return {info.node.attr_float("alpha", 1.0f)};
-}
-template <>
-math::Selu make_functor<math::Selu>(const KernelInfo& info) {
-  return {info.node.attr_float("alpha", 1.67326319217681884765625f),
-          info.node.attr_float("gamma", 1.05070102214813232421875f)};
-}
-template <>
-math::Celu make_functor<math::Celu>(const KernelInfo& info) {
-  float alpha = info.node.attr_float("alpha", 1.0f);
-  if (alpha == 0.0f) info.node.fail("alpha must be non-zero");
-  return {alpha};
-}
-template <>
-math::HardSigmoid make_functor<math::HardSigmoid>(const KernelInfo& info) {
-  return {info.node.attr_float("alpha", 0.2f), info.node.attr_float("beta", 0.5f)};
-}
-template <>
-math::ThresholdedRelu make_functor<math::ThresholdedRelu>(const KernelInfo& info) {
-  return {info.node.attr_float("alpha", 1.0f)};
-}
-template <>
-math::Shrink make_functor<math::Shrink>(const KernelInfo& info) {
-  return {info.node.attr_float("lambd", 0.5f), info.node.attr_float("bias", 0.0f)};
-}
-
 namespace {
 
 /// Gelu picks its functor from `approximate` when built, keeping the inner loop branch-free.
 std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
-  std::string approx = info.node.attr_string("approximate", "none");
-  if (approx == "none") return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
-  if (approx == "tanh") return make_kernel<UnaryKernel<math::GeluTanh, Types::Float>>(info);
-  info.node.fail("approximate must be 'none' or 'tanh', got '", approx, "'");
+  if (gelu_uses_tanh(info)) return make_kernel<UnaryKernel<math::GeluTanh, Types::Float>>(info);
+  return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
 }
 
 /// PRelu: slope broadcasts unidirectionally to X. Before opset 7 a 1-D slope of X's channel

@@ -14,6 +14,7 @@
 #include "engine/kernel.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/simd_loops.h"
+#include "ops/math/make_functor.h"
 
 namespace dprun::ew {
 
@@ -255,35 +256,49 @@ inline Shape broadcast_all(const KernelContext& ctx, const std::vector<const Sha
   return out;
 }
 
+/// Where's input rules: a bool condition, X and Y of one dtype.
+inline void check_where_inputs(const KernelContext& ctx, const Tensor& cond, const Tensor& x,
+                               const Tensor& y) {
+  if (cond.dtype() != DType::Bool)
+    ctx.fail("condition must be bool, got ", dtype_name(cond.dtype()));
+  if (x.dtype() != y.dtype())
+    ctx.fail("X is ", dtype_name(x.dtype()), " but Y is ", dtype_name(y.dtype()));
+}
+
 /// Binary ops before opset 7 broadcast only when broadcast=1, aligning B's dims to A's
-/// starting at `axis` (default: trailing alignment). Returns B reshaped to A's rank.
-inline Tensor legacy_align(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+/// starting at `axis` (default: trailing alignment). Returns B's shape extended to A's rank.
+inline Shape legacy_aligned_shape(const KernelContext& ctx, const Shape& a, const Shape& b) {
   const Node& node = ctx.node();
   if (node.attr_int("broadcast", 0) == 0) {
-    if (a.shape() != b.shape())
-      ctx.fail("shapes ", shape_to_string(a.shape()), " and ", shape_to_string(b.shape()),
+    if (a != b)
+      ctx.fail("shapes ", shape_to_string(a), " and ", shape_to_string(b),
                " differ and broadcast is not enabled");
     return b;
   }
-  const int64_t ra = a.rank(), rb = b.rank();
+  const int64_t ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
   if (rb > ra)
-    ctx.fail("B of shape ", shape_to_string(b.shape()), " has more dims than A of shape ",
-             shape_to_string(a.shape()));
+    ctx.fail("B of shape ", shape_to_string(b), " has more dims than A of shape ",
+             shape_to_string(a));
   int64_t axis = ra - rb;
   if (node.has_attr("axis")) {
     axis = node.attr_int("axis");
     if (axis < 0) axis += ra;
     if (axis < 0 || axis + rb > ra)
-      ctx.fail("axis ", node.attr_int("axis"), " does not fit B of shape ",
-               shape_to_string(b.shape()), " into A of shape ", shape_to_string(a.shape()));
+      ctx.fail("axis ", node.attr_int("axis"), " does not fit B of shape ", shape_to_string(b),
+               " into A of shape ", shape_to_string(a));
   }
   Shape s(static_cast<size_t>(ra), 1);
-  for (int64_t i = 0; i < rb; ++i)
-    s[static_cast<size_t>(axis + i)] = b.shape()[static_cast<size_t>(i)];
-  if (!broadcasts_to(s, a.shape()))
-    ctx.fail("B of shape ", shape_to_string(b.shape()), " at axis ", axis,
-             " does not broadcast to A of shape ", shape_to_string(a.shape()));
-  return b.reshape(s);
+  for (int64_t i = 0; i < rb; ++i) s[static_cast<size_t>(axis + i)] = b[static_cast<size_t>(i)];
+  if (!broadcasts_to(s, a))
+    ctx.fail("B of shape ", shape_to_string(b), " at axis ", axis,
+             " does not broadcast to A of shape ", shape_to_string(a));
+  return s;
+}
+
+/// B reshaped as legacy_aligned_shape says.
+inline Tensor legacy_align(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  Shape s = legacy_aligned_shape(ctx, a.shape(), b.shape());
+  return s == b.shape() ? b : b.reshape(std::move(s));
 }
 
 /// A copy of `t` as float32 (t must be a floating type).
@@ -305,12 +320,6 @@ inline void from_float32(const ExecutionContext& exec, const Tensor& src, Tensor
     using T = decltype(tag);
     unary_map(exec, s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
   });
-}
-
-/// Builds a functor from the node's attributes; specialised for functors that have some.
-template <class Op>
-Op make_functor(const KernelInfo&) {
-  return Op{};
 }
 
 /// Unary elementwise kernel: y = op(x), or a bool result when kBoolOut.

@@ -5,12 +5,6 @@
 
 namespace dprun::ew {
 
-template <>
-math::IsInf make_functor<math::IsInf>(const KernelInfo& info) {
-  return {info.node.attr_int("detect_positive", 1) != 0,
-          info.node.attr_int("detect_negative", 1) != 0};
-}
-
 namespace {
 
 template <class Op, Types kT>

@@ -35,10 +35,7 @@ class WhereKernel : public OpKernel {
     const Tensor& cond = ctx.input(0);
     const Tensor& x = ctx.input(1);
     const Tensor& y = ctx.input(2);
-    if (cond.dtype() != DType::Bool)
-      ctx.fail("condition must be bool, got ", dtype_name(cond.dtype()));
-    if (x.dtype() != y.dtype())
-      ctx.fail("X is ", dtype_name(x.dtype()), " but Y is ", dtype_name(y.dtype()));
+    check_where_inputs(ctx, cond, x, y);
     Shape out_shape = broadcast_all(ctx, {&cond.shape(), &x.shape(), &y.shape()});
     Tensor& out = ctx.allocate_output(0, out_shape, x.dtype());
     switch (dtype_size(x.dtype())) {

@@ -1,5 +1,5 @@
 #pragma once
-// Binary elementwise math functors, shared by CPU kernels and (later) CUDA kernels. Integer
+// Binary elementwise math functors, shared by the CPU and CUDA kernels. Integer
 // arithmetic wraps around (computed in unsigned types) instead of overflowing; callers reject
 // integer division by zero before applying Div or Mod.
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// Unary elementwise math functors, shared by CPU kernels and (later) CUDA kernels. Each is
+// Unary elementwise math functors, shared by the CPU and CUDA kernels. Each is
 // applied to float, double or an integer type; 16-bit floats are computed in float.
 #include <bit>
 #include <cmath>
@@ -96,9 +96,13 @@ struct Neg {
 struct Sign {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>)
-      if (x != x) return x;  // NaN stays NaN
-    return x > T(0) ? T(1) : (x < T(0) ? static_cast<T>(-1) : T(0));
+    if constexpr (std::is_unsigned_v<T>) {
+      return x > T(0) ? T(1) : T(0);  // nvcc warns on `x < 0` for unsigned types
+    } else {
+      if constexpr (std::is_floating_point_v<T>)
+        if (x != x) return x;  // NaN stays NaN
+      return x > T(0) ? T(1) : (x < T(0) ? static_cast<T>(-1) : T(0));
+    }
   }
 };
 
@@ -363,8 +367,10 @@ struct IsInf {
   bool detect_negative = true;
   template <class T>
   DPRUN_HOST_DEVICE bool operator()(T x) const {
-    return (detect_positive && x == std::numeric_limits<T>::infinity()) ||
-           (detect_negative && x == -std::numeric_limits<T>::infinity());
+    // INFINITY rather than numeric_limits: nvcc refuses constexpr host functions in device
+    // code unless built with --expt-relaxed-constexpr.
+    const T inf = static_cast<T>(INFINITY);
+    return (detect_positive && x == inf) || (detect_negative && x == -inf);
   }
 };
 

@@ -58,16 +58,17 @@ TEST(CudaBackend, PlansForCudaListNodesWithoutACudaKernel) {
   auto plan = Plan::build(graph, DeviceType::CUDA);
   ASSERT_EQ(plan->steps().size(), 1u);
   EXPECT_NE(plan->steps()[0].kernel, nullptr);
-  Node relu;
-  relu.name = "relu";
-  relu.op_type = "Relu";
-  relu.inputs = {"y"};
-  relu.outputs = {"z"};
+  Node softmax;
+  softmax.name = "softmax";
+  softmax.op_type = "Softmax";
+  softmax.inputs = {"y"};
+  softmax.outputs = {"z"};
   auto two = std::make_shared<Graph>(*graph);
-  two->nodes.push_back(relu);
+  two->nodes.push_back(softmax);
   two->outputs = {{"z", {DType::Float32, std::nullopt}}};
-  expect_error([&] { Plan::build(two, DeviceType::CUDA); },
-               "1 node has no cuda kernel: [Relu] node 'relu' (no kernel for opset 13 on cuda)");
+  expect_error(
+      [&] { Plan::build(two, DeviceType::CUDA); },
+      "1 node has no cuda kernel: [Softmax] node 'softmax' (no kernel for opset 13 on cuda)");
 }
 
 TEST(CudaBackend, DevicesPastTheLastAreRefused) {

@@ -1,0 +1,42 @@
+// CUDA binary arithmetic with numpy broadcasting (legacy broadcast/axis before opset 7): Add,
+// Sub, Mul over the CPU's numeric types; Div and Pow over float32/64. Integer Div is left to
+// the CPU: it must fail on a zero divisor, which a GPU kernel cannot report without a sync.
+#include "ops/cuda/elementwise.cuh"
+#include "ops/math/binary_functors.h"
+
+namespace dprun::cuda_ew {
+namespace {
+
+/// Pow: a float base with a float or integer exponent of its own dtype (opset 12+ allows them
+/// to differ); the output has the base's dtype.
+class PowKernel : public OpKernel {
+ public:
+  using Types = FloatTypes;
+  using ExponentTypes = TypeList<float, double, int32_t, int64_t>;
+  explicit PowKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Layout<2> layout = binary_layout(ctx, a.shape(), b.shape(), legacy_);
+    Tensor& out = ctx.allocate_output(0, layout.out_shape, a.dtype());
+    dispatch(Types{}, a.dtype(), ctx, [&](auto base_tag) {
+      using T = decltype(base_tag);
+      dispatch(ExponentTypes{}, b.dtype(), ctx, [&](auto exp_tag) {
+        using E = decltype(exp_tag);
+        launch_binary(ctx, math::Pow{}, layout, a.data<T>(), b.data<E>(), out.data<T>());
+      });
+    });
+  }
+
+ private:
+  bool legacy_;
+};
+
+DPRUN_CUDA_ELEMENTWISE("Add", 1, BinaryKernel<math::Add, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Sub", 1, BinaryKernel<math::Sub, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Mul", 1, BinaryKernel<math::Mul, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Div", 1, BinaryKernel<math::Div, FloatTypes>);
+DPRUN_CUDA_ELEMENTWISE("Pow", 1, PowKernel);
+
+}  // namespace
+}  // namespace dprun::cuda_ew

@@ -1,0 +1,78 @@
+#pragma once
+// Host-side planning of the CUDA elementwise kernels: the output shape of a broadcasting op
+// (numpy rules, or the legacy broadcast/axis attributes before opset 7, exactly as the CPU
+// kernels compute them) and how each output index maps to input offsets, and the run's
+// stream. Plain C++, compiled once in elementwise_layout.cpp, which keeps the heavy CUDA
+// library headers of the backend out of the .cu files.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "engine/kernel.h"
+#include "ops/math/host_device.h"
+
+namespace dprun::cuda_ew {
+
+/// The impl name of every CUDA elementwise registration (tests find them by it).
+inline constexpr const char* kImpl = "elementwise";
+
+/// Most output dims the generic broadcast kernel handles, after merging adjacent dims that
+/// broadcast alike (so [2,3,4] + [2,3,4] is one dim, [N,C,H,W] + [C,1,1] two).
+inline constexpr int kMaxDims = 8;
+
+/// How the inputs cover the output, from cheapest to most general.
+enum class Access {
+  Contiguous,    // every input has the output's element count: in[i] for out[i]
+  ScalarFirst,   // input 0 is one element, the others contiguous (binary only)
+  ScalarSecond,  // input 1 is one element, the others contiguous (binary only)
+  Strided,       // the generic path: out index -> per-input offsets through dims and strides
+};
+
+/// Per-input element strides over the merged output dims (0 where an input broadcasts),
+/// passed to the device by value.
+template <int N>
+struct BroadcastIndex {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+};
+
+/// Element offsets of output index i into each of the N inputs (Strided access). The device
+/// kernels run it; host-side tests check it against plain broadcasting.
+template <int N>
+DPRUN_HOST_DEVICE inline void input_offsets(const BroadcastIndex<N>& ix, int64_t i,
+                                            int64_t (&off)[N]) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const int64_t q = i / ix.dims[d];
+    const int64_t r = i - q * ix.dims[d];
+    i = q;
+    for (int k = 0; k < N; ++k) off[k] += r * ix.strides[k][d];
+  }
+}
+
+template <int N>
+struct Layout {
+  Shape out_shape;
+  int64_t numel = 0;
+  Access access = Access::Contiguous;
+  BroadcastIndex<N> index;  // set when access is Strided
+};
+
+/// Layout of a binary op with numpy broadcasting; when `legacy` (opset < 7) B is first aligned
+/// to A by the broadcast/axis attributes. Fails naming the node on incompatible shapes or
+/// more than kMaxDims merged dims.
+Layout<2> binary_layout(const KernelContext& ctx, const Shape& a, const Shape& b, bool legacy);
+
+/// Layout of Where(condition, X, Y), all three broadcast together, after the CPU kernel's
+/// checks of the inputs' dtypes.
+Layout<3> where_layout(const KernelContext& ctx, const Tensor& cond, const Tensor& x,
+                       const Tensor& y);
+
+/// The stream of the kernel's run (CudaExecutionContext::stream).
+cudaStream_t stream_of(const KernelContext& ctx);
+
+/// Throws, naming the node, when the last kernel launch on this thread failed.
+void check_launch(const KernelContext& ctx);
+
+}  // namespace dprun::cuda_ew
