@@ -52,23 +52,26 @@ TEST(CudaBackend, WithoutAGpuEveryUseSaysSo) {
   EXPECT_EQ(all_devices(), parse_device_list("cpu"));
 }
 
-TEST(CudaBackend, PlansForCudaListNodesWithoutACudaKernel) {
+TEST(CudaBackend, PlansForCudaNameEveryNodeWithNoKernelAnywhere) {
   // Compiling needs no GPU: kernels are chosen by device type.
   auto graph = testing::add_one_graph(3);
   auto plan = Plan::build(graph, DeviceType::CUDA);
   ASSERT_EQ(plan->steps().size(), 1u);
   EXPECT_NE(plan->steps()[0].kernel, nullptr);
-  Node softmax;
-  softmax.name = "softmax";
-  softmax.op_type = "Softmax";
-  softmax.inputs = {"y"};
-  softmax.outputs = {"z"};
+  EXPECT_EQ(plan->steps()[0].kernel_device, DeviceType::CUDA);
+  // A node without a CUDA kernel falls back to its CPU kernel (CudaModel tests); one that has
+  // neither fails the plan.
+  Node unknown;
+  unknown.name = "mystery";
+  unknown.op_type = "NoSuchOp";
+  unknown.inputs = {"y"};
+  unknown.outputs = {"z"};
   auto two = std::make_shared<Graph>(*graph);
-  two->nodes.push_back(softmax);
+  two->nodes.push_back(unknown);
   two->outputs = {{"z", {DType::Float32, std::nullopt}}};
-  expect_error(
-      [&] { Plan::build(two, DeviceType::CUDA); },
-      "1 node has no cuda kernel: [Softmax] node 'softmax' (no kernel for opset 13 on cuda)");
+  expect_error([&] { Plan::build(two, DeviceType::CUDA); },
+               "1 node has no cuda kernel (nor a cpu kernel to fall back on): [NoSuchOp] node "
+               "'mystery' (unknown op)");
 }
 
 TEST(CudaBackend, DevicesPastTheLastAreRefused) {
