@@ -41,6 +41,7 @@ struct Case {
   /// keeps sums of products of O(1) values that cancel to near 0 from demanding more than
   /// float precision; 0 makes the check purely relative.
   double floor = 1.0;
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 };
 
 Node node_with(const std::string& op, std::vector<std::string> inputs,
