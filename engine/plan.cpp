@@ -65,16 +65,6 @@ std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_typ
   return placements;
 }
 
-std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type) {
-  std::vector<std::string> missing;
-  for (const Node& node : graph.nodes) {
-    std::string why;
-    if (!build_kernel(graph, node, device_type, why))
-      missing.push_back(node.describe() + " (" + why + ")");
-  }
-  return missing;
-}
-
 int Plan::value_id(const std::string& name) const {
   auto it = value_ids_.find(name);
   return it == value_ids_.end() ? -1 : it->second;

@@ -76,7 +76,4 @@ struct NodePlacement {
 /// `device_type`, as Plan::build chooses it.
 std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type);
 
-/// Every node of `graph` that has no kernel on `device_type`, as "[Op] node 'name' (reason)".
-std::vector<std::string> unsupported_nodes(const Graph& graph, DeviceType device_type);
-
 }  // namespace dprun

@@ -100,7 +100,9 @@ int inspect_command(int argc, char** argv, int first) {
   std::printf("parameters: %zu tensors, %lld values, %.2f MB\n", graph->initializers.size(),
               static_cast<long long>(params), static_cast<double>(bytes) / 1e6);
 
-  auto missing = unsupported_nodes(*graph, DeviceType::CPU);
+  std::vector<std::string> missing;  // on the cpu, where nothing falls back
+  for (const NodePlacement& p : place_nodes(*graph, DeviceType::CPU))
+    if (!p.device) missing.push_back(p.node->describe() + " (" + p.why_not + ")");
   if (missing.empty()) {
     std::printf("kernels: every node has a cpu kernel\n");
   } else {

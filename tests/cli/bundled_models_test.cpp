@@ -9,6 +9,7 @@
 #include "cli_test_util.h"
 #include "cuda_test_util.h"
 #include "loader/npy.h"
+#include "loader/onnx_loader.h"
 
 namespace dprun::testing {
 namespace {
@@ -123,6 +124,37 @@ TEST(BundledModels, InspectDevicesSaysWhereEachNodeRuns) {
   // Where cuda:0 cannot be used, a note says why; planning needs no GPU.
   const std::string why = cuda_unusable_reason();
   EXPECT_EQ(r.output.find("  note: " + why + "\n") != std::string::npos, !why.empty()) << r.output;
+}
+
+TEST(BundledModels, InspectNamesNodesWithoutAnyKernel) {
+  Graph g;
+  g.name = "mystery";
+  g.opset_imports[""] = 17;
+  g.opset_imports["dprun.none"] = 1;
+  g.inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::known(2)}}});
+  Node relu;
+  relu.name = "relu";
+  relu.op_type = "Relu";
+  relu.inputs = {"x"};
+  relu.outputs = {"r"};
+  Node mystery = relu;
+  mystery.name = "mystery";
+  mystery.op_type = "Mystery";
+  mystery.domain = "dprun.none";
+  mystery.inputs = {"r"};
+  mystery.outputs = {"y"};
+  g.nodes = {relu, mystery};
+  g.outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::known(2)}}});
+  const std::string path = scratch_path("inspect_mystery.onnx").string();
+  save_graph(g, {}, path);
+  auto r = run_dprun("inspect " + path + " --devices cpu:0");
+  fs::remove(path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("kernels: 1 node without a cpu kernel:\n  [Mystery] node 'mystery' "
+                          "(unknown op)\nplacement on cpu: 1 node on cpu, 1 without any kernel\n"
+                          "  none [Mystery] node 'mystery' (unknown op)\n"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(BundledModels, InspectRejectsAMalformedDeviceList) {
