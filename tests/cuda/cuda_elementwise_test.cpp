@@ -1,7 +1,7 @@
 // The CUDA elementwise kernels (ops/cuda, impl "elementwise") against the CPU kernels. The
 // registry drives the tests: every CUDA elementwise definition, for every dtype it lists, runs
 // as a one-node model on cuda:0 and on cpu:0 with the same random inputs, broadcast shapes and
-// attribute variants, and the outputs must agree (1e-5 relative / 1e-6 absolute for floats,
+// attribute variants, and the outputs must agree (1e-5 relative, 1e-6 absolute near 0 for floats,
 // bit for bit otherwise). Every such definition needs an entry in cases(), which says what
 // inputs are valid for its op; the registry test, which needs no GPU, fails without one. The
 // host-side broadcast planning and index mapping are checked without a GPU as well.
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -19,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda_op_cases.h"
 #include "cuda_test_util.h"
 #include "engine/kernel.h"
 #include "kernel_test_util.h"
@@ -207,37 +207,8 @@ std::string shapes_text(const std::vector<Tensor>& inputs) {
   return s;
 }
 
-/// Expects `got` (from the GPU) to match `want` (from the CPU): same dtype and shape, floats
-/// within 1e-5 relative / 1e-6 absolute (NaN where NaN), other dtypes bit for bit.
-void expect_match(const Tensor& got_device, const Tensor& want) {
-  const Tensor got = got_device.to(Device::cpu());
-  ASSERT_EQ(dtype_name(got.dtype()), dtype_name(want.dtype()));
-  ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(want.shape()));
-  if (want.dtype() == DType::Float32 || want.dtype() == DType::Float64) {
-    int reported = 0;
-    for (int64_t i = 0; i < want.numel() && reported < 5; ++i) {
-      const double g = got.item_as_double(i), w = want.item_as_double(i);
-      const bool ok = std::isnan(w)   ? std::isnan(g)
-                      : std::isinf(w) ? g == w
-                                      : std::fabs(g - w) <= 1e-6 + 1e-5 * std::fabs(w);
-      if (!ok) {
-        ADD_FAILURE() << "element " << i << ": cuda " << g << ", cpu " << w;
-        ++reported;
-      }
-    }
-  } else {
-    const size_t size = dtype_size(want.dtype());
-    const auto* g = static_cast<const unsigned char*>(got.raw_data());
-    const auto* w = static_cast<const unsigned char*>(want.raw_data());
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      if (std::memcmp(g + i * size, w + i * size, size) != 0) {
-        ADD_FAILURE() << "element " << i << ": cuda " << got.item_as_double(i) << ", cpu "
-                      << want.item_as_double(i) << " (first difference)";
-        break;
-      }
-    }
-  }
-}
+/// Floats agree within 1e-5 * max(|cpu|, kFloor).
+constexpr double kFloor = 0.1;
 
 /// Runs `node` on cuda:0 and cpu:0 with `inputs` and compares every output.
 void expect_cuda_matches_cpu(const Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
@@ -246,7 +217,7 @@ void expect_cuda_matches_cpu(const Node& node, const std::vector<Tensor>& inputs
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].device(), Device::cuda(0));
-    expect_match(got[i], want[i]);
+    testing::expect_device_output_matches(got[i], want[i], kFloor);
   }
 }
 

@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_op_cases.h"
 #include "cuda_test_util.h"
-#include "engine/kernel.h"
-#include "op_test_util.h"
 
 namespace dprun {
 namespace {
@@ -25,51 +24,13 @@ const std::set<std::string> kCoveredOps = {"MatMul",    "Gemm",    "Softmax", "L
                                            "Transpose", "Reshape", "Flatten", "Squeeze",
                                            "Unsqueeze", "Identity"};
 
-/// One graph input: random values of `dtype`, or the given int64 `values` (shapes, axes).
-struct InputSpec {
-  Shape shape;
-  DType dtype = DType::Float32;
-  std::vector<int64_t> values;
-};
+using testing::CudaCase;
+using testing::dims_name;
+using testing::floats;
+using testing::int64s;
+using testing::node_with;
 
-struct Case {
-  std::string name;  // the test's name suffix
-  Node node;
-  std::vector<InputSpec> inputs;
-  int64_t opset = 17;
-  /// Floats agree to 1e-5 relative: |cuda - cpu| <= 1e-5 * max(|cpu|, floor). A floor of 1
-  /// keeps sums of products of O(1) values that cancel to near 0 from demanding more than
-  /// float precision; 0 makes the check purely relative.
-  double floor = 1.0;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-};
-
-Node node_with(const std::string& op, std::vector<std::string> inputs,
-               std::map<std::string, Attribute> attributes = {}) {
-  Node n = testing::make_node(op, std::move(inputs), {"y"});
-  n.attributes = std::move(attributes);
-  return n;
-}
-
-InputSpec floats(Shape shape) {
-  return {.shape = std::move(shape)};
-}
-
-InputSpec int64s(std::vector<int64_t> values) {
-  const auto n = static_cast<int64_t>(values.size());
-  return {.shape = {n}, .dtype = DType::Int64, .values = std::move(values)};
-}
-
-std::string dims_name(const Shape& shape) {
-  std::string s;
-  for (int64_t d : shape) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(d);
-  }
-  return s.empty() ? "scalar" : s;
-}
-
-void add_matmul_cases(std::vector<Case>& cases) {
+void add_matmul_cases(std::vector<CudaCase>& cases) {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{2, 3}, {3, 4}},           // plain
       {{5, 2, 3}, {3, 4}},        // b without batch dims: one GEMM over a's batches
@@ -86,7 +47,7 @@ void add_matmul_cases(std::vector<Case>& cases) {
                      .inputs = {floats(a), floats(b)}});
 }
 
-void add_gemm_cases(std::vector<Case>& cases) {
+void add_gemm_cases(std::vector<CudaCase>& cases) {
   const int64_t m = 3, k = 5, n = 4;
   const std::vector<Shape> c_shapes = {{}, {n}, {m, 1}, {m, n}, {1, n}, {1}};
   for (int ta = 0; ta < 2; ++ta)
@@ -115,7 +76,7 @@ void add_gemm_cases(std::vector<Case>& cases) {
                    .inputs = {floats({m, k}), floats({k, n}), floats({m, n})}});
 }
 
-void add_softmax_cases(std::vector<Case>& cases) {
+void add_softmax_cases(std::vector<CudaCase>& cases) {
   for (const std::string op : {"Softmax", "LogSoftmax"}) {
     auto add = [&](const std::string& name, Shape shape, int64_t opset,
                    std::optional<int64_t> axis) {
@@ -140,7 +101,7 @@ void add_softmax_cases(std::vector<Case>& cases) {
   }
 }
 
-void add_transpose_cases(std::vector<Case>& cases) {
+void add_transpose_cases(std::vector<CudaCase>& cases) {
   const std::vector<std::pair<Shape, std::vector<int64_t>>> perms = {
       {{3, 5}, {1, 0}},
       {{3, 5}, {}},  // default: reversed
@@ -172,7 +133,7 @@ void add_transpose_cases(std::vector<Case>& cases) {
          .inputs = {{.shape = {3, 4, 5}, .dtype = dt}}});
 }
 
-void add_reshape_cases(std::vector<Case>& cases) {
+void add_reshape_cases(std::vector<CudaCase>& cases) {
   const Shape x = {2, 3, 4};
   cases.push_back({.name = "Reshape_input",
                    .node = node_with("Reshape", {"x", "shape"}),
@@ -202,9 +163,9 @@ void add_reshape_cases(std::vector<Case>& cases) {
       {.name = "Identity", .node = node_with("Identity", {"x"}), .inputs = {floats(x)}});
 }
 
-const std::vector<Case>& all_cases() {
-  static const std::vector<Case> cases = [] {
-    std::vector<Case> c;
+const std::vector<CudaCase>& all_cases() {
+  static const std::vector<CudaCase> cases = [] {
+    std::vector<CudaCase> c;
     add_matmul_cases(c);
     add_gemm_cases(c);
     add_softmax_cases(c);
@@ -215,104 +176,7 @@ const std::vector<Case>& all_cases() {
   return cases;
 }
 
-/// The case's inputs on the host; random values are fixed by `seed`.
-std::vector<Tensor> make_inputs(const Case& c, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<Tensor> inputs;
-  for (const InputSpec& spec : c.inputs) {
-    if (!spec.values.empty()) {
-      inputs.push_back(Tensor::from_vector<int64_t>(spec.shape, spec.values));
-      continue;
-    }
-    Tensor t = Tensor::empty(spec.shape, spec.dtype);
-    visit_dtype(spec.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      if constexpr (std::is_floating_point_v<T>) {
-        std::uniform_real_distribution<double> dist(-2.0, 2.0);
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
-      } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        std::uniform_int_distribution<int64_t> dist(0, 100);
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
-      } else {
-        FAIL() << "no random values for " << dtype_name(spec.dtype);
-      }
-    });
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
-/// The KernelInfo a CUDA plan would build for the case's node.
-KernelInfo cuda_kernel_info(const Case& c) {
-  KernelInfo info{c.node, c.opset, DeviceType::CUDA, {}, {}};
-  for (const InputSpec& spec : c.inputs) {
-    SymbolicShape shape;
-    for (int64_t d : spec.shape) shape.push_back(Dim::known(d));
-    info.input_types.push_back(TensorType{spec.dtype, shape});
-  }
-  return info;
-}
-
-TEST(CudaLinearAlgebraCases, EveryCudaDefinitionOfTheseOpsHasACase) {
-  std::set<std::string> registered;
-  for (const KernelDef& def : KernelRegistry::instance().definitions()) {
-    if (def.device != DeviceType::CUDA || !def.domain.empty() || !kCoveredOps.count(def.op_type))
-      continue;
-    registered.insert(def.op_type);
-    const bool covered = std::any_of(all_cases().begin(), all_cases().end(), [&](const Case& c) {
-      const DType dtype = c.inputs[static_cast<size_t>(def.dtype_input)].dtype;
-      return c.node.op_type == def.op_type && c.opset >= def.since && c.opset <= def.until &&
-             (def.dtypes.empty() ||
-              std::find(def.dtypes.begin(), def.dtypes.end(), dtype) != def.dtypes.end());
-    });
-    EXPECT_TRUE(covered) << "no case runs the CUDA " << def.op_type << " kernel for opsets "
-                         << def.since << ".." << def.until;
-  }
-  for (const std::string& op : kCoveredOps)
-    EXPECT_TRUE(registered.count(op)) << op << " has no CUDA kernel";
-}
-
-TEST(CudaLinearAlgebraCases, EveryCaseFindsACudaKernel) {
-  for (const Case& c : all_cases()) {
-    SCOPED_TRACE(c.name);
-    EXPECT_TRUE(kCoveredOps.count(c.node.op_type));
-    std::string why;
-    EXPECT_NE(KernelRegistry::instance().create(cuda_kernel_info(c), &why), nullptr) << why;
-  }
-}
-
-class CudaMatchesCpu : public ::testing::TestWithParam<Case> {};
-
-TEST_P(CudaMatchesCpu, OnTheSameInputs) {
-  DPRUN_REQUIRE_CUDA_GPU();
-  const Case& c = GetParam();
-  const std::vector<Tensor> inputs = make_inputs(c, 1234);
-  const std::vector<Tensor> cpu = testing::run_node(c.node, inputs, c.opset);
-  const std::vector<Tensor> cuda = testing::run_node(c.node, inputs, c.opset, "", Device::cuda(0));
-  ASSERT_EQ(cuda.size(), cpu.size());
-  for (size_t o = 0; o < cpu.size(); ++o) {
-    ASSERT_EQ(cuda[o].device(), Device::cuda(0));
-    const Tensor got = cuda[o].to(Device::cpu());
-    const Tensor& want = cpu[o];
-    ASSERT_EQ(got.dtype(), want.dtype());
-    ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(want.shape()));
-    const bool exact = !is_floating(want.dtype());
-    int mismatches = 0;
-    for (int64_t i = 0; i < want.numel() && mismatches < 10; ++i) {
-      const double g = got.item_as_double(i), w = want.item_as_double(i);
-      const double tol = exact ? 0.0 : 1e-5 * std::max(std::abs(w), c.floor);
-      if (!(std::abs(g - w) <= tol)) {
-        ++mismatches;
-        ADD_FAILURE() << "element " << i << ": cuda " << g << ", cpu " << w;
-      }
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, CudaMatchesCpu, ::testing::ValuesIn(all_cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return info.param.name;
-                         });
+DPRUN_CUDA_CASE_TESTS(CudaLinearAlgebra, all_cases(), kCoveredOps);
 
 }  // namespace
 }  // namespace dprun

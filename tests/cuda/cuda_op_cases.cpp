@@ -1,0 +1,153 @@
+#include "cuda_op_cases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <type_traits>
+
+#include "op_test_util.h"
+
+namespace dprun::testing {
+
+Node node_with(const std::string& op, std::vector<std::string> inputs,
+               std::map<std::string, Attribute> attributes) {
+  Node n = make_node(op, std::move(inputs), {"y"});
+  n.attributes = std::move(attributes);
+  return n;
+}
+
+InputSpec floats(Shape shape, double lo, double hi) {
+  return {.shape = std::move(shape), .lo = lo, .hi = hi};
+}
+
+InputSpec int64s(std::vector<int64_t> values) {
+  const auto n = static_cast<int64_t>(values.size());
+  return {.shape = {n}, .dtype = DType::Int64, .values = std::move(values)};
+}
+
+std::string dims_name(const Shape& shape) {
+  std::string s;
+  for (int64_t d : shape) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(d);
+  }
+  return s.empty() ? "scalar" : s;
+}
+
+std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const InputSpec& spec : c.inputs) {
+    if (!spec.values.empty()) {
+      inputs.push_back(Tensor::from_vector<int64_t>(spec.shape, spec.values));
+      continue;
+    }
+    Tensor t = Tensor::empty(spec.shape, spec.dtype);
+    visit_dtype(spec.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* p = t.data<T>();
+      if constexpr (std::is_same_v<T, bool>) {
+        for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::bernoulli_distribution(0.5)(rng);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        std::uniform_real_distribution<double> dist(spec.lo, spec.hi);
+        for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(dist(rng));
+      } else if constexpr (std::is_integral_v<T>) {
+        std::uniform_int_distribution<int64_t> dist(static_cast<int64_t>(std::ceil(spec.lo)),
+                                                    static_cast<int64_t>(std::floor(spec.hi)));
+        for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(dist(rng));
+      } else {
+        ADD_FAILURE() << "no random values for " << dtype_name(spec.dtype);
+      }
+    });
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+KernelInfo cuda_kernel_info(const CudaCase& c) {
+  KernelInfo info{c.node, c.opset, DeviceType::CUDA, {}, {}};
+  for (const InputSpec& spec : c.inputs) {
+    SymbolicShape shape;
+    for (int64_t d : spec.shape) shape.push_back(Dim::known(d));
+    info.input_types.push_back(TensorType{spec.dtype, shape});
+  }
+  return info;
+}
+
+void expect_cases_cover_definitions(const std::vector<CudaCase>& cases,
+                                    const std::set<std::string>& covered) {
+  std::set<std::string> registered;
+  for (const KernelDef& def : KernelRegistry::instance().definitions()) {
+    if (def.device != DeviceType::CUDA || !def.domain.empty() || !covered.count(def.op_type))
+      continue;
+    registered.insert(def.op_type);
+    const bool runs = std::any_of(cases.begin(), cases.end(), [&](const CudaCase& c) {
+      const auto input = static_cast<size_t>(def.dtype_input);
+      if (c.node.op_type != def.op_type || c.opset < def.since || c.opset > def.until ||
+          input >= c.inputs.size())
+        return false;
+      const DType dtype = c.inputs[input].dtype;
+      return def.dtypes.empty() ||
+             std::find(def.dtypes.begin(), def.dtypes.end(), dtype) != def.dtypes.end();
+    });
+    EXPECT_TRUE(runs) << "no case runs the CUDA " << def.op_type << " kernel (" << def.impl
+                      << ") for opsets " << def.since << ".." << def.until;
+  }
+  for (const std::string& op : covered)
+    EXPECT_TRUE(registered.count(op)) << op << " has no CUDA kernel";
+}
+
+void expect_every_case_finds_a_cuda_kernel(const std::vector<CudaCase>& cases,
+                                           const std::set<std::string>& covered) {
+  for (const CudaCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(covered.count(c.node.op_type)) << c.node.op_type << " is not a covered op";
+    std::string why;
+    EXPECT_NE(KernelRegistry::instance().create(cuda_kernel_info(c), &why), nullptr) << why;
+  }
+}
+
+void expect_device_output_matches(const Tensor& got_device, const Tensor& want, double floor) {
+  const Tensor got = got_device.to(Device::cpu());
+  ASSERT_EQ(dtype_name(got.dtype()), dtype_name(want.dtype()));
+  ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(want.shape()));
+  if (!is_floating(want.dtype())) {
+    const size_t size = dtype_size(want.dtype());
+    const auto* g = static_cast<const unsigned char*>(got.raw_data());
+    const auto* w = static_cast<const unsigned char*>(want.raw_data());
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      if (std::memcmp(g + i * size, w + i * size, size) != 0) {
+        ADD_FAILURE() << "element " << i << ": cuda " << got.item_as_double(i) << ", cpu "
+                      << want.item_as_double(i) << " (first difference)";
+        return;
+      }
+    }
+    return;
+  }
+  int reported = 0;
+  for (int64_t i = 0; i < want.numel() && reported < 10; ++i) {
+    const double g = got.item_as_double(i), w = want.item_as_double(i);
+    const bool ok = std::isnan(w)   ? std::isnan(g)
+                    : std::isinf(w) ? g == w
+                                    : std::fabs(g - w) <= 1e-5 * std::max(std::fabs(w), floor);
+    if (!ok) {
+      ADD_FAILURE() << "element " << i << ": cuda " << g << ", cpu " << w;
+      ++reported;
+    }
+  }
+}
+
+void expect_cuda_matches_cpu(const CudaCase& c, unsigned seed) {
+  const std::vector<Tensor> inputs = make_inputs(c, seed);
+  const std::vector<Tensor> cpu = run_node(c.node, inputs, c.opset);
+  const std::vector<Tensor> cuda = run_node(c.node, inputs, c.opset, "", Device::cuda(0));
+  ASSERT_EQ(cuda.size(), cpu.size());
+  for (size_t o = 0; o < cpu.size(); ++o) {
+    SCOPED_TRACE("output " + std::to_string(o));
+    EXPECT_EQ(cuda[o].device(), Device::cuda(0));
+    expect_device_output_matches(cuda[o], cpu[o], c.floor);
+  }
+}
+
+}  // namespace dprun::testing
