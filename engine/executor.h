@@ -31,6 +31,10 @@ struct RunOptions {
   /// before returning. A caller that passes one owns it and synchronizes it when it needs the
   /// results finished (parallel_apply does, before it stops a replica's clock).
   ExecutionContext* context = nullptr;
+  /// The parameters' version (Model::parameters_version), passed to every kernel
+  /// (KernelContext::parameters_version); 0 when unknown, so kernels cache nothing derived
+  /// from the parameters. Model::run sets it.
+  uint64_t parameters_version = 0;
 };
 
 /// Executes `plan` on `device`. `parameters` follow plan.parameter_ids(); `feeds` follow

@@ -144,6 +144,13 @@ class KernelContext {
 
   void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
 
+  /// Names the contents of the run's parameters: two runs with the same non-zero version see
+  /// the same values in the same parameter storage, so a kernel may keep what it derives from
+  /// a constant input (KernelInfo::constant_inputs), such as weights reordered for a library,
+  /// keyed by this version and the input's address. 0: unknown; derive afresh.
+  uint64_t parameters_version() const { return parameters_version_; }
+  void set_parameters_version(uint64_t version) { parameters_version_ = version; }
+
   // Sequence values. Tensor accessors see a sequence input as absent (has_input is false).
   /// True when input i holds a sequence.
   bool input_is_sequence(size_t i) const {
@@ -188,6 +195,7 @@ class KernelContext {
   std::span<const SequencePtr> input_sequences_;
   std::span<SequencePtr> output_sequences_;
   std::vector<bool> none_;
+  uint64_t parameters_version_ = 0;
 };
 
 }  // namespace dprun

@@ -26,7 +26,7 @@ Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions opt
     : graph_(graph),
       plan_(Plan::build(graph_to_compile(graph, device, options), device.type)),
       device_(device),
-      version_(std::make_shared<std::atomic<uint64_t>>(0)) {
+      version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
     parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));
@@ -38,15 +38,30 @@ Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor
       plan_(std::move(plan)),
       device_(device),
       parameters_(std::move(parameters)),
-      version_(version ? std::move(version) : std::make_shared<std::atomic<uint64_t>>(0)) {
+      version_(version ? std::move(version)
+                       : std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   DPRUN_CHECK(device.type == plan_->device_type(), "a plan for ",
               device_type_name(plan_->device_type()), " cannot run on ", device.to_string());
   DPRUN_CHECK(parameters_.size() == plan_->parameter_ids().size(), "expected ",
               plan_->parameter_ids().size(), " parameters, got ", parameters_.size());
 }
 
+uint64_t Model::next_parameters_version() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
+namespace {
+RunOptions with_version(const RunOptions& options, uint64_t version) {
+  RunOptions o = options;
+  o.parameters_version = version;
+  return o;
+}
+}  // namespace
+
 std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
-  auto outputs = execute_plan(*plan_, device_, parameters_, inputs, {}, options);
+  auto outputs = execute_plan(*plan_, device_, parameters_, inputs, {},
+                              with_version(options, parameters_version()));
   if (!graph().state_updates.empty()) mark_parameters_changed();
   return outputs;
 }
@@ -67,7 +82,8 @@ std::vector<Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
     DPRUN_CHECK(graph().initializers.count(name), "the model has no input named '", name, "'");
     overrides.emplace(name, tensor);
   }
-  auto outputs = execute_plan(*plan_, device_, parameters_, feeds, overrides, options);
+  auto outputs = execute_plan(*plan_, device_, parameters_, feeds, overrides,
+                              with_version(options, parameters_version()));
   if (!graph().state_updates.empty()) mark_parameters_changed();
   return outputs;
 }

@@ -64,10 +64,16 @@ class Model {
   /// version. Not thread-safe with respect to run() or DataParallel::forward on this model:
   /// update parameters between calls.
   void set_parameter(const std::string& name, const Tensor& value);
-  /// Increases whenever parameters change: set_parameter, mark_parameters_changed, or a run
-  /// that performs in-place state updates. Replicas compare it to decide whether to copy again.
+  /// Changes whenever parameters change: set_parameter, mark_parameters_changed, or a run
+  /// that performs in-place state updates. Replicas compare it to decide whether to copy
+  /// again. Values are never reused within the process, so one version and one parameter
+  /// storage always mean the same contents; runs pass it to kernels
+  /// (KernelContext::parameters_version), which may cache what they derive from parameters.
+  /// Whoever writes into parameters() storage directly must call mark_parameters_changed().
   uint64_t parameters_version() const { return version_->load(); }
-  void mark_parameters_changed() const { ++*version_; }
+  void mark_parameters_changed() const { version_->store(next_parameters_version()); }
+  /// A process-wide fresh version (never 0).
+  static uint64_t next_parameters_version();
   std::shared_ptr<std::atomic<uint64_t>> shared_version() const { return version_; }
 
  private:

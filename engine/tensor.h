@@ -96,6 +96,9 @@ class Tensor {
   void copy_from(const Tensor& src);
   /// True when both tensors use the same storage block.
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  /// A handle that tells whether this tensor's storage block still exists, without keeping it
+  /// alive (for caches keyed by storage).
+  std::weak_ptr<const Storage> storage_handle() const { return storage_; }
   /// Element i converted to double (CPU tensors only); for printing and tests.
   double item_as_double(int64_t i = 0) const;
   /// "float32[2, 3] on cpu:0"

@@ -4,6 +4,7 @@
 
 #include "engine/parallel/comm.h"
 #include "engine/parallel/device_worker.h"
+#include "engine/parallel/replicate.h"
 #include "engine/parallel/run_in_parts.h"
 
 namespace dprun {
@@ -179,6 +180,7 @@ double Trainer::fused_step(const std::vector<Tensor>& inputs, const Tensor& targ
     });
   });
   model_->mark_parameters_changed();  // for other users of the model
+  for (size_t r = 1; r < replicas.size(); ++r) mark_replica_written(*training_model_, *replicas[r]);
   parallel_->mark_replicas_current();
   replicas_current_ = true;
   return loss;

@@ -72,6 +72,7 @@ void refresh_replicas(const Model& base, const std::vector<Model*>& replicas,
       }
     });
   });
+  for (Model* replica : copies) mark_replica_written(base, *replica);
 }
 
 void refresh_replica(const Model& base, Model& replica) {
@@ -83,6 +84,11 @@ void refresh_replica(const Model& base, Model& replica) {
     Tensor target = dst[i];
     target.copy_from(src[i]);
   }
+  mark_replica_written(base, replica);
+}
+
+void mark_replica_written(const Model& base, const Model& replica) {
+  if (replica.shared_version() != base.shared_version()) replica.mark_parameters_changed();
 }
 
 }  // namespace dprun

@@ -14,11 +14,16 @@ namespace dprun {
 std::vector<std::shared_ptr<Model>> replicate(const Model& model,
                                               const std::vector<Device>& devices);
 
-/// Copies the base's current parameter values into `replica` (same plan layout), in place.
+/// Copies the base's current parameter values into `replica` (same plan layout), in place,
+/// and gives the replica a new parameter version (mark_replica_written).
 void refresh_replica(const Model& base, Model& replica);
 /// refresh_replica for several replicas, with the elements of all parameters split over the
 /// worker threads of `workers` (CPU devices, see run_in_parts).
 void refresh_replicas(const Model& base, const std::vector<Model*>& replicas,
                       const std::vector<Device>& workers);
+/// Gives `replica` a new parameter version after its parameter storage was written, so its
+/// kernels drop what they derived from the old values; a no-op for a replica that shares the
+/// base's version counter (and storage). Whoever copies into replica storage calls it.
+void mark_replica_written(const Model& base, const Model& replica);
 
 }  // namespace dprun

@@ -13,6 +13,7 @@
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/onednn_util.h"
+#include "ops/cpu/packed_weights.h"
 #include "ops/cpu/pool_primitive.h"
 
 namespace dprun {
@@ -119,7 +120,9 @@ using onednn::ConvPrimitive;  // out_shape is NHWC here
 class ConvNhwcKernel : public OpKernel {
  public:
   explicit ConvNhwcKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)), activation_(info.node) {
+      : reference_(onednn::make_reference(info)),
+        activation_(info.node),
+        weights_(info.constant_inputs.count(1) > 0) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
   }
@@ -142,7 +145,7 @@ class ConvNhwcKernel : public OpKernel {
     if (!p->usable) return reference_->compute(ctx);
     using namespace onednn;
     Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
-    memory weights = to_layout(wrap(p->user_weights_md, w.raw_data()), p->weights_md);
+    memory weights = weights_.get(ctx, w, p->user_weights_md, p->weights_md);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p->src_md, x.raw_data())},
                                          {DNNL_ARG_WEIGHTS, weights},
                                          {DNNL_ARG_DST, wrap(p->dst_md, y.raw_data())}};
@@ -178,6 +181,7 @@ class ConvNhwcKernel : public OpKernel {
   int64_t group_ = 1;
   FusedActivation activation_;
   onednn::ShapeCache<ConvPrimitive> cache_;
+  onednn::PackedWeights weights_;
 };
 
 using onednn::PoolPrimitive;

@@ -1,7 +1,7 @@
 // oneDNN fast paths for float32 Conv and ConvTranspose (1-D to 3-D, groups, dilations); a
 // Conv shaped like a weight gradient runs as a backward-weights primitive.
-// Primitives are cached per input shapes; weights are reordered into the primitive's
-// preferred layout on every call because they may be changed between runs.
+// Primitives are cached per input shapes; constant weights are reordered into the primitive's
+// preferred layout once per parameter version (packed_weights.h), others on every call.
 #include <vector>
 
 #include "engine/kernel.h"
@@ -9,6 +9,7 @@
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
+#include "ops/cpu/packed_weights.h"
 
 namespace dprun {
 namespace {
@@ -25,12 +26,12 @@ memory::dims sub1(const std::vector<int64_t>& v) {
 
 /// Runs a cached convolution-like primitive on the node's tensors.
 void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, const Tensor& w,
-                  const Tensor* b) {
+                  const Tensor* b, const onednn::PackedWeights& packed) {
   using namespace onednn;
   Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
   if (y.numel() == 0) return;
   memory src = to_layout(wrap(plain_desc(x.shape()), x.raw_data()), p.src_md);
-  memory weights = to_layout(wrap(p.user_weights_md, w.raw_data()), p.weights_md);
+  memory weights = packed.get(ctx, w, p.user_weights_md, p.weights_md);
   memory user_dst = wrap(plain_desc(p.out_shape), y.raw_data());
   memory dst = p.dst_md == user_dst.get_desc() ? user_dst : memory(p.dst_md, cpu_engine());
   std::unordered_map<int, memory> args{
@@ -51,7 +52,8 @@ bool conv_inputs_ok(const KernelContext& ctx) {
 
 class ConvOnednnKernel : public OpKernel {
  public:
-  explicit ConvOnednnKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {
+  explicit ConvOnednnKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
   }
@@ -79,7 +81,7 @@ class ConvOnednnKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
-    execute_conv(ctx, *p, x, w, b);
+    execute_conv(ctx, *p, x, w, b, weights_);
   }
 
  private:
@@ -121,13 +123,14 @@ class ConvOnednnKernel : public OpKernel {
   WindowAttrs attrs_;
   int64_t group_ = 1;
   onednn::ShapeCache<ConvPrimitive> cache_;
+  onednn::PackedWeights weights_;
   onednn::ShapeCache<onednn::ConvBackwardWeightsPrimitive> backward_weights_cache_;
 };
 
 class ConvTransposeOnednnKernel : public OpKernel {
  public:
   explicit ConvTransposeOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)) {
+      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
     output_padding_ = info.node.attr_ints("output_padding", {});
@@ -148,7 +151,7 @@ class ConvTransposeOnednnKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
-    execute_conv(ctx, *p, x, w, b);
+    execute_conv(ctx, *p, x, w, b, weights_);
   }
 
  private:
@@ -220,6 +223,7 @@ class ConvTransposeOnednnKernel : public OpKernel {
   int64_t group_ = 1;
   std::vector<int64_t> output_padding_, output_shape_;
   onednn::ShapeCache<ConvPrimitive> cache_;
+  onednn::PackedWeights weights_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Conv",

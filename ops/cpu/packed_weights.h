@@ -1,0 +1,59 @@
+#pragma once
+// Weights reordered once into the layout a oneDNN primitive wants, and kept while the model's
+// parameters do not change, instead of reordered on every call.
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "ops/cpu/onednn_util.h"
+
+namespace dprun::onednn {
+
+/// The weights input of one kernel in a primitive's layout. Constant weights (an initializer
+/// in KernelInfo::constant_inputs) are reordered the first time a run with a known parameter
+/// version (KernelContext::parameters_version) asks for them, and again only when that version,
+/// the weights' storage or the wanted layout changes: one entry per parameter storage, so the
+/// replicas of a DataParallel model, which share the kernel, each keep their own. Other
+/// weights (fed inputs, computed values, runs of unknown version) are reordered on every call.
+/// Thread-safe: replicas call it concurrently.
+class PackedWeights {
+ public:
+  /// `constant`: the weights input is a constant input of the kernel's node.
+  explicit PackedWeights(bool constant) : constant_(constant) {}
+
+  /// `w` in layout `wanted`; `user` describes w's own memory. The returned memory stays valid
+  /// while the caller holds it, even if the entry is replaced meanwhile.
+  dnnl::memory get(const KernelContext& ctx, const Tensor& w, const dnnl::memory::desc& user,
+                   const dnnl::memory::desc& wanted) const {
+    dnnl::memory plain = wrap(user, w.raw_data());
+    if (user == wanted) return plain;
+    const uint64_t version = ctx.parameters_version();
+    if (!constant_ || version == 0) return to_layout(plain, wanted);
+    std::lock_guard lock(mutex_);
+    std::erase_if(entries_, [](const Entry& e) { return e.storage.expired(); });
+    for (const Entry& e : entries_)
+      if (e.data == w.raw_data() && e.version == version && e.layout == wanted) return e.packed;
+    // Reordered under the lock: concurrent replicas asking for the same entry wait for one
+    // reorder instead of each doing it; other storages wait too, but only once per version.
+    dnnl::memory packed = to_layout(plain, wanted);
+    std::erase_if(entries_, [&](const Entry& e) { return e.data == w.raw_data(); });
+    entries_.push_back({w.storage_handle(), w.raw_data(), version, wanted, packed});
+    return packed;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const Storage> storage;  // entries of freed storage are dropped
+    const void* data;
+    uint64_t version;
+    dnnl::memory::desc layout;
+    dnnl::memory packed;
+  };
+  bool constant_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Entry> entries_;
+};
+
+}  // namespace dprun::onednn
