@@ -7,39 +7,6 @@
 namespace dprun {
 namespace {
 
-/// Validated shapes of one Conv invocation.
-struct ConvShapes {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  WindowGeometry g;
-  Shape out_shape;
-};
-
-ConvShapes conv_shapes(const KernelContext& ctx, const WindowAttrs& attrs, int64_t group,
-                       const Tensor& x, const Tensor& w) {
-  if (x.rank() < 3)
-    ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
-  if (w.rank() != x.rank())
-    ctx.fail("W ", shape_to_string(w.shape()), " must have the rank of X ",
-             shape_to_string(x.shape()));
-  ConvShapes s;
-  s.n = x.dim(0);
-  s.c = x.dim(1);
-  s.m = w.dim(0);
-  s.group = group;
-  if (group <= 0 || s.c != w.dim(1) * group || s.m % group != 0)
-    ctx.fail("X ", shape_to_string(x.shape()), " and W ", shape_to_string(w.shape()),
-             " do not agree for group=", group);
-  std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
-  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != kernel)
-    ctx.fail("kernel_shape ", shape_to_string(attrs.kernel_shape), " does not match W ",
-             shape_to_string(w.shape()));
-  s.g = attrs.resolve(ctx.node(), in, kernel);
-  s.out_shape = {s.n, s.m};
-  for (int64_t o : s.g.out) s.out_shape.push_back(o);
-  return s;
-}
-
 /// Direct convolution: y[n,m,o] = bias[m] + sum_{c,k} (x[n,c,o*s+k*d-p] - xz) * (w[m,c,k] - wz[m]).
 /// Padded positions contribute nothing (they equal the zero point).
 template <class TX, class TW, class TY>

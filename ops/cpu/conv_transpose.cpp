@@ -73,30 +73,14 @@ class ConvTransposeKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
-    if (x.rank() < 3) ctx.fail("X must have rank >= 3, got ", shape_to_string(x.shape()));
-    if (w.rank() != x.rank() || w.dtype() != x.dtype())
-      ctx.fail("W ", w.describe(), " must match the rank and dtype of X ", x.describe());
-    const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(1) * group_;
-    if (group_ <= 0 || w.dim(0) != c || c % group_ != 0)
-      ctx.fail("X ", shape_to_string(x.shape()), " and W ", shape_to_string(w.shape()),
-               " do not agree for group=", group_);
-    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
-    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
-      ctx.fail("kernel_shape ", shape_to_string(attrs_.kernel_shape), " does not match W ",
-               shape_to_string(w.shape()));
-    WindowGeometry g =
-        attrs_.resolve_transpose(ctx.node(), in, kernel, output_padding_, output_shape_);
-    if (b && (b->dtype() != x.dtype() || b->shape() != Shape{m}))
-      ctx.fail("B must be ", dtype_name(x.dtype()), "[", m, "], got ", b->describe());
-    Shape out_shape{n, m};
-    for (int64_t o : g.out) out_shape.push_back(o);
-    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    const ConvTransposeShapes s =
+        conv_transpose_shapes(ctx, attrs_, group_, output_padding_, output_shape_, x, w, b);
+    Tensor& y = ctx.allocate_output(0, s.out_shape, x.dtype());
     if (y.numel() == 0) return;
     auto run = [&](auto tag) {
       using T = decltype(tag);
-      conv_transpose_direct<T>(ctx.execution(), g, n, c, m, group_, x.data<T>(), w.data<T>(),
-                               b ? b->data<T>() : nullptr, y.data<T>());
+      conv_transpose_direct<T>(ctx.execution(), s.g, s.n, s.c, s.m, group_, x.data<T>(),
+                               w.data<T>(), b ? b->data<T>() : nullptr, y.data<T>());
     };
     visit_dtype_among<float, double>(x.dtype(), run);
   }

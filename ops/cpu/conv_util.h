@@ -1,12 +1,14 @@
 #pragma once
 // Window geometry shared by Conv, ConvTranspose and the pooling ops: attribute parsing
-// (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode) and output-size arithmetic.
+// (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode), output-size arithmetic, and the
+// validated input/output shapes of Conv, ConvTranspose and pooling, shared by every device.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/graph.h"
+#include "engine/kernel.h"
 #include "engine/shape.h"
 
 namespace dprun {
@@ -162,6 +164,103 @@ struct WindowAttrs {
       }
       if (g.out[i] < 0) node.fail("negative output size for spatial dim ", i);
     }
+    return g;
+  }
+};
+
+/// Fails naming X, W and group, which do not agree.
+[[noreturn]] inline void fail_group_mismatch(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& w, int64_t group) {
+  ctx.fail("X ", shape_to_string(x.shape()), " and W ", shape_to_string(w.shape()),
+           " do not agree for group=", group);
+}
+
+/// W's window sizes (its dims after the first two), checked against kernel_shape when given.
+inline std::vector<int64_t> weight_kernel(const KernelContext& ctx, const WindowAttrs& attrs,
+                                          const Tensor& w) {
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != kernel)
+    ctx.fail("kernel_shape ", shape_to_string(attrs.kernel_shape), " does not match W ",
+             shape_to_string(w.shape()));
+  return kernel;
+}
+
+/// Validated shapes of one Conv invocation.
+struct ConvShapes {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  WindowGeometry g;
+  Shape out_shape;
+};
+
+inline ConvShapes conv_shapes(const KernelContext& ctx, const WindowAttrs& attrs, int64_t group,
+                              const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3)
+    ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
+  if (w.rank() != x.rank())
+    ctx.fail("W ", shape_to_string(w.shape()), " must have the rank of X ",
+             shape_to_string(x.shape()));
+  ConvShapes s;
+  s.n = x.dim(0);
+  s.c = x.dim(1);
+  s.m = w.dim(0);
+  s.group = group;
+  if (group <= 0 || s.c != w.dim(1) * group || s.m % group != 0)
+    fail_group_mismatch(ctx, x, w, group);
+  const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+  const std::vector<int64_t> kernel = weight_kernel(ctx, attrs, w);
+  s.g = attrs.resolve(ctx.node(), in, kernel);
+  s.out_shape = {s.n, s.m};
+  for (int64_t o : s.g.out) s.out_shape.push_back(o);
+  return s;
+}
+
+/// Validated shapes of one ConvTranspose invocation: X [N, C, in...], W [C, M / group, k...],
+/// optional B [M].
+struct ConvTransposeShapes {
+  int64_t n = 0, c = 0, m = 0;
+  WindowGeometry g;
+  Shape out_shape;
+};
+
+inline ConvTransposeShapes conv_transpose_shapes(const KernelContext& ctx, const WindowAttrs& attrs,
+                                                 int64_t group,
+                                                 const std::vector<int64_t>& output_padding,
+                                                 const std::vector<int64_t>& output_shape,
+                                                 const Tensor& x, const Tensor& w,
+                                                 const Tensor* b) {
+  if (x.rank() < 3) ctx.fail("X must have rank >= 3, got ", shape_to_string(x.shape()));
+  if (w.rank() != x.rank() || w.dtype() != x.dtype())
+    ctx.fail("W ", w.describe(), " must match the rank and dtype of X ", x.describe());
+  ConvTransposeShapes s;
+  s.n = x.dim(0);
+  s.c = x.dim(1);
+  s.m = w.dim(1) * group;
+  const int64_t c = s.c, m = s.m;
+  if (group <= 0 || w.dim(0) != c || c % group != 0) fail_group_mismatch(ctx, x, w, group);
+  const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+  const std::vector<int64_t> kernel = weight_kernel(ctx, attrs, w);
+  s.g = attrs.resolve_transpose(ctx.node(), in, kernel, output_padding, output_shape);
+  if (b && (b->dtype() != x.dtype() || b->shape() != Shape{m}))
+    ctx.fail("B must be ", dtype_name(x.dtype()), "[", m, "], got ", b->describe());
+  s.out_shape = {s.n, s.m};
+  for (int64_t o : s.g.out) s.out_shape.push_back(o);
+  return s;
+}
+
+/// Shared attribute handling: resolves the geometry of a pooling node for input `x`.
+struct PoolBase {
+  WindowAttrs attrs;
+  explicit PoolBase(const Node& node) {
+    attrs.parse(node);
+    if (attrs.kernel_shape.empty()) node.fail("kernel_shape is required");
+  }
+  WindowGeometry geometry(const KernelContext& ctx, const Tensor& x, Shape& out_shape) const {
+    if (x.rank() < 3)
+      ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    WindowGeometry g = attrs.resolve(ctx.node(), in, attrs.kernel_shape);
+    out_shape = {x.dim(0), x.dim(1)};
+    for (int64_t o : g.out) out_shape.push_back(o);
     return g;
   }
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/shape_cache.h"
 
 namespace dprun::onednn {
 
@@ -86,41 +87,8 @@ inline dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc
   return out;
 }
 
-/// A small, mutex-guarded cache of per-shape state (primitives and their descriptors).
-template <class Value>
-class ShapeCache {
- public:
-  using Key = std::vector<int64_t>;
-  template <class Make>
-  std::shared_ptr<const Value> get(const Key& key, Make&& make) const {
-    {
-      std::lock_guard lock(mutex_);
-      auto it = entries_.find(key);
-      if (it != entries_.end()) return it->second;
-    }
-    // Build outside the lock: primitive creation can be slow, and a duplicate is harmless.
-    std::shared_ptr<const Value> value = make();
-    std::lock_guard lock(mutex_);
-    if (entries_.size() >= kMaxEntries) entries_.clear();
-    entries_.emplace(key, value);
-    return value;
-  }
-
- private:
-  static constexpr size_t kMaxEntries = 32;
-  mutable std::mutex mutex_;
-  mutable std::map<Key, std::shared_ptr<const Value>> entries_;
-};
-
-/// Concatenates shapes (with a separator) into one cache key.
-inline std::vector<int64_t> shape_key(std::initializer_list<const Shape*> shapes) {
-  std::vector<int64_t> key;
-  for (const Shape* s : shapes) {
-    if (s) key.insert(key.end(), s->begin(), s->end());
-    key.push_back(-1);
-  }
-  return key;
-}
+using dprun::shape_key;
+using dprun::ShapeCache;
 
 /// The reference kernel for the same node, used when oneDNN rejects a particular shape.
 inline std::unique_ptr<OpKernel> make_reference(const KernelInfo& info) {

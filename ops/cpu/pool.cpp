@@ -70,24 +70,6 @@ int64_t column_major(const WindowGeometry& g, int64_t flat) {
   return out;
 }
 
-/// Shared attribute handling: resolves the geometry of a pooling node for input `x`.
-struct PoolBase {
-  WindowAttrs attrs;
-  explicit PoolBase(const Node& node) {
-    attrs.parse(node);
-    if (attrs.kernel_shape.empty()) node.fail("kernel_shape is required");
-  }
-  WindowGeometry geometry(const KernelContext& ctx, const Tensor& x, Shape& out_shape) const {
-    if (x.rank() < 3)
-      ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
-    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
-    WindowGeometry g = attrs.resolve(ctx.node(), in, attrs.kernel_shape);
-    out_shape = {x.dim(0), x.dim(1)};
-    for (int64_t o : g.out) out_shape.push_back(o);
-    return g;
-  }
-};
-
 class MaxPoolKernel : public OpKernel {
  public:
   explicit MaxPoolKernel(const KernelInfo& info) : base_(info.node) {

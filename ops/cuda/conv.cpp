@@ -1,0 +1,117 @@
+// Conv on CUDA (float32, NCHW) with cuDNN: 1-D (lifted to 2-D), 2-D and 3-D windows, groups,
+// strides, dilations, explicit pads and auto_pad, optional bias B added with cudnnAddTensor.
+//
+// cuDNN pads both ends of a dim alike. Where the node's pads differ between the ends (explicit
+// asymmetric pads, or SAME_UPPER/SAME_LOWER with an odd total), the input is first copied into
+// a zero-bordered tensor and convolved without padding: correct for every shape, so nothing is
+// declined for its pads. Declined (the node runs on the host): more than 3 spatial dims, a rank
+// that no type or attribute tells, and inputs known not to be float32.
+//
+// The forward algorithm comes from cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7),
+// once per input shape and device, cached in the kernel; tensor-op (TF32) algorithms are
+// skipped and the math type is FMA, so results match the CPU kernel within float rounding.
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cpu/shape_cache.h"
+#include "ops/cuda/cudnn_util.h"
+
+namespace dprun {
+namespace {
+
+/// A chosen forward algorithm and the workspace it needs.
+struct ConvAlgorithm {
+  cudnnConvolutionFwdAlgo_t algo;
+  size_t workspace_bytes = 0;
+};
+
+class ConvCudnn : public OpKernel {
+ public:
+  explicit ConvCudnn(const KernelInfo& info) : group_(info.node.attr_int("group", 1)) {
+    attrs_.parse(info.node);
+  }
+
+  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
+    return cudnn::conv_node_fits(info) ? std::make_unique<ConvCudnn>(info) : nullptr;
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32)
+      ctx.fail("expects float32 X and W, got ", x.describe(), " and ", w.describe());
+    const ConvShapes s = conv_shapes(ctx, attrs_, group_, x, w);
+    if (b && (b->dtype() != DType::Float32 || b->shape() != Shape{s.m}))
+      ctx.fail("B must be float32[", s.m, "], got ", b->describe());
+    if (s.g.rank() > 3) ctx.fail("cuDNN convolves at most 3 spatial dims");
+    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    if (y.numel() == 0) return;
+    CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
+    const WindowGeometry g = cudnn::lift_1d(s.g);
+    const std::vector<int64_t> y_dims = cudnn::nc_dims(s.n, s.m, g.out);
+    if (x.numel() == 0) {  // an empty sum (a zero-sized input dim under padding): y = B
+      cuda_check(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cuda.stream()),
+                 "Conv: cudaMemsetAsync");
+      if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+      return;
+    }
+    std::vector<int64_t> x_dims = cudnn::nc_dims(s.n, s.c, g.in), pads = g.pads_begin;
+    const Tensor* input = &x;
+    Tensor padded;
+    if (!cudnn::symmetric_pads(g)) {
+      padded = cudnn::pad_spatial(cuda, ctx, x, x_dims, g.pads_begin, g.pads_end, 0.f);
+      input = &padded;
+      x_dims = std::vector<int64_t>(padded.shape().begin(), padded.shape().end());
+      pads.assign(pads.size(), 0);
+    }
+    std::vector<int64_t> w_dims = {s.m, s.c / s.group};
+    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
+    const cudnn::TensorDesc x_desc(ctx, x_dims), y_desc(ctx, y_dims);
+    const cudnn::FilterDesc w_desc(ctx, w_dims);
+    const cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, s.group);
+    std::vector<int64_t> key = x_dims;
+    key.insert(key.end(), pads.begin(), pads.end());
+    key.push_back(ctx.device().index);
+    const auto algorithm = algorithms_.get(key, [&] {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int count = 0;
+      cudnn_check(
+          cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc, w_desc, conv_desc, y_desc,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+          "Conv: cudnnGetConvolutionForwardAlgorithm_v7");
+      auto chosen = std::make_shared<ConvAlgorithm>();
+      chosen->algo = cudnn::pick_algorithm(perf, count, ctx, "convolution forward").algo;
+      cudnn_check(
+          cudnnGetConvolutionForwardWorkspaceSize(cuda.cudnn(), x_desc, w_desc, conv_desc, y_desc,
+                                                  chosen->algo, &chosen->workspace_bytes),
+          "Conv: cudnnGetConvolutionForwardWorkspaceSize");
+      return chosen;
+    });
+    Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
+    const float one = 1.f, zero = 0.f;
+    cudnn_check(
+        cudnnConvolutionForward(cuda.cudnn(), &one, x_desc, input->data<float>(), w_desc,
+                                w.data<float>(), conv_desc, algorithm->algo, work.raw_data(),
+                                algorithm->workspace_bytes, &zero, y_desc, y.data<float>()),
+        "Conv: cudnnConvolutionForward of X [", shape_to_string(x_dims), "] and W [",
+        shape_to_string(w_dims), "]");
+    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  ShapeCache<ConvAlgorithm> algorithms_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "Conv",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .impl = "cudnn",
+                       .factory = ConvCudnn::create});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,150 @@
+// ConvTranspose on CUDA (float32, NCHW) with cuDNN: the transposed convolution is the data
+// gradient of a convolution (cudnnConvolutionBackwardData) whose input is Y and whose output is
+// X, with W [C, M / group, k...] read as that convolution's filters. Geometry (pads, auto_pad,
+// output_padding, output_shape, groups, dilations) is resolved as the CPU kernel does
+// (WindowAttrs::resolve_transpose); bias B is added with cudnnAddTensor.
+//
+// cuDNN crops the same number of rows at both ends of the full result. When the node crops
+// the ends differently (asymmetric pads, SAME_* with an odd total, output_shape), or asks for
+// more rows than cuDNN derives from the shapes (output_padding >= stride, or an output_shape
+// larger than the full result), the full, uncropped result is computed into a temporary and
+// the wanted box copied out, rows past its end left zero. Nothing is declined for its geometry;
+// declined (host): more than 3 spatial dims, an unknown rank, inputs known not to be float32.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cpu/shape_cache.h"
+#include "ops/cuda/cudnn_util.h"
+
+namespace dprun {
+namespace {
+
+struct BackwardDataAlgorithm {
+  cudnnConvolutionBwdDataAlgo_t algo;
+  size_t workspace_bytes = 0;
+};
+
+class ConvTransposeCudnn : public OpKernel {
+ public:
+  explicit ConvTransposeCudnn(const KernelInfo& info)
+      : group_(info.node.attr_int("group", 1)),
+        output_padding_(info.node.attr_ints("output_padding", {})),
+        output_shape_(info.node.attr_ints("output_shape", {})) {
+    attrs_.parse(info.node);
+  }
+
+  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
+    return cudnn::conv_node_fits(info) ? std::make_unique<ConvTransposeCudnn>(info) : nullptr;
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    if (x.dtype() != DType::Float32)
+      ctx.fail("expects float32 X and W, got ", x.describe(), " and ", w.describe());
+    const ConvTransposeShapes s =
+        conv_transpose_shapes(ctx, attrs_, group_, output_padding_, output_shape_, x, w, b);
+    if (s.g.rank() > 3) ctx.fail("cuDNN convolves at most 3 spatial dims");
+    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    if (y.numel() == 0) return;
+    CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
+    const WindowGeometry g = cudnn::lift_1d(s.g);
+    const std::vector<int64_t> x_dims = cudnn::nc_dims(s.n, s.c, g.in),
+                               y_dims = cudnn::nc_dims(s.n, s.m, g.out);
+    // Direct: cuDNN's own symmetric crop gives exactly Y, which holds when the pads agree and
+    // the convolution from Y back to X's size is the one cuDNN checks for.
+    bool direct = cudnn::symmetric_pads(g) && x.numel() > 0;
+    std::vector<int64_t> full(g.rank());
+    for (size_t i = 0; i < g.rank(); ++i) {
+      const int64_t ext = (g.kernel[i] - 1) * g.dilations[i] + 1;
+      full[i] = g.strides[i] * (g.in[i] - 1) + ext;  // the uncropped result, no output_padding
+      const int64_t span = g.out[i] + 2 * g.pads_begin[i] - ext;
+      if (span < 0 || span / g.strides[i] + 1 != g.in[i]) direct = false;
+    }
+    if (direct) {
+      backward_data(ctx, cuda, x, x_dims, w, g.pads_begin, g, y.data<float>(), y_dims);
+    } else {
+      // Y[o] = full[o + pads_begin] where that lies inside the full result, else 0.
+      std::vector<int64_t> box = y_dims, src_start(y_dims.size(), 0);
+      bool partial = x.numel() == 0;
+      for (size_t i = 0; i < g.rank(); ++i) {
+        src_start[i + 2] = g.pads_begin[i];
+        box[i + 2] = std::clamp<int64_t>(full[i] - g.pads_begin[i], 0, g.out[i]);
+        partial = partial || box[i + 2] < g.out[i];
+      }
+      if (partial)
+        cuda_check(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cuda.stream()),
+                   "ConvTranspose: cudaMemsetAsync");
+      if (x.numel() > 0) {
+        const std::vector<int64_t> full_dims = cudnn::nc_dims(s.n, s.m, full);
+        Tensor uncropped =
+            Tensor::empty(Shape(full_dims.begin(), full_dims.end()), DType::Float32, ctx.device());
+        backward_data(ctx, cuda, x, x_dims, w, std::vector<int64_t>(g.rank(), 0), g,
+                      uncropped.data<float>(), full_dims);
+        cudnn::copy_box(cuda, ctx, uncropped.data<float>(), full_dims, src_start, y.data<float>(),
+                        y_dims, std::vector<int64_t>(y_dims.size(), 0), box);
+      }
+    }
+    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+  }
+
+ private:
+  /// out (dense, `out_dims`) = the transposed convolution of x with w, cuDNN cropping `pads`
+  /// at both ends of every spatial dim.
+  void backward_data(const KernelContext& ctx, CudaExecutionContext& cuda, const Tensor& x,
+                     const std::vector<int64_t>& x_dims, const Tensor& w,
+                     const std::vector<int64_t>& pads, const WindowGeometry& g, float* out,
+                     const std::vector<int64_t>& out_dims) const {
+    std::vector<int64_t> w_dims = {x_dims[1], out_dims[1] / group_};
+    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
+    const cudnn::TensorDesc x_desc(ctx, x_dims), out_desc(ctx, out_dims);
+    const cudnn::FilterDesc w_desc(ctx, w_dims);
+    const cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, group_);
+    std::vector<int64_t> key = x_dims;
+    key.insert(key.end(), out_dims.begin(), out_dims.end());
+    key.insert(key.end(), pads.begin(), pads.end());
+    key.push_back(ctx.device().index);
+    const auto algorithm = algorithms_.get(key, [&] {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int count = 0;
+      cudnn_check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                      cuda.cudnn(), w_desc, x_desc, conv_desc, out_desc,
+                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                  "ConvTranspose: cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      auto chosen = std::make_shared<BackwardDataAlgorithm>();
+      chosen->algo = cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data").algo;
+      cudnn_check(cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), w_desc, x_desc,
+                                                               conv_desc, out_desc, chosen->algo,
+                                                               &chosen->workspace_bytes),
+                  "ConvTranspose: cudnnGetConvolutionBackwardDataWorkspaceSize");
+      return chosen;
+    });
+    Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
+    const float one = 1.f, zero = 0.f;
+    cudnn_check(
+        cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc, w.data<float>(), x_desc,
+                                     x.data<float>(), conv_desc, algorithm->algo, work.raw_data(),
+                                     algorithm->workspace_bytes, &zero, out_desc, out),
+        "ConvTranspose: cudnnConvolutionBackwardData of X [", shape_to_string(x_dims), "] into [",
+        shape_to_string(out_dims), "]");
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_ = 1;
+  std::vector<int64_t> output_padding_, output_shape_;
+  ShapeCache<BackwardDataAlgorithm> algorithms_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .impl = "cudnn",
+                       .factory = ConvTransposeCudnn::create});
+
+}  // namespace
+}  // namespace dprun

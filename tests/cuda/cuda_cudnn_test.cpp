@@ -1,0 +1,362 @@
+// The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
+// GlobalAveragePool, BatchNormalization, LRN), each compared with the CPU kernel on the same
+// random inputs through the shared case table (cuda_op_cases.h): with a GPU, one-node models
+// run on cuda:0 and cpu:0; without one, the table is checked against the registry. The
+// geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
+// explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode
+// and output_shape. A last test, needing no GPU, checks the attribute combinations that are
+// declined so that their nodes run on the host.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_op_cases.h"
+#include "cuda_test_util.h"
+
+namespace dprun {
+namespace {
+
+/// The ops whose CUDA kernels this file covers.
+const std::set<std::string> kCoveredOps = {"Conv",
+                                           "ConvTranspose",
+                                           "MaxPool",
+                                           "AveragePool",
+                                           "GlobalMaxPool",
+                                           "GlobalAveragePool",
+                                           "BatchNormalization",
+                                           "LRN"};
+
+using testing::CudaCase;
+using testing::floats;
+using testing::node_with;
+
+using Attrs = std::map<std::string, Attribute>;
+
+Attribute ints(std::vector<int64_t> v) {
+  return Attribute::of_ints(std::move(v));
+}
+
+void add_conv_cases(std::vector<CudaCase>& cases) {
+  struct ConvCase {
+    std::string name;
+    Shape x, w;
+    Attrs attrs;
+  };
+  const std::vector<ConvCase> table = {
+      {"1d_pads", {2, 3, 11}, {4, 3, 3}, {{"pads", ints({1, 1})}}},
+      {"1d_stride_dilation",
+       {2, 3, 13},
+       {4, 3, 3},
+       {{"strides", ints({2})}, {"dilations", ints({2})}}},
+      {"2d_plain", {2, 3, 9, 8}, {5, 3, 3, 3}, {}},
+      {"2d_kernel_shape_pads",
+       {2, 3, 9, 8},
+       {5, 3, 3, 2},
+       {{"kernel_shape", ints({3, 2})}, {"pads", ints({1, 1, 1, 1})}}},
+      {"2d_strides_asymmetric_pads",
+       {2, 3, 9, 8},
+       {4, 3, 3, 3},
+       {{"strides", ints({2, 2})}, {"pads", ints({1, 2, 0, 1})}}},
+      {"2d_dilations",
+       {1, 3, 10, 9},
+       {4, 3, 3, 3},
+       {{"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}},
+      {"2d_groups", {1, 4, 7, 7}, {6, 2, 3, 3}, {{"group", Attribute::of_int(2)}}},
+      {"2d_depthwise",
+       {2, 6, 8, 8},
+       {6, 1, 3, 3},
+       {{"group", Attribute::of_int(6)}, {"pads", ints({1, 1, 1, 1})}}},
+      // in 9 gives an even total padding, 8 an odd one (asymmetric).
+      {"2d_same_upper",
+       {2, 3, 9, 8},
+       {4, 3, 3, 3},
+       {{"auto_pad", Attribute::of_string("SAME_UPPER")}, {"strides", ints({2, 2})}}},
+      {"2d_same_lower",
+       {2, 3, 9, 8},
+       {4, 3, 3, 3},
+       {{"auto_pad", Attribute::of_string("SAME_LOWER")}, {"strides", ints({2, 2})}}},
+      {"2d_same_upper_stride1_even_kernel",
+       {1, 2, 6, 6},
+       {3, 2, 2, 2},
+       {{"auto_pad", Attribute::of_string("SAME_UPPER")}}},
+      {"2d_valid",
+       {2, 3, 9, 8},
+       {4, 3, 3, 3},
+       {{"auto_pad", Attribute::of_string("VALID")}, {"strides", ints({2, 3})}}},
+      {"3d_pads", {1, 2, 5, 6, 4}, {3, 2, 3, 3, 2}, {{"pads", ints({1, 1, 0, 1, 1, 0})}}},
+      {"3d_strides_asymmetric",
+       {1, 2, 6, 5, 5},
+       {2, 2, 2, 3, 3},
+       {{"strides", ints({2, 1, 2})}, {"pads", ints({0, 1, 1, 1, 0, 2})}}},
+  };
+  for (const ConvCase& c : table)
+    for (bool bias : {false, true}) {
+      CudaCase cc{.name = "Conv_" + c.name + (bias ? "_bias" : ""),
+                  .node = node_with("Conv",
+                                    bias ? std::vector<std::string>{"x", "w", "b"}
+                                         : std::vector<std::string>{"x", "w"},
+                                    c.attrs),
+                  .inputs = {floats(c.x), floats(c.w)}};
+      if (bias) cc.inputs.push_back(floats({c.w[0]}));
+      cases.push_back(std::move(cc));
+    }
+}
+
+void add_conv_transpose_cases(std::vector<CudaCase>& cases) {
+  struct ConvTransposeCase {
+    std::string name;
+    Shape x, w;
+    Attrs attrs;
+  };
+  const std::vector<ConvTransposeCase> table = {
+      {"2d_strides", {1, 3, 4, 5}, {3, 2, 3, 3}, {{"strides", ints({2, 2})}}},
+      {"2d_pads", {2, 3, 4, 5}, {3, 2, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}},
+      {"2d_asymmetric_pads",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"pads", ints({0, 1, 2, 0})}}},
+      {"2d_output_padding",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"output_padding", ints({1, 1})}}},
+      // output_padding below the dilation but not the stride: more rows than cuDNN derives.
+      {"2d_output_padding_dilated",
+       {1, 2, 4, 4},
+       {2, 2, 2, 2},
+       {{"dilations", ints({2, 2})}, {"output_padding", ints({1, 0})}}},
+      // Smaller than the full result: cropped unevenly.
+      {"2d_output_shape_cropped",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"output_shape", ints({8, 10})}}},
+      // Larger than the full result: zeros (plus bias) at the end.
+      {"2d_output_shape_extended",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"output_shape", ints({1, 2, 10, 12})}}},
+      {"2d_same_upper",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}},
+      {"2d_same_lower",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", ints({2, 2})}, {"auto_pad", Attribute::of_string("SAME_LOWER")}}},
+      {"2d_groups",
+       {1, 4, 5, 5},
+       {4, 3, 3, 3},
+       {{"group", Attribute::of_int(2)}, {"strides", ints({2, 1})}}},
+      {"2d_dilations",
+       {1, 2, 5, 4},
+       {2, 3, 3, 2},
+       {{"dilations", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}},
+      {"1d_strides", {2, 3, 7}, {3, 2, 3}, {{"strides", ints({3})}}},
+      {"3d_strides", {1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, {{"strides", ints({2, 1, 2})}}},
+  };
+  for (const ConvTransposeCase& c : table)
+    for (bool bias : {false, true}) {
+      int64_t group = 1;
+      if (auto it = c.attrs.find("group"); it != c.attrs.end()) group = it->second.i;
+      CudaCase cc{.name = "ConvTranspose_" + c.name + (bias ? "_bias" : ""),
+                  .node = node_with("ConvTranspose",
+                                    bias ? std::vector<std::string>{"x", "w", "b"}
+                                         : std::vector<std::string>{"x", "w"},
+                                    c.attrs),
+                  .inputs = {floats(c.x), floats(c.w)}};
+      if (bias) cc.inputs.push_back(floats({c.w[1] * group}));
+      cases.push_back(std::move(cc));
+    }
+}
+
+void add_pool_cases(std::vector<CudaCase>& cases) {
+  struct PoolCase {
+    std::string name;
+    Shape x;
+    Attrs attrs;
+  };
+  const std::vector<PoolCase> table = {
+      {"2d_k3_s2", {2, 3, 9, 8}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}}},
+      {"2d_pads", {2, 3, 8, 8}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}}},
+      {"2d_pads_strides",
+       {1, 2, 9, 10},
+       {{"kernel_shape", ints({3, 2})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}},
+      {"2d_asymmetric_pads",
+       {1, 2, 7, 8},
+       {{"kernel_shape", ints({3, 3})}, {"pads", ints({0, 2, 1, 0})}, {"strides", ints({2, 1})}}},
+      {"2d_ceil_mode",
+       {2, 3, 8, 9},
+       {{"kernel_shape", ints({3, 3})},
+        {"strides", ints({2, 2})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+      {"2d_ceil_mode_pads",
+       {1, 3, 7, 7},
+       {{"kernel_shape", ints({2, 2})},
+        {"strides", ints({2, 2})},
+        {"pads", ints({1, 1, 1, 1})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+      {"2d_same_upper",
+       {1, 2, 8, 7},
+       {{"kernel_shape", ints({3, 2})},
+        {"strides", ints({2, 2})},
+        {"auto_pad", Attribute::of_string("SAME_UPPER")}}},
+      {"2d_same_lower",
+       {1, 2, 8, 7},
+       {{"kernel_shape", ints({3, 2})},
+        {"strides", ints({2, 2})},
+        {"auto_pad", Attribute::of_string("SAME_LOWER")}}},
+      {"2d_valid",
+       {1, 2, 8, 7},
+       {{"kernel_shape", ints({2, 2})}, {"auto_pad", Attribute::of_string("VALID")}}},
+      {"1d",
+       {2, 3, 10},
+       {{"kernel_shape", ints({3})}, {"strides", ints({2})}, {"pads", ints({1, 1})}}},
+      {"1d_ceil_mode",
+       {2, 3, 11},
+       {{"kernel_shape", ints({4})}, {"strides", ints({3})}, {"ceil_mode", Attribute::of_int(1)}}},
+      {"3d",
+       {1, 2, 5, 6, 4},
+       {{"kernel_shape", ints({2, 3, 2})}, {"pads", ints({1, 1, 0, 1, 1, 0})}}},
+      {"3d_ceil_asymmetric",
+       {1, 2, 5, 6, 4},
+       {{"kernel_shape", ints({2, 2, 2})},
+        {"strides", ints({2, 2, 2})},
+        {"pads", ints({0, 1, 0, 1, 0, 0})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+  };
+  for (const PoolCase& c : table) {
+    cases.push_back({.name = "MaxPool_" + c.name,
+                     .node = node_with("MaxPool", {"x"}, c.attrs),
+                     .inputs = {floats(c.x)}});
+    for (int include : {0, 1}) {
+      Attrs attrs = c.attrs;
+      attrs["count_include_pad"] = Attribute::of_int(include);
+      cases.push_back({.name = "AveragePool_" + c.name + (include ? "_include_pad" : ""),
+                       .node = node_with("AveragePool", {"x"}, attrs),
+                       .inputs = {floats(c.x)}});
+    }
+  }
+  // Opset 8 MaxPool (no ceil_mode or dilations yet) and opset 7 AveragePool.
+  cases.push_back({.name = "MaxPool_opset8",
+                   .node = node_with("MaxPool", {"x"}, {{"kernel_shape", ints({2, 2})}}),
+                   .inputs = {floats({1, 2, 6, 6})},
+                   .opset = 8});
+  cases.push_back({.name = "AveragePool_opset7",
+                   .node = node_with("AveragePool", {"x"}, {{"kernel_shape", ints({2, 2})}}),
+                   .inputs = {floats({1, 2, 6, 6})},
+                   .opset = 7});
+  for (const std::string op : {"GlobalMaxPool", "GlobalAveragePool"})
+    for (const Shape& x : {Shape{2, 3, 5, 6}, Shape{2, 3, 7}, Shape{1, 2, 3, 4, 5}})
+      cases.push_back({.name = op + "_" + testing::dims_name(x),
+                       .node = node_with(op, {"x"}),
+                       .inputs = {floats(x)}});
+}
+
+void add_norm_cases(std::vector<CudaCase>& cases) {
+  struct BnCase {
+    std::string name;
+    Shape x;
+    int64_t opset;
+    Attrs attrs;
+  };
+  const std::vector<BnCase> table = {
+      {"4d", {2, 3, 4, 5}, 15, {}},
+      {"epsilon", {2, 3, 4, 5}, 15, {{"epsilon", Attribute::of_float(1e-3f)}}},
+      {"2d", {6, 4}, 15, {}},
+      {"3d", {2, 5, 7}, 14, {}},
+      {"5d", {2, 3, 2, 3, 4}, 9, {}},
+      {"opset7", {2, 3, 4, 4}, 7, {}},
+  };
+  for (const BnCase& c : table) {
+    const int64_t ch = c.x[1];
+    cases.push_back(
+        {.name = "BatchNormalization_" + c.name,
+         .node = node_with("BatchNormalization", {"x", "scale", "b", "mean", "var"}, c.attrs),
+         .inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}), floats({ch}, 0.1, 2.0)},
+         .opset = c.opset});
+  }
+  for (int64_t size : {3, 5}) {
+    const std::string s = std::to_string(size);
+    cases.push_back({.name = "LRN_size" + s,
+                     .node = node_with("LRN", {"x"}, {{"size", Attribute::of_int(size)}}),
+                     .inputs = {floats({2, 7, 4, 5})}});
+    cases.push_back({.name = "LRN_size" + s + "_attributes",
+                     .node = node_with("LRN", {"x"},
+                                       {{"size", Attribute::of_int(size)},
+                                        {"alpha", Attribute::of_float(0.02f)},
+                                        {"beta", Attribute::of_float(0.6f)},
+                                        {"bias", Attribute::of_float(2.f)}}),
+                     .inputs = {floats({2, 6, 3, 2, 2})}});
+  }
+  cases.push_back(
+      {.name = "LRN_size4_3d",
+       .node = node_with("LRN", {"x"},
+                         {{"size", Attribute::of_int(4)}, {"alpha", Attribute::of_float(0.1f)}}),
+       .inputs = {floats({2, 9, 5})}});
+}
+
+const std::vector<CudaCase>& all_cases() {
+  static const std::vector<CudaCase> cases = [] {
+    std::vector<CudaCase> c;
+    add_conv_cases(c);
+    add_conv_transpose_cases(c);
+    add_pool_cases(c);
+    add_norm_cases(c);
+    return c;
+  }();
+  return cases;
+}
+
+DPRUN_CUDA_CASE_TESTS(CudaCudnn, all_cases(), kCoveredOps);
+
+/// True when a CUDA kernel is built for the node (else it runs on the host).
+bool runs_on_cuda(const Node& node, std::vector<testing::InputSpec> inputs, int64_t opset) {
+  const CudaCase c{.name = node.op_type, .node = node, .inputs = std::move(inputs), .opset = opset};
+  return KernelRegistry::instance().create(testing::cuda_kernel_info(c)) != nullptr;
+}
+
+TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
+  const Attrs window = {{"kernel_shape", ints({2, 2})}};
+  // MaxPool with its Indices output: only the Y output has a cuDNN counterpart.
+  Node max_pool = node_with("MaxPool", {"x"}, window);
+  EXPECT_TRUE(runs_on_cuda(max_pool, {floats({1, 2, 4, 4})}, 12));
+  max_pool.outputs = {"y", "indices"};
+  EXPECT_FALSE(runs_on_cuda(max_pool, {floats({1, 2, 4, 4})}, 12));
+  // Pooling with dilations (cuDNN pooling has none).
+  Attrs dilated = window;
+  dilated["dilations"] = ints({2, 1});
+  EXPECT_FALSE(runs_on_cuda(node_with("MaxPool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 12));
+  EXPECT_FALSE(runs_on_cuda(node_with("AveragePool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 19));
+
+  // BatchNormalization in training mode: opset 14+ by attribute, before by extra outputs.
+  const std::vector<testing::InputSpec> bn_inputs = {floats({2, 3, 4}), floats({3}), floats({3}),
+                                                     floats({3}), floats({3}, 0.1, 2.0)};
+  const std::vector<std::string> bn_in = {"x", "scale", "b", "mean", "var"};
+  EXPECT_TRUE(runs_on_cuda(node_with("BatchNormalization", bn_in), bn_inputs, 15));
+  Node training = node_with("BatchNormalization", bn_in, {{"training_mode", Attribute::of_int(1)}});
+  training.outputs = {"y", "running_mean", "running_var"};
+  EXPECT_FALSE(runs_on_cuda(training, bn_inputs, 15));
+  Node legacy_training = node_with("BatchNormalization", bn_in);
+  legacy_training.outputs = {"y", "mean", "var", "saved_mean", "saved_var"};
+  EXPECT_FALSE(runs_on_cuda(legacy_training, bn_inputs, 9));
+  Node per_activation = node_with("BatchNormalization", bn_in, {{"spatial", Attribute::of_int(0)}});
+  EXPECT_FALSE(runs_on_cuda(per_activation, bn_inputs, 7));
+
+  // LRN windows wider than cuDNN's CUDNN_LRN_MAX_N.
+  EXPECT_FALSE(runs_on_cuda(node_with("LRN", {"x"}, {{"size", Attribute::of_int(17)}}),
+                            {floats({1, 20, 2, 2})}, 13));
+  // Conv over 4 spatial dims (cuDNN convolves at most 3).
+  EXPECT_FALSE(runs_on_cuda(node_with("Conv", {"x", "w"}),
+                            {floats({1, 1, 3, 3, 3, 3}), floats({1, 1, 2, 2, 2, 2})}, 17));
+
+  // Each of these still has a kernel on the host to fall back on.
+  for (const Node& n : {max_pool, training, legacy_training}) {
+    KernelInfo info{n, 15, DeviceType::CPU, {}, {}};
+    EXPECT_NE(KernelRegistry::instance().create(info), nullptr) << n.op_type;
+  }
+}
+
+}  // namespace
+}  // namespace dprun
