@@ -13,11 +13,13 @@ namespace dprun::testing {
 
 /// Builds a one-node graph from `node` (inputs named by node.inputs, fed with `inputs` in that
 /// order; empty names stay omitted), compiles it for `device` at `opset`, runs it and returns
-/// the node's outputs (on `device`). To force one kernel implementation use run_impl in
-/// kernel_test_util.h.
+/// the node's outputs (on `device`). Inputs named in `initializers` are not fed: they become
+/// initializers of the graph, which the plan sees as constants. To force one kernel
+/// implementation use run_impl in kernel_test_util.h.
 inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
                                     int64_t opset, const std::string& domain_of_opset = "",
-                                    Device device = Device::cpu()) {
+                                    Device device = Device::cpu(),
+                                    const std::map<std::string, Tensor>& initializers = {}) {
   auto graph = std::make_shared<Graph>();
   graph->name = "single_" + node.op_type;
   graph->opset_imports[domain_of_opset] = opset;
@@ -25,6 +27,10 @@ inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>&
   size_t fed = 0;
   for (const auto& name : node.inputs) {
     if (name.empty()) continue;
+    if (auto it = initializers.find(name); it != initializers.end()) {
+      graph->initializers[name] = it->second;
+      continue;
+    }
     DPRUN_CHECK(fed < inputs.size(), "run_node: too few inputs");
     const Tensor& t = inputs[fed++];
     SymbolicShape shape;

@@ -1,5 +1,5 @@
 // Constant, ConstantOfShape and EyeLike: outputs built from attributes and shapes.
-#include "ops/cpu/data_movement.h"
+#include "ops/cpu/shape_ops.h"
 
 namespace dprun {
 namespace {
@@ -38,25 +38,13 @@ class ConstantKernel : public OpKernel {
 
 class ConstantOfShapeKernel : public OpKernel {
  public:
-  explicit ConstantOfShapeKernel(const KernelInfo& info) {
-    if (info.node.has_attr("value")) {
-      value_ = info.node.attr_tensor("value");
-      if (value_.numel() != 1)
-        info.node.fail("value must hold exactly one element, got ", value_.describe());
-    } else {
-      value_ = Tensor::scalar<float>(0.0f);
-    }
-  }
+  explicit ConstantOfShapeKernel(const KernelInfo& info) : params_(info) {}
   void compute(KernelContext& ctx) const override {
-    const Tensor& shape_t = ctx.input(0);
-    if (shape_t.rank() != 1) ctx.fail("shape input must be 1-D, got ", shape_t.describe());
-    const Shape shape = read_int64_values(shape_t, ctx, "shape");
-    for (int64_t d : shape)
-      if (d < 0) ctx.fail("shape ", shape_to_string(shape), " has a negative dimension");
-    Tensor& y = ctx.allocate_output(0, shape, value_.dtype());
-    visit_element_size(dtype_size(value_.dtype()), [&](auto zero) {
+    const Tensor& value = params_.value();
+    Tensor& y = ctx.allocate_output(0, params_.shape(ctx), value.dtype());
+    visit_element_size(dtype_size(value.dtype()), [&](auto zero) {
       using U = decltype(zero);
-      const U v = *static_cast<const U*>(value_.raw_data());
+      const U v = *static_cast<const U*>(value.raw_data());
       U* out = static_cast<U*>(y.raw_data());
       ctx.parallel_for(y.numel(), 1 << 16,
                        [&](int64_t b, int64_t e) { std::fill(out + b, out + e, v); });
@@ -64,7 +52,7 @@ class ConstantOfShapeKernel : public OpKernel {
   }
 
  private:
-  Tensor value_;
+  ConstantOfShapeParams params_;
 };
 
 class EyeLikeKernel : public OpKernel {

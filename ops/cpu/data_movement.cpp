@@ -99,6 +99,11 @@ void strided_copy(const ExecutionContext& exec, const void* src, int64_t src_off
   });
 }
 
+void cpu_view_copy(const KernelContext& ctx, const Tensor& x, const StridedView& view, Tensor& y) {
+  strided_copy(ctx.execution(), x.raw_data(), view.offset, view.shape, view.strides, y.raw_data(),
+               dtype_size(x.dtype()));
+}
+
 void permute_copy(const ExecutionContext& exec, const void* src, const Shape& in_shape,
                   const std::vector<int64_t>& perm, void* dst, size_t elem_size) {
   const std::vector<int64_t> in_strides = contiguous_strides(in_shape);

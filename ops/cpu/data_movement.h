@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/kernel.h"
@@ -29,6 +32,32 @@ inline std::vector<int64_t> read_int64_values(const Tensor& in, const KernelCont
   return out;
 }
 
+/// Reads a node's small integer inputs (shapes, axes, sizes, repeats) on the host. An input
+/// that is a constant of the plan (an initializer callers cannot override) is read from the
+/// copy the plan saw, so a kernel on a GPU does not wait for a copy of it from device memory;
+/// any other input is read with read_int64_values.
+class IntInputReader {
+ public:
+  explicit IntInputReader(const KernelInfo& info) : constants_(info.constant_inputs) {}
+  /// Input i's values; no values when the input is absent.
+  std::vector<int64_t> values(const KernelContext& ctx, size_t i, const char* what) const {
+    const Tensor* t = find(ctx, i);
+    return t ? read_int64_values(*t, ctx, what) : std::vector<int64_t>{};
+  }
+  /// Input i itself (its constant copy when it has one); throws naming the node when absent.
+  const Tensor& tensor(const KernelContext& ctx, size_t i) const {
+    const Tensor* t = find(ctx, i);
+    return t ? *t : ctx.input(i);
+  }
+
+ private:
+  const Tensor* find(const KernelContext& ctx, size_t i) const {
+    if (auto it = constants_.find(i); it != constants_.end()) return &it->second;
+    return ctx.optional_input(i);
+  }
+  std::map<size_t, Tensor> constants_;
+};
+
 /// A 1-element integer tensor (0-d or [1]) as int64.
 inline int64_t read_int64_scalar(const Tensor& t, const KernelContext& ctx, const char* what) {
   if (t.numel() != 1) ctx.fail(what, " must hold exactly one value, got ", t.describe());
@@ -52,6 +81,57 @@ inline std::vector<int64_t> transpose_perm(std::vector<int64_t> perm, size_t ran
     seen[static_cast<size_t>(p)] = true;
   }
   return perm;
+}
+
+/// A strided view of a contiguous tensor: element with multi-index (i_0..i_n) of `shape` is
+/// element offset + sum i_k * strides[k] of the source (strides may be zero or negative).
+struct StridedView {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+/// The output of a kernel that copies a strided view of its input 0 (Slice, Expand, Tile):
+/// `out_shape`, filled with the elements of `view` in row-major order (the view may split
+/// output dims in two, as Tile's does).
+struct ViewCopy {
+  Shape out_shape;
+  StridedView view;
+};
+
+/// The kernel of such an op on any device: `Params` is built from the KernelInfo and gives the
+/// ViewCopy with layout(ctx, input shape); `Copy(ctx, x, view, y)` copies the view of x into
+/// the contiguous y on the node's device.
+template <class Params,
+          void (*Copy)(const KernelContext&, const Tensor&, const StridedView&, Tensor&)>
+class ViewCopyKernel : public OpKernel {
+ public:
+  explicit ViewCopyKernel(const KernelInfo& info) : params_(info) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    const ViewCopy v = params_.layout(ctx, x.shape());
+    Tensor& y = ctx.allocate_output(0, v.out_shape, x.dtype());
+    Copy(ctx, x, v.view, y);
+  }
+
+ private:
+  Params params_;
+};
+
+/// Axis attribute `axis` normalised for rank `rank` (negatives count from the end); fails
+/// naming the node when out of range.
+inline int64_t normalize_axis_attr(int64_t axis, int64_t rank, const KernelContext& ctx) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) ctx.fail("axis ", axis, " is out of range for rank ", rank);
+  return a;
+}
+
+/// The products of the dims of `shape` before and after `axis`.
+inline std::pair<int64_t, int64_t> outer_inner(const Shape& shape, size_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  return {outer, inner};
 }
 
 /// Row-major element strides of a shape.
@@ -138,6 +218,9 @@ struct Odometer {
 /// stride becomes memcpy of rows, a transposed innermost dim is copied in cache tiles.
 void strided_copy(const ExecutionContext& exec, const void* src, int64_t src_offset,
                   Shape out_shape, std::vector<int64_t> src_strides, void* dst, size_t elem_size);
+
+/// ViewCopyKernel's copy on the CPU: strided_copy on the node's threads.
+void cpu_view_copy(const KernelContext& ctx, const Tensor& x, const StridedView& view, Tensor& y);
 
 /// Copies `src` (contiguous, shape `in_shape`) into `dst` permuted: out dim k is in dim perm[k].
 void permute_copy(const ExecutionContext& exec, const void* src, const Shape& in_shape,

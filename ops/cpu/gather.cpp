@@ -1,6 +1,6 @@
 // Gather, GatherElements, GatherND. Indices are validated (negatives count from the end)
 // before any data moves; rows are copied by element size so every dtype shares one path.
-#include "ops/cpu/data_movement.h"
+#include "ops/cpu/gather.h"
 
 namespace dprun {
 namespace {
@@ -26,20 +26,10 @@ class GatherKernel : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& data = ctx.input(0);
     const Tensor& indices = ctx.input(1);
-    const int64_t r = data.rank();
-    if (r == 0) ctx.fail("data must have rank >= 1, got a scalar");
-    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    if (axis < 0 || axis >= r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
-    const Shape& ds = data.shape();
-    const int64_t dim = ds[static_cast<size_t>(axis)];
+    const GatherLayout g = gather_layout(data.shape(), indices.shape(), axis_, ctx);
+    const int64_t dim = g.dim, outer = g.outer, inner = g.inner;
     std::vector<int64_t> idx = read_indices(indices, dim, ctx, "index");
-    Shape out_shape(ds.begin(), ds.begin() + axis);
-    out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
-    out_shape.insert(out_shape.end(), ds.begin() + axis + 1, ds.end());
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= ds[static_cast<size_t>(d)];
-    for (int64_t d = axis + 1; d < r; ++d) inner *= ds[static_cast<size_t>(d)];
-    Tensor& y = ctx.allocate_output(0, out_shape, data.dtype());
+    Tensor& y = ctx.allocate_output(0, g.out_shape, data.dtype());
     const int64_t n = static_cast<int64_t>(idx.size());
     if (outer > 1) {
       // Flatten (outer, index) pairs into source row numbers over [outer * dim] rows.

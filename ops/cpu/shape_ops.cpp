@@ -1,31 +1,20 @@
 // Shape and Size: metadata of the input as int64 tensors.
-#include "ops/cpu/data_movement.h"
+#include "ops/cpu/shape_ops.h"
 
 namespace dprun {
 namespace {
 
-// Shape-15 adds start/end (clamped to [0, rank], negatives count from the end).
 class ShapeKernel : public OpKernel {
  public:
-  explicit ShapeKernel(const KernelInfo& info)
-      : start_(info.node.attr_int("start", 0)),
-        end_(info.node.has_attr("end") ? info.node.attr_int("end") : INT64_MAX) {}
+  explicit ShapeKernel(const KernelInfo& info) : params_(info) {}
   void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const int64_t r = x.rank();
-    auto clamp = [r](int64_t v) {
-      if (v < 0) v += r;
-      return std::clamp<int64_t>(v, 0, r);
-    };
-    const int64_t start = clamp(start_), end = clamp(end_);
-    const int64_t n = std::max<int64_t>(0, end - start);
-    Tensor& y = ctx.allocate_output(0, {n}, DType::Int64);
-    int64_t* out = y.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) out[i] = x.shape()[static_cast<size_t>(start + i)];
+    const std::vector<int64_t> dims = params_.listed(ctx.input(0).shape());
+    Tensor& y = ctx.allocate_output(0, {static_cast<int64_t>(dims.size())}, DType::Int64);
+    std::copy(dims.begin(), dims.end(), y.data<int64_t>());
   }
 
  private:
-  int64_t start_, end_;
+  ShapeParams params_;
 };
 
 class SizeKernel : public OpKernel {

@@ -26,6 +26,12 @@ InputSpec int64s(std::vector<int64_t> values) {
   return {.shape = {n}, .dtype = DType::Int64, .values = std::move(values)};
 }
 
+InputSpec constant_int64s(std::vector<int64_t> values) {
+  InputSpec spec = int64s(std::move(values));
+  spec.constant = true;
+  return spec;
+}
+
 std::string dims_name(const Shape& shape) {
   std::string s;
   for (int64_t d : shape) {
@@ -67,10 +73,19 @@ std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed) {
 
 KernelInfo cuda_kernel_info(const CudaCase& c) {
   KernelInfo info{c.node, c.opset, DeviceType::CUDA, {}, {}};
-  for (const InputSpec& spec : c.inputs) {
+  const std::vector<Tensor> values = make_inputs(c, 1234);
+  // Specs follow the node's named inputs; an empty name is an omitted input without a spec.
+  for (size_t i = 0, k = 0; i < c.node.inputs.size(); ++i) {
+    if (c.node.inputs[i].empty() || k >= c.inputs.size()) {
+      info.input_types.push_back(std::nullopt);
+      continue;
+    }
+    const InputSpec& spec = c.inputs[k];
+    if (spec.constant) info.constant_inputs.emplace(i, values[k]);
     SymbolicShape shape;
     for (int64_t d : spec.shape) shape.push_back(Dim::known(d));
     info.input_types.push_back(TensorType{spec.dtype, shape});
+    ++k;
   }
   return info;
 }
@@ -139,9 +154,21 @@ void expect_device_output_matches(const Tensor& got_device, const Tensor& want, 
 }
 
 void expect_cuda_matches_cpu(const CudaCase& c, unsigned seed) {
-  const std::vector<Tensor> inputs = make_inputs(c, seed);
-  const std::vector<Tensor> cpu = run_node(c.node, inputs, c.opset);
-  const std::vector<Tensor> cuda = run_node(c.node, inputs, c.opset, "", Device::cuda(0));
+  const std::vector<Tensor> values = make_inputs(c, seed);
+  std::vector<Tensor> inputs;
+  std::map<std::string, Tensor> initializers;
+  for (size_t i = 0, k = 0; i < c.node.inputs.size() && k < values.size(); ++i) {
+    if (c.node.inputs[i].empty()) continue;
+    if (c.inputs[k].constant)
+      initializers[c.node.inputs[i]] = values[k];
+    else
+      inputs.push_back(values[k]);
+    ++k;
+  }
+  const std::vector<Tensor> cpu =
+      run_node(c.node, inputs, c.opset, "", Device::cpu(), initializers);
+  const std::vector<Tensor> cuda =
+      run_node(c.node, inputs, c.opset, "", Device::cuda(0), initializers);
   ASSERT_EQ(cuda.size(), cpu.size());
   for (size_t o = 0; o < cpu.size(); ++o) {
     SCOPED_TRACE("output " + std::to_string(o));

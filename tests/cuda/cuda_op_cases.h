@@ -19,12 +19,15 @@
 namespace dprun::testing {
 
 /// One graph input: random values of `dtype`, or the given int64 `values` (shapes, axes,
-/// indices). Random floats lie in [lo, hi]; random integers are the integers in it.
+/// indices). Random floats lie in [lo, hi]; random integers are the integers in it. A
+/// `constant` input is an initializer of the graph instead of a fed input: the plan (and so
+/// the kernel's factory) sees its value.
 struct InputSpec {
   Shape shape;
   DType dtype = DType::Float32;
   std::vector<int64_t> values;
   double lo = -2.0, hi = 2.0;
+  bool constant = false;
 };
 
 /// One node run on both devices.
@@ -47,12 +50,14 @@ Node node_with(const std::string& op, std::vector<std::string> inputs,
 InputSpec floats(Shape shape, double lo = -2.0, double hi = 2.0);
 /// A 1-D int64 input holding `values`.
 InputSpec int64s(std::vector<int64_t> values);
+/// The same as an initializer of the graph (a constant of the plan).
+InputSpec constant_int64s(std::vector<int64_t> values);
 /// "2x3x4" for {2, 3, 4}, "scalar" for {}.
 std::string dims_name(const Shape& shape);
 
 /// The case's inputs on the host; random values are fixed by `seed`.
 std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed);
-/// The KernelInfo a CUDA plan would build for the case's node.
+/// The KernelInfo a CUDA plan would build for the case's node (constant inputs included).
 KernelInfo cuda_kernel_info(const CudaCase& c);
 
 /// Expects every CUDA definition (ai.onnx domain) of the ops in `covered` to be run by a case
