@@ -10,6 +10,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cuda/transpose.h"
 
 namespace dprun {
 namespace {
@@ -45,53 +46,60 @@ class TransposeCuda : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const std::vector<int64_t> perm = transpose_perm(perm_, static_cast<size_t>(x.rank()), ctx);
-    const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
     Shape out_shape;
-    std::vector<int64_t> dims, strides;  // the simplified layout, outermost first
-    for (int64_t p : perm) {
-      const int64_t size = x.shape()[static_cast<size_t>(p)];
-      const int64_t stride = in_strides[static_cast<size_t>(p)];
-      out_shape.push_back(size);
-      if (size == 1) continue;
-      if (!dims.empty() && strides.back() == stride * size) {
-        dims.back() *= size;
-        strides.back() = stride;
-      } else {
-        dims.push_back(size);
-        strides.push_back(stride);
-      }
-    }
-    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    if (y.numel() == 0) return;
-    const cudaStream_t stream = CudaExecutionContext::of(ctx.execution()).stream();
-    if (dims.empty() || (dims.size() == 1 && strides[0] == 1)) {
-      cuda_check(
-          cudaMemcpyAsync(y.raw_data(), x.raw_data(), y.nbytes(), cudaMemcpyDeviceToDevice, stream),
-          "Transpose: cudaMemcpyAsync");
-      return;
-    }
-    if (dims.size() > kMaxRank)
-      ctx.fail("supports up to ", kMaxRank, " dimensions after merging, ",
-               shape_to_string(x.shape()), " with perm ", shape_to_string(perm), " has ",
-               dims.size());
-    PermutedLayout layout;
-    layout.rank = static_cast<int>(dims.size());
-    std::copy(dims.begin(), dims.end(), layout.dims);
-    std::copy(strides.begin(), strides.end(), layout.in_strides);
-    constexpr int kThreads = 256;
-    const auto blocks =
-        static_cast<unsigned>(std::min<int64_t>((y.numel() + kThreads - 1) / kThreads, 1 << 20));
-    visit_element_size(dtype_size(x.dtype()), [&](auto tag) {
-      using U = decltype(tag);
-      transpose_kernel<U><<<blocks, kThreads, 0, stream>>>(
-          static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()), layout, y.numel());
-    });
-    cuda_check(cudaGetLastError(), "transpose_kernel launch");
+    for (int64_t p : perm) out_shape.push_back(x.shape()[static_cast<size_t>(p)]);
+    cuda_transpose_into(ctx, x, perm, ctx.allocate_output(0, out_shape, x.dtype()));
   }
 
  private:
   std::vector<int64_t> perm_;
 };
+
+}  // namespace
+
+void cuda_transpose_into(const KernelContext& ctx, const Tensor& x,
+                         const std::vector<int64_t>& perm, Tensor& y) {
+  const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> dims, strides;  // the simplified layout, outermost first
+  for (int64_t p : perm) {
+    const int64_t size = x.shape()[static_cast<size_t>(p)];
+    const int64_t stride = in_strides[static_cast<size_t>(p)];
+    if (size == 1) continue;
+    if (!dims.empty() && strides.back() == stride * size) {
+      dims.back() *= size;
+      strides.back() = stride;
+    } else {
+      dims.push_back(size);
+      strides.push_back(stride);
+    }
+  }
+  if (y.numel() == 0) return;
+  const cudaStream_t stream = CudaExecutionContext::of(ctx.execution()).stream();
+  if (dims.empty() || (dims.size() == 1 && strides[0] == 1)) {
+    cuda_check(
+        cudaMemcpyAsync(y.raw_data(), x.raw_data(), y.nbytes(), cudaMemcpyDeviceToDevice, stream),
+        "Transpose: cudaMemcpyAsync");
+    return;
+  }
+  if (dims.size() > kMaxRank)
+    ctx.fail("supports up to ", kMaxRank, " dimensions after merging, ", shape_to_string(x.shape()),
+             " with perm ", shape_to_string(perm), " has ", dims.size());
+  PermutedLayout layout;
+  layout.rank = static_cast<int>(dims.size());
+  std::copy(dims.begin(), dims.end(), layout.dims);
+  std::copy(strides.begin(), strides.end(), layout.in_strides);
+  constexpr int kThreads = 256;
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>((y.numel() + kThreads - 1) / kThreads, 1 << 20));
+  visit_element_size(dtype_size(x.dtype()), [&](auto tag) {
+    using U = decltype(tag);
+    transpose_kernel<U><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()), layout, y.numel());
+  });
+  cuda_check(cudaGetLastError(), "transpose_kernel launch");
+}
+
+namespace {
 
 DPRUN_REGISTER_KERNEL({.op_type = "Transpose",
                        .since = 1,
