@@ -19,12 +19,14 @@
 namespace dprun::testing {
 
 /// One graph input: random values of `dtype`, or the given int64 `values` (shapes, axes,
-/// indices). Random floats lie in [lo, hi]; random integers are the integers in it.
+/// indices). Random floats lie in [lo, hi], rounded to whole numbers when `whole` (so values
+/// repeat: ties for ArgMax, zeros for casts to bool); random integers are the integers in it.
 struct InputSpec {
   Shape shape;
   DType dtype = DType::Float32;
   std::vector<int64_t> values;
   double lo = -2.0, hi = 2.0;
+  bool whole = false;
 };
 
 /// One node run on both devices.
