@@ -13,7 +13,7 @@
 
 #include <cmath>
 
-#include "ops/cpu/reduce_common.h"
+#include "ops/cpu/reduce_axes.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/reduce.cuh"
 
@@ -94,47 +94,33 @@ __global__ void arg_columns_kernel(const float* x, int64_t* y, int64_t outer, in
 template <bool kMax>
 class ArgCuda : public OpKernel {
  public:
-  explicit ArgCuda(const KernelInfo& info)
-      : axis_(info.node.attr_int("axis", 0)),
-        keepdims_(info.node.attr_int("keepdims", 1) != 0),
-        last_(info.node.attr_int("select_last_index", 0) != 0) {}
+  explicit ArgCuda(const KernelInfo& info) : axis_(info) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::Float32) ctx.fail("expects float32 on CUDA, got ", x.describe());
-    const int64_t rank = x.rank();
-    if (axis_ < -rank || axis_ >= rank)
-      ctx.fail("axis ", axis_, " is out of range for input shape ", shape_to_string(x.shape()));
-    const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-    const int64_t outer = dims_product(x.shape(), 0, a);
-    const int64_t d = x.shape()[static_cast<size_t>(a)];
-    const int64_t inner = dims_product(x.shape(), a + 1, rank);
-    Shape out_shape = x.shape();
-    if (keepdims_)
-      out_shape[static_cast<size_t>(a)] = 1;
-    else
-      out_shape.erase(out_shape.begin() + a);
-    Tensor& y = ctx.allocate_output(0, out_shape, DType::Int64);
+    const ArgAxis::Dims dims = axis_.dims(ctx, x.shape());
+    const int64_t outer = dims.outer, d = dims.d, inner = dims.inner;
+    Tensor& y = ctx.allocate_output(0, dims.out_shape, DType::Int64);
     if (y.numel() == 0) return;
     if (d == 0) ctx.fail("cannot take the arg", kMax ? "max" : "min", " of an empty axis");
+    const bool last = axis_.select_last();
     const cudaStream_t stream = cuda_ew::stream_of(ctx);
     if (inner == 1 && d >= kWarp) {
       arg_rows_kernel<kMax>
           <<<cuda_reduce::grid_for(outer), cuda_reduce::row_threads(d), 0, stream>>>(
-              x.data<float>(), y.data<int64_t>(), outer, d, last_);
+              x.data<float>(), y.data<int64_t>(), outer, d, last);
     } else {
       constexpr int kThreads = 256;
       arg_columns_kernel<kMax>
           <<<cuda_reduce::grid_for((outer * inner + kThreads - 1) / kThreads), kThreads, 0,
-             stream>>>(x.data<float>(), y.data<int64_t>(), outer, d, inner, last_);
+             stream>>>(x.data<float>(), y.data<int64_t>(), outer, d, inner, last);
     }
     cuda_ew::check_launch(ctx);
   }
 
  private:
-  int64_t axis_;
-  bool keepdims_;
-  bool last_;
+  ArgAxis axis_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "ArgMax",
