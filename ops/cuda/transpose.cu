@@ -17,7 +17,8 @@ namespace {
 
 constexpr int kMaxRank = 8;
 
-/// The output's dims and, for each, the input element stride it walks.
+/// The output's dims and, for each, the input element stride it walks (0 repeats the input
+/// along that dim).
 struct PermutedLayout {
   int rank = 0;
   int64_t dims[kMaxRank];
@@ -84,13 +85,23 @@ void cuda_transpose_into(const KernelContext& ctx, const Tensor& x,
   if (dims.size() > kMaxRank)
     ctx.fail("supports up to ", kMaxRank, " dimensions after merging, ", shape_to_string(x.shape()),
              " with perm ", shape_to_string(perm), " has ", dims.size());
+  cuda_gather_strided(ctx, x, dims, strides, y);
+}
+
+void cuda_gather_strided(const KernelContext& ctx, const Tensor& x,
+                         const std::vector<int64_t>& dims, const std::vector<int64_t>& in_strides,
+                         Tensor& y) {
+  if (y.numel() == 0) return;
+  if (dims.size() > kMaxRank)
+    ctx.fail("gathers over at most ", kMaxRank, " dimensions on CUDA, got ", shape_to_string(dims));
   PermutedLayout layout;
   layout.rank = static_cast<int>(dims.size());
   std::copy(dims.begin(), dims.end(), layout.dims);
-  std::copy(strides.begin(), strides.end(), layout.in_strides);
+  std::copy(in_strides.begin(), in_strides.end(), layout.in_strides);
   constexpr int kThreads = 256;
   const auto blocks =
       static_cast<unsigned>(std::min<int64_t>((y.numel() + kThreads - 1) / kThreads, 1 << 20));
+  const cudaStream_t stream = CudaExecutionContext::of(ctx.execution()).stream();
   visit_element_size(dtype_size(x.dtype()), [&](auto tag) {
     using U = decltype(tag);
     transpose_kernel<U><<<blocks, kThreads, 0, stream>>>(

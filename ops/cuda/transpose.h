@@ -1,6 +1,6 @@
 #pragma once
-// The entry of the CUDA Transpose kernel, for other CUDA kernels that need a permuted copy of a
-// device tensor (e.g. reductions over axes that are not adjacent).
+// The entries of the CUDA Transpose kernel, for other CUDA kernels that need a permuted copy of
+// a device tensor (e.g. reductions over axes that are not adjacent) or a broadcast one.
 #include <cstdint>
 #include <vector>
 
@@ -14,5 +14,13 @@ namespace dprun {
 /// layout needs more than 8 dimensions after merging.
 void cuda_transpose_into(const KernelContext& ctx, const Tensor& x,
                          const std::vector<int64_t>& perm, Tensor& y);
+
+/// Queues, on the run's stream, y[i] = x[offset(i)] for every i of `dims` (row-major, outermost
+/// first), offset(i) being the sum over dims of i's index times `in_strides` there; a stride
+/// of 0 repeats x along that dim (a broadcast). `y` is a tensor on the run's device with x's
+/// dtype and the product of `dims` elements. Fails naming the node beyond 8 dims.
+void cuda_gather_strided(const KernelContext& ctx, const Tensor& x,
+                         const std::vector<int64_t>& dims, const std::vector<int64_t>& in_strides,
+                         Tensor& y);
 
 }  // namespace dprun
