@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "ops/cuda/elementwise.cuh"
@@ -145,40 +146,37 @@ void cast_to(KernelContext& ctx, const Tensor& in, DType to) {
   if (!known) ctx.fail("cannot cast from dtype ", dtype_name(in.dtype()), " on CUDA");
 }
 
+/// Cast, whose target is fixed when the kernel is built, and CastLike (no fixed target), which
+/// takes input 1's dtype.
 class CastCuda : public OpKernel {
  public:
-  explicit CastCuda(DType to) : to_(to) {}
-  void compute(KernelContext& ctx) const override { cast_to(ctx, ctx.input(0), to_); }
-
- private:
-  DType to_;
-};
-
-/// Cast-6+ names its target by number; Cast-1..5's names and other targets are left to the
-/// host kernel, which also reports the bad ones.
-std::unique_ptr<OpKernel> make_cast(const KernelInfo& info) {
-  const Attribute* a = info.node.find_attr("to");
-  if (!a || a->kind != Attribute::Kind::Int) return nullptr;
-  const auto to = static_cast<DType>(info.node.attr_int("to"));
-  if (!is_cast_type(to)) return nullptr;
-  return std::make_unique<CastCuda>(to);
-}
-
-class CastLikeCuda : public OpKernel {
- public:
+  explicit CastCuda(std::optional<DType> to) : to_(to) {}
   void compute(KernelContext& ctx) const override {
-    const DType to = ctx.input(1).dtype();
+    const DType to = to_ ? *to_ : ctx.input(1).dtype();
     if (!is_cast_type(to)) ctx.fail("cannot cast to dtype ", dtype_name(to), " on CUDA");
     cast_to(ctx, ctx.input(0), to);
   }
+
+ private:
+  std::optional<DType> to_;
 };
 
-/// Declines a target dtype known not to be converted here.
-std::unique_ptr<OpKernel> make_cast_like(const KernelInfo& info) {
-  if (info.input_types.size() > 1 && info.input_types[1] &&
-      info.input_types[1]->dtype != DType::Undefined && !is_cast_type(info.input_types[1]->dtype))
+/// Cast-6+ names its target by number; Cast-1..5's type names and targets not converted here
+/// are left to the host kernel, which also reports the bad ones.
+std::unique_ptr<OpKernel> make_cast(const KernelInfo& info) {
+  const Attribute* a = info.node.find_attr("to");
+  if (!a || a->kind != Attribute::Kind::Int || !is_cast_type(static_cast<DType>(a->i)))
     return nullptr;
-  return std::make_unique<CastLikeCuda>();
+  return std::make_unique<CastCuda>(static_cast<DType>(a->i));
+}
+
+/// Declines a CastLike whose target dtype is known and not converted here.
+std::unique_ptr<OpKernel> make_cast_like(const KernelInfo& info) {
+  const auto& types = info.input_types;
+  if (types.size() > 1 && types[1] && types[1]->dtype != DType::Undefined &&
+      !is_cast_type(types[1]->dtype))
+    return nullptr;
+  return std::make_unique<CastCuda>(std::nullopt);
 }
 
 DPRUN_REGISTER_KERNEL({.op_type = "Cast",
