@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "ops/cpu/broadcast.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/cpu/layer_norm_util.h"
 
 namespace dprun {
 namespace {
@@ -17,14 +17,7 @@ template <class C>
 std::vector<C> expand_param(const KernelContext& ctx, const Tensor& param, const Shape& target,
                             const char* what) {
   const Shape& ps = param.shape();
-  bool ok = ps.size() <= target.size();
-  for (size_t i = 0; ok && i < ps.size(); ++i) {
-    const int64_t pd = ps[ps.size() - 1 - i], td = target[target.size() - 1 - i];
-    ok = pd == td || pd == 1;
-  }
-  if (!ok)
-    ctx.fail(what, " of shape ", shape_to_string(ps),
-             " does not broadcast to the normalized shape ", shape_to_string(target));
+  check_param_broadcast(ctx, ps, target, what);
   std::vector<C> values = read_as<C>(ctx, param, what);
   const int64_t n = shape_numel(target);
   if (static_cast<int64_t>(values.size()) == n) return values;
@@ -45,28 +38,16 @@ std::vector<C> expand_param(const KernelContext& ctx, const Tensor& param, const
 
 class LayerNormKernel : public OpKernel {
  public:
-  explicit LayerNormKernel(const KernelInfo& info)
-      : axis_(info.node.attr_int("axis", -1)), epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
+  explicit LayerNormKernel(const KernelInfo& info) : attrs_(info) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const int64_t rank = x.rank();
-    if (axis_ < -rank || axis_ >= rank)
-      ctx.fail("axis ", axis_, " is out of range for input shape ", shape_to_string(x.shape()));
-    const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-    const int64_t rows = dims_product(x.shape(), 0, a);
-    const int64_t D = dims_product(x.shape(), a, rank);
-    const Shape norm_shape(x.shape().begin() + a, x.shape().end());
-    Shape stat_shape(x.shape().begin(), x.shape().begin() + a);
-    stat_shape.resize(static_cast<size_t>(rank), 1);
-    Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
-    const DType stat_dtype = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-    Tensor* mean_out = nullptr;
-    Tensor* inv_out = nullptr;
-    if (ctx.output_count() > 1 && ctx.output_wanted(1))
-      mean_out = &ctx.allocate_output(1, stat_shape, stat_dtype);
-    if (ctx.output_count() > 2 && ctx.output_wanted(2))
-      inv_out = &ctx.allocate_output(2, stat_shape, stat_dtype);
+    const LayerNormRun run = start_layer_norm(ctx, x, attrs_.axis);
+    const int64_t rows = run.rows, D = run.d;
+    const Shape& norm_shape = run.norm_shape;
+    Tensor& y = *run.y;
+    Tensor* mean_out = run.mean;
+    Tensor* inv_out = run.inv_std;
     visit_float_dtype(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using Ct = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -86,7 +67,7 @@ class LayerNormKernel : public OpKernel {
               const T* xr = xp + r * D;
               T* yr = yp + r * D;
               const auto [m, v] = row_moments(xr, D);
-              const double inv = 1.0 / std::sqrt(v + static_cast<double>(epsilon_));
+              const double inv = 1.0 / std::sqrt(v + static_cast<double>(attrs_.epsilon));
               const Ct mean = static_cast<Ct>(m), inv_std = static_cast<Ct>(inv);
               if (bp)
                 for (int64_t d = 0; d < D; ++d)
@@ -102,8 +83,7 @@ class LayerNormKernel : public OpKernel {
   }
 
  private:
-  int64_t axis_;
-  float epsilon_;
+  LayerNormAttrs attrs_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "LayerNormalization",

@@ -12,82 +12,10 @@
 #include <limits>
 #include <string>
 
-#include "ops/cpu/reduce_common.h"
+#include "ops/cpu/reduce_axes.h"
 
 namespace dprun {
 namespace {
-
-enum class ReduceOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
-
-template <class A>
-bool is_nan(A v) {
-  if constexpr (std::is_floating_point_v<A>)
-    return std::isnan(v);
-  else
-    return false;
-}
-
-/// init/map/combine/finalize for one reduction in accumulator type A. `shift` is the
-/// per-output maximum LogSumExp subtracts for stability (0 for the other reductions).
-template <ReduceOp Op, class A>
-struct Reducer {
-  static A init() {
-    if constexpr (Op == ReduceOp::Max)
-      return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
-                                                  : std::numeric_limits<A>::lowest();
-    else if constexpr (Op == ReduceOp::Min)
-      return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
-                                                  : std::numeric_limits<A>::max();
-    else if constexpr (Op == ReduceOp::Prod)
-      return A(1);
-    else
-      return A(0);
-  }
-  static A map(A x, A shift) {
-    if constexpr (Op == ReduceOp::L1) {
-      if constexpr (std::is_signed_v<A>) return x < A(0) ? A(-x) : x;
-      return x;
-    } else if constexpr (Op == ReduceOp::L2 || Op == ReduceOp::SumSquare) {
-      return static_cast<A>(x * x);
-    } else if constexpr (Op == ReduceOp::LogSumExp) {
-      return static_cast<A>(std::exp(x - shift));
-    } else {
-      (void)shift;
-      return x;
-    }
-  }
-  static A combine(A a, A b) {
-    if constexpr (Op == ReduceOp::Max)
-      return (b > a || is_nan(b)) ? b : a;  // NaN propagates
-    else if constexpr (Op == ReduceOp::Min)
-      return (b < a || is_nan(b)) ? b : a;
-    else if constexpr (Op == ReduceOp::Prod)
-      return static_cast<A>(a * b);
-    else
-      return static_cast<A>(a + b);
-  }
-  static A finalize(A acc, int64_t count, A shift) {
-    if constexpr (Op == ReduceOp::Mean)
-      return static_cast<A>(acc / static_cast<A>(count));
-    else if constexpr (Op == ReduceOp::L2)
-      return static_cast<A>(std::sqrt(acc));
-    else if constexpr (Op == ReduceOp::LogSum)
-      return static_cast<A>(std::log(acc));
-    else if constexpr (Op == ReduceOp::LogSumExp)
-      return static_cast<A>(std::log(acc) + shift);
-    else
-      return acc;
-  }
-};
-
-/// Accumulator type: double for floating inputs (float32 sums stay accurate over long rows)
-/// and for the reductions whose result is not an integer; T itself for integer sums, products
-/// and extrema, which wrap like the input type.
-template <ReduceOp Op, class T>
-using acc_type_t =
-    std::conditional_t<!std::is_integral_v<T> || Op == ReduceOp::Mean || Op == ReduceOp::L2 ||
-                           Op == ReduceOp::LogSum || Op == ReduceOp::LogSumExp,
-                       double, T>;
 
 /// The reduction's iteration layout after merging dimensions.
 struct Layout {
@@ -264,20 +192,7 @@ void run_reduce(const ExecutionContext& exec, const T* x, T* y, const Layout& L)
 
 class ReduceKernel : public OpKernel {
  public:
-  ReduceKernel(const KernelInfo& info, ReduceOp op) : op_(op) {
-    const Node& node = info.node;
-    keepdims_ = node.attr_int("keepdims", 1) != 0;
-    const int64_t input_since = node.op_type == "ReduceSum" ? 13 : 18;
-    axes_from_input_ = info.opset >= input_since;
-    if (axes_from_input_) {
-      noop_with_empty_axes_ = node.attr_int("noop_with_empty_axes", 0) != 0;
-      if (node.has_attr("axes"))
-        node.fail("axes is an input from opset ", input_since, ", not an attribute");
-    } else if (node.has_attr("axes")) {
-      axes_attr_ = node.attr_ints("axes");
-      has_axes_attr_ = true;
-    }
-  }
+  ReduceKernel(const KernelInfo& info, ReduceOp op) : op_(op), axes_(info) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -285,43 +200,26 @@ class ReduceKernel : public OpKernel {
         x.dtype() == DType::Bool && (op_ == ReduceOp::Max || op_ == ReduceOp::Min);
     if (!is_floating(x.dtype()) && !is_integral(x.dtype()) && !bool_extremum)
       ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
-    const int64_t rank = x.rank();
-    std::vector<int64_t> axes;
-    bool all = false;
-    if (axes_from_input_) {
-      const Tensor* t = ctx.optional_input(1);
-      if (t) {
-        if (t->rank() > 1) ctx.fail("axes must be 1-D, got shape ", shape_to_string(t->shape()));
-        axes = read_int_list(ctx, *t, "axes");
-      }
-      if (axes.empty()) {
-        if (noop_with_empty_axes_) {
-          ctx.set_output(0, x);
-          return;
-        }
-        all = true;
-      }
-    } else if (has_axes_attr_) {
-      axes = axes_attr_;
-      all = axes.empty();  // an explicitly empty attribute still means all axes
-    } else {
-      all = true;
+    const ReduceAxes::Resolved r = axes_.resolve(ctx, x);
+    if (r.noop) {
+      ctx.set_output(0, x);
+      return;
     }
-    std::vector<bool> reduce_dim(static_cast<size_t>(rank), all);
-    if (!all)
-      for (int64_t a : normalize_axes(ctx.node(), axes, rank))
-        reduce_dim[static_cast<size_t>(a)] = true;
-
-    Shape out_shape;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (!reduce_dim[static_cast<size_t>(d)])
-        out_shape.push_back(x.shape()[static_cast<size_t>(d)]);
-      else if (keepdims_)
-        out_shape.push_back(1);
-    }
-    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
-    const Layout L = make_layout(x.shape(), reduce_dim);
+    Tensor& y = ctx.allocate_output(0, r.out_shape, x.dtype());
+    const Layout L = make_layout(x.shape(), r.reduce_dim);
     if (y.numel() == 0) return;
+    if (bool_extremum) {
+      // ReduceMax/Min accept bool (opset 20): any/all, computed on the 0/1 bytes.
+      static_assert(sizeof(bool) == 1);
+      const auto* xp = static_cast<const uint8_t*>(x.raw_data());
+      auto* yp = static_cast<uint8_t*>(y.raw_data());
+      if (op_ == ReduceOp::Max)
+        run_reduce<ReduceOp::Max>(ctx.execution(), xp, yp, L);
+      else
+        run_reduce<ReduceOp::Min>(ctx.execution(), xp, yp, L);
+      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = yp[i] != 0;  // empty-set min is 255
+      return;
+    }
     auto dispatch = [&](auto tag) {
       using T = decltype(tag);
       const T* xp = x.data<T>();
@@ -349,18 +247,6 @@ class ReduceKernel : public OpKernel {
           return run_reduce<ReduceOp::SumSquare>(ctx.execution(), xp, yp, L);
       }
     };
-    if (bool_extremum) {
-      // ReduceMax/Min accept bool (opset 20): any/all, computed on the 0/1 bytes.
-      static_assert(sizeof(bool) == 1);
-      const auto* xp = static_cast<const uint8_t*>(x.raw_data());
-      auto* yp = static_cast<uint8_t*>(y.raw_data());
-      if (op_ == ReduceOp::Max)
-        run_reduce<ReduceOp::Max>(ctx.execution(), xp, yp, L);
-      else
-        run_reduce<ReduceOp::Min>(ctx.execution(), xp, yp, L);
-      for (int64_t i = 0; i < y.numel(); ++i) yp[i] = yp[i] != 0;  // empty-set min is 255
-      return;
-    }
     switch (x.dtype()) {
       case DType::Float16:
         return dispatch(Float16{});
@@ -373,11 +259,7 @@ class ReduceKernel : public OpKernel {
 
  private:
   ReduceOp op_;
-  bool keepdims_ = true;
-  bool axes_from_input_ = false;
-  bool noop_with_empty_axes_ = false;
-  bool has_axes_attr_ = false;
-  std::vector<int64_t> axes_attr_;
+  ReduceAxes axes_;
 };
 
 template <ReduceOp Op>

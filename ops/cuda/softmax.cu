@@ -14,12 +14,13 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/softmax_util.h"
+#include "ops/cuda/reduce.cuh"
 
 namespace dprun {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kMaxThreads = 1024;
+using cuda_reduce::block_reduce;
+using cuda_reduce::kWarp;
 
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -28,29 +29,9 @@ struct SumOp {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
-template <class Op>
-__device__ float warp_reduce(float v, Op op) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-/// Reduces v over the block (blockDim.x a multiple of 32); every thread gets the result.
-/// `scratch` holds one value per warp.
-template <class Op>
-__device__ float block_reduce(float v, float identity, Op op, float* scratch) {
-  v = warp_reduce(v, op);
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  __syncthreads();  // the previous reduction's readers are done with scratch
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  const int warps = blockDim.x / kWarp;
-  return warp_reduce(lane < warps ? scratch[lane] : identity, op);
-}
-
 template <bool kLog>
 __global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t d) {
-  __shared__ float scratch[kMaxThreads / kWarp];
+  __shared__ float scratch[cuda_reduce::kScratch];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
@@ -110,8 +91,7 @@ class SoftmaxCuda : public OpKernel {
     const cudaStream_t stream = CudaExecutionContext::of(ctx.execution()).stream();
     if (s.inner == 1) {
       // Whole warps, no more than the row needs.
-      const int threads =
-          static_cast<int>(std::min<int64_t>(kMaxThreads, (s.d + kWarp - 1) / kWarp * kWarp));
+      const int threads = cuda_reduce::row_threads(s.d);
       const auto blocks = static_cast<unsigned>(std::min(s.outer, kMaxBlocks));
       softmax_rows_kernel<kLog>
           <<<blocks, threads, 0, stream>>>(x.data<float>(), y.data<float>(), s.outer, s.d);

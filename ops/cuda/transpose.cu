@@ -16,12 +16,7 @@ class TransposeCuda : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const std::vector<int64_t> perm = transpose_perm(perm_, static_cast<size_t>(x.rank()), ctx);
-    const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
-    StridedView view;
-    for (int64_t p : perm) {
-      view.shape.push_back(x.shape()[static_cast<size_t>(p)]);
-      view.strides.push_back(in_strides[static_cast<size_t>(p)]);
-    }
+    const StridedView view = permuted_view(x.shape(), perm);
     Tensor& y = ctx.allocate_output(0, view.shape, x.dtype());
     cuda_view_copy(ctx, x, view, y);
   }

@@ -55,9 +55,16 @@ std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed) {
       T* p = t.data<T>();
       if constexpr (std::is_same_v<T, bool>) {
         for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::bernoulli_distribution(0.5)(rng);
-      } else if constexpr (std::is_floating_point_v<T>) {
+      } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
+                           std::is_same_v<T, BFloat16>) {
         std::uniform_real_distribution<double> dist(spec.lo, spec.hi);
-        for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(dist(rng));
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          const double v = spec.whole ? std::round(dist(rng)) : dist(rng);
+          if constexpr (std::is_floating_point_v<T>)
+            p[i] = static_cast<T>(v);
+          else
+            p[i] = T(static_cast<float>(v));
+        }
       } else if constexpr (std::is_integral_v<T>) {
         std::uniform_int_distribution<int64_t> dist(static_cast<int64_t>(std::ceil(spec.lo)),
                                                     static_cast<int64_t>(std::floor(spec.hi)));

@@ -19,8 +19,9 @@
 namespace dprun::testing {
 
 /// One graph input: random values of `dtype`, or the given int64 `values` (shapes, axes,
-/// indices). Random floats lie in [lo, hi]; random integers are the integers in it. A
-/// `constant` input is an initializer of the graph instead of a fed input: the plan (and so
+/// indices). Random floats lie in [lo, hi], rounded to whole numbers when `whole` (so values
+/// repeat: ties for ArgMax, zeros for casts to bool); random integers are the integers in it.
+/// A `constant` input is an initializer of the graph instead of a fed input: the plan (and so
 /// the kernel's factory) sees its value.
 struct InputSpec {
   Shape shape;
@@ -28,6 +29,7 @@ struct InputSpec {
   std::vector<int64_t> values;
   double lo = -2.0, hi = 2.0;
   bool constant = false;
+  bool whole = false;
 };
 
 /// One node run on both devices.

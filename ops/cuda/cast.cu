@@ -1,0 +1,194 @@
+// Cast and CastLike on CUDA between float32, float64, float16, the signed and unsigned 8 to 64
+// bit integers and bool, converting values exactly as ops/cpu/cast.cpp does (ew::convert):
+// float -> integer truncates toward zero and saturates at the target's range, NaN -> 0;
+// anything -> bool tests != 0 (so NaN -> true); float16 goes through float both ways, with
+// round-to-nearest-even (so float64 -> float16 rounds twice, like the CPU); integers wrap.
+// Float16 NaNs are encoded as engine/half.h encodes them.
+//
+// Declined (run on the host): targets or sources of other dtypes (string, bfloat16), and the
+// string-named `to` of Cast-1..5.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#include "ops/cuda/elementwise.cuh"
+
+namespace dprun {
+namespace {
+
+/// Device storage of a float16 element (engine/half.h's Float16 is host-only).
+struct Half {
+  uint16_t bits;
+};
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Half>;
+
+/// The dtypes converted on the device, and their element types.
+const std::vector<DType> kCastTypes = {DType::Float32, DType::Float64, DType::Float16, DType::Int8,
+                                       DType::Int16,   DType::Int32,   DType::Int64,   DType::UInt8,
+                                       DType::UInt16,  DType::UInt32,  DType::UInt64,  DType::Bool};
+
+bool is_cast_type(DType t) {
+  return std::find(kCastTypes.begin(), kCastTypes.end(), t) != kCastTypes.end();
+}
+
+/// Calls f(T{}) with the element type of `t`; false when `t` is not a kCastTypes dtype.
+template <class F>
+bool visit_cast_type(DType t, F&& f) {
+  switch (t) {
+    case DType::Float32:
+      return f(float{}), true;
+    case DType::Float64:
+      return f(double{}), true;
+    case DType::Float16:
+      return f(Half{}), true;
+    case DType::Int8:
+      return f(int8_t{}), true;
+    case DType::Int16:
+      return f(int16_t{}), true;
+    case DType::Int32:
+      return f(int32_t{}), true;
+    case DType::Int64:
+      return f(int64_t{}), true;
+    case DType::UInt8:
+      return f(uint8_t{}), true;
+    case DType::UInt16:
+      return f(uint16_t{}), true;
+    case DType::UInt32:
+      return f(uint32_t{}), true;
+    case DType::UInt64:
+      return f(uint64_t{}), true;
+    case DType::Bool:
+      return f(bool{}), true;
+    default:
+      return false;
+  }
+}
+
+__device__ inline float half_to_float(Half h) {
+  // engine/half.h keeps a NaN's payload when widening; build such NaNs by hand.
+  const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  const uint32_t mantissa = h.bits & 0x3ffu;
+  if ((h.bits & 0x7c00u) == 0x7c00u && mantissa != 0)
+    return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+  return __half2float(__ushort_as_half(h.bits));
+}
+
+__device__ inline Half float_to_half(float f) {
+  // engine/half.h narrows every NaN to the quiet NaN 0x7e00 with f's sign; cvt would give 0x7fff.
+  if (isnan(f))
+    return Half{static_cast<uint16_t>(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u)};
+  return Half{__half_as_ushort(__float2half_rn(f))};
+}
+
+/// The saturation bounds of a float -> integer conversion, in both types (powers of two, or
+/// zero, so exact in From).
+template <class To, class From>
+struct Saturation {
+  static constexpr From from_lo = static_cast<From>(std::numeric_limits<To>::lowest());
+  static constexpr From from_hi = static_cast<From>(std::numeric_limits<To>::max());
+  static constexpr To lo = std::numeric_limits<To>::lowest();
+  static constexpr To hi = std::numeric_limits<To>::max();
+};
+
+template <class To, class From>
+__device__ To cast_value(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (is_half_v<From>) {
+    return cast_value<To>(half_to_float(v));
+  } else if constexpr (is_half_v<To>) {
+    return float_to_half(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    using S = Saturation<To, From>;
+    if (v != v) return To(0);
+    if (v <= S::from_lo) return S::lo;
+    if (v >= S::from_hi) return S::hi;
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <class From, class To>
+__global__ void cast_kernel(const From* __restrict__ in, To* __restrict__ out, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = cast_value<To>(in[i]);
+}
+
+void cast_to(KernelContext& ctx, const Tensor& in, DType to) {
+  if (in.dtype() == to) {
+    ctx.set_output(0, in);
+    return;
+  }
+  Tensor& out = ctx.allocate_output(0, in.shape(), to);
+  const bool known = visit_cast_type(in.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    visit_cast_type(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const int64_t n = in.numel();
+      if (n == 0) return;
+      cast_kernel<From, To>
+          <<<cuda_ew::blocks_for(n), cuda_ew::kThreads, 0, cuda_ew::stream_of(ctx)>>>(
+              static_cast<const From*>(in.raw_data()), static_cast<To*>(out.raw_data()), n);
+      cuda_ew::check_launch(ctx);
+    });
+  });
+  if (!known) ctx.fail("cannot cast from dtype ", dtype_name(in.dtype()), " on CUDA");
+}
+
+/// Cast, whose target is fixed when the kernel is built, and CastLike (no fixed target), which
+/// takes input 1's dtype.
+class CastCuda : public OpKernel {
+ public:
+  explicit CastCuda(std::optional<DType> to) : to_(to) {}
+  void compute(KernelContext& ctx) const override {
+    const DType to = to_ ? *to_ : ctx.input(1).dtype();
+    if (!is_cast_type(to)) ctx.fail("cannot cast to dtype ", dtype_name(to), " on CUDA");
+    cast_to(ctx, ctx.input(0), to);
+  }
+
+ private:
+  std::optional<DType> to_;
+};
+
+/// Cast-6+ names its target by number; Cast-1..5's type names and targets not converted here
+/// are left to the host kernel, which also reports the bad ones.
+std::unique_ptr<OpKernel> make_cast(const KernelInfo& info) {
+  const Attribute* a = info.node.find_attr("to");
+  if (!a || a->kind != Attribute::Kind::Int || !is_cast_type(static_cast<DType>(a->i)))
+    return nullptr;
+  return std::make_unique<CastCuda>(static_cast<DType>(a->i));
+}
+
+/// Declines a CastLike whose target dtype is known and not converted here.
+std::unique_ptr<OpKernel> make_cast_like(const KernelInfo& info) {
+  const auto& types = info.input_types;
+  if (types.size() > 1 && types[1] && types[1]->dtype != DType::Undefined &&
+      !is_cast_type(types[1]->dtype))
+    return nullptr;
+  return std::make_unique<CastCuda>(std::nullopt);
+}
+
+DPRUN_REGISTER_KERNEL({.op_type = "Cast",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kCastTypes,
+                       .factory = make_cast});
+DPRUN_REGISTER_KERNEL({.op_type = "CastLike",
+                       .since = 15,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kCastTypes,
+                       .factory = make_cast_like});
+
+}  // namespace
+}  // namespace dprun
