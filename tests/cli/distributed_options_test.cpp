@@ -41,7 +41,9 @@ TEST(DistributedOptions, NeedMpiSupport) {
 }
 
 TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
-  fs::path save = fs::temp_directory_path() / "dprun_distributed_option.onnx";
+  // Its own file: ctest runs NeedMpiSupport, which writes its file, at the same time.
+  fs::path save = fs::temp_directory_path() / "dprun_distributed_usage_error.onnx";
+  fs::remove(save);
   for (const char* option : {"--deterministic", "--bucket-mb 4", "--timeout 60"}) {
     auto r = run_dprun(train_args(save) + " " + option);
     EXPECT_EQ(r.status, 2);
