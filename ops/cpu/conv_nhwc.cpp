@@ -5,6 +5,7 @@
 // transposes, so all dtypes and attributes the plain op accepts still work.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "engine/backends/cpu/layout_rewrite.h"
@@ -15,6 +16,7 @@
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 #include "ops/cpu/pool_primitive.h"
+#include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
@@ -24,32 +26,66 @@ using dnnl::memory;
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 
-/// The activation the layout rewrite fused into a ConvNHWC ("activation" attribute: Relu, or
-/// Clip with activation_min/max), applied in place.
+/// The activation the layout rewrite fused into a ConvNHWC or BatchNormalizationNHWC
+/// ("activation" attribute: Relu, Sigmoid, Swish (y * sigmoid(y), SiLU), or Clip with
+/// activation_min/max), applied in place on the direct and reference paths and as a oneDNN
+/// post-op on the oneDNN one.
 struct FusedActivation {
-  std::string kind;  // empty: none
+  enum class Kind { None, Relu, Clip, Sigmoid, Swish };
+  Kind kind = Kind::None;
   float lo = 0, hi = 0;
+
   explicit FusedActivation(const Node& node)
-      : kind(node.attr_string("activation", "")),
-        lo(node.attr_float("activation_min", 0)),
-        hi(node.attr_float("activation_max", 0)) {
-    if (!kind.empty() && kind != "Relu" && kind != "Clip")
-      node.fail("unknown fused activation '", kind, "'");
+      : lo(node.attr_float("activation_min", 0)), hi(node.attr_float("activation_max", 0)) {
+    static const std::map<std::string, Kind> kinds = {{"", Kind::None},
+                                                      {"Relu", Kind::Relu},
+                                                      {"Clip", Kind::Clip},
+                                                      {"Sigmoid", Kind::Sigmoid},
+                                                      {"Swish", Kind::Swish}};
+    const std::string name = node.attr_string("activation", "");
+    auto it = kinds.find(name);
+    if (it == kinds.end()) node.fail("unknown fused activation '", name, "'");
+    kind = it->second;
   }
   template <class T>
   void apply(T* data, int64_t n) const {
-    if (kind == "Relu")
-      for (int64_t i = 0; i < n; ++i) data[i] = data[i] < T(0) ? T(0) : data[i];
-    else if (kind == "Clip")
-      for (int64_t i = 0; i < n; ++i)
-        data[i] = data[i] < T(lo) ? T(lo) : (data[i] > T(hi) ? T(hi) : data[i]);
+    switch (kind) {
+      case Kind::None:
+        return;
+      case Kind::Relu:
+        for (int64_t i = 0; i < n; ++i) data[i] = data[i] < T(0) ? T(0) : data[i];
+        return;
+      case Kind::Clip:
+        for (int64_t i = 0; i < n; ++i)
+          data[i] = data[i] < T(lo) ? T(lo) : (data[i] > T(hi) ? T(hi) : data[i]);
+        return;
+      case Kind::Sigmoid:
+        for (int64_t i = 0; i < n; ++i) data[i] = math::Sigmoid{}(data[i]);
+        return;
+      case Kind::Swish:
+        for (int64_t i = 0; i < n; ++i) data[i] = data[i] * math::Sigmoid{}(data[i]);
+        return;
+    }
   }
   void apply(Tensor& t) const {
-    if (kind.empty()) return;
+    if (kind == Kind::None) return;
     visit_dtype_among<float, double>(t.dtype(), [&](auto tag) {
       using T = decltype(tag);
       apply(t.data<T>(), t.numel());
     });
+  }
+  /// The same activation as oneDNN post-ops (none for Kind::None).
+  dnnl::post_ops post_ops() const {
+    dnnl::post_ops ops;
+    if (kind == Kind::Relu)
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    else if (kind == Kind::Clip)
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, lo, hi);
+    else if (kind == Kind::Sigmoid)
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    else if (kind == Kind::Swish)  // x * sigmoid(alpha * x), alpha = 1
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    return ops;
   }
 };
 
@@ -163,14 +199,7 @@ class ConvNhwcKernel : public OpKernel {
     p->out_shape = {n, g.out[0], g.out[1], m};
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
     dnnl::primitive_attr attr = onednn::concurrent_attr();
-    if (!activation_.kind.empty()) {  // the fused Relu or Clip runs as a post-op
-      dnnl::post_ops ops;
-      if (activation_.kind == "Relu")
-        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-      else
-        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, activation_.lo, activation_.hi);
-      attr.set_post_ops(ops);
-    }
+    if (activation_.kind != FusedActivation::Kind::None) attr.set_post_ops(activation_.post_ops());
     onednn::build_conv_primitive(*p, nhwc_desc(n, c, h, wd), nhwc_desc(n, m, g.out[0], g.out[1]),
                                  w.shape(), group_, has_bias, g, attr);
     return p;
@@ -269,7 +298,8 @@ class BatchNormNhwcKernel : public OpKernel {
  public:
   explicit BatchNormNhwcKernel(const KernelInfo& info)
       : reference_(make_nhwc_reference_kernel(info, "BatchNormalization")),
-        epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
+        epsilon_(info.node.attr_float("epsilon", 1e-5f)),
+        activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -295,9 +325,11 @@ class BatchNormNhwcKernel : public OpKernel {
       ctx.parallel_for(x.numel() / std::max<int64_t>(c, 1),
                        std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
                        [&](int64_t begin, int64_t end) {
-                         for (int64_t r = begin; r < end; ++r)
+                         for (int64_t r = begin; r < end; ++r) {
                            for (int64_t k = 0; k < c; ++k)
                              dst[r * c + k] = src[r * c + k] * a[k] + b[k];
+                           activation_.apply(dst + r * c, c);  // while the row is in cache
+                         }
                        });
     });
   }
@@ -305,6 +337,7 @@ class BatchNormNhwcKernel : public OpKernel {
  private:
   std::unique_ptr<OpKernel> reference_;
   float epsilon_;
+  FusedActivation activation_;
 };
 
 std::unique_ptr<OpKernel> make_max_pool(const KernelInfo& info) {

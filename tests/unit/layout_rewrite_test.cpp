@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <map>
 
 #include "engine/model.h"
 #include "engine/parallel/replicate.h"
@@ -353,34 +355,134 @@ TEST(LayoutRewrite, ConvAbsorbsItsOnlyActivation) {
   expect_same_results(activation_graph(), {random_tensor({2, 3, 7, 7}, 43)});
 }
 
-TEST(LayoutRewrite, FusedActivationOnTheReferencePath) {
-  // The reference ConvNHWC (used for shapes oneDNN rejects and other dtypes) applies a fused
-  // activation exactly like the oneDNN post-op does.
-  for (const char* kind : {"Relu", "Clip"}) {
+TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
+  // Each fused activation, on the reference ConvNHWC (used for shapes oneDNN rejects and other
+  // dtypes) and as the oneDNN post-op, equals the activation applied by hand to the plain
+  // convolution's output.
+  const std::map<std::string, std::function<double(double)>> activations = {
+      {"Relu", [](double v) { return std::max(v, 0.0); }},
+      {"Clip", [](double v) { return std::clamp(v, -0.1, 0.3); }},
+      {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"Swish", [](double v) { return v / (1 + std::exp(-v)); }}};
+  auto conv_node = [](const std::string& kind) {
     Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
     conv.domain = kLayoutDomain;
-    conv.attributes["activation"].kind = Attribute::Kind::String;
-    conv.attributes["activation"].s = kind;
-    conv.attributes["activation_min"].kind = Attribute::Kind::Float;
-    conv.attributes["activation_min"].f = -0.1f;
-    conv.attributes["activation_max"].kind = Attribute::Kind::Float;
-    conv.attributes["activation_max"].f = 0.3f;
-    std::vector<Tensor> inputs = {random_tensor({2, 5, 5, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
-    auto reference = testing::run_impl(conv, inputs, 13, "reference");
-    auto fast = testing::run_impl(conv, inputs, 13, "onednn");
-    ASSERT_EQ(reference[0].shape(), (Shape{2, 5, 5, 4}));
-    bool saw_bound = false;
-    for (int64_t i = 0; i < reference[0].numel(); ++i) {
-      float r = reference[0].data<float>()[i];
-      EXPECT_NEAR(fast[0].data<float>()[i], r, 1e-5) << kind << " element " << i;
-      EXPECT_GE(r, std::string(kind) == "Relu" ? 0.0f : -0.1f);
-      if (std::string(kind) == "Clip") {
-        EXPECT_LE(r, 0.3f);
-      }
-      saw_bound = saw_bound || r == 0.0f || r == -0.1f || r == 0.3f;
+    if (kind.empty()) return conv;
+    conv.attributes["activation"] = Attribute::of_string(kind);
+    conv.attributes["activation_min"] = Attribute::of_float(-0.1f);
+    conv.attributes["activation_max"] = Attribute::of_float(0.3f);
+    return conv;
+  };
+  std::vector<Tensor> inputs = {random_tensor({2, 5, 5, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
+  const Tensor plain = testing::run_impl(conv_node(""), inputs, 13, "reference")[0];
+  ASSERT_EQ(plain.shape(), (Shape{2, 5, 5, 4}));
+  for (const auto& [kind, f] : activations)
+    for (const char* impl : {"reference", "onednn"}) {
+      SCOPED_TRACE(kind + " on the " + impl + " path");
+      const Tensor got = testing::run_impl(conv_node(kind), inputs, 13, impl)[0];
+      ASSERT_EQ(got.shape(), plain.shape());
+      for (int64_t i = 0; i < plain.numel(); ++i)
+        ASSERT_NEAR(got.item_as_double(i), f(plain.item_as_double(i)), 1e-5) << "element " << i;
     }
-    EXPECT_TRUE(saw_bound) << kind << ": the activation never clamped anything";
-  }
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+// Conv -> Sigmoid -> Mul(c1, s) (SiLU) -> Conv -> Sigmoid -> output; a third Conv's SiLU whose
+// Sigmoid is also an output, which therefore stays.
+std::shared_ptr<Graph> sigmoid_graph() {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs.push_back({"x", f32({2, 3, 6, 6})});
+  g->initializers["w1"] = random_tensor({4, 3, 3, 3}, 51);
+  g->initializers["w2"] = random_tensor({4, 4, 1, 1}, 52);
+  g->initializers["w3"] = random_tensor({4, 4, 1, 1}, 53);
+  g->nodes = {node("Conv", {"x", "w1"}, {"c1"}, {{"pads", ints({1, 1, 1, 1})}}),
+              node("Sigmoid", {"c1"}, {"s1"}),
+              node("Mul", {"s1", "c1"}, {"silu"}),
+              node("Conv", {"silu", "w2"}, {"c2"}),
+              node("Sigmoid", {"c2"}, {"y"}),
+              node("Conv", {"silu", "w3"}, {"c3"}),
+              node("Sigmoid", {"c3"}, {"s3"}),
+              node("Mul", {"c3", "s3"}, {"z"})};
+  g->outputs = {{"y", f32({2, 4, 6, 6})}, {"z", f32({2, 4, 6, 6})}, {"s3", f32({2, 4, 6, 6})}};
+  return g;
+}
+
+TEST(LayoutRewrite, ConvAbsorbsSigmoidAndSilu) {
+  auto r = rewrite_channels_last(*sigmoid_graph());
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(op_types(*r),
+            (std::vector<std::string>{"Transpose", "ConvNHWC", "ConvNHWC", "Transpose", "ConvNHWC",
+                                      "Sigmoid", "Transpose", "Mul", "Transpose"}));
+  EXPECT_EQ(r->nodes[1].attr_string("activation", ""), "Swish");
+  EXPECT_EQ(r->nodes[1].outputs[0], "nhwc/silu");
+  EXPECT_EQ(r->nodes[2].attr_string("activation", ""), "Sigmoid");
+  EXPECT_EQ(r->nodes[3].outputs[0], "y");
+  EXPECT_EQ(r->nodes[4].attr_string("activation", ""), "");  // s3 is an output: no fusion
+  expect_same_results(sigmoid_graph(), {random_tensor({2, 3, 6, 6}, 54)});
+}
+
+// Conv -> Pad -> AveragePool -> output, with the pads as a Constant input (opset 13) or as an
+// attribute (opset 2); a Pad of nothing before a second pool.
+std::shared_ptr<Graph> pad_graph(int64_t opset, const std::string& mode) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = opset;
+  g->inputs.push_back({"x", f32({2, 3, 6, 7})});
+  g->initializers["w"] = random_tensor({4, 3, 3, 3}, 61);
+  const std::vector<int64_t> pads = {0, 0, 1, 2, 0, 0, 2, 1};  // H and W, begin and end
+  const std::vector<int64_t> none(8, 0);
+  auto pad = [&](const std::string& in, const std::vector<int64_t>& amounts,
+                 const std::string& out) {
+    Node n = node("Pad", {in}, {out}, {{"mode", Attribute::of_string(mode)}});
+    if (opset < 11) {
+      n.attributes["pads"] = ints(amounts);
+      return std::vector<Node>{n};
+    }
+    Node c = node("Constant", {}, {out + "_pads"});
+    c.attributes["value"] = Attribute::of_tensor(Tensor::from_vector<int64_t>({8}, amounts));
+    n.inputs.push_back(out + "_pads");
+    return std::vector<Node>{c, n};
+  };
+  g->nodes = {node("Conv", {"x", "w"}, {"c"})};
+  for (const Node& n : pad("c", pads, "p")) g->nodes.push_back(n);
+  for (const Node& n : pad("c", none, "q")) g->nodes.push_back(n);
+  g->nodes.push_back(node("AveragePool", {"p"}, {"y"}, {{"kernel_shape", ints({2, 2})}}));
+  g->nodes.push_back(node("MaxPool", {"q"}, {"z"}, {{"kernel_shape", ints({2, 2})}}));
+  g->outputs = {{"y", f32({2, 4, 6, 7})}, {"z", f32({2, 4, 3, 4})}};
+  return g;
+}
+
+TEST(LayoutRewrite, PadJoinsTheChainWithItsPadsReordered) {
+  for (int64_t opset : {2, 13})
+    for (const char* mode : {"constant", "reflect", "edge"}) {
+      SCOPED_TRACE("opset " + std::to_string(opset) + ", " + mode);
+      auto r = rewrite_channels_last(*pad_graph(opset, mode));
+      ASSERT_NE(r, nullptr);
+      const std::vector<int64_t> nhwc_pads = {0, 1, 2, 0, 0, 2, 1, 0};
+      int pads_checked = 0, identities = 0, transposes = 0;
+      for (const Node& n : r->nodes) {
+        transposes += n.op_type == "Transpose";
+        identities += n.op_type == "Identity";
+        if (n.op_type == "Pad" && opset < 11) {
+          EXPECT_EQ(n.attr_ints("pads"), nhwc_pads);
+          ++pads_checked;
+        }
+        if (n.op_type == "Constant" && n.outputs[0].rfind("nhwc/", 0) == 0) {
+          const Tensor& t = n.find_attr("value")->t;
+          EXPECT_EQ(std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + 8), nhwc_pads);
+          ++pads_checked;
+        }
+      }
+      EXPECT_EQ(pads_checked, 1);
+      EXPECT_EQ(identities, 1);  // the Pad of nothing
+      EXPECT_EQ(transposes, 3);  // x in; y and z out
+      expect_same_results(pad_graph(opset, mode), {random_tensor({2, 3, 6, 7}, 62)});
+    }
 }
 
 TEST(LayoutRewrite, InferenceBatchNormJoinsTheChain) {
@@ -388,8 +490,10 @@ TEST(LayoutRewrite, InferenceBatchNormJoinsTheChain) {
   ASSERT_NE(r, nullptr);
   std::vector<std::string> ops;
   for (const Node& n : r->nodes) ops.push_back(n.op_type);
+  // The Relu is the BatchNormalization's only reader: applied by it.
   EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "ConvNHWC", "BatchNormalizationNHWC",
-                                           "Relu", "Transpose"}));
+                                           "Transpose"}));
+  EXPECT_EQ(r->nodes[2].attr_string("activation", ""), "Relu");
   expect_same_results(batch_norm_graph(false), {random_tensor({2, 3, 6, 6}, 36)});
 }
 
@@ -398,6 +502,19 @@ TEST(LayoutRewrite, TrainingBatchNormStaysNchw) {
   ASSERT_NE(r, nullptr);
   for (const Node& n : r->nodes) EXPECT_NE(n.op_type, "BatchNormalizationNHWC");
   expect_same_results(batch_norm_graph(true), {random_tensor({2, 3, 6, 6}, 37)});
+}
+
+TEST(LayoutRewrite, BatchNormParametersThroughIdentityJoinTheChain) {
+  // Exporters pass shared parameters through Identity nodes: 1-D values, not initializers.
+  auto g = batch_norm_graph(false);
+  g->nodes.insert(g->nodes.begin(), node("Identity", {"scale"}, {"scale_shared"}));
+  g->nodes[2].inputs[1] = "scale_shared";
+  g->value_types["scale_shared"] = f32({5});
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(op_types(*r), (std::vector<std::string>{"Identity", "Transpose", "ConvNHWC",
+                                                    "BatchNormalizationNHWC", "Transpose"}));
+  expect_same_results(g, {random_tensor({2, 3, 6, 6}, 38)});
 }
 
 TEST(LayoutRewrite, BundledCnnSameResults) {

@@ -1,5 +1,6 @@
 #include "engine/backends/cpu/layout_rewrite.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
@@ -67,49 +68,152 @@ bool single_output(const Node& node) {
 }
 
 /// How many leading inputs of a rewritten node are NHWC: all of them for binary ops and
-/// Concat, else input 0 (weights, bias and Clip bounds keep their layout).
+/// Concat, else input 0 (weights, bias, Clip bounds and Pad's pads keep their layout).
 size_t layout_input_count(const Node& node) {
   return (is_binary_agnostic(node) || node.op_type == "Concat") ? node.inputs.size() : 1;
 }
 
-/// The value of a float32 scalar known when the graph is compiled (an initializer that
-/// callers cannot override, or a Constant node's output), or nullopt.
-std::optional<float> constant_scalar(const Graph& graph, const std::string& value) {
-  bool overridable = false;
-  for (const auto& in : graph.inputs) overridable = overridable || in.name == value;
-  if (auto it = graph.initializers.find(value); it != graph.initializers.end() && !overridable) {
-    const Tensor& t = it->second;
-    if (t.dtype() == DType::Float32 && t.numel() == 1) return t.data<float>()[0];
-    return std::nullopt;
-  }
+/// A value known when the graph is compiled: an initializer that callers cannot override, or a
+/// Constant node's `value` output; nullopt otherwise.
+std::optional<Tensor> constant_value(const Graph& graph, const std::string& value) {
+  for (const auto& in : graph.inputs)
+    if (in.name == value) return std::nullopt;
+  if (auto it = graph.initializers.find(value); it != graph.initializers.end()) return it->second;
   for (const Node& n : graph.nodes)
     if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
         n.outputs[0] == value) {
       const Attribute* a = n.find_attr("value");
-      if (a && a->kind == Attribute::Kind::Tensor && a->t.dtype() == DType::Float32 &&
-          a->t.numel() == 1)
-        return a->t.data<float>()[0];
+      if (a && a->kind == Attribute::Kind::Tensor) return a->t;
+      return std::nullopt;
     }
   return std::nullopt;
 }
 
-/// The activation a ConvNHWC applies to its output instead of a separate Relu or Clip node
-/// (oneDNN runs it as a post-op, saving a pass over the activations), or nullopt.
-std::optional<std::map<std::string, Attribute>> fusable_activation(const Graph& graph,
-                                                                   const Node& n) {
-  auto text = [](std::string s) {
-    Attribute a;
-    a.kind = Attribute::Kind::String;
-    a.s = std::move(s);
-    return a;
-  };
-  auto number = [](float f) {
-    Attribute a;
-    a.kind = Attribute::Kind::Float;
-    a.f = f;
-    return a;
-  };
-  if (n.op_type == "Relu" && only_first_input(n)) return {{{"activation", text("Relu")}}};
+/// The value of a float32 scalar known when the graph is compiled, or nullopt.
+std::optional<float> constant_scalar(const Graph& graph, const std::string& value) {
+  auto t = constant_value(graph, value);
+  if (t && t->dtype() == DType::Float32 && t->numel() == 1) return t->data<float>()[0];
+  return std::nullopt;
+}
+
+/// Pad's pads in NCHW order ([begin N, C, H, W, end N, C, H, W]) when they are known when the
+/// graph is compiled: the `pads` (opset 2-10) or `paddings` (opset 1) attribute, or a constant
+/// input 1 (opset 11 on). Nullopt for other forms, including Pad-18's `axes` input.
+std::optional<std::vector<int64_t>> pad_amounts(const Graph& graph, const Node& n) {
+  for (const char* attr : {"pads", "paddings"})
+    if (n.has_attr(attr)) {
+      std::vector<int64_t> pads = n.attr_ints(attr);
+      return pads.size() == 8 ? std::optional(pads) : std::nullopt;
+    }
+  if (n.inputs.size() < 2 || n.inputs[1].empty() || (n.inputs.size() > 3 && !n.inputs[3].empty()))
+    return std::nullopt;
+  auto t = constant_value(graph, n.inputs[1]);
+  if (!t || t->dtype() != DType::Int64 || t->numel() != 8) return std::nullopt;
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + 8);
+}
+
+/// NCHW pads reordered for an NHWC tensor.
+std::vector<int64_t> pads_for_nhwc(const std::vector<int64_t>& pads) {
+  std::vector<int64_t> out;
+  for (size_t half : {0, 4})
+    for (int64_t d : kToNhwc) out.push_back(pads[half + static_cast<size_t>(d)]);
+  return out;
+}
+
+/// True when node `n` can run on NHWC data, given which values are NHWC already.
+template <class IsNhwc>
+bool runs_in_nhwc(const Graph& graph, const Node& n, const IsNhwc& is_nhwc) {
+  if (!n.domain.empty() || n.inputs.empty() || !single_output(n)) return false;
+  const std::string& x = n.inputs[0];
+  if (n.op_type == "Conv") {
+    auto w = n.inputs.size() > 1 ? graph.initializers.find(n.inputs[1]) : graph.initializers.end();
+    return w != graph.initializers.end() && w->second.dtype() == DType::Float32 &&
+           w->second.rank() == 4 && (is_nhwc(x) || known_rank4_float(graph, x));
+  }
+  if (n.op_type == "MaxPool" || n.op_type == "AveragePool")
+    return is_nhwc(x) && n.attr_ints("kernel_shape", {}).size() == 2 && only_first_input(n);
+  if (n.op_type == "GlobalAveragePool") return is_nhwc(x);
+  if (n.op_type == "BatchNormalization") {
+    // Inference form only (one output): a per-channel scale and shift by 1-D values (exporters
+    // may pass shared parameters through Identity nodes, so they need not be initializers).
+    // Training mode and the per-activation form (spatial = 0) stay in NCHW.
+    bool take = is_nhwc(x) && n.inputs.size() == 5 && n.attr_int("training_mode", 0) == 0 &&
+                n.attr_int("spatial", 1) == 1;
+    for (size_t k = 1; take && k < 5; ++k) {
+      auto t = graph.type_of(n.inputs[k]);
+      take = t && t->shape && t->shape->size() == 1;
+    }
+    return take;
+  }
+  if (n.op_type == "Pad") return is_nhwc(x) && pad_amounts(graph, n).has_value();
+  if (is_unary_agnostic(n)) {
+    if (n.op_type != "Clip") return is_nhwc(x) && only_first_input(n);
+    auto bound_ok = [&](size_t k) {
+      return n.inputs.size() <= k || is_scalar(graph, n.inputs[k]) ||
+             constant_scalar(graph, n.inputs[k]).has_value();
+    };
+    return is_nhwc(x) && bound_ok(1) && bound_ok(2);
+  }
+  if (is_binary_agnostic(n))
+    // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
+    // dimension, so it commutes with permuting both. The legacy (opset < 7) `broadcast`
+    // attribute aligns dims by `axis`: those only with equal shapes.
+    return n.inputs.size() == 2 && is_nhwc(x) && is_nhwc(n.inputs[1]) &&
+           (!n.has_attr("broadcast") || same_shape(graph, x, n.inputs[1]));
+  if (n.op_type == "Concat") {
+    for (const auto& in : n.inputs)
+      if (!is_nhwc(in)) return false;
+    return true;
+  }
+  return false;
+}
+
+/// Pass 1: which nodes run in NHWC, in graph order (a node's NHWC inputs come from earlier ones).
+std::vector<bool> choose_nhwc_nodes(const Graph& graph) {
+  std::set<std::string> nhwc;  // values produced in NHWC
+  auto is_nhwc = [&](const std::string& v) { return !v.empty() && nhwc.count(v); };
+  std::vector<bool> rewritten(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!runs_in_nhwc(graph, graph.nodes[i], is_nhwc)) continue;
+    rewritten[i] = true;
+    nhwc.insert(graph.nodes[i].outputs[0]);
+  }
+  return rewritten;
+}
+
+/// Pass 2: values that must exist in NCHW under their original names: read by an unchanged node
+/// (or by a rewritten node at a non-layout input such as Clip's bounds), by a subgraph, as a
+/// graph output or by a state update.
+std::set<std::string> values_needed_in_nchw(const Graph& graph,
+                                            const std::vector<bool>& rewritten) {
+  std::set<std::string> need;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    for (const auto& s : implicit_inputs(n)) need.insert(s);
+    for (size_t k = rewritten[i] ? layout_input_count(n) : 0; k < n.inputs.size(); ++k)
+      need.insert(n.inputs[k]);
+  }
+  for (const auto& v : graph.outputs) need.insert(v.name);
+  for (const auto& [value, param] : graph.state_updates) {
+    need.insert(value);
+    need.insert(param);
+  }
+  return need;
+}
+
+/// Nodes a Conv or BatchNormalization absorbs, the attributes that tell its NHWC kernel what to
+/// apply, and the value the fused node produces.
+struct Fusion {
+  std::vector<size_t> absorbed;
+  std::map<std::string, Attribute> attributes;
+  std::string output;
+};
+
+/// The activation attributes for Relu, Sigmoid, or Clip with bounds known at compile time.
+std::optional<std::map<std::string, Attribute>> single_activation(const Graph& graph,
+                                                                  const Node& n) {
+  if ((n.op_type == "Relu" || n.op_type == "Sigmoid") && only_first_input(n))
+    return {{{"activation", Attribute::of_string(n.op_type)}}};
   if (n.op_type != "Clip") return std::nullopt;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (n.has_attr("min") || n.has_attr("max")) {  // Clip before opset 11
@@ -123,9 +227,55 @@ std::optional<std::map<std::string, Attribute>> fusable_activation(const Graph& 
     (k == 1 ? lo : hi) = *v;
   }
   if (!(lo <= hi)) return std::nullopt;  // Clip's min > max rule stays with the Clip kernel
-  return {{{"activation", text("Clip")},
-           {"activation_min", number(lo)},
-           {"activation_max", number(hi)}}};
+  return {{{"activation", Attribute::of_string("Clip")},
+           {"activation_min", Attribute::of_float(lo)},
+           {"activation_max", Attribute::of_float(hi)}}};
+}
+
+/// Pass 3: activations that a Conv (as oneDNN post-ops) or an inference BatchNormalization
+/// applies itself, saving a pass over the activations each: a Relu, Sigmoid or constant-bound
+/// Clip that is the producer's only reader, and SiLU, y * Sigmoid(y), where the Sigmoid and the
+/// Mul are y's only readers. Every absorbed value must be NHWC only (needed in NCHW by nothing)
+/// and read by nothing else.
+std::map<size_t, Fusion> plan_fusions(const Graph& graph, const std::vector<bool>& rewritten,
+                                      const std::set<std::string>& need_nchw) {
+  std::map<std::string, std::vector<size_t>> readers;  // value -> nodes reading it
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    std::set<std::string> read(graph.nodes[i].inputs.begin(), graph.nodes[i].inputs.end());
+    for (const auto& in : implicit_inputs(graph.nodes[i])) read.insert(in);
+    for (const auto& in : read) readers[in].push_back(i);
+  }
+  auto private_value = [&](const std::string& v, size_t count) {
+    return !need_nchw.count(v) && readers[v].size() == count;
+  };
+  std::map<size_t, Fusion> fusions;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const std::string& op = graph.nodes[i].op_type;
+    if (!rewritten[i] || (op != "Conv" && op != "BatchNormalization")) continue;
+    const std::string& y = graph.nodes[i].outputs[0];
+    if (private_value(y, 1)) {
+      const size_t j = readers[y][0];
+      const Node& a = graph.nodes[j];
+      if (!rewritten[j] || a.inputs[0] != y) continue;
+      if (auto attrs = single_activation(graph, a))
+        fusions[i] = {.absorbed = {j}, .attributes = *attrs, .output = a.outputs[0]};
+    } else if (private_value(y, 2)) {
+      size_t s = readers[y][0], m = readers[y][1];
+      if (graph.nodes[s].op_type != "Sigmoid") std::swap(s, m);
+      const Node& sig = graph.nodes[s];
+      const Node& mul = graph.nodes[m];
+      if (!rewritten[s] || !rewritten[m] || sig.op_type != "Sigmoid" || mul.op_type != "Mul" ||
+          !private_value(sig.outputs[0], 1) || readers[sig.outputs[0]][0] != m)
+        continue;
+      const bool operands = (mul.inputs[0] == y && mul.inputs[1] == sig.outputs[0]) ||
+                            (mul.inputs[1] == y && mul.inputs[0] == sig.outputs[0]);
+      if (operands)
+        fusions[i] = {.absorbed = {s, m},
+                      .attributes = {{"activation", Attribute::of_string("Swish")}},
+                      .output = mul.outputs[0]};
+    }
+  }
+  return fusions;
 }
 
 Node make_transpose(const std::string& name, const std::string& in, const std::string& out,
@@ -135,157 +285,96 @@ Node make_transpose(const std::string& name, const std::string& in, const std::s
   t.op_type = "Transpose";
   t.inputs = {in};
   t.outputs = {out};
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = perm;
-  t.attributes["perm"] = a;
+  t.attributes["perm"] = Attribute::of_ints(perm);
   return t;
 }
 
-}  // namespace
+Node make_constant(const std::string& name, const std::string& out, Tensor value) {
+  Node c;
+  c.name = name;
+  c.op_type = "Constant";
+  c.outputs = {out};
+  c.attributes["value"] = Attribute::of_tensor(std::move(value));
+  return c;
+}
 
-std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
-  // Every name in use, so the inserted ones are unique.
-  std::set<std::string> used;
-  for (const auto& v : graph.inputs) used.insert(v.name);
-  for (const auto& v : graph.outputs) used.insert(v.name);
-  for (const auto& [name, t] : graph.initializers) used.insert(name);
-  for (const auto& [name, t] : graph.value_types) used.insert(name);
-  for (const Node& n : graph.nodes) {
-    used.insert(n.name);
-    for (const auto& s : n.inputs) used.insert(s);
-    for (const auto& s : n.outputs) used.insert(s);
+/// Pass 4: writes the rewritten graph. NHWC values get fresh names ("nhwc/" + the original),
+/// so every original name keeps its original type; Transposes convert at the chain borders.
+class Emitter {
+ public:
+  explicit Emitter(const Graph& graph) : graph_(graph) {
+    for (const auto& v : graph.inputs) used_.insert(v.name);
+    for (const auto& v : graph.outputs) used_.insert(v.name);
+    for (const auto& [name, t] : graph.initializers) used_.insert(name);
+    for (const auto& [name, t] : graph.value_types) used_.insert(name);
+    for (const Node& n : graph.nodes) {
+      used_.insert(n.name);
+      for (const auto& s : n.inputs) used_.insert(s);
+      for (const auto& s : n.outputs) used_.insert(s);
+    }
   }
-  auto fresh = [&](const std::string& base) {
+
+  std::shared_ptr<Graph> emit(const std::vector<bool>& rewritten,
+                              const std::set<std::string>& need_nchw,
+                              const std::map<size_t, Fusion>& fusions) {
+    std::set<size_t> absorbed;
+    for (const auto& [conv, fusion] : fusions)
+      absorbed.insert(fusion.absorbed.begin(), fusion.absorbed.end());
+    for (size_t i = 0; i < graph_.nodes.size(); ++i)
+      if (rewritten[i]) nhwc_.insert(graph_.nodes[i].outputs[0]);
+    out_ = std::make_shared<Graph>(graph_);
+    out_->nodes.clear();
+    out_->opset_imports[kLayoutDomain] = 1;
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& n = graph_.nodes[i];
+      if (!rewritten[i]) {
+        out_->nodes.push_back(n);
+        continue;
+      }
+      if (absorbed.count(i)) continue;  // applied by the node that produces its input
+      auto fusion = fusions.find(i);
+      const std::string y = fusion == fusions.end() ? n.outputs[0] : fusion->second.output;
+      Node m = nhwc_node(n);
+      if (fusion != fusions.end())
+        for (const auto& [key, attr] : fusion->second.attributes) m.attributes[key] = attr;
+      m.outputs[0] = twin(y);
+      out_->nodes.push_back(std::move(m));
+      if (need_nchw.count(y))
+        out_->nodes.push_back(make_transpose(fresh(y + "/to_nchw"), twin(y), y, kToNchw));
+    }
+    // Each twin is emitted just before its first reader, after the value's producer: the
+    // order stays topological.
+    return out_;
+  }
+
+ private:
+  std::string fresh(const std::string& base) {
     std::string name = "nhwc/" + base;
-    for (int k = 1; used.count(name); ++k) name = "nhwc/" + base + "#" + std::to_string(k);
-    used.insert(name);
+    for (int k = 1; used_.count(name); ++k) name = "nhwc/" + base + "#" + std::to_string(k);
+    used_.insert(name);
     return name;
-  };
-  std::map<std::string, std::string> nhwc_name;  // original value -> its NHWC twin's name
-  auto twin = [&](const std::string& v) -> const std::string& {
-    auto it = nhwc_name.find(v);
-    if (it == nhwc_name.end()) it = nhwc_name.emplace(v, fresh(v)).first;
+  }
+
+  /// The name of `v`'s NHWC twin.
+  const std::string& twin(const std::string& v) {
+    auto it = twin_.find(v);
+    if (it == twin_.end()) it = twin_.emplace(v, fresh(v)).first;
     return it->second;
-  };
-
-  // Pass 1: decide which nodes run in NHWC; `nhwc` holds values produced in NHWC.
-  std::set<std::string> nhwc;
-  std::vector<int> kind(graph.nodes.size(), 0);  // 0 unchanged, 1 rewritten
-  auto is_nhwc = [&](const std::string& v) { return !v.empty() && nhwc.count(v); };
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    bool take = false;
-    if (!n.domain.empty() || n.inputs.empty() || !single_output(n)) continue;
-    const std::string& x = n.inputs[0];
-    if (n.op_type == "Conv") {
-      auto w =
-          n.inputs.size() > 1 ? graph.initializers.find(n.inputs[1]) : graph.initializers.end();
-      take = w != graph.initializers.end() && w->second.dtype() == DType::Float32 &&
-             w->second.rank() == 4 && (is_nhwc(x) || known_rank4_float(graph, x));
-    } else if (n.op_type == "MaxPool" || n.op_type == "AveragePool") {
-      take = is_nhwc(x) && n.attr_ints("kernel_shape", {}).size() == 2 && only_first_input(n);
-    } else if (n.op_type == "GlobalAveragePool") {
-      take = is_nhwc(x);
-    } else if (n.op_type == "BatchNormalization") {
-      // Inference form only (one output): a per-channel scale and shift by initializers.
-      // Training mode and the per-activation form (spatial = 0) stay in NCHW.
-      take = is_nhwc(x) && n.inputs.size() == 5 && n.attr_int("training_mode", 0) == 0 &&
-             n.attr_int("spatial", 1) == 1;
-      for (size_t k = 1; take && k < 5; ++k) {
-        auto it = graph.initializers.find(n.inputs[k]);
-        take = it != graph.initializers.end() && it->second.rank() == 1;
-      }
-    } else if (is_unary_agnostic(n)) {
-      take = is_nhwc(x);
-      if (n.op_type == "Clip") {
-        auto bound_ok = [&](size_t k) {
-          return n.inputs.size() <= k || is_scalar(graph, n.inputs[k]) ||
-                 constant_scalar(graph, n.inputs[k]).has_value();
-        };
-        take = take && bound_ok(1) && bound_ok(2);
-      } else
-        take = take && only_first_input(n);
-    } else if (is_binary_agnostic(n)) {
-      // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
-      // dimension, so it commutes with permuting both. The legacy (opset < 7) `broadcast`
-      // attribute aligns dims by `axis`: those only with equal shapes.
-      take = n.inputs.size() == 2 && is_nhwc(x) && is_nhwc(n.inputs[1]) &&
-             (!n.has_attr("broadcast") || same_shape(graph, x, n.inputs[1]));
-    } else if (n.op_type == "Concat") {
-      take = true;
-      for (const auto& in : n.inputs) take = take && is_nhwc(in);
-    }
-    if (!take) continue;
-    kind[i] = 1;
-    nhwc.insert(n.outputs[0]);
-  }
-  bool any = false;
-  for (int k : kind) any = any || k;
-  if (!any) return nullptr;
-
-  // Values that must exist in NCHW under their original names: read by an unchanged node (or
-  // by a rewritten node at a non-layout input such as Clip's bounds), by a subgraph, as a
-  // graph output or by a state update.
-  std::set<std::string> need_nchw;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    for (const auto& s : implicit_inputs(n)) need_nchw.insert(s);
-    for (size_t k = kind[i] ? layout_input_count(n) : 0; k < n.inputs.size(); ++k)
-      need_nchw.insert(n.inputs[k]);
-  }
-  for (const auto& v : graph.outputs) need_nchw.insert(v.name);
-  for (const auto& [value, param] : graph.state_updates) {
-    need_nchw.insert(value);
-    need_nchw.insert(param);
   }
 
-  // Conv followed by its only reader, a rewritten Relu or Clip with constant bounds: the Conv
-  // applies the activation itself and the activation node goes away.
-  std::map<std::string, int> readers;
-  for (const Node& n : graph.nodes) {
-    for (const auto& in : n.inputs) ++readers[in];
-    for (const auto& in : implicit_inputs(n)) ++readers[in];
-  }
-  std::map<size_t, size_t> fused;  // Conv node -> activation node
-  std::set<size_t> absorbed;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (!kind[i] || graph.nodes[i].op_type != "Conv") continue;
-    const std::string& y = graph.nodes[i].outputs[0];
-    if (need_nchw.count(y) || readers[y] != 1) continue;
-    for (size_t j = i + 1; j < graph.nodes.size(); ++j) {
-      const Node& a = graph.nodes[j];
-      if (a.inputs.empty() || a.inputs[0] != y) continue;
-      if (kind[j] && fusable_activation(graph, a)) {
-        fused[i] = j;
-        absorbed.insert(j);
-      }
-      break;
-    }
+  /// The NHWC name of a layout input, inserting a Transpose for an NCHW value on first use.
+  const std::string& nhwc_input(const std::string& v) {
+    if (!nhwc_.count(v) && converted_.insert(v).second)
+      out_->nodes.push_back(make_transpose(fresh(v + "/to_nhwc"), v, twin(v), kToNhwc));
+    return twin(v);
   }
 
-  auto out = std::make_shared<Graph>(graph);
-  out->nodes.clear();
-  out->opset_imports[kLayoutDomain] = 1;
-  std::set<std::string> have_twin;  // NCHW values whose NHWC twin was emitted
-  auto ensure_twin = [&](const std::string& v) {
-    if (have_twin.insert(v).second)
-      out->nodes.push_back(make_transpose(fresh(v + "/to_nhwc"), v, twin(v), kToNhwc));
-  };
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    if (!kind[i]) {
-      out->nodes.push_back(n);
-      continue;
-    }
-    if (absorbed.count(i)) continue;  // applied by the Conv before it
+  /// `n` with its layout inputs renamed to NHWC twins, its op changed to the NHWC kernel's, and
+  /// its layout-dependent attributes or inputs (Concat's axis, Pad's pads) reordered.
+  Node nhwc_node(const Node& n) {
     Node m = n;
-    for (size_t k = 0; k < layout_input_count(n); ++k) {
-      const std::string& v = n.inputs[k];
-      if (v.empty()) continue;
-      if (!is_nhwc(v)) ensure_twin(v);
-      m.inputs[k] = twin(v);
-    }
+    for (size_t k = 0; k < layout_input_count(n); ++k)
+      if (!n.inputs[k].empty()) m.inputs[k] = nhwc_input(n.inputs[k]);
     if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
         n.op_type == "GlobalAveragePool" || n.op_type == "BatchNormalization") {
       m.op_type = n.op_type + "NHWC";
@@ -294,28 +383,45 @@ std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
       int64_t axis = n.attr_int("axis", 1);
       if (axis < 0) axis += 4;
       static const int64_t to_nhwc_axis[4] = {0, 3, 1, 2};
-      if (axis >= 0 && axis < 4) {
-        Attribute a;
-        a.kind = Attribute::Kind::Int;
-        a.i = to_nhwc_axis[axis];
-        m.attributes["axis"] = a;
-      }  // an invalid axis is left for the Concat kernel to report
+      // An invalid axis is left for the Concat kernel to report.
+      if (axis >= 0 && axis < 4) m.attributes["axis"] = Attribute::of_int(to_nhwc_axis[axis]);
+    } else if (n.op_type == "Pad") {
+      const std::vector<int64_t> pads = pads_for_nhwc(*pad_amounts(graph_, n));
+      if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) {
+        // Padding by nothing (exporters emit it before some pools): a view of the input.
+        m.op_type = "Identity";
+        m.inputs.resize(1);
+        m.attributes.clear();
+        return m;
+      }
+      for (const char* attr : {"pads", "paddings"})
+        if (n.has_attr(attr)) m.attributes[attr] = Attribute::of_ints(pads);
+      if (!n.has_attr("pads") && !n.has_attr("paddings")) {
+        // A new Constant, not an initializer: initializers are the model's parameters.
+        m.inputs[1] = fresh(n.inputs[1]);
+        out_->nodes.push_back(make_constant(fresh(n.name + "/pads"), m.inputs[1],
+                                            Tensor::from_vector<int64_t>({8}, pads)));
+      }
     }
-    std::string y = n.outputs[0];
-    if (auto f = fused.find(i); f != fused.end()) {
-      const Node& activation = graph.nodes[f->second];
-      const auto attrs = fusable_activation(graph, activation);
-      for (const auto& [key, attr] : *attrs) m.attributes[key] = attr;
-      y = activation.outputs[0];
-    }
-    m.outputs[0] = twin(y);
-    out->nodes.push_back(std::move(m));
-    if (need_nchw.count(y))
-      out->nodes.push_back(make_transpose(fresh(y + "/to_nchw"), twin(y), y, kToNchw));
+    return m;
   }
-  // Each twin is emitted just before its first reader, after the value's producer: the
-  // order stays topological.
-  return out;
+
+  const Graph& graph_;
+  std::shared_ptr<Graph> out_;
+  std::set<std::string> used_;               // every name in use, so new ones are unique
+  std::set<std::string> nhwc_;               // original values produced in NHWC
+  std::map<std::string, std::string> twin_;  // original value -> its NHWC twin's name
+  std::set<std::string> converted_;          // NCHW values whose Transpose was emitted
+};
+
+}  // namespace
+
+std::shared_ptr<Graph> rewrite_channels_last(const Graph& graph) {
+  const std::vector<bool> rewritten = choose_nhwc_nodes(graph);
+  if (std::find(rewritten.begin(), rewritten.end(), true) == rewritten.end()) return nullptr;
+  const std::set<std::string> need_nchw = values_needed_in_nchw(graph, rewritten);
+  const std::map<size_t, Fusion> fusions = plan_fusions(graph, rewritten, need_nchw);
+  return Emitter(graph).emit(rewritten, need_nchw, fusions);
 }
 
 }  // namespace dprun
