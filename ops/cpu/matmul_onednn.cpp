@@ -7,6 +7,7 @@
 #include "ops/cpu/gemm_util.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
+#include "ops/cpu/packed_weights.h"
 
 namespace dprun {
 namespace {
@@ -17,13 +18,15 @@ struct MatMulPrimitive {
   bool usable = false;
   dnnl::matmul prim;
   memory::desc a_md, b_md, c_md, bias_md, scratchpad_md;
+  memory::desc user_b_md;    // B's own memory; b_md is the layout the primitive reads
   bool prefill = false;      // Gemm: dst starts as beta*C and a sum post-op adds the product
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
 class MatMulOnednnKernel : public OpKernel {
  public:
-  explicit MatMulOnednnKernel(const KernelInfo& info) : reference_(onednn::make_reference(info)) {}
+  explicit MatMulOnednnKernel(const KernelInfo& info)
+      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -41,12 +44,12 @@ class MatMulOnednnKernel : public OpKernel {
     using onednn::wrap;
     onednn::execute(p->prim, p->scratchpad_md,
                     {{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-                     {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
+                     {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
                      {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}});
   }
 
  private:
-  static std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s) {
+  std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const size_t rank = s.a.size();
     bool b_is_matrix = true;
@@ -64,10 +67,13 @@ class MatMulOnednnKernel : public OpKernel {
     if (a_shape.size() > DNNL_MAX_NDIMS) return p;
     try {
       p->a_md = onednn::plain_desc(a_shape);
-      p->b_md = onednn::plain_desc(b_shape);
+      p->user_b_md = onednn::plain_desc(b_shape);
       p->c_md = onednn::plain_desc(c_shape);
-      dnnl::matmul::desc desc(p->a_md, p->b_md, p->c_md);
+      // A constant matrix B is packed once into the layout oneDNN prefers (PackedWeights).
+      dnnl::matmul::desc desc(p->a_md, b_is_matrix ? packable(p->user_b_md) : p->user_b_md,
+                              p->c_md);
       dnnl::matmul::primitive_desc pd(desc, onednn::concurrent_attr(), onednn::cpu_engine());
+      p->b_md = pd.weights_desc();
       p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::matmul(pd);
       p->usable = true;
@@ -77,14 +83,24 @@ class MatMulOnednnKernel : public OpKernel {
     return p;
   }
 
+  /// `user` when B is not a constant input, else the same dims in the layout oneDNN picks.
+  memory::desc packable(const memory::desc& user) const {
+    return weights_.constant()
+               ? memory::desc(user.dims(), user.data_type(), memory::format_tag::any)
+               : user;
+  }
+
   std::unique_ptr<OpKernel> reference_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
+  onednn::PackedWeights weights_;
 };
 
 class GemmOnednnKernel : public OpKernel {
  public:
   explicit GemmOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)), attrs_(info) {}
+      : reference_(onednn::make_reference(info)),
+        attrs_(info),
+        weights_(info.constant_inputs.count(1) > 0) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -102,9 +118,10 @@ class GemmOnednnKernel : public OpKernel {
                         [&] { return build(s, c); });
     if (!p->usable) return reference_->compute(ctx);
     using onednn::wrap;
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-                                         {DNNL_ARG_WEIGHTS, wrap(p->b_md, b.raw_data())},
-                                         {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
+        {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
+        {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
     std::vector<float> scaled;
     if (c && p->prefill) {
       int64_t rs = 0, cs = 0;
@@ -133,8 +150,12 @@ class GemmOnednnKernel : public OpKernel {
       // Transposed operands are described by their strides; no copy is made.
       p->a_md = memory::desc({m, k}, memory::data_type::f32,
                              attrs_.trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-      p->b_md = memory::desc({k, n}, memory::data_type::f32,
-                             attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+      p->user_b_md = memory::desc({k, n}, memory::data_type::f32,
+                                  attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+      // A constant B is packed once into the layout oneDNN prefers (PackedWeights).
+      const memory::desc b_md = weights_.constant() ? memory::desc({k, n}, memory::data_type::f32,
+                                                                   memory::format_tag::any)
+                                                    : p->user_b_md;
       p->c_md = onednn::plain_desc({m, n});
       dnnl::primitive_attr attr = onednn::concurrent_attr();
       if (attrs_.alpha != 1.f) attr.set_output_scales(0, {attrs_.alpha});
@@ -156,9 +177,10 @@ class GemmOnednnKernel : public OpKernel {
         }
       }
       dnnl::matmul::desc desc = c && !p->prefill
-                                    ? dnnl::matmul::desc(p->a_md, p->b_md, bias_md, p->c_md)
-                                    : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
+                                    ? dnnl::matmul::desc(p->a_md, b_md, bias_md, p->c_md)
+                                    : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::cpu_engine());
+      p->b_md = pd.weights_desc();
       p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::matmul(pd);
       p->usable = true;
@@ -171,6 +193,7 @@ class GemmOnednnKernel : public OpKernel {
   std::unique_ptr<OpKernel> reference_;
   GemmAttrs attrs_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
+  onednn::PackedWeights weights_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",

@@ -23,6 +23,9 @@ class PackedWeights {
   /// `constant`: the weights input is a constant input of the kernel's node.
   explicit PackedWeights(bool constant) : constant_(constant) {}
 
+  /// True when the weights are a constant input: worth a layout of the primitive's choosing.
+  bool constant() const { return constant_; }
+
   /// `w` in layout `wanted`; `user` describes w's own memory. The returned memory stays valid
   /// while the caller holds it, even if the entry is replaced meanwhile.
   dnnl::memory get(const KernelContext& ctx, const Tensor& w, const dnnl::memory::desc& user,

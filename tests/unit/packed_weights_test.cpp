@@ -1,6 +1,6 @@
-// Conv weights reordered once per parameter version (ops/cpu/packed_weights.h), and the
-// parameter versions that make it safe: unique per model and per change, passed to kernels,
-// and renewed on every write into replica storage.
+// Conv, Gemm and MatMul weights packed once per parameter version (ops/cpu/packed_weights.h),
+// and the parameter versions that make it safe: unique per model and per change, passed to
+// kernels, and renewed on every write into replica storage.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -88,30 +88,47 @@ TEST_F(PackedWeightsFixture, WeightsAlreadyInTheWantedLayoutAreUsedInPlace) {
   EXPECT_EQ(packed.get(ctx, w, user, user).get_data_handle(), w.raw_data());
 }
 
-/// A one-Conv model: y = Conv(x, w) with w an initializer.
-std::shared_ptr<Graph> conv_graph() {
+/// The ops whose oneDNN kernels pack a constant weights input once per parameter version.
+const std::vector<std::string> kWeightedOps = {"Conv", "Gemm", "MatMul"};
+
+Tensor random_values(Shape shape, unsigned seed) {
+  Tensor t = Tensor::empty(std::move(shape), DType::Float32);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+/// A one-node model y = op(x, w) with w an initializer: Conv [batch, 16, 6, 6] x [8, 16, 3, 3];
+/// Gemm [batch, 16] x [8, 16]^T with a bias; MatMul [batch, 3, 16] x [16, 8].
+std::shared_ptr<Graph> weighted_graph(const std::string& op) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 17;
-  const SymbolicShape x_shape = {Dim::named("batch"), Dim::known(16), Dim::known(6), Dim::known(6)};
+  SymbolicShape x_shape = {Dim::named("batch"), Dim::known(16)};
+  Node node = testing::make_node(op, {"x", "w"}, {"y"});
+  if (op == "Conv") {
+    x_shape = {Dim::named("batch"), Dim::known(16), Dim::known(6), Dim::known(6)};
+    g->initializers["w"] = random_values({8, 16, 3, 3}, 3);
+    node.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+  } else if (op == "Gemm") {
+    g->initializers["w"] = random_values({8, 16}, 3);
+    g->initializers["bias"] = random_values({8}, 4);
+    node.inputs.push_back("bias");
+    node.attributes["transB"] = Attribute::of_int(1);
+  } else {
+    x_shape = {Dim::named("batch"), Dim::known(3), Dim::known(16)};
+    g->initializers["w"] = random_values({16, 8}, 3);
+  }
   g->inputs.push_back({"x", TensorType{DType::Float32, x_shape}});
   g->outputs.push_back({"y", {}});
-  Tensor w = Tensor::empty({8, 16, 3, 3}, DType::Float32);
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = dist(rng);
-  g->initializers["w"] = w;
-  Node conv = testing::make_node("Conv", {"x", "w"}, {"y"});
-  conv.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
-  g->nodes.push_back(conv);
+  g->nodes.push_back(node);
   return g;
 }
 
-Tensor random_input(int64_t batch) {
-  Tensor x = Tensor::empty({batch, 16, 6, 6}, DType::Float32);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
-  return x;
+Tensor random_input(const std::string& op, int64_t batch) {
+  if (op == "Conv") return random_values({batch, 16, 6, 6}, 5);
+  if (op == "Gemm") return random_values({batch, 16}, 5);
+  return random_values({batch, 3, 16}, 5);
 }
 
 void expect_same(const Tensor& got, const Tensor& want) {
@@ -127,43 +144,48 @@ Tensor scaled_weights(const Model& model) {
   return w;
 }
 
-TEST(PackedWeightsInModels, EveryWayOfChangingParametersReachesTheConv) {
-  for (bool channels_last : {true, false}) {
-    SCOPED_TRACE(channels_last ? "channels last" : "NCHW");
-    auto graph = conv_graph();
-    Model model(graph, Device::cpu(), {.channels_last = channels_last});
-    const Tensor original = model.parameter("w").clone();
-    const Tensor x = random_input(2);
-    const Tensor before = model.run({x})[0];
-    EXPECT_EQ(before.item_as_double(0), model.run({x})[0].item_as_double(0));
+TEST(PackedWeightsInModels, EveryWayOfChangingParametersReachesTheKernel) {
+  for (const std::string& op : kWeightedOps)
+    for (bool channels_last : {true, false}) {
+      SCOPED_TRACE(op + (channels_last ? ", channels last" : ", NCHW"));
+      auto graph = weighted_graph(op);
+      Model model(graph, Device::cpu(), {.channels_last = channels_last});
+      const Tensor original = model.parameter("w").clone();
+      const Tensor x = random_input(op, 2);
+      const Tensor before = model.run({x})[0];
+      expect_same(model.run({x})[0], before);
 
-    const Tensor w = scaled_weights(model);
-    model.set_parameter("w", w);
-    auto fresh = std::make_shared<Graph>(*graph);
-    fresh->initializers["w"] = w;
-    const Tensor want = Model(fresh, Device::cpu(), {.channels_last = channels_last}).run({x})[0];
-    expect_same(model.run({x})[0], want);
+      const Tensor w = scaled_weights(model);
+      model.set_parameter("w", w);
+      auto fresh = std::make_shared<Graph>(*graph);
+      fresh->initializers["w"] = w;
+      const Tensor want = Model(fresh, Device::cpu(), {.channels_last = channels_last}).run({x})[0];
+      const Tensor got = model.run({x})[0];
+      expect_same(got, want);
+      EXPECT_NE(got.item_as_double(0), before.item_as_double(0)) << "the change did not show";
 
-    // Written through the parameter handle: visible once marked.
-    model.parameter("w").copy_from(original);
-    model.mark_parameters_changed();
-    expect_same(model.run({x})[0], before);
-  }
+      // Written through the parameter handle: visible once marked.
+      model.parameter("w").copy_from(original);
+      model.mark_parameters_changed();
+      expect_same(model.run({x})[0], before);
+    }
 }
 
 TEST(PackedWeightsInModels, ReplicasSeeTheBaseParametersAfterEveryChange) {
-  auto graph = conv_graph();
-  auto model = std::make_shared<Model>(graph, Device::cpu(0));
-  DataParallel parallel(model, {.device_ids = {Device::cpu(0), Device::cpu(1)}});
-  const Tensor x = random_input(4);
-  const Tensor before = parallel.forward({x})[0];
-  expect_same(before, model->run({x})[0]);
-  model->set_parameter("w", scaled_weights(*model));
-  expect_same(parallel.forward({x})[0], model->run({x})[0]);
+  for (const std::string& op : kWeightedOps) {
+    SCOPED_TRACE(op);
+    auto model = std::make_shared<Model>(weighted_graph(op), Device::cpu(0));
+    DataParallel parallel(model, {.device_ids = {Device::cpu(0), Device::cpu(1)}});
+    const Tensor x = random_input(op, 4);
+    const Tensor before = parallel.forward({x})[0];
+    expect_same(before, model->run({x})[0]);
+    model->set_parameter("w", scaled_weights(*model));
+    expect_same(parallel.forward({x})[0], model->run({x})[0]);
+  }
 }
 
 TEST(ParameterVersions, AreUniqueAcrossModelsAndChanges) {
-  auto graph = conv_graph();
+  auto graph = weighted_graph("Conv");
   Model a(graph, Device::cpu()), b(graph, Device::cpu());
   EXPECT_NE(a.parameters_version(), 0u);
   EXPECT_NE(a.parameters_version(), b.parameters_version());
@@ -174,7 +196,7 @@ TEST(ParameterVersions, AreUniqueAcrossModelsAndChanges) {
 }
 
 TEST(ParameterVersions, RefreshingAReplicaGivesItANewVersionButNotTheSharedOne) {
-  auto graph = conv_graph();
+  auto graph = weighted_graph("Conv");
   Model base(graph, Device::cpu(0));
   auto replicas = replicate(base, {Device::cpu(0), Device::cpu(1)});
   const uint64_t shared = replicas[0]->parameters_version();
