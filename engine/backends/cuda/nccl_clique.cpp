@@ -1,6 +1,7 @@
 #include "engine/backends/cuda/nccl_clique.h"
 
 #include <map>
+#include <mutex>
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
@@ -109,7 +110,8 @@ void NcclClique::release() noexcept {
 }
 
 void NcclClique::run(const std::string& what, const std::function<void(int rank)>& enqueue) {
-  std::lock_guard lock(mutex_);
+  static std::mutex one_collective_at_a_time;
+  std::lock_guard lock(one_collective_at_a_time);
   const std::string context = what + " over " + name_;
   for (int r = 0; r < size(); ++r) {
     CudaDeviceGuard guard(device(r));

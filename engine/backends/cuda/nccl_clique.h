@@ -7,14 +7,15 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 namespace dprun {
 
-/// The communicators of one ordered GPU list: rank r is devices[r]. Thread-safe: run() holds a
-/// lock, so one collective at a time uses the communicators (NCCL requires it).
+/// The communicators of one ordered GPU list: rank r is devices[r]. Thread-safe: run() holds one
+/// process-wide lock, so one collective at a time runs in the process. NCCL requires that of a
+/// communicator, and collectives of two cliques sharing a GPU, issued at once from two threads,
+/// can each wait on the other's kernels (NCCL's "using multiple communicators concurrently").
 class NcclClique {
  public:
   /// ncclCommInitAll over `devices` (distinct, at least two), then a non-blocking stream and
@@ -50,7 +51,6 @@ class NcclClique {
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> events_;
-  std::mutex mutex_;
 };
 
 /// The clique of `devices` in that order, made on first use and kept until
