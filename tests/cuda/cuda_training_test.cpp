@@ -16,14 +16,7 @@ namespace dprun {
 namespace {
 
 using testing::make_node;
-
-Tensor random_floats(Shape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (auto& x : v) x = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
+using testing::random_floats;
 
 // x [N, 4] -> MatMul W1 [4, 8] -> Add b1 -> Relu -> MatMul W2 [8, 3] -> Add b2 -> y [N, 3],
 // and total = ReduceSum(y), the sum of every output.

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 
 #include "engine/backend.h"
 #include "engine/model.h"
@@ -20,6 +19,7 @@ namespace dprun {
 namespace {
 
 using testing::make_node;
+using testing::random_floats;
 
 /// A CUDA backend stand-in: host memory labelled cuda:N, host copies, and collectives that
 /// record their calls and then do the work with host loops (sums in list order).
@@ -99,14 +99,6 @@ class CommRouting : public ::testing::Test {
  private:
   Backend* previous_ = nullptr;
 };
-
-Tensor random_floats(Shape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (auto& x : v) x = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
 
 std::vector<float> host_values(const Tensor& t) {
   Tensor h = t.to(Device::cpu());
