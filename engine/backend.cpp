@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/tensor.h"
 
 namespace dprun {
 
@@ -24,6 +25,18 @@ std::string no_backend_message(DeviceType type) {
 std::shared_ptr<const Graph> Backend::rewrite_graph(std::shared_ptr<const Graph> graph,
                                                     const GraphRewriteOptions&) const {
   return graph;
+}
+
+void Backend::broadcast_coalesced(const std::vector<Tensor>&,
+                                  const std::vector<std::vector<Tensor>>&) {
+  fail("broadcast between ", device_type_name(type()), " devices: this backend has no device ",
+       "collectives");
+}
+
+void Backend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>&,
+                                   const std::vector<Tensor>&) {
+  fail("reduce_add between ", device_type_name(type()), " devices: this backend has no device ",
+       "collectives");
 }
 
 void register_backend(DeviceType type, Backend* backend) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/allocator.h"
 #include "engine/device.h"
@@ -15,6 +16,7 @@
 namespace dprun {
 
 struct Graph;
+class Tensor;
 
 /// What a backend may change in a graph before it is compiled for one of its devices.
 struct GraphRewriteOptions {
@@ -64,6 +66,29 @@ class Backend {
   /// either way. This default returns `graph`.
   virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
                                                      const GraphRewriteOptions& options) const;
+
+  // Device collectives: the seam under engine/parallel/comm.h (torch.nn.parallel.comm) for
+  // devices that do not share host memory. Both are coalesced: every tensor of the call moves
+  // in one collective operation. Each returns when its results are complete, and is ordered
+  // after the work queued on the calling thread's current stream of every device involved.
+  // Tensors are whole (contiguous) and on devices of this backend. The CPU backend has none:
+  // CPU devices share host memory, and comm.h copies and sums there itself, split over the
+  // devices' workers. These defaults throw Error saying the backend has no collectives.
+
+  /// Copies sources[k] into destinations[d][k] for every d and k. The sources are on one
+  /// device; each destinations[d] is a list on one other device, every list's devices
+  /// distinct, with the sources' shapes and dtypes. Any dtype of fixed size (the bytes are
+  /// copied); throws Error for string tensors.
+  virtual void broadcast_coalesced(const std::vector<Tensor>& sources,
+                                   const std::vector<std::vector<Tensor>>& destinations);
+  /// Sums inputs[0][k] + inputs[1][k] + ... into outputs[k]. Each inputs[d] is a list on one
+  /// device, the devices distinct, every list with the same shapes and dtypes in the same
+  /// order; the outputs (same shapes and dtypes) are all on the device of one of the input
+  /// lists. The order of the additions is the backend's (see its header): a result may differ
+  /// in rounding from a left-to-right sum. Throws Error naming the dtype when the backend
+  /// cannot sum it.
+  virtual void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
+                                    const std::vector<Tensor>& outputs);
 };
 
 /// The backend of a device type; throws Error when this build has none for it ("this build

@@ -30,3 +30,12 @@ inline std::string cuda_unusable_reason() {
     std::string dprun_no_gpu = ::dprun::testing::cuda_unusable_reason();             \
     if (!dprun_no_gpu.empty()) GTEST_SKIP() << "needs a CUDA GPU: " << dprun_no_gpu; \
   } while (0)
+
+/// Skips the calling test, with the reason, unless at least `n` CUDA GPUs can be used.
+#define DPRUN_REQUIRE_CUDA_GPUS(n)                                                   \
+  do {                                                                               \
+    DPRUN_REQUIRE_CUDA_GPU();                                                        \
+    int dprun_gpus = ::dprun::backend_for(::dprun::DeviceType::CUDA).device_count(); \
+    if (dprun_gpus < (n))                                                            \
+      GTEST_SKIP() << "needs " << (n) << " CUDA GPUs: " << dprun_gpus << " present"; \
+  } while (0)

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ inline Node make_node(const std::string& op, std::vector<std::string> inputs,
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   return n;
+}
+
+/// A float32 tensor of `shape` with values uniform in [-1, 1), the same for the same seed.
+inline Tensor random_floats(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (auto& x : v) x = dist(rng);
+  return Tensor::from_vector<float>(shape, v);
 }
 
 /// Expects `t` to have `shape` and, element by element, `values` within `tol`.

@@ -5,12 +5,15 @@
 //   Sgd optimizer(trainer.parameters(), {.lr = 0.1, .momentum = 0.9});
 //   optimizer.step(gradients);  // one gradient per parameter, same order
 //
-// Parameters are updated in place; they must live in host memory (CPU devices).
+// Parameters are updated in place, on the device that holds them: on CPU devices by host loops,
+// on GPUs by kernels queued on the device (the update kernels of optimizer_update.h, one element
+// update shared by both). Every update kernel an optimizer needs is looked up when it is made.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/autograd/optimizer_update.h"
 #include "engine/device.h"
 #include "engine/tensor.h"
 
@@ -25,15 +28,18 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update. `gradients[i]` belongs to parameters()[i] and must match its shape and
-  /// dtype (float32 or float64); throws naming the index otherwise. With `workers` (CPU
-  /// devices), the elements of all parameters are split over their worker threads
-  /// (run_in_parts); every element's update is the same however they are split.
+  /// dtype (float32 or float64); throws naming the index otherwise. A gradient on another
+  /// device than its parameter's memory is copied there first. With `workers` (CPU devices),
+  /// the elements of all host parameters are split over their worker threads (run_in_parts);
+  /// every element's update is the same however they are split. Parameters on a GPU are
+  /// updated on that GPU, on a stream of its own, and the step returns when they are done.
   void step(const std::vector<Tensor>& gradients, const std::vector<Device>& workers = {});
   /// step() in pieces, for a caller that fuses the update with other per-element work (the
   /// Trainer sums the replicas' gradients and copies the new values to them in the same
   /// pass): begin_step() counts the step, then update_range(i, gradient, begin, end) updates
-  /// elements [begin, end) of parameter i from a host-memory gradient. One step's ranges must
-  /// cover every parameter once; disjoint ranges may be updated concurrently.
+  /// elements [begin, end) of parameter i, in host memory (CPU devices), from a host-memory
+  /// gradient. One step's ranges must cover every parameter once; disjoint ranges may be
+  /// updated concurrently.
   void begin_step() { ++steps_; }
   void update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end);
   const std::vector<Tensor>& parameters() const { return parameters_; }
@@ -43,24 +49,27 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
 
  protected:
-  /// Updates elements [begin, end) of parameter i (and of its state); steps() already counts
-  /// this step. Called concurrently for disjoint ranges of one step.
-  virtual void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
-                      int64_t end) = 0;
+  /// Updates elements [begin, end) of parameter i (and of its state) with the parameter's
+  /// update kernel; steps() already counts this step. `execution`: as the kernels take it (the
+  /// GPU's context; null for host memory). Called concurrently for disjoint host ranges of one
+  /// step.
+  virtual void update(size_t i, ExecutionContext* execution, Tensor& parameter,
+                      const Tensor& gradient, int64_t begin, int64_t end) = 0;
+  /// The update kernel of each parameter, looked up for its device type and dtype (K is
+  /// SgdUpdateKernel or AdamUpdateKernel, `op_type` its op); throws Error when one is missing.
+  template <class K>
+  std::vector<const K*> find_update_kernels(const char* op_type);
 
  private:
-  std::vector<Tensor> parameters_;
-  std::vector<int64_t> counts_;  // elements of each parameter
-  int64_t total_elements_ = 0;
-  int64_t steps_ = 0;
-};
+  /// Updates the parameters that live on GPUs (not in host memory), device by device.
+  void update_on_devices(const std::vector<Tensor>& gradients);
 
-struct SgdOptions {
-  double lr = 0.01;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;  // L2: added to the gradient
-  bool nesterov = false;
+  std::vector<Tensor> parameters_;
+  std::vector<int64_t> counts_;  // elements of each parameter in host memory; 0 for the others
+  int64_t total_elements_ = 0;   // of parameters in host memory
+  bool on_devices_ = false;      // some parameters live on GPUs
+  int64_t steps_ = 0;
+  std::vector<std::unique_ptr<OpKernel>> owned_kernels_;  // one per (device type, dtype)
 };
 
 /// torch.optim.SGD: the momentum buffer starts as the first gradient.
@@ -73,20 +82,11 @@ class Sgd final : public Optimizer {
   void set_lr(double lr) override { options_.lr = lr; }
 
  private:
-  void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
-              int64_t end) override;
+  void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
+              int64_t begin, int64_t end) override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
-};
-
-struct AdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  /// Adam: L2 added to the gradient. AdamW: decoupled decay (torch's default there is 0.01).
-  double weight_decay = 0;
-  bool decoupled_weight_decay = false;
+  std::vector<const SgdUpdateKernel*> kernels_;
 };
 
 /// torch.optim.Adam, or torch.optim.AdamW with decoupled_weight_decay.
@@ -98,10 +98,11 @@ class Adam final : public Optimizer {
   void set_lr(double lr) override { options_.lr = lr; }
 
  private:
-  void update(size_t i, Tensor& parameter, const Tensor& gradient, int64_t begin,
-              int64_t end) override;
+  void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
+              int64_t begin, int64_t end) override;
   AdamOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<const AdamUpdateKernel*> kernels_;
 };
 
 }  // namespace dprun

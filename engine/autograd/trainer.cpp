@@ -99,7 +99,7 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
   replicas_current_ = false;  // the caller may update the parameters before the next call
   std::vector<Tensor> outputs = parallel_->forward(all);
   gradients_.assign(outputs.begin() + 1, outputs.end());
-  return outputs[0].item_as_double();
+  return outputs[0].to(Device::cpu()).item_as_double();  // the loss may sit on a GPU
 }
 
 bool Trainer::can_fuse(const Optimizer& optimizer) const {

@@ -18,6 +18,12 @@
 // before the next step (in step(), in the same pass as the update). BatchNormalization in
 // training mode uses each replica's own batch statistics and keeps the running statistics of
 // replica 0's chunk, as PyTorch does.
+//
+// On GPUs (cuda:N device lists) the same step runs on the devices: the replicas get the
+// parameters by one NCCL broadcast from device_ids[0], their gradients are summed onto
+// device_ids[0] by one NCCL reduce, and the optimizer updates the parameters there with its GPU
+// kernels. NCCL picks its own summation order (engine/backends/cuda/nccl_collectives.h), so on
+// GPUs one-device and multi-device steps agree within float rounding, not bit for bit.
 #include <memory>
 #include <string>
 #include <vector>

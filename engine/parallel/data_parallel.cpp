@@ -295,7 +295,8 @@ std::vector<Tensor> DataParallel::gather_or_sum(
   std::vector<Tensor> gathered = concatenated[0].empty()
                                      ? std::vector<Tensor>{}
                                      : gather(concatenated, output_device(), options_.dim);
-  // All sums at once, split over the devices' workers (idle now that the replicas are done).
+  // All sums at once: on CPU devices split over their workers (idle now that the replicas are
+  // done), on GPUs one NCCL reduce onto the output device (comm.h routes by device).
   std::vector<std::vector<Tensor>> to_sum(outputs.size());
   for (size_t r = 0; r < outputs.size(); ++r)
     for (size_t o = 0; o < names.size(); ++o)

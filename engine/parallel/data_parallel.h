@@ -28,8 +28,9 @@ struct DataParallelOptions {
   std::vector<double> weights;
   /// Per-input rules by input name (split along a dim, broadcast whole, or share of rows).
   std::map<std::string, InputSplit> input_splits;
-  /// Outputs summed over the replicas on the output device (reduce_add, in device order)
-  /// instead of concatenated along `dim`: losses and gradients in training.
+  /// Outputs summed over the replicas on the output device (reduce_add_coalesced: in device
+  /// order on CPU devices, one NCCL reduce on GPUs) instead of concatenated along `dim`:
+  /// losses and gradients in training.
   std::set<std::string> summed_outputs;
   /// Intra-op threads per device; 0 = the device's core share.
   int threads = 0;

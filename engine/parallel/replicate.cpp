@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/parallel/comm.h"
 #include "engine/parallel/run_in_parts.h"
 
 namespace dprun {
@@ -14,19 +15,28 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
   std::vector<std::shared_ptr<Model>> replicas;
   replicas.push_back(std::make_shared<Model>(model.plan(), devices[0], model.parameters(),
                                              model.shared_version(), model.graph_ptr()));
+  // The devices of the base's type get their copies from one broadcast_coalesced (a single
+  // collective between GPUs); devices of another type, tensor by tensor.
+  std::vector<Device> same_type;
+  for (size_t i = 1; i < devices.size(); ++i)
+    if (devices[i].type == model.device().type) same_type.push_back(devices[i]);
+  std::vector<std::vector<Tensor>> broadcast = broadcast_coalesced(model.parameters(), same_type);
+  size_t next_broadcast = 0;
   std::shared_ptr<const Plan> other_type_plan;
   for (size_t i = 1; i < devices.size(); ++i) {
     std::shared_ptr<const Plan> plan = model.plan();
-    if (devices[i].type != model.device().type) {
+    std::vector<Tensor> params;
+    if (devices[i].type == model.device().type) {
+      params = std::move(broadcast[next_broadcast++]);
+    } else {
       if (!other_type_plan || other_type_plan->device_type() != devices[i].type)
         // From the original graph: the CPU layout rewrite has no kernels elsewhere. Both
         // plans order parameters by initializer name, so the parameter lists line up.
         other_type_plan = Plan::build(model.graph_ptr(), devices[i].type);
       plan = other_type_plan;
+      params.reserve(model.parameters().size());
+      for (const Tensor& p : model.parameters()) params.push_back(p.to(devices[i], /*copy=*/true));
     }
-    std::vector<Tensor> params;
-    params.reserve(model.parameters().size());
-    for (const Tensor& p : model.parameters()) params.push_back(p.to(devices[i], /*copy=*/true));
     replicas.push_back(
         std::make_shared<Model>(plan, devices[i], std::move(params), nullptr, model.graph_ptr()));
   }
@@ -36,17 +46,26 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
 void refresh_replicas(const Model& base, const std::vector<Model*>& replicas,
                       const std::vector<Device>& workers) {
   const auto& src = base.parameters();
-  std::vector<Model*> copies;  // replicas that share no storage with the base
+  std::vector<Model*> copies;        // host replicas that share no storage with the base
+  std::vector<Model*> broadcast_to;  // GPU replicas of the base's type: one broadcast_coalesced
   for (Model* replica : replicas) {
     DPRUN_CHECK(replica->parameters().size() == src.size(),
                 "refresh_replica: parameter lists differ");
     bool host = replica->device().type == DeviceType::CPU;
     for (size_t i = 0; i < src.size() && host; ++i) host = src[i].dtype() != DType::String;
-    if (!host) {  // device memory or std::string elements: tensor by tensor
+    if (host) {
+      copies.push_back(replica);
+    } else if (replica->device().type == base.device().type && replica->device() != base.device()) {
+      broadcast_to.push_back(replica);
+    } else {  // std::string elements, or a device of another type: tensor by tensor
       refresh_replica(base, *replica);
-      continue;
     }
-    copies.push_back(replica);
+  }
+  if (!broadcast_to.empty()) {
+    std::vector<std::vector<Tensor>> destinations;
+    for (Model* replica : broadcast_to) destinations.push_back(replica->parameters());
+    broadcast_coalesced_into(src, destinations);
+    for (Model* replica : broadcast_to) mark_replica_written(base, *replica);
   }
   if (copies.empty() || base.device().type != DeviceType::CPU) {
     for (Model* replica : copies) refresh_replica(base, *replica);

@@ -7,6 +7,7 @@
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/backends/cuda/cuda_stream.h"
+#include "engine/backends/cuda/nccl_collectives.h"
 
 namespace dprun {
 
@@ -97,6 +98,16 @@ std::unique_ptr<ExecutionContext> CudaBackend::create_execution_context(Device d
                                                                         const ExecutionConfig&) {
   check_device(device);
   return std::make_unique<CudaExecutionContext>(device, streams_);
+}
+
+void CudaBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
+                                      const std::vector<std::vector<Tensor>>& destinations) {
+  nccl_broadcast_coalesced(sources, destinations);
+}
+
+void CudaBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
+                                       const std::vector<Tensor>& outputs) {
+  nccl_reduce_add_coalesced(inputs, outputs);
 }
 
 }  // namespace dprun

@@ -36,6 +36,11 @@ class CudaBackend : public Backend {
   /// does not matter (host threads are the calling thread).
   std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) override;
+  /// On NCCL (nccl_collectives.h, which says what NCCL guarantees about summation order).
+  void broadcast_coalesced(const std::vector<Tensor>& sources,
+                           const std::vector<std::vector<Tensor>>& destinations) override;
+  void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
+                            const std::vector<Tensor>& outputs) override;
 
   /// The process's CUDA backend; never destroyed (see CudaStreamResources).
   static CudaBackend& instance();

@@ -1,0 +1,89 @@
+#pragma once
+// The per-tensor updates of the optimizers (optimizer.h), as kernels of dprun's private domain
+// "ai.dprun": ops SgdUpdate and AdamUpdate, each with a CPU definition
+// (ops/cpu/optimizer_update.cpp) and a CUDA one (ops/cuda/optimizer_update.cu), both running
+// the element updates of ops/math/optimizer_functors.h.
+//
+// Why registry kernels rather than a Backend hook: the update math is written once as
+// host/device functors in ops/, which engine/ never includes (backends included); the kernel
+// registry is how engine code reaches code in ops/, keyed by device type and dtype like any
+// op, and a test can check that every update has both definitions. The optimizer looks its
+// kernels up once, when it is made, and calls update() on them directly with element ranges:
+// no graph, plan or KernelContext per call, so the CPU loops cost what they did, and the
+// fused Trainer step can still update disjoint ranges from several worker threads at once.
+#include <cstdint>
+#include <memory>
+
+#include "engine/execution_context.h"
+#include "engine/kernel.h"
+#include "engine/tensor.h"
+
+namespace dprun {
+
+/// The domain of dprun's own ops.
+inline constexpr char kDprunDomain[] = "ai.dprun";
+inline constexpr char kSgdUpdateOp[] = "SgdUpdate";
+inline constexpr char kAdamUpdateOp[] = "AdamUpdate";
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;  // L2: added to the gradient
+  bool nesterov = false;
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// Adam: L2 added to the gradient. AdamW: decoupled decay (torch's default there is 0.01).
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;
+};
+
+/// An optimizer's update of one tensor, in place. Not an op for graphs: the factories
+/// (make_update_kernel) decline a node that sits in a graph, so a model that names one fails
+/// at load, and compute() fails.
+class ParameterUpdateKernel : public OpKernel {
+ public:
+  void compute(KernelContext& ctx) const final;
+};
+
+/// Arguments common to both updates: elements [begin, end) of `parameter` are updated in
+/// place from `gradient` (same device, shape and dtype), with the optimizer's state tensors
+/// (same device, shape and dtype). `execution`: on a GPU the context whose stream the update is
+/// queued on (required; the caller synchronizes it); on the CPU unused (may be null), the update
+/// runs on the calling thread and is done when it returns. Disjoint ranges of one tensor may be
+/// updated concurrently on the CPU.
+class SgdUpdateKernel : public ParameterUpdateKernel {
+ public:
+  /// torch.optim.SGD; `momentum_buffer` is undefined without momentum. `first`: the
+  /// optimizer's first step (the buffer starts as the gradient).
+  virtual void update(ExecutionContext* execution, const SgdOptions& options, bool first,
+                      Tensor& parameter, const Tensor& gradient, Tensor& momentum_buffer,
+                      int64_t begin, int64_t end) const = 0;
+};
+
+class AdamUpdateKernel : public ParameterUpdateKernel {
+ public:
+  /// torch.optim.Adam or AdamW at step `step` (1 for the first).
+  virtual void update(ExecutionContext* execution, const AdamOptions& options, int64_t step,
+                      Tensor& parameter, const Tensor& gradient, Tensor& exp_avg,
+                      Tensor& exp_avg_sq, int64_t begin, int64_t end) const = 0;
+};
+
+/// The factory of an update kernel: K, or nullptr for a node inside a graph.
+template <class K>
+std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
+  if (info.graph != nullptr) return nullptr;
+  return std::make_unique<K>();
+}
+
+/// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp) for tensors of `dtype`
+/// on devices of `device`; throws Error when this build has none ("optimizer: no SgdUpdate
+/// kernel for float16 on cpu (no kernel for dtype float16)").
+std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType device, DType dtype);
+
+}  // namespace dprun

@@ -1,0 +1,64 @@
+// The optimizers' update kernels on CPU devices (engine/autograd/optimizer_update.h): host
+// loops over a range of elements, one per combination of settings, so that the compiler
+// vectorises each (this file is compiled without errno for sqrt, see ops/CMakeLists.txt).
+#include "engine/autograd/optimizer_update.h"
+#include "ops/math/optimizer_functors.h"
+
+namespace dprun {
+namespace {
+
+class CpuSgdUpdate final : public SgdUpdateKernel {
+ public:
+  void update(ExecutionContext*, const SgdOptions& o, bool first, Tensor& parameter,
+              const Tensor& gradient, Tensor& momentum_buffer, int64_t begin,
+              int64_t end) const override {
+    visit_dtype_among<float, double>(parameter.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = parameter.data<T>() + begin;
+      const T* g = gradient.data<T>() + begin;
+      const int64_t n = end - begin;
+      math::with_sgd_update<T>(o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov, first,
+                               [&](auto op) {
+                                 if constexpr (decltype(op)::kUsesMomentum) {
+                                   T* buf = momentum_buffer.data<T>() + begin;
+                                   for (int64_t i = 0; i < n; ++i) p[i] = op(p[i], g[i], buf[i]);
+                                 } else {
+                                   T unused{};
+                                   for (int64_t i = 0; i < n; ++i) p[i] = op(p[i], g[i], unused);
+                                 }
+                               });
+    });
+  }
+};
+
+class CpuAdamUpdate final : public AdamUpdateKernel {
+ public:
+  void update(ExecutionContext*, const AdamOptions& o, int64_t step, Tensor& parameter,
+              const Tensor& gradient, Tensor& exp_avg, Tensor& exp_avg_sq, int64_t begin,
+              int64_t end) const override {
+    visit_dtype_among<float, double>(parameter.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = parameter.data<T>() + begin;
+      const T* g = gradient.data<T>() + begin;
+      T* m = exp_avg.data<T>() + begin;
+      T* v = exp_avg_sq.data<T>() + begin;
+      const int64_t n = end - begin;
+      math::with_adam_update<T>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
+                                o.decoupled_weight_decay, step, [&](auto op) {
+                                  for (int64_t i = 0; i < n; ++i) p[i] = op(p[i], g[i], m[i], v[i]);
+                                });
+    });
+  }
+};
+
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kSgdUpdateOp,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CpuSgdUpdate>});
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kAdamUpdateOp,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CpuAdamUpdate>});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,107 @@
+// The optimizers' update kernels on CUDA GPUs (engine/autograd/optimizer_update.h): one
+// grid-stride kernel per update running the ops/math functors that the CPU loops run. Compiled
+// without fused multiply-add (ops/CMakeLists.txt), so each element's update rounds as the
+// host's does.
+#include <cuda_runtime_api.h>
+
+#include "engine/autograd/optimizer_update.h"
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cuda/elementwise.cuh"
+#include "ops/math/optimizer_functors.h"
+
+namespace dprun {
+namespace {
+
+using cuda_ew::blocks_for;
+using cuda_ew::kThreads;
+
+template <class T, class Op>
+__global__ void sgd_kernel(Op op, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf,
+                           int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (Op::kUsesMomentum) {
+      p[i] = op(p[i], g[i], buf[i]);
+    } else {
+      T unused{};
+      p[i] = op(p[i], g[i], unused);
+    }
+  }
+}
+
+template <class T, class Op>
+__global__ void adam_kernel(Op op, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
+                            T* __restrict__ v, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = op(p[i], g[i], m[i], v[i]);
+}
+
+// The stream of `execution`, which must be a CUDA context on the parameter's GPU.
+cudaStream_t stream_for(ExecutionContext* execution, const Tensor& parameter, const char* op) {
+  DPRUN_CHECK(execution != nullptr, op, " on ", parameter.device().to_string(),
+              ": a GPU update needs the execution context whose stream it is queued on");
+  CudaExecutionContext& cuda = CudaExecutionContext::of(*execution);
+  DPRUN_CHECK(cuda.device() == parameter.device(), op, ": the parameter is on ",
+              parameter.device().to_string(), " but the stream on ", cuda.device().to_string());
+  return cuda.stream();
+}
+
+class CudaSgdUpdate final : public SgdUpdateKernel {
+ public:
+  void update(ExecutionContext* execution, const SgdOptions& o, bool first, Tensor& parameter,
+              const Tensor& gradient, Tensor& momentum_buffer, int64_t begin,
+              int64_t end) const override {
+    cudaStream_t stream = stream_for(execution, parameter, kSgdUpdateOp);
+    const int64_t n = end - begin;
+    if (n <= 0) return;
+    visit_dtype_among<float, double>(parameter.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* buf = o.momentum != 0 ? momentum_buffer.data<T>() + begin : nullptr;
+      math::with_sgd_update<T>(
+          o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov, first, [&](auto op) {
+            sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(op, parameter.data<T>() + begin,
+                                                               gradient.data<T>() + begin, buf, n);
+          });
+    });
+    cuda_check(cudaGetLastError(), kSgdUpdateOp, " on ", parameter.device().to_string(),
+               ": kernel launch");
+  }
+};
+
+class CudaAdamUpdate final : public AdamUpdateKernel {
+ public:
+  void update(ExecutionContext* execution, const AdamOptions& o, int64_t step, Tensor& parameter,
+              const Tensor& gradient, Tensor& exp_avg, Tensor& exp_avg_sq, int64_t begin,
+              int64_t end) const override {
+    cudaStream_t stream = stream_for(execution, parameter, kAdamUpdateOp);
+    const int64_t n = end - begin;
+    if (n <= 0) return;
+    visit_dtype_among<float, double>(parameter.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      math::with_adam_update<T>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
+                                o.decoupled_weight_decay, step, [&](auto op) {
+                                  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+                                      op, parameter.data<T>() + begin, gradient.data<T>() + begin,
+                                      exp_avg.data<T>() + begin, exp_avg_sq.data<T>() + begin, n);
+                                });
+    });
+    cuda_check(cudaGetLastError(), kAdamUpdateOp, " on ", parameter.device().to_string(),
+               ": kernel launch");
+  }
+};
+
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kSgdUpdateOp,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CudaSgdUpdate>});
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kAdamUpdateOp,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CudaAdamUpdate>});
+
+}  // namespace
+}  // namespace dprun

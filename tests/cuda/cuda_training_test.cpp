@@ -1,0 +1,122 @@
+// DataParallel and training over GPUs against the same work on cpu:0: summed outputs reduced
+// with NCCL, and Trainer steps on cuda:0 and on every GPU (gradients reduced onto cuda:0,
+// the update on the GPU, parameters broadcast back), within 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "cuda_test_util.h"
+#include "engine/autograd/trainer.h"
+#include "engine/parallel/data_parallel.h"
+#include "engine/parallel/device_list.h"
+#include "op_test_util.h"
+
+namespace dprun {
+namespace {
+
+using testing::make_node;
+using testing::random_floats;
+
+// x [N, 4] -> MatMul W1 [4, 8] -> Add b1 -> Relu -> MatMul W2 [8, 3] -> Add b2 -> y [N, 3],
+// and total = ReduceSum(y), the sum of every output.
+std::shared_ptr<Graph> mlp_graph() {
+  auto g = std::make_shared<Graph>();
+  g->name = "mlp";
+  g->opset_imports[""] = 17;
+  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(4)}}});
+  g->initializers["W1"] = random_floats({4, 8}, 1);
+  g->initializers["b1"] = random_floats({8}, 2);
+  g->initializers["W2"] = random_floats({8, 3}, 3);
+  g->initializers["b2"] = random_floats({3}, 4);
+  g->nodes.push_back(make_node("MatMul", {"x", "W1"}, {"h0"}));
+  g->nodes.push_back(make_node("Add", {"h0", "b1"}, {"h1"}));
+  g->nodes.push_back(make_node("Relu", {"h1"}, {"h2"}));
+  g->nodes.push_back(make_node("MatMul", {"h2", "W2"}, {"h3"}));
+  g->nodes.push_back(make_node("Add", {"h3", "b2"}, {"y"}));
+  Node total = make_node("ReduceSum", {"y"}, {"total"});
+  total.attributes["keepdims"].i = 0;
+  g->nodes.push_back(total);
+  for (size_t i = 0; i < g->nodes.size(); ++i) g->nodes[i].name = "n" + std::to_string(i);
+  g->outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(3)}}});
+  g->outputs.push_back({"total", {DType::Float32, SymbolicShape{}}});
+  return g;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  Tensor g = got.to(Device::cpu()), w = want.to(Device::cpu());
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    double a = g.data<float>()[i], b = w.data<float>()[i];
+    ASSERT_NEAR(a, b, 1e-5 * std::abs(b) + 1e-7) << what << ", element " << i;
+  }
+}
+
+TEST(CudaDataParallel, SummedOutputsOnEveryGpuMatchTheCpu) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  Tensor x = random_floats({37, 4}, 5);
+  auto cpu_model = std::make_shared<Model>(mlp_graph(), Device::cpu(0));
+  std::vector<Tensor> want = cpu_model->run({x});
+  std::vector<Device> gpus = all_devices();
+  auto model = std::make_shared<Model>(mlp_graph(), gpus[0]);
+  DataParallelOptions options;
+  options.device_ids = gpus;
+  options.summed_outputs = {"total"};
+  DataParallel parallel(model, options);
+  for (int call = 0; call < 2; ++call) {  // the second call reuses the replicas
+    std::vector<Tensor> got = parallel.forward({x});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].device(), gpus[0]);
+    EXPECT_EQ(got[1].device(), gpus[0]);
+    expect_close(got[0], want[0], "y");
+    expect_close(got[1], want[1], "total");
+  }
+}
+
+struct Run {
+  std::vector<double> losses;
+  std::vector<Tensor> parameters;  // on the host
+};
+
+// Three steps of SGD with momentum, then three of AdamW, on `devices`.
+Run train(const std::vector<Device>& devices) {
+  Tensor x = random_floats({24, 4}, 6), t = random_floats({24, 3}, 7);
+  auto model = std::make_shared<Model>(mlp_graph(), devices[0]);
+  TrainerOptions options;
+  options.training.loss.kind = LossKind::Mse;
+  options.parallel.device_ids = devices;
+  Trainer trainer(model, options);
+  Run run;
+  Sgd sgd(trainer.parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01});
+  for (int s = 0; s < 3; ++s) run.losses.push_back(trainer.step({x}, t, sgd));
+  Adam adamw(trainer.parameters(),
+             {.lr = 0.01, .weight_decay = 0.01, .decoupled_weight_decay = true});
+  for (int s = 0; s < 3; ++s) run.losses.push_back(trainer.step({x}, t, adamw));
+  for (const Tensor& p : trainer.parameters()) {
+    EXPECT_EQ(p.device(), devices[0]);
+    run.parameters.push_back(p.to(Device::cpu()));
+  }
+  return run;
+}
+
+void expect_same_training(const Run& got, const Run& want) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t s = 0; s < want.losses.size(); ++s)
+    EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << "step " << s;
+  ASSERT_EQ(got.parameters.size(), want.parameters.size());
+  for (size_t k = 0; k < want.parameters.size(); ++k)
+    expect_close(got.parameters[k], want.parameters[k], "parameter " + std::to_string(k));
+}
+
+TEST(CudaTrainer, StepsOnCuda0MatchTheCpu) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  expect_same_training(train({Device::cuda(0)}), train({Device::cpu(0)}));
+}
+
+TEST(CudaTrainer, StepsOnEveryGpuMatchTheCpu) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  expect_same_training(train(all_devices()), train({Device::cpu(0)}));
+}
+
+}  // namespace
+}  // namespace dprun
