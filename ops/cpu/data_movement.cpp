@@ -5,6 +5,51 @@ namespace {
 
 constexpr int64_t kTile = 32;
 
+/// dst[o][p][c] = src[o * outer_stride + c * planes + p] for c < C: `C` planes of `planes`
+/// contiguous elements interleaved, as an NCHW to NHWC transpose with few channels (an image's
+/// colours) does. Reads run along the planes and writes along the output; the row-by-row
+/// path would make a call and an index step for every C elements.
+template <int C, class U>
+void interleave_planes(const ExecutionContext& exec, const U* src, int64_t outer,
+                       int64_t outer_stride, int64_t planes, U* dst) {
+  constexpr int64_t kBlock = 1024;  // elements of a plane per task
+  const int64_t blocks = (planes + kBlock - 1) / kBlock;
+  exec.parallel_for(outer * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t o = w / blocks, p0 = (w % blocks) * kBlock;
+      const int64_t p1 = std::min(p0 + kBlock, planes);
+      const U* s = src + o * outer_stride;
+      U* d = dst + o * planes * C;
+      for (int64_t p = p0; p < p1; ++p)
+        for (int c = 0; c < C; ++c) d[p * C + c] = s[c * planes + p];
+    }
+  });
+}
+
+/// interleave_planes when `shape`/`strides` (merged, unit dims dropped) have that form with
+/// 2 to 4 planes; false otherwise.
+template <class U>
+bool try_interleave_planes(const ExecutionContext& exec, const U* src, const Shape& shape,
+                           const std::vector<int64_t>& strides, U* dst) {
+  const size_t n = shape.size();
+  if (n < 2 || n > 3 || strides[n - 2] != 1 || strides[n - 1] != shape[n - 2]) return false;
+  const int64_t outer = n == 3 ? shape[0] : 1, outer_stride = n == 3 ? strides[0] : 0;
+  const int64_t planes = shape[n - 2];
+  switch (shape[n - 1]) {
+    case 2:
+      interleave_planes<2>(exec, src, outer, outer_stride, planes, dst);
+      return true;
+    case 3:
+      interleave_planes<3>(exec, src, outer, outer_stride, planes, dst);
+      return true;
+    case 4:
+      interleave_planes<4>(exec, src, outer, outer_stride, planes, dst);
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <class U>
 void strided_copy_typed(const ExecutionContext& exec, const U* src, int64_t src_offset,
                         const Shape& shape, const std::vector<int64_t>& strides, U* dst) {
@@ -13,6 +58,7 @@ void strided_copy_typed(const ExecutionContext& exec, const U* src, int64_t src_
   const size_t last = n - 1;
   const int64_t row = shape[last];
   const int64_t row_stride = strides[last];
+  if (try_interleave_planes(exec, src + src_offset, shape, strides, dst)) return;
 
   // A dimension other than the innermost that reads contiguously: the copy is a transpose of
   // that dim with the innermost one, done in tiles so reads and writes both stay in cache.

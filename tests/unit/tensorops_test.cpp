@@ -190,6 +190,27 @@ TEST(TensorOpsTranspose, AttentionAndLargeTiledCasesOtherDtypes) {
   EXPECT_EQ(static_cast<float>(y.data<Float16>()[1]), 150.0f);  // out[0,0,1] = in[1,0,0]
 }
 
+TEST(TensorOpsTranspose, FewChannelsInterleaveAcrossPlanes) {
+  // NCHW to NHWC with 2 to 4 channels interleaves whole planes (more than one block of 1024
+  // elements per plane, with a partial last block), for every element size; 5 channels take
+  // the general path.
+  Node n = make_node("Transpose", {"x"}, {"y"});
+  n.attributes["perm"] = Attribute::of_ints({0, 2, 3, 1});
+  for (int64_t c : {2, 3, 4, 5}) {
+    SCOPED_TRACE(c);
+    Tensor f = iota<float>({2, c, 37, 41});
+    EXPECT_EQ(values<float>(run1(n, {f}, 13)), naive_transpose<float>(f, {0, 2, 3, 1}));
+    Tensor b = iota<int8_t>({3, c, 5, 7});
+    EXPECT_EQ(values<int8_t>(run1(n, {b}, 13)), naive_transpose<int8_t>(b, {0, 2, 3, 1}));
+    Tensor d = iota<int64_t>({1, c, 4, 300});
+    EXPECT_EQ(values<int64_t>(run1(n, {d}, 13)), naive_transpose<int64_t>(d, {0, 2, 3, 1}));
+  }
+  // A 2-D [C, P] -> [P, C] has no outer dim.
+  Node t = make_node("Transpose", {"x"}, {"y"});
+  Tensor two = iota<double>({3, 2049});
+  EXPECT_EQ(values<double>(run1(t, {two}, 13)), naive_transpose<double>(two, {1, 0}));
+}
+
 TEST(TensorOpsTranspose, RejectsBadPerm) {
   Node n = make_node("Transpose", {"x"}, {"y"});
   n.attributes["perm"] = Attribute::of_ints({0, 0, 1});
