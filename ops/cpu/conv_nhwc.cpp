@@ -16,6 +16,7 @@
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 #include "ops/cpu/pool_primitive.h"
+#include "ops/cpu/simd_loops.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
@@ -269,19 +270,21 @@ class GlobalAveragePoolNhwcKernel : public OpKernel {
       return reference_->compute(ctx);
     const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
     Tensor& y = ctx.allocate_output(0, {n, 1, 1, c}, x.dtype());
+    // Tasks of one image and up to kChannels channels each, so one image splits over threads.
+    constexpr int64_t kChannels = 64;
+    const int64_t blocks = (c + kChannels - 1) / kChannels;
     visit_dtype(x.dtype(), [&]<class T>(T) {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         const T* src = x.data<T>();
         T* dst = y.data<T>();
-        ctx.parallel_for(n, 1, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            std::vector<double> acc(static_cast<size_t>(c), 0.0);
-            const T* row = src + i * hw * c;
-            for (int64_t p = 0; p < hw; ++p)
-              for (int64_t k = 0; k < c; ++k) acc[static_cast<size_t>(k)] += row[p * c + k];
-            for (int64_t k = 0; k < c; ++k)
-              dst[i * c + k] =
-                  static_cast<T>(acc[static_cast<size_t>(k)] / static_cast<double>(hw));
+        ctx.parallel_for(n * blocks, 1, [&](int64_t b, int64_t e) {
+          for (int64_t task = b; task < e; ++task) {
+            const int64_t i = task / blocks, k0 = (task % blocks) * kChannels;
+            const int64_t width = std::min(kChannels, c - k0);
+            double acc[kChannels] = {};
+            simd::sum_rows(src + i * hw * c + k0, hw, c, width, acc);
+            for (int64_t k = 0; k < width; ++k)
+              dst[i * c + k0 + k] = static_cast<T>(acc[k] / static_cast<double>(hw));
           }
         });
       }

@@ -45,4 +45,13 @@ DPRUN_SIMD_CLONES void map2_scalar_a(const F& f, float a, const float* b, float*
   for (int64_t i = 0; i < n; ++i) out[i] = f(a, b[i]);
 }
 
+/// acc[k] += rows[p * stride + k] for p < count, k < width, in double: the per-channel sums of
+/// channels-last data.
+template <class T>
+DPRUN_SIMD_CLONES void sum_rows(const T* rows, int64_t count, int64_t stride, int64_t width,
+                                double* acc) {
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t k = 0; k < width; ++k) acc[k] += static_cast<double>(rows[p * stride + k]);
+}
+
 }  // namespace dprun::simd

@@ -517,6 +517,20 @@ TEST(LayoutRewrite, BatchNormParametersThroughIdentityJoinTheChain) {
   expect_same_results(g, {random_tensor({2, 3, 6, 6}, 38)});
 }
 
+TEST(LayoutRewrite, GlobalAveragePoolOverManyChannels) {
+  // 150 channels: the NHWC pool sums them in blocks of 64 (a partial last one), per image.
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs.push_back({"x", f32({3, 4, 5, 7})});
+  g->initializers["w"] = random_tensor({150, 4, 1, 1}, 71);
+  g->nodes = {node("Conv", {"x", "w"}, {"c"}), node("GlobalAveragePool", {"c"}, {"y"})};
+  g->outputs.push_back({"y", f32({3, 150, 1, 1})});
+  auto r = rewrite_channels_last(*g);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->nodes[2].op_type, "GlobalAveragePoolNHWC");
+  expect_same_results(g, {random_tensor({3, 4, 5, 7}, 72)});
+}
+
 TEST(LayoutRewrite, BundledCnnSameResults) {
   const char* root = std::getenv("DPRUN_SOURCE_DIR");
   std::string path = std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/cnn.onnx";
