@@ -22,6 +22,9 @@ class Tensor;
 struct GraphRewriteOptions {
   /// Rewrites that change data layouts (CPU: the channels-last rewrite of convolution chains).
   bool layout = true;
+  /// Rewrites that fuse chains of ops into one kernel (CPU: fuse_ops, MatMul with its bias and
+  /// the erf form of GELU).
+  bool fusion = true;
 };
 
 /// What the runtime knows about one device; used to warn about unbalanced device sets.
@@ -60,10 +63,10 @@ class Backend {
   virtual std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) = 0;
   /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
-  /// whose new nodes this backend has kernels for (CPU: rewrite_channels_last,
-  /// engine/backends/cpu/layout_rewrite.h). A copy keeps the graph's inputs, outputs and
-  /// initializers with their names and types, so a model's parameters and feeds are the same
-  /// either way. This default returns `graph`.
+  /// whose new nodes this backend has kernels for (CPU: fuse_ops, then rewrite_channels_last;
+  /// engine/backends/cpu/op_fusion.h and layout_rewrite.h). A copy keeps the graph's inputs,
+  /// outputs and initializers with their names and types, so a model's parameters and feeds are the
+  /// same either way. This default returns `graph`.
   virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
                                                      const GraphRewriteOptions& options) const;
 

@@ -15,9 +15,13 @@ std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>
                                               Device device, const ModelOptions& options) {
   Backend& backend = backend_for(device);
   backend.check_device(device);
-  const char* off = std::getenv("DPRUN_NO_LAYOUT_REWRITE");
+  auto env_off = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value && std::strcmp(value, "1") == 0;
+  };
   GraphRewriteOptions rewrite;
-  rewrite.layout = options.channels_last && !(off && std::strcmp(off, "1") == 0);
+  rewrite.layout = options.channels_last && !env_off("DPRUN_NO_LAYOUT_REWRITE");
+  rewrite.fusion = options.fuse_ops && !env_off("DPRUN_NO_FUSION");
   return backend.rewrite_graph(graph, rewrite);
 }
 }  // namespace

@@ -18,6 +18,11 @@ struct ModelOptions {
   /// variable DPRUN_NO_LAYOUT_REWRITE=1 turns it off for every model. Per-node observers see
   /// the rewritten nodes; turn it off to observe the original ones.
   bool channels_last = true;
+  /// Let the device's backend fuse chains of ops into one kernel (GraphRewriteOptions::fusion).
+  /// On CPU that is fuse_ops (engine/backends/cpu/op_fusion.h): MatMul with its bias Add, and
+  /// the erf form of GELU. The environment variable DPRUN_NO_FUSION=1 turns it off for every
+  /// model.
+  bool fuse_ops = true;
 };
 
 class Model {

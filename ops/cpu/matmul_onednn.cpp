@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
 #include "ops/cpu/gemm_util.h"
 #include "ops/cpu/matmul_util.h"
@@ -25,14 +26,23 @@ struct MatMulPrimitive {
 
 class MatMulOnednnKernel : public OpKernel {
  public:
+  /// MatMul, or the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim,
+  /// added by oneDNN as it writes the product.
   explicit MatMulOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {}
+      : reference_(onednn::make_reference(info)),
+        weights_(info.constant_inputs.count(1) > 0),
+        with_bias_(info.node.op_type == "MatMulBias") {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return reference_->compute(ctx);
+    const Tensor* bias = with_bias_ ? &ctx.input(2) : nullptr;
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
+        (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1)))
+      return reference_->compute(ctx);
     MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
+    if (bias && (bias->numel() != s.n || s.k == 0 || b.rank() != 2))
+      return reference_->compute(ctx);  // reports a bad bias; fills an empty product's bias
     Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
     if (y.numel() == 0) return;
     if (s.k == 0) {
@@ -42,10 +52,12 @@ class MatMulOnednnKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
     if (!p->usable) return reference_->compute(ctx);
     using onednn::wrap;
-    onednn::execute(p->prim, p->scratchpad_md,
-                    {{DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-                     {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
-                     {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}});
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
+        {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
+        {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p->bias_md, bias->raw_data()));
+    onednn::execute(p->prim, p->scratchpad_md, std::move(args));
   }
 
  private:
@@ -70,8 +82,14 @@ class MatMulOnednnKernel : public OpKernel {
       p->user_b_md = onednn::plain_desc(b_shape);
       p->c_md = onednn::plain_desc(c_shape);
       // A constant matrix B is packed once into the layout oneDNN prefers (PackedWeights).
-      dnnl::matmul::desc desc(p->a_md, b_is_matrix ? packable(p->user_b_md) : p->user_b_md,
-                              p->c_md);
+      const memory::desc b_md = b_is_matrix ? packable(p->user_b_md) : p->user_b_md;
+      if (with_bias_) {  // compute() checked that B is a matrix
+        Shape bias_shape(c_shape.size(), 1);
+        bias_shape.back() = s.n;
+        p->bias_md = onednn::plain_desc(bias_shape);
+      }
+      dnnl::matmul::desc desc = with_bias_ ? dnnl::matmul::desc(p->a_md, b_md, p->bias_md, p->c_md)
+                                           : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
       dnnl::matmul::primitive_desc pd(desc, onednn::concurrent_attr(), onednn::cpu_engine());
       p->b_md = pd.weights_desc();
       p->scratchpad_md = pd.scratchpad_desc();
@@ -93,6 +111,7 @@ class MatMulOnednnKernel : public OpKernel {
   std::unique_ptr<OpKernel> reference_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
   onednn::PackedWeights weights_;
+  bool with_bias_;
 };
 
 class GemmOnednnKernel : public OpKernel {
@@ -198,6 +217,12 @@ class GemmOnednnKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
                        .since = 1,
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<MatMulOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "MatMulBias",
                        .dtypes = {DType::Float32},
                        .priority = 10,
                        .impl = "onednn",

@@ -6,6 +6,7 @@
 #include "engine/backends/cpu/cpu_cores.h"
 #include "engine/backends/cpu/cpu_execution_context.h"
 #include "engine/backends/cpu/layout_rewrite.h"
+#include "engine/backends/cpu/op_fusion.h"
 #include "engine/error.h"
 
 namespace dprun {
@@ -59,9 +60,11 @@ std::unique_ptr<ExecutionContext> CpuBackend::create_execution_context(
 
 std::shared_ptr<const Graph> CpuBackend::rewrite_graph(std::shared_ptr<const Graph> graph,
                                                        const GraphRewriteOptions& options) const {
-  if (!options.layout) return graph;
-  std::shared_ptr<const Graph> rewritten = rewrite_channels_last(*graph);
-  return rewritten ? rewritten : graph;
+  if (options.fusion)
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) graph = fused;
+  if (options.layout)
+    if (std::shared_ptr<const Graph> nhwc = rewrite_channels_last(*graph)) graph = nhwc;
+  return graph;
 }
 
 }  // namespace dprun

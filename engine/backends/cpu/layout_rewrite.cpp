@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/backends/cpu/graph_patterns.h"
+
 namespace dprun {
 namespace {
 
@@ -71,29 +73,6 @@ bool single_output(const Node& node) {
 /// Concat, else input 0 (weights, bias, Clip bounds and Pad's pads keep their layout).
 size_t layout_input_count(const Node& node) {
   return (is_binary_agnostic(node) || node.op_type == "Concat") ? node.inputs.size() : 1;
-}
-
-/// A value known when the graph is compiled: an initializer that callers cannot override, or a
-/// Constant node's `value` output; nullopt otherwise.
-std::optional<Tensor> constant_value(const Graph& graph, const std::string& value) {
-  for (const auto& in : graph.inputs)
-    if (in.name == value) return std::nullopt;
-  if (auto it = graph.initializers.find(value); it != graph.initializers.end()) return it->second;
-  for (const Node& n : graph.nodes)
-    if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
-        n.outputs[0] == value) {
-      const Attribute* a = n.find_attr("value");
-      if (a && a->kind == Attribute::Kind::Tensor) return a->t;
-      return std::nullopt;
-    }
-  return std::nullopt;
-}
-
-/// The value of a float32 scalar known when the graph is compiled, or nullopt.
-std::optional<float> constant_scalar(const Graph& graph, const std::string& value) {
-  auto t = constant_value(graph, value);
-  if (t && t->dtype() == DType::Float32 && t->numel() == 1) return t->data<float>()[0];
-  return std::nullopt;
 }
 
 /// Pad's pads in NCHW order ([begin N, C, H, W, end N, C, H, W]) when they are known when the
@@ -239,12 +218,7 @@ std::optional<std::map<std::string, Attribute>> single_activation(const Graph& g
 /// and read by nothing else.
 std::map<size_t, Fusion> plan_fusions(const Graph& graph, const std::vector<bool>& rewritten,
                                       const std::set<std::string>& need_nchw) {
-  std::map<std::string, std::vector<size_t>> readers;  // value -> nodes reading it
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    std::set<std::string> read(graph.nodes[i].inputs.begin(), graph.nodes[i].inputs.end());
-    for (const auto& in : implicit_inputs(graph.nodes[i])) read.insert(in);
-    for (const auto& in : read) readers[in].push_back(i);
-  }
+  std::map<std::string, std::vector<size_t>> readers = value_readers(graph);
   auto private_value = [&](const std::string& v, size_t count) {
     return !need_nchw.count(v) && readers[v].size() == count;
   };

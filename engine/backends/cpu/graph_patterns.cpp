@@ -1,0 +1,46 @@
+#include "engine/backends/cpu/graph_patterns.h"
+
+#include <set>
+
+namespace dprun {
+
+std::optional<Tensor> constant_value(const Graph& graph, const std::string& value) {
+  for (const auto& in : graph.inputs)
+    if (in.name == value) return std::nullopt;
+  if (auto it = graph.initializers.find(value); it != graph.initializers.end()) return it->second;
+  for (const Node& n : graph.nodes)
+    if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
+        n.outputs[0] == value) {
+      const Attribute* a = n.find_attr("value");
+      if (a && a->kind == Attribute::Kind::Tensor) return a->t;
+      return std::nullopt;
+    }
+  return std::nullopt;
+}
+
+std::optional<float> constant_scalar(const Graph& graph, const std::string& value) {
+  auto t = constant_value(graph, value);
+  if (t && t->dtype() == DType::Float32 && t->numel() == 1) return t->data<float>()[0];
+  return std::nullopt;
+}
+
+std::map<std::string, std::vector<size_t>> value_readers(const Graph& graph) {
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    std::set<std::string> read(graph.nodes[i].inputs.begin(), graph.nodes[i].inputs.end());
+    for (const auto& in : implicit_inputs(graph.nodes[i])) read.insert(in);
+    for (const auto& in : read)
+      if (!in.empty()) readers[in].push_back(i);
+  }
+  return readers;
+}
+
+bool is_graph_result(const Graph& graph, const std::string& value) {
+  for (const auto& v : graph.outputs)
+    if (v.name == value) return true;
+  for (const auto& [source, param] : graph.state_updates)
+    if (source == value || param == value) return true;
+  return false;
+}
+
+}  // namespace dprun

@@ -1,0 +1,210 @@
+#include "engine/backends/cpu/op_fusion.h"
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/backends/cpu/graph_patterns.h"
+#include "engine/backends/cpu/layout_rewrite.h"
+
+namespace dprun {
+namespace {
+
+/// A chain of nodes to replace by one: `nodes` go away, `fused` takes the place of the chain's
+/// last node (after every producer of the chain's inputs, before every reader of its result).
+struct Fusion {
+  std::vector<size_t> nodes;
+  Node fused;
+};
+
+/// Pattern matching over one graph: who produces and who reads each value.
+class Matcher {
+ public:
+  explicit Matcher(const Graph& graph) : graph_(graph), readers_(value_readers(graph)) {
+    for (size_t i = 0; i < graph.nodes.size(); ++i)
+      for (const auto& out : graph.nodes[i].outputs)
+        if (!out.empty()) producer_[out] = i;
+  }
+
+  const Graph& graph() const { return graph_; }
+
+  /// The node producing `value` if it is a plain ai.onnx `op` node with one output.
+  std::optional<size_t> producer(const std::string& value, const char* op) const {
+    auto it = producer_.find(value);
+    if (it == producer_.end() || !is(it->second, op)) return std::nullopt;
+    return it->second;
+  }
+
+  /// The single reader of `value` if `value` is read by nothing else and is no graph result,
+  /// and that reader is a plain ai.onnx `op` node with one output.
+  std::optional<size_t> only_reader(const std::string& value, const char* op) const {
+    auto it = readers_.find(value);
+    if (it == readers_.end() || it->second.size() != 1 || is_graph_result(graph_, value) ||
+        !is(it->second[0], op))
+      return std::nullopt;
+    return it->second[0];
+  }
+
+  /// The operand of binary node `i` other than `value`, when `value` is exactly one of its two.
+  std::optional<std::string> other_operand(size_t i, const std::string& value) const {
+    const Node& n = graph_.nodes[i];
+    if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
+    if (n.inputs[0] == value) return n.inputs[1];
+    if (n.inputs[1] == value) return n.inputs[0];
+    return std::nullopt;
+  }
+
+  /// True when `value` is a float32 scalar constant within 1e-5 (relative) of `want`.
+  bool is_constant_near(const std::string& value, double want) const {
+    auto v = constant_scalar(graph_, value);
+    return v && std::abs(*v - want) <= 1e-5 * std::abs(want);
+  }
+
+ private:
+  bool is(size_t i, const char* op) const {
+    const Node& n = graph_.nodes[i];
+    return n.domain.empty() && n.op_type == op && n.outputs.size() == 1;
+  }
+
+  const Graph& graph_;
+  std::map<std::string, std::vector<size_t>> readers_;
+  std::map<std::string, size_t> producer_;
+};
+
+/// True when `value`'s declared type is float32 with the given known dims.
+bool has_type(const Graph& graph, const std::string& value, const std::vector<int64_t>& dims) {
+  auto t = graph.type_of(value);
+  if (!t || t->dtype != DType::Float32 || !t->shape || t->shape->size() != dims.size())
+    return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!(*t->shape)[i].is_known() || (*t->shape)[i].value != dims[i]) return false;
+  return true;
+}
+
+Node fused_node(const Node& last, const char* op, std::vector<std::string> inputs) {
+  Node n;
+  n.name = last.name;
+  n.op_type = op;
+  n.domain = kLayoutDomain;
+  n.inputs = std::move(inputs);
+  n.outputs = last.outputs;
+  return n;
+}
+
+/// MatMul(A, B) -> Add(., bias) with B a 2-D float32 initializer [K, N] and bias one of [N].
+std::optional<Fusion> match_matmul_bias(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& matmul = g.nodes[i];
+  if (matmul.inputs.size() != 2 || !g.initializers.count(matmul.inputs[1])) return std::nullopt;
+  auto b = g.type_of(matmul.inputs[1]);
+  if (!b || !b->shape || b->shape->size() != 2 || !(*b->shape)[1].is_known()) return std::nullopt;
+  const int64_t n = (*b->shape)[1].value;
+  if (!has_type(g, matmul.inputs[1], {(*b->shape)[0].value, n})) return std::nullopt;
+  auto add = m.only_reader(matmul.outputs[0], "Add");
+  if (!add) return std::nullopt;
+  auto bias = m.other_operand(*add, matmul.outputs[0]);
+  if (!bias || !g.initializers.count(*bias) || !has_type(g, *bias, {n})) return std::nullopt;
+  return Fusion{
+      {i, *add},
+      fused_node(g.nodes[*add], "MatMulBias", {matmul.inputs[0], matmul.inputs[1], *bias})};
+}
+
+/// The erf form of GELU, found from its Erf node `i`.
+std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const std::string& scaled = g.nodes[i].inputs[0];
+  if (g.nodes[i].inputs.size() != 1 || !m.only_reader(scaled, "Erf")) return std::nullopt;
+  // x / sqrt(2), or x * (1 / sqrt(2)) with the operands in either order.
+  std::optional<std::string> x;
+  size_t scale = 0;
+  if (auto div = m.producer(scaled, "Div")) {
+    const Node& d = g.nodes[*div];
+    if (d.inputs.size() == 2 && m.is_constant_near(d.inputs[1], std::sqrt(2.0))) x = d.inputs[0];
+    scale = *div;
+  } else if (auto mul = m.producer(scaled, "Mul")) {
+    for (size_t k = 0; k < 2 && !x; ++k) {
+      auto other = m.other_operand(*mul, g.nodes[*mul].inputs[k]);
+      if (other && m.is_constant_near(g.nodes[*mul].inputs[k], std::sqrt(0.5))) x = other;
+    }
+    scale = *mul;
+  }
+  if (!x) return std::nullopt;
+  // 1 + erf(.)
+  auto plus_one = m.only_reader(g.nodes[i].outputs[0], "Add");
+  if (!plus_one) return std::nullopt;
+  auto one = m.other_operand(*plus_one, g.nodes[i].outputs[0]);
+  if (!one || !m.is_constant_near(*one, 1.0)) return std::nullopt;
+  const std::string& bracket = g.nodes[*plus_one].outputs[0];
+  auto times = m.only_reader(bracket, "Mul");
+  if (!times) return std::nullopt;
+  auto factor = m.other_operand(*times, bracket);
+  if (!factor) return std::nullopt;
+  if (*factor == *x) {  // (x * bracket) * 0.5
+    auto half_mul = m.only_reader(g.nodes[*times].outputs[0], "Mul");
+    if (!half_mul) return std::nullopt;
+    auto half = m.other_operand(*half_mul, g.nodes[*times].outputs[0]);
+    if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
+    return Fusion{{scale, i, *plus_one, *times, *half_mul},
+                  fused_node(g.nodes[*half_mul], "Gelu", {*x})};
+  }
+  // (x * 0.5) * bracket: the halving Mul reads x, and only `times` reads its result.
+  auto half_mul = m.producer(*factor, "Mul");
+  if (!half_mul || !m.only_reader(*factor, "Mul")) return std::nullopt;
+  auto half = m.other_operand(*half_mul, *x);
+  if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
+  return Fusion{{scale, *half_mul, i, *plus_one, *times},
+                fused_node(g.nodes[*times], "Gelu", {*x})};
+}
+
+/// Every fusion, none sharing a node.
+std::vector<Fusion> find_fusions(const Graph& graph) {
+  const Matcher matcher(graph);
+  std::vector<Fusion> fusions;
+  std::set<size_t> taken;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (!n.domain.empty()) continue;
+    std::optional<Fusion> f;
+    if (n.op_type == "MatMul")
+      f = match_matmul_bias(matcher, i);
+    else if (n.op_type == "Erf")
+      f = match_gelu(matcher, i);
+    if (!f) continue;
+    bool free = true;
+    for (size_t k : f->nodes) free = free && !taken.count(k);
+    if (!free) continue;
+    taken.insert(f->nodes.begin(), f->nodes.end());
+    fusions.push_back(std::move(*f));
+  }
+  return fusions;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
+  const std::vector<Fusion> fusions = find_fusions(graph);
+  if (fusions.empty()) return nullptr;
+  std::map<size_t, const Node*> replaced_by;  // a chain's last node -> the fused node
+  std::set<size_t> removed;
+  for (const Fusion& f : fusions) {
+    size_t last = 0;
+    for (size_t k : f.nodes) last = std::max(last, k);
+    replaced_by[last] = &f.fused;
+    removed.insert(f.nodes.begin(), f.nodes.end());
+  }
+  auto out = std::make_shared<Graph>(graph);
+  out->nodes.clear();
+  out->opset_imports[kLayoutDomain] = 1;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (auto it = replaced_by.find(i); it != replaced_by.end())
+      out->nodes.push_back(*it->second);
+    else if (!removed.count(i))
+      out->nodes.push_back(graph.nodes[i]);
+  }
+  return out;
+}
+
+}  // namespace dprun

@@ -1,0 +1,281 @@
+// The CPU op fusion (engine/backends/cpu/op_fusion.h) and its kernels: which chains are fused,
+// which are left alone, and equal results with and without the fusion.
+#include "engine/backends/cpu/op_fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "engine/backends/cpu/layout_rewrite.h"
+#include "engine/model.h"
+#include "graph_test_util.h"
+#include "kernel_test_util.h"
+#include "loader/onnx_loader.h"
+#include "op_test_util.h"
+
+namespace dprun {
+namespace {
+
+Tensor random_tensor(Shape shape, unsigned seed, float scale = 1.f) {
+  Tensor t = Tensor::empty(std::move(shape), DType::Float32);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+TensorType f32(const Shape& shape) {
+  TensorType t{DType::Float32, SymbolicShape{}};
+  for (int64_t d : shape) t.shape->push_back(Dim::known(d));
+  return t;
+}
+
+Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n = testing::make_node(op, std::move(in), std::move(out));
+  n.name = op + "_" + n.outputs[0];
+  return n;
+}
+
+Node scalar_constant(const std::string& out, float v) {
+  Node c = node("Constant", {}, {out});
+  c.attributes["value"] = Attribute::of_tensor(Tensor::scalar(v));
+  return c;
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+/// Runs `graph` with and without the fusion (no layout rewrite) and compares every output.
+void expect_same_results(const std::shared_ptr<const Graph>& graph,
+                         const std::vector<Tensor>& inputs, double tolerance = 1e-5) {
+  Model plain(graph, Device::cpu(), {.channels_last = false, .fuse_ops = false});
+  Model fused(graph, Device::cpu(), {.channels_last = false, .fuse_ops = true});
+  EXPECT_NE(fused.plan()->graph_ptr(), graph) << "nothing was fused";
+  auto want = plain.run(inputs);
+  auto got = fused.run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape()) << "output " << o;
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      ASSERT_NEAR(got[o].item_as_double(i), want[o].item_as_double(i),
+                  tolerance * (1 + std::abs(want[o].item_as_double(i))))
+          << "output " << o << " element " << i;
+  }
+}
+
+// x [2, 3, 4] -> MatMul(x, w [4, 5]) -> Add with bias [5] -> Relu -> y.
+std::shared_ptr<Graph> matmul_bias_graph(bool bias_first) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs = {{"x", f32({2, 3, 4})}};
+  g->initializers["w"] = random_tensor({4, 5}, 1);
+  g->initializers["bias"] = random_tensor({5}, 2);
+  g->nodes = {node("MatMul", {"x", "w"}, {"mm"}),
+              node("Add",
+                   bias_first ? std::vector<std::string>{"bias", "mm"}
+                              : std::vector<std::string>{"mm", "bias"},
+                   {"biased"}),
+              node("Relu", {"biased"}, {"y"})};
+  g->outputs = {{"y", f32({2, 3, 5})}};
+  return g;
+}
+
+TEST(OpFusion, MatMulTakesItsBiasAdd) {
+  for (bool bias_first : {false, true}) {
+    SCOPED_TRACE(bias_first ? "Add(bias, mm)" : "Add(mm, bias)");
+    auto g = matmul_bias_graph(bias_first);
+    auto r = fuse_ops(*g);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(op_types(*r), (std::vector<std::string>{"MatMulBias", "Relu"}));
+    EXPECT_EQ(r->nodes[0].domain, kLayoutDomain);
+    EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"x", "w", "bias"}));
+    EXPECT_EQ(r->nodes[0].outputs, (std::vector<std::string>{"biased"}));
+    EXPECT_EQ(r->initializers.size(), g->initializers.size());
+    EXPECT_EQ(r->opset(kLayoutDomain), 1);
+    expect_same_results(g, {random_tensor({2, 3, 4}, 3)});
+  }
+}
+
+TEST(OpFusion, MatMulBiasNeedsAPrivateProductAndConstantOperands) {
+  {  // the product is also a graph output
+    auto g = matmul_bias_graph(false);
+    g->outputs.push_back({"mm", f32({2, 3, 5})});
+    EXPECT_EQ(fuse_ops(*g), nullptr);
+  }
+  {  // the product has another reader
+    auto g = matmul_bias_graph(false);
+    g->nodes.push_back(node("Neg", {"mm"}, {"n"}));
+    g->outputs.push_back({"n", f32({2, 3, 5})});
+    EXPECT_EQ(fuse_ops(*g), nullptr);
+  }
+  {  // a 2-D bias broadcasts differently
+    auto g = matmul_bias_graph(false);
+    g->initializers["bias"] = random_tensor({1, 5}, 2);
+    EXPECT_EQ(fuse_ops(*g), nullptr);
+  }
+  {  // B fed at run time
+    auto g = matmul_bias_graph(false);
+    g->initializers.erase("w");
+    g->inputs.push_back({"w", f32({4, 5})});
+    EXPECT_EQ(fuse_ops(*g), nullptr);
+  }
+  {  // the bias is computed
+    auto g = matmul_bias_graph(false);
+    g->nodes.insert(g->nodes.begin(), node("Neg", {"bias"}, {"negated"}));
+    g->nodes[2].inputs[1] = "negated";
+    g->value_types["negated"] = f32({5});
+    EXPECT_EQ(fuse_ops(*g), nullptr);
+  }
+}
+
+TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
+  Node n = testing::make_node("MatMulBias", {"a", "b", "bias"}, {"y"});
+  n.domain = kLayoutDomain;
+  for (const Shape& a_shape : {Shape{7, 9}, Shape{2, 3, 9}, Shape{9}}) {
+    SCOPED_TRACE(shape_to_string(a_shape));
+    const std::vector<Tensor> inputs = {random_tensor(a_shape, 11), random_tensor({9, 6}, 12),
+                                        random_tensor({6}, 13)};
+    const Tensor reference = testing::run_impl(n, inputs, 1, "reference")[0];
+    const Tensor fast = testing::run_impl(n, inputs, 1, "onednn")[0];
+    // The reference is MatMul then Add: compare it with a hand-written product.
+    Shape out = a_shape;
+    out.back() = 6;
+    ASSERT_EQ(reference.shape(), out);
+    ASSERT_EQ(fast.shape(), out);
+    const int64_t rows = inputs[0].numel() / 9;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 6; ++j) {
+        double want = inputs[2].data<float>()[j];
+        for (int64_t k = 0; k < 9; ++k)
+          want += double(inputs[0].data<float>()[r * 9 + k]) * inputs[1].data<float>()[k * 6 + j];
+        EXPECT_NEAR(reference.data<float>()[r * 6 + j], want, 1e-5);
+        EXPECT_NEAR(fast.data<float>()[r * 6 + j], want, 1e-5);
+      }
+  }
+  const std::vector<Tensor> bad = {random_tensor({2, 9}, 1), random_tensor({9, 6}, 2),
+                                   random_tensor({5}, 3)};
+  for (const char* impl : {"reference", "onednn"}) {
+    SCOPED_TRACE(impl);
+    try {
+      testing::run_impl(n, bad, 1, impl);
+      ADD_FAILURE() << "a bias of the wrong size was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "[MatMulBias] node 'MatMulBias_under_test': bias has shape [5] but the product "
+                "has shape [2, 6]: it must be [6]");
+    }
+  }
+}
+
+/// The erf form of GELU over x [3, 50], as torch exports it (`form` "div"), with the scale as
+/// a Mul by 1/sqrt 2 ("mul"), or with the 0.5 applied to x first ("half_first").
+std::shared_ptr<Graph> gelu_graph(const std::string& form, float half = 0.5f) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->inputs = {{"x", f32({3, 50})}};
+  g->nodes = {scalar_constant("root2", std::sqrt(2.f)),
+              scalar_constant("inv_root2", std::sqrt(.5f)), scalar_constant("one", 1.f),
+              scalar_constant("half", half)};
+  if (form == "mul")
+    g->nodes.push_back(node("Mul", {"inv_root2", "x"}, {"scaled"}));
+  else
+    g->nodes.push_back(node("Div", {"x", "root2"}, {"scaled"}));
+  g->nodes.push_back(node("Erf", {"scaled"}, {"erf"}));
+  g->nodes.push_back(node("Add", {"one", "erf"}, {"bracket"}));
+  if (form == "half_first") {
+    g->nodes.push_back(node("Mul", {"x", "half"}, {"halved"}));
+    g->nodes.push_back(node("Mul", {"bracket", "halved"}, {"gelu"}));
+  } else {
+    g->nodes.push_back(node("Mul", {"x", "bracket"}, {"product"}));
+    g->nodes.push_back(node("Mul", {"product", "half"}, {"gelu"}));
+  }
+  g->nodes.push_back(node("Neg", {"gelu"}, {"y"}));
+  g->outputs = {{"y", f32({3, 50})}};
+  return g;
+}
+
+TEST(OpFusion, GeluChainsBecomeOneNode) {
+  for (const char* form : {"div", "mul", "half_first"}) {
+    SCOPED_TRACE(form);
+    auto g = gelu_graph(form);
+    auto r = fuse_ops(*g);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(op_types(*r), (std::vector<std::string>{"Constant", "Constant", "Constant",
+                                                      "Constant", "Gelu", "Neg"}));
+    EXPECT_EQ(r->nodes[4].domain, kLayoutDomain);
+    EXPECT_EQ(r->nodes[4].inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(r->nodes[4].outputs, (std::vector<std::string>{"gelu"}));
+    expect_same_results(g, {random_tensor({3, 50}, 21, 6.f)});
+  }
+}
+
+TEST(OpFusion, GeluNeedsItsConstantsAndPrivateValues) {
+  EXPECT_EQ(fuse_ops(*gelu_graph("div", 0.6f)), nullptr);  // not GELU
+  auto exposed = gelu_graph("div");
+  exposed->outputs.push_back({"erf", f32({3, 50})});  // an intermediate value is an output
+  EXPECT_EQ(fuse_ops(*exposed), nullptr);
+  auto shared = gelu_graph("half_first");
+  shared->nodes.push_back(node("Neg", {"halved"}, {"n"}));  // read outside the chain
+  shared->outputs.push_back({"n", f32({3, 50})});
+  EXPECT_EQ(fuse_ops(*shared), nullptr);
+}
+
+TEST(OpFusion, GeluKernelMatchesTheFormulaEverywhere) {
+  Node n = testing::make_node("Gelu", {"x"}, {"y"});
+  n.domain = kLayoutDomain;
+  Tensor x = Tensor::empty({2001}, DType::Float32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = -10.f + 0.01f * float(i);
+  const Tensor y = testing::run_impl(n, {x}, 1, "reference")[0];
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.data<float>()[i];
+    EXPECT_NEAR(y.data<float>()[i], 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 2e-6)
+        << "x = " << v;
+  }
+}
+
+TEST(OpFusion, TheBundledTransformerFusesItsBiasesAndGelus) {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  const std::string path =
+      std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/transformer.onnx";
+  Model loaded = load_model(path, Device::cpu());
+  auto r = fuse_ops(loaded.graph());
+  ASSERT_NE(r, nullptr);
+  int biases = 0, gelus = 0;
+  for (const Node& n : r->nodes) {
+    biases += n.op_type == "MatMulBias";
+    gelus += n.op_type == "Gelu";
+  }
+  EXPECT_EQ(biases, 12);  // q, k, v, out, ff1, ff2 in each of 2 layers
+  EXPECT_EQ(gelus, 2);
+  std::vector<Tensor> inputs;
+  for (const TensorType& t : loaded.input_types()) {
+    Shape s;
+    for (const Dim& d : *t.shape) s.push_back(d.is_known() ? d.value : 5);
+    Tensor in = Tensor::zeros(s, t.dtype);
+    for (int64_t i = 0; i < in.numel(); ++i)
+      if (t.dtype == DType::Int64)
+        in.data<int64_t>()[i] = (i * 7) % 50;  // token ids
+      else
+        in.data<float>()[i] = i % 5 == 4 ? 0.f : 1.f;  // attention mask, some positions off
+    inputs.push_back(in);
+  }
+  expect_same_results(loaded.graph_ptr(), inputs, 1e-4);
+}
+
+TEST(OpFusion, TheEnvironmentTurnsItOff) {
+  auto g = matmul_bias_graph(false);
+  ::setenv("DPRUN_NO_FUSION", "1", 1);
+  Model off(g, Device::cpu(0), {.channels_last = false});
+  ::unsetenv("DPRUN_NO_FUSION");
+  EXPECT_EQ(off.plan()->graph_ptr(), g);
+  Model on(g, Device::cpu(0), {.channels_last = false});
+  EXPECT_NE(on.plan()->graph_ptr(), g);
+}
+
+}  // namespace
+}  // namespace dprun
