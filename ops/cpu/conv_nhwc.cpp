@@ -13,11 +13,11 @@
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 #include "ops/cpu/pool_primitive.h"
 #include "ops/cpu/simd_loops.h"
-#include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
@@ -26,69 +26,6 @@ using dnnl::memory;
 
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
-
-/// The activation the layout rewrite fused into a ConvNHWC or BatchNormalizationNHWC
-/// ("activation" attribute: Relu, Sigmoid, Swish (y * sigmoid(y), SiLU), or Clip with
-/// activation_min/max), applied in place on the direct and reference paths and as a oneDNN
-/// post-op on the oneDNN one.
-struct FusedActivation {
-  enum class Kind { None, Relu, Clip, Sigmoid, Swish };
-  Kind kind = Kind::None;
-  float lo = 0, hi = 0;
-
-  explicit FusedActivation(const Node& node)
-      : lo(node.attr_float("activation_min", 0)), hi(node.attr_float("activation_max", 0)) {
-    static const std::map<std::string, Kind> kinds = {{"", Kind::None},
-                                                      {"Relu", Kind::Relu},
-                                                      {"Clip", Kind::Clip},
-                                                      {"Sigmoid", Kind::Sigmoid},
-                                                      {"Swish", Kind::Swish}};
-    const std::string name = node.attr_string("activation", "");
-    auto it = kinds.find(name);
-    if (it == kinds.end()) node.fail("unknown fused activation '", name, "'");
-    kind = it->second;
-  }
-  template <class T>
-  void apply(T* data, int64_t n) const {
-    switch (kind) {
-      case Kind::None:
-        return;
-      case Kind::Relu:
-        for (int64_t i = 0; i < n; ++i) data[i] = data[i] < T(0) ? T(0) : data[i];
-        return;
-      case Kind::Clip:
-        for (int64_t i = 0; i < n; ++i)
-          data[i] = data[i] < T(lo) ? T(lo) : (data[i] > T(hi) ? T(hi) : data[i]);
-        return;
-      case Kind::Sigmoid:
-        for (int64_t i = 0; i < n; ++i) data[i] = math::Sigmoid{}(data[i]);
-        return;
-      case Kind::Swish:
-        for (int64_t i = 0; i < n; ++i) data[i] = data[i] * math::Sigmoid{}(data[i]);
-        return;
-    }
-  }
-  void apply(Tensor& t) const {
-    if (kind == Kind::None) return;
-    visit_dtype_among<float, double>(t.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      apply(t.data<T>(), t.numel());
-    });
-  }
-  /// The same activation as oneDNN post-ops (none for Kind::None).
-  dnnl::post_ops post_ops() const {
-    dnnl::post_ops ops;
-    if (kind == Kind::Relu)
-      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    else if (kind == Kind::Clip)
-      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, lo, hi);
-    else if (kind == Kind::Sigmoid)
-      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
-    else if (kind == Kind::Swish)  // x * sigmoid(alpha * x), alpha = 1
-      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
-    return ops;
-  }
-};
 
 /// The plain op's reference kernel, run on transposed copies of input 0 and output 0.
 class NhwcReferenceKernel : public OpKernel {

@@ -1,36 +1,57 @@
 // Reference kernels of the ops the CPU op fusion introduces (engine/backends/cpu/op_fusion.h),
-// domain "dprun": MatMulBias(A, B, bias) = MatMul(A, B) + bias, and Gelu(x) in its erf form
-// (math::GeluErfForm).
-// The oneDNN MatMulBias is in matmul_onednn.cpp.
+// domain "dprun": MatMulBias(A, B, bias) = MatMul(A, B) + bias and FusedGemm = Gemm, each then
+// its fused activation (ops/cpu/fused_activation.h), and Gelu(x) in its erf form
+// (math::GeluErfForm). The oneDNN MatMulBias and FusedGemm are in matmul_onednn.cpp.
+#include <algorithm>
+
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/fused_activation.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
 
-/// MatMul's reference kernel, then the bias added to every row of the product.
+/// The reference kernel of the plain ai.onnx `op` that a fused node extends, reading the fused
+/// node's first `inputs` inputs, at the model's ai.onnx opset. `plain` receives the plain node
+/// (the kernel refers to it, so it must outlive the kernel).
+std::unique_ptr<OpKernel> plain_reference(const KernelInfo& info, Node& plain, const char* op,
+                                          size_t inputs) {
+  plain = info.node;
+  plain.op_type = op;
+  plain.domain = "";
+  plain.attributes.erase("activation");
+  plain.inputs.resize(std::min(plain.inputs.size(), inputs));
+  const int64_t opset = info.graph ? info.graph->opset("") : 13;
+  KernelInfo plain_info{plain,     opset, info.device_type, info.input_types, info.constant_inputs,
+                        info.graph};
+  plain_info.input_types.resize(plain.inputs.size());
+  std::string why;
+  auto kernel = KernelRegistry::instance().create(plain_info, &why, "reference");
+  if (!kernel) info.node.fail("no ", op, " reference kernel: ", why);
+  return kernel;
+}
+
+/// Runs `kernel` for `plain` on the fused node's first inputs and returns its output 0.
+Tensor run_plain(const OpKernel& kernel, const Node& plain, KernelContext& ctx) {
+  std::vector<const Tensor*> inputs;
+  for (size_t i = 0; i < plain.inputs.size(); ++i) inputs.push_back(ctx.optional_input(i));
+  std::vector<Tensor> outputs(1);
+  KernelContext inner(plain, ctx.execution(), inputs, outputs);
+  kernel.compute(inner);
+  return outputs[0];
+}
+
+/// MatMul's reference kernel, then the bias added to every row of the product, then the
+/// activation.
 class MatMulBiasKernel : public OpKernel {
  public:
-  explicit MatMulBiasKernel(const KernelInfo& info) : matmul_(info.node) {
-    matmul_.op_type = "MatMul";
-    matmul_.domain = "";
-    matmul_.inputs.resize(2);
-    KernelInfo plain{matmul_,   13, info.device_type, info.input_types, info.constant_inputs,
-                     info.graph};
-    plain.input_types.resize(2);
-    std::string why;
-    kernel_ = KernelRegistry::instance().create(plain, &why, "reference");
-    if (!kernel_) info.node.fail("no MatMul reference kernel: ", why);
-  }
+  explicit MatMulBiasKernel(const KernelInfo& info)
+      : kernel_(plain_reference(info, matmul_, "MatMul", 2)), activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& bias = ctx.input(2);
-    std::vector<const Tensor*> inputs = {&ctx.input(0), &ctx.input(1)};
-    std::vector<Tensor> outputs(1);
-    KernelContext inner(matmul_, ctx.execution(), inputs, outputs);
-    kernel_->compute(inner);
-    const Tensor& product = outputs[0];
+    const Tensor product = run_plain(*kernel_, matmul_, ctx);
     const int64_t n = product.rank() > 0 ? product.shape().back() : 1;
     if (bias.dtype() != product.dtype())
       ctx.fail("bias is ", dtype_name(bias.dtype()), " but the product is ",
@@ -47,17 +68,42 @@ class MatMulBiasKernel : public OpKernel {
       for (int64_t r = 0; r < y.numel() / std::max<int64_t>(n, 1); ++r)
         for (int64_t j = 0; j < n; ++j) out[r * n + j] = p[r * n + j] + b[j];
     });
+    activation_.apply(y);
   }
 
  private:
   Node matmul_;
   std::unique_ptr<OpKernel> kernel_;
+  FusedActivation activation_;
+};
+
+/// Gemm's reference kernel, then the activation.
+class FusedGemmKernel : public OpKernel {
+ public:
+  explicit FusedGemmKernel(const KernelInfo& info)
+      : kernel_(plain_reference(info, gemm_, "Gemm", 3)), activation_(info.node) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor product = run_plain(*kernel_, gemm_, ctx);
+    Tensor& y = ctx.allocate_output(0, product.shape(), product.dtype());
+    y.copy_from(product);
+    activation_.apply(y);
+  }
+
+ private:
+  Node gemm_;
+  std::unique_ptr<OpKernel> kernel_;
+  FusedActivation activation_;
 };
 
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "MatMulBias",
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<MatMulBiasKernel>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "FusedGemm",
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<FusedGemmKernel>});
 DPRUN_REGISTER_KERNEL(
     {.domain = kLayoutDomain,
      .op_type = "Gelu",

@@ -16,7 +16,9 @@ struct GemmAttrs {
     trans_b = info.node.attr_int("transB", 0) != 0;
     alpha = info.node.attr_float("alpha", 1.f);
     beta = info.node.attr_float("beta", 1.f);
-    legacy_no_broadcast = info.opset < 7 && info.node.attr_int("broadcast", 0) == 0;
+    // FusedGemm (domain dprun) is made only from Gemm-7 and later.
+    legacy_no_broadcast =
+        info.node.domain.empty() && info.opset < 7 && info.node.attr_int("broadcast", 0) == 0;
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "ops/cpu/fused_activation.h"
 #include "ops/cpu/gemm_util.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
@@ -31,7 +32,8 @@ class MatMulOnednnKernel : public OpKernel {
   explicit MatMulOnednnKernel(const KernelInfo& info)
       : reference_(onednn::make_reference(info)),
         weights_(info.constant_inputs.count(1) > 0),
-        with_bias_(info.node.op_type == "MatMulBias") {}
+        with_bias_(info.node.op_type == "MatMulBias"),
+        activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -90,7 +92,10 @@ class MatMulOnednnKernel : public OpKernel {
       }
       dnnl::matmul::desc desc = with_bias_ ? dnnl::matmul::desc(p->a_md, b_md, p->bias_md, p->c_md)
                                            : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
-      dnnl::matmul::primitive_desc pd(desc, onednn::concurrent_attr(), onednn::cpu_engine());
+      dnnl::primitive_attr attr = onednn::concurrent_attr();
+      if (activation_.kind != FusedActivation::Kind::None)
+        attr.set_post_ops(activation_.post_ops());
+      dnnl::matmul::primitive_desc pd(desc, attr, onednn::cpu_engine());
       p->b_md = pd.weights_desc();
       p->scratchpad_md = pd.scratchpad_desc();
       p->prim = dnnl::matmul(pd);
@@ -112,6 +117,7 @@ class MatMulOnednnKernel : public OpKernel {
   onednn::ShapeCache<MatMulPrimitive> cache_;
   onednn::PackedWeights weights_;
   bool with_bias_;
+  FusedActivation activation_;  // MatMulBias's, from the op fusion
 };
 
 class GemmOnednnKernel : public OpKernel {
@@ -119,7 +125,8 @@ class GemmOnednnKernel : public OpKernel {
   explicit GemmOnednnKernel(const KernelInfo& info)
       : reference_(onednn::make_reference(info)),
         attrs_(info),
-        weights_(info.constant_inputs.count(1) > 0) {}
+        weights_(info.constant_inputs.count(1) > 0),
+        activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -190,11 +197,12 @@ class GemmOnednnKernel : public OpKernel {
           p->scaled_bias = attrs_.beta != 1.f;
         } else {
           p->prefill = true;
-          dnnl::post_ops ops;
-          ops.append_sum(1.f);
-          attr.set_post_ops(ops);
         }
       }
+      dnnl::post_ops ops;
+      if (p->prefill) ops.append_sum(1.f);
+      activation_.append_to(ops);  // FusedGemm's, after the sum
+      if (ops.len() > 0) attr.set_post_ops(ops);
       dnnl::matmul::desc desc = c && !p->prefill
                                     ? dnnl::matmul::desc(p->a_md, b_md, bias_md, p->c_md)
                                     : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
@@ -213,6 +221,7 @@ class GemmOnednnKernel : public OpKernel {
   GemmAttrs attrs_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
   onednn::PackedWeights weights_;
+  FusedActivation activation_;  // FusedGemm's, from the op fusion
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
@@ -227,6 +236,12 @@ DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<MatMulOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+                       .op_type = "FusedGemm",
+                       .dtypes = {DType::Float32},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<GemmOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
                        .since = 1,
                        .dtypes = {DType::Float32},

@@ -38,14 +38,19 @@ class Matcher {
     return it->second;
   }
 
-  /// The single reader of `value` if `value` is read by nothing else and is no graph result,
-  /// and that reader is a plain ai.onnx `op` node with one output.
-  std::optional<size_t> only_reader(const std::string& value, const char* op) const {
+  /// The single reader of `value` if `value` is read by nothing else and is no graph result.
+  std::optional<size_t> only_reader(const std::string& value) const {
     auto it = readers_.find(value);
-    if (it == readers_.end() || it->second.size() != 1 || is_graph_result(graph_, value) ||
-        !is(it->second[0], op))
+    if (it == readers_.end() || it->second.size() != 1 || is_graph_result(graph_, value))
       return std::nullopt;
     return it->second[0];
+  }
+
+  /// only_reader(value) if that reader is a plain ai.onnx `op` node with one output.
+  std::optional<size_t> only_reader(const std::string& value, const char* op) const {
+    auto reader = only_reader(value);
+    if (!reader || !is(*reader, op)) return std::nullopt;
+    return reader;
   }
 
   /// The operand of binary node `i` other than `value`, when `value` is exactly one of its two.
@@ -159,19 +164,50 @@ std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
                 fused_node(g.nodes[*times], "Gelu", {*x})};
 }
 
-/// Every fusion, none sharing a node.
-std::vector<Fusion> find_fusions(const Graph& graph) {
+/// The activation attribute for a node that applies `n` to its input, or empty: Relu, Sigmoid,
+/// and Gelu in its erf form (this pass's Gelu, or ai.onnx Gelu-20 without approximation).
+std::string activation_of(const Node& n) {
+  if (n.inputs.size() != 1 || n.outputs.size() != 1) return "";
+  if (n.domain.empty() && (n.op_type == "Relu" || n.op_type == "Sigmoid")) return n.op_type;
+  if (n.op_type == "Gelu" && (n.domain == kLayoutDomain || n.domain.empty()) &&
+      n.attr_string("approximate", "none") == "none")
+    return "Gelu";
+  return "";
+}
+
+/// MatMulBias or Gemm (from Gemm-7 on: FusedGemm reads Gemm's attributes as they are since)
+/// followed by an activation that is its result's only reader: the activation becomes a oneDNN
+/// post-op of the product.
+std::optional<Fusion> match_activation(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& producer = g.nodes[i];
+  const bool gemm = producer.domain.empty() && producer.op_type == "Gemm" && g.opset("") >= 7;
+  const bool matmul_bias = producer.domain == kLayoutDomain && producer.op_type == "MatMulBias";
+  if ((!gemm && !matmul_bias) || producer.outputs.size() != 1 || producer.has_attr("activation"))
+    return std::nullopt;
+  auto reader = m.only_reader(producer.outputs[0]);
+  if (!reader) return std::nullopt;
+  const std::string activation = activation_of(g.nodes[*reader]);
+  if (activation.empty()) return std::nullopt;
+  Node fused = producer;
+  fused.name = g.nodes[*reader].name;
+  fused.domain = kLayoutDomain;
+  if (gemm) fused.op_type = "FusedGemm";
+  fused.attributes["activation"] = Attribute::of_string(activation);
+  fused.outputs = g.nodes[*reader].outputs;
+  return Fusion{{i, *reader}, fused};
+}
+
+/// A pattern: the fusion starting at node i, if any.
+using Pattern = std::optional<Fusion> (*)(const Matcher&, size_t);
+
+/// Every fusion `pattern` finds, none sharing a node.
+std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern) {
   const Matcher matcher(graph);
   std::vector<Fusion> fusions;
   std::set<size_t> taken;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    if (!n.domain.empty()) continue;
-    std::optional<Fusion> f;
-    if (n.op_type == "MatMul")
-      f = match_matmul_bias(matcher, i);
-    else if (n.op_type == "Erf")
-      f = match_gelu(matcher, i);
+    std::optional<Fusion> f = pattern(matcher, i);
     if (!f) continue;
     bool free = true;
     for (size_t k : f->nodes) free = free && !taken.count(k);
@@ -182,10 +218,18 @@ std::vector<Fusion> find_fusions(const Graph& graph) {
   return fusions;
 }
 
-}  // namespace
+/// The chains of several ops: MatMul with its bias, and GELU.
+std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
+  const Node& n = m.graph().nodes[i];
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op_type == "MatMul") return match_matmul_bias(m, i);
+  if (n.op_type == "Erf") return match_gelu(m, i);
+  return std::nullopt;
+}
 
-std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
-  const std::vector<Fusion> fusions = find_fusions(graph);
+/// `graph` with every fusion `pattern` finds applied, or nullptr when it finds none.
+std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern) {
+  const std::vector<Fusion> fusions = find_fusions(graph, pattern);
   if (fusions.empty()) return nullptr;
   std::map<size_t, const Node*> replaced_by;  // a chain's last node -> the fused node
   std::set<size_t> removed;
@@ -205,6 +249,15 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
       out->nodes.push_back(graph.nodes[i]);
   }
   return out;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
+  // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.
+  std::shared_ptr<Graph> chained = apply_fusions(graph, match_chain);
+  std::shared_ptr<Graph> activated = apply_fusions(chained ? *chained : graph, match_activation);
+  return activated ? activated : chained;
 }
 
 }  // namespace dprun

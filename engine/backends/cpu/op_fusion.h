@@ -15,7 +15,10 @@ namespace dprun {
 ///   bias while it writes the product, saving a pass over the output;
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
-///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five.
+///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
+/// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
+///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
+///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
 /// initializers. Subgraphs are not touched.
