@@ -64,7 +64,13 @@ class ClipCuda : public OpKernel {
   ClipParams params_;
 };
 
-DPRUN_CUDA_ELEMENTWISE("Clip", 1, ClipCuda);
+// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
+// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+DPRUN_REGISTER_KERNEL({.op_type = "Clip",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = dtypes(ClipCuda::Types{}),
+                       .factory = make_kernel<ClipCuda>});
 
 }  // namespace
 }  // namespace dprun::cuda_ew

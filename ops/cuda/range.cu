@@ -39,7 +39,13 @@ class RangeCuda : public OpKernel {
   RangeParams params_;
 };
 
-DPRUN_CUDA_ELEMENTWISE("Range", 11, RangeCuda);
+// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
+// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+DPRUN_REGISTER_KERNEL({.op_type = "Range",
+                       .since = 11,
+                       .device = DeviceType::CUDA,
+                       .dtypes = dtypes(RangeCuda::Types{}),
+                       .factory = make_kernel<RangeCuda>});
 
 }  // namespace
 }  // namespace dprun::cuda_ew
