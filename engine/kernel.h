@@ -34,7 +34,8 @@ struct KernelInfo {
   int64_t opset;  // the model's opset for the node's domain
   DeviceType device_type;
   std::vector<std::optional<TensorType>> input_types;  // per input; nullopt when unknown
-  /// Constant inputs (initializers that callers cannot override), keyed by input index.
+  /// Constant inputs (initializers that callers cannot override, and outputs of Constant
+  /// nodes), keyed by input index.
   std::map<size_t, Tensor> constant_inputs;
   /// The graph that holds the node (for ops defined over their graph, such as Gradient);
   /// nullptr when a kernel is built outside a graph.

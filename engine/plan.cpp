@@ -3,10 +3,15 @@
 #include <set>
 #include <sstream>
 
+#include "engine/constant_value.h"
+
 namespace dprun {
 
 namespace {
-KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type) {
+// `constants`: the values of the graph's Constant nodes (constant_node_values), which are as
+// fixed as its non-overridable initializers, so kernels see both as constant inputs.
+KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type,
+                     const std::map<std::string, Tensor>& constants) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
   std::set<std::string> overridable;
   for (const auto& in : graph.inputs) overridable.insert(in.name);
@@ -16,6 +21,8 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
     auto it = graph.initializers.find(name);
     if (it != graph.initializers.end() && !overridable.count(name))
       info.constant_inputs.emplace(i, it->second);
+    else if (auto c = constants.find(name); c != constants.end() && !name.empty())
+      info.constant_inputs.emplace(i, c->second);
   }
   info.implicit_inputs = implicit_inputs(node);
   for (const auto& name : info.implicit_inputs) info.input_types.push_back(graph.type_of(name));
@@ -24,9 +31,10 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
 
 // Builds one node's kernel; on failure returns nullptr and sets `why`.
 std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                                       const std::map<std::string, Tensor>& constants,
                                        std::string& why) {
   try {
-    KernelInfo info = make_info(graph, node, device_type);
+    KernelInfo info = make_info(graph, node, device_type, constants);
     auto kernel = KernelRegistry::instance().create(info, &why);
     return kernel;
   } catch (const Error& e) {
@@ -38,15 +46,16 @@ std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, Dev
 // The node's kernel on `device_type`, else (off the CPU) its CPU kernel; `placed` says which
 // (unset when neither exists) and `why` why `device_type` has none.
 std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                                       const std::map<std::string, Tensor>& constants,
                                        std::optional<DeviceType>& placed, std::string& why) {
   placed.reset();
-  if (auto kernel = build_kernel(graph, node, device_type, why)) {
+  if (auto kernel = build_kernel(graph, node, device_type, constants, why)) {
     placed = device_type;
     return kernel;
   }
   if (device_type == DeviceType::CPU) return nullptr;
   std::string cpu_why;
-  auto kernel = build_kernel(graph, node, DeviceType::CPU, cpu_why);
+  auto kernel = build_kernel(graph, node, DeviceType::CPU, constants, cpu_why);
   if (kernel)
     placed = DeviceType::CPU;
   else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
@@ -57,9 +66,10 @@ std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, Dev
 
 std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type) {
   std::vector<NodePlacement> placements;
+  const std::map<std::string, Tensor> constants = constant_node_values(graph);
   for (const Node& node : graph.nodes) {
     NodePlacement p{.node = &node};
-    place_kernel(graph, node, device_type, p.device, p.why_not);
+    place_kernel(graph, node, device_type, constants, p.device, p.why_not);
     placements.push_back(std::move(p));
   }
   return placements;
@@ -95,6 +105,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     plan->parameter_ids_.push_back(intern(name));
 
   std::vector<std::string> missing;
+  const std::map<std::string, Tensor> constants = constant_node_values(graph);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
     PlanStep step;
@@ -117,7 +128,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
     std::string why;
     std::optional<DeviceType> placed;
-    step.kernel = place_kernel(graph, node, device_type, placed, why);
+    step.kernel = place_kernel(graph, node, device_type, constants, placed, why);
     if (step.kernel)
       step.kernel_device = *placed;
     else

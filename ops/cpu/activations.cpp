@@ -1,6 +1,7 @@
 // Activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, Tanh, HardSigmoid, HardSwish,
 // Softplus, Softsign, ThresholdedRelu, Mish, Gelu, Shrink (unary) and PRelu (binary).
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/prelu.h"
 #include "ops/math/binary_functors.h"
 #include "ops/math/unary_functors.h"
 
@@ -14,25 +15,13 @@ std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
   return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
 }
 
-/// PRelu: slope broadcasts unidirectionally to X. Before opset 7 a 1-D slope of X's channel
-/// count applies per channel (axis 1), as Caffe-era exporters assumed.
+/// PRelu: slope broadcasts unidirectionally to X (ops/cpu/prelu.h).
 class PReluKernel : public OpKernel {
  public:
   explicit PReluKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    Tensor slope = ctx.input(1);
-    if (x.dtype() != slope.dtype())
-      ctx.fail("X is ", dtype_name(x.dtype()), " but slope is ", dtype_name(slope.dtype()));
-    if (legacy_ && slope.rank() == 1 && slope.numel() > 1 && x.rank() >= 2 &&
-        slope.numel() == x.shape()[1]) {
-      Shape s(x.shape().size(), 1);
-      s[1] = slope.numel();
-      slope = slope.reshape(s);
-    }
-    if (!broadcasts_to(slope.shape(), x.shape()))
-      ctx.fail("slope of shape ", shape_to_string(slope.shape()),
-               " does not broadcast to X of shape ", shape_to_string(x.shape()));
+    const Tensor slope = prelu_slope(ctx, x, ctx.input(1), legacy_);
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     visit_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);

@@ -1,4 +1,5 @@
 // Constant, ConstantOfShape and EyeLike: outputs built from attributes and shapes.
+#include "engine/constant_value.h"
 #include "ops/cpu/shape_ops.h"
 
 namespace dprun {
@@ -7,29 +8,7 @@ namespace {
 // The value is built once; every run returns the same (read-only) tensor without copying.
 class ConstantKernel : public OpKernel {
  public:
-  explicit ConstantKernel(const KernelInfo& info) {
-    const Node& n = info.node;
-    if (n.has_attr("value")) {
-      value_ = n.attr_tensor("value");
-    } else if (n.has_attr("value_float")) {
-      value_ = Tensor::scalar<float>(n.attr_float("value_float"));
-    } else if (n.has_attr("value_floats")) {
-      std::vector<float> v = n.attr_floats("value_floats");
-      value_ = Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
-    } else if (n.has_attr("value_int")) {
-      value_ = Tensor::scalar<int64_t>(n.attr_int("value_int"));
-    } else if (n.has_attr("value_ints")) {
-      std::vector<int64_t> v = n.attr_ints("value_ints");
-      value_ = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
-    } else if (n.has_attr("sparse_value")) {
-      n.fail("sparse_value constants are not supported");
-    } else if (n.has_attr("value_string") || n.has_attr("value_strings")) {
-      n.fail("string constants are not supported");
-    } else {
-      n.fail("needs one of the attributes value, value_float(s) or value_int(s)");
-    }
-    if (!value_.defined()) n.fail("the value attribute holds no tensor");
-  }
+  explicit ConstantKernel(const KernelInfo& info) : value_(constant_node_value(info.node)) {}
   void compute(KernelContext& ctx) const override { ctx.set_output(0, value_.to(ctx.device())); }
 
  private:

@@ -1,0 +1,47 @@
+// Constant on CUDA. The value is fixed when the plan is built, so each GPU gets one device copy,
+// made by the first run on that GPU and returned (read-only, as the CPU kernel returns its
+// host tensor) by every later run. A copy per run would queue a host-to-device transfer from
+// pageable memory for every Constant of every run (62 in the transformer); keeping one copy per
+// device costs its bytes once. The kernel is shared by the replicas of a plan, which may run
+// on different GPUs at once, so the copies are keyed by device under a mutex; the first copy
+// synchronizes its stream (Tensor::to), so the value is complete before any stream reads it.
+#include <map>
+#include <mutex>
+
+#include "engine/constant_value.h"
+#include "engine/kernel.h"
+
+namespace dprun {
+namespace {
+
+class ConstantCuda : public OpKernel {
+ public:
+  explicit ConstantCuda(const KernelInfo& info) : value_(constant_node_value(info.node)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Device device = ctx.device();
+    std::lock_guard lock(mutex_);
+    auto it = copies_.find(device.index);
+    if (it == copies_.end()) it = copies_.emplace(device.index, value_.to(device)).first;
+    ctx.set_output(0, it->second);
+  }
+  DType dtype() const { return value_.dtype(); }
+
+ private:
+  Tensor value_;
+  mutable std::mutex mutex_;
+  mutable std::map<int, Tensor> copies_;  // by GPU index
+};
+
+/// Declines string tensors, which have no device form: such a Constant runs on the host.
+std::unique_ptr<OpKernel> make_constant_cuda(const KernelInfo& info) {
+  auto kernel = std::make_unique<ConstantCuda>(info);
+  if (kernel->dtype() == DType::String) return nullptr;
+  return kernel;
+}
+
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "Constant", .since = 1, .device = DeviceType::CUDA, .factory = make_constant_cuda});
+
+}  // namespace
+}  // namespace dprun

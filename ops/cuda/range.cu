@@ -1,0 +1,51 @@
+// Range on CUDA (float32/64, int16/32/64, the ONNX types): the output's length depends on the
+// scalar inputs, so the CPU kernel's arguments (ops/cpu/range.h) are read on the host, from the
+// plan's copy when they are constants; the device computes each element as the CPU does (this
+// file is compiled without fused multiply-add, so floats round alike).
+#include "ops/cpu/range.h"
+#include "ops/cuda/elementwise.cuh"
+
+namespace dprun::cuda_ew {
+namespace {
+
+using RangeTypes = TypeList<float, double, int16_t, int32_t, int64_t>;
+
+template <class T>
+__global__ void range_kernel(T* __restrict__ y, T start, T delta, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = range_element(start, delta, i);
+}
+
+class RangeCuda : public OpKernel {
+ public:
+  using Types = RangeTypes;
+  explicit RangeCuda(const KernelInfo& info) : params_(info) {}
+
+  void compute(KernelContext& ctx) const override {
+    const DType dtype = params_.dtype(ctx);
+    dispatch(Types{}, dtype, ctx, [&](auto tag) {
+      using T = decltype(tag);
+      const RangeArgs<T> a = params_.args<T>(ctx);
+      Tensor& y = ctx.allocate_output(0, {a.length}, dtype);
+      if (a.length == 0) return;
+      range_kernel<T><<<blocks_for(a.length), kThreads, 0, stream_of(ctx)>>>(y.data<T>(), a.start,
+                                                                             a.delta, a.length);
+      check_launch(ctx);
+    });
+  }
+
+ private:
+  RangeParams params_;
+};
+
+// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
+// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+DPRUN_REGISTER_KERNEL({.op_type = "Range",
+                       .since = 11,
+                       .device = DeviceType::CUDA,
+                       .dtypes = dtypes(RangeCuda::Types{}),
+                       .factory = make_kernel<RangeCuda>});
+
+}  // namespace
+}  // namespace dprun::cuda_ew
