@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "engine/constant_value.h"
+
 namespace dprun {
 
 std::optional<Tensor> constant_value(const Graph& graph, const std::string& value) {
@@ -11,9 +13,11 @@ std::optional<Tensor> constant_value(const Graph& graph, const std::string& valu
   for (const Node& n : graph.nodes)
     if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1 &&
         n.outputs[0] == value) {
-      const Attribute* a = n.find_attr("value");
-      if (a && a->kind == Attribute::Kind::Tensor) return a->t;
-      return std::nullopt;
+      try {
+        return constant_node_value(n);
+      } catch (const Error&) {
+        return std::nullopt;  // its kernel reports why
+      }
     }
   return std::nullopt;
 }

@@ -11,7 +11,8 @@
 namespace dprun {
 
 /// A value known when the graph is compiled: an initializer that callers cannot override (not
-/// also a graph input), or a Constant node's `value` output; nullopt otherwise. An initializer
+/// also a graph input), or a Constant node's output (engine/constant_value.h); nullopt
+/// otherwise. An initializer
 /// is a parameter: its value may change between runs, its shape may not.
 std::optional<Tensor> constant_value(const Graph& graph, const std::string& value);
 
