@@ -39,7 +39,8 @@ run and bench options:
   --symbol NAME=N        size of another symbolic dim of generated inputs; repeatable
 run only:
   --output-dir DIR       write each output to DIR/NAME.npy
-  --json FILE            write devices_used, chunk_rows and output shapes as JSON
+  --json FILE            write devices_used, chunk_rows, output shapes and each device's
+                         peak_bytes as JSON
   --iters N              run N times and report the mean time (default 1)
 bench only:
   --iters N --warmup N   timed and untimed iterations (default 20 and 3)

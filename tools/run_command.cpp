@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
@@ -40,6 +41,14 @@ void write_json(const std::string& path, const DataParallelRun& run,
   for (size_t i = 0; i < outputs.size(); ++i)
     out << (i ? ", " : "") << json_string(names[i]) << ": "
         << json_string(std::string(dtype_name(outputs[i].dtype())));
+  // What each device's allocator held at most since the process started: parameters (a copy
+  // per replica), inputs, activations and outputs.
+  out << "},\n  \"peak_bytes\": {";
+  for (size_t i = 0; i < run.devices_used.size(); ++i) {
+    const Device& d = run.devices_used[i];
+    out << (i ? ", " : "") << json_string(d.to_string()) << ": "
+        << backend_for(d).allocator(d)->stats().peak_in_use;
+  }
   out << "},\n  \"milliseconds\": " << ms << "\n}\n";
   write_file_atomically(path, out.str());
 }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "cli_test_util.h"
@@ -119,6 +120,21 @@ TEST(DataParallelCli, JsonReportsTheSplit) {
   EXPECT_NE(json.find("\"chunk_rows\": [2, 2, 1]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"outputs\": {\"logits\": [5, 10]}"), std::string::npos) << json;
   EXPECT_NE(r.output.find("cpu:2    1 rows"), std::string::npos) << r.output;
+  // Each device used holds a copy of the parameters (replica 0 the model's own), and little
+  // else at batch 5.
+  size_t parameter_bytes = 0;
+  const Model mlp = load_model(source_path("models/mlp.onnx"), Device::cpu());
+  for (const Tensor& p : mlp.parameters()) parameter_bytes += p.nbytes();
+  std::smatch peaks;
+  ASSERT_TRUE(std::regex_search(
+      json, peaks,
+      std::regex(R"("peak_bytes": \{"cpu:0": (\d+), "cpu:1": (\d+), "cpu:2": (\d+)\})")))
+      << json;
+  for (size_t d = 1; d <= 3; ++d) {
+    const size_t peak = std::stoull(peaks[d].str());
+    EXPECT_GE(peak, parameter_bytes) << "cpu:" << d - 1;
+    EXPECT_LT(peak, 2 * parameter_bytes) << "cpu:" << d - 1;
+  }
 
   r = run_dprun(source_path("models/mlp.onnx") +
                 " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --split-policy even --json " +
