@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Packs a CUDA build for a GPU machine that has the CUDA libraries but none of Debian's
+# packages: the CLI and the test programs, every shared library they load that is neither
+# CUDA's nor the C library's, the ONNX conformance data, and a launcher.
+#
+# usage: tools/gpu-bundle.sh [BUILD_DIR]      (default: build; it must be a CUDA build)
+#
+# Writes BUILD_DIR/gpu-bundle.tar.xz (about 30 MB). On the GPU machine, from the repository root:
+#   tar -xJf build/gpu-bundle.tar.xz -C /tmp
+#   /tmp/gpu-bundle/run.sh dprun_cuda_tests            # the CUDA tests, none skipped
+#   /tmp/gpu-bundle/run.sh dprun conformance --data /tmp/gpu-bundle/data   # on the CPU
+#   /tmp/gpu-bundle/run.sh dprun models/cnn.onnx --devices cuda:0
+# run.sh puts the bundle's libraries first on LD_LIBRARY_PATH, then every folder on the machine
+# that holds libcudart, cuBLAS, cuDNN or NCCL (the CUDA installation, or a PyTorch install's
+# nvidia/*/lib), and sets DPRUN_SOURCE_DIR to the current folder for the tests' models.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+die() { echo "gpu-bundle.sh: $*" >&2; exit 1; }
+[ -x "$build/dprun" ] || die "$build/dprun is missing: build first (see README.md)"
+[ -x "$build/tests/dprun_cuda_tests" ] ||
+  die "$build/tests/dprun_cuda_tests is missing: $build is not a CUDA build"
+data=/usr/share/libonnx-testdata/data
+[ -d "$data" ] || die "$data is missing: install libonnx-testdata (tools/install-deps.sh)"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bundle=$work/gpu-bundle
+mkdir -p "$bundle/bin" "$bundle/lib"
+binaries=("$build/dprun" "$build"/tests/dprun_cuda_tests "$build"/tests/dprun_unit_tests)
+cp "${binaries[@]}" "$bundle/bin/"
+
+# Libraries the GPU machine provides itself: CUDA's, and the C library's (which must match
+# the machine's kernel interface and loader).
+provided='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so'
+ldd "${binaries[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+  while read -r name path; do
+    [[ "$name" =~ $provided ]] && continue
+    cp -L "$path" "$bundle/lib/$name"
+  done
+strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+cp -r "$data" "$bundle/data"
+
+cat >"$bundle/run.sh" <<'EOF'
+#!/usr/bin/env bash
+# Runs a program of the bundle (dprun, dprun_cuda_tests, dprun_unit_tests) with its libraries.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: run.sh PROGRAM [ARGS...]" >&2; exit 2; }
+cuda_dirs=$(find / -xdev \( -type f -o -type l \) \( -name 'libcudart.so.13' -o -name 'libcublas.so.13' \
+  -o -name 'libcudnn.so.9' -o -name 'libnccl.so.2' \) -printf '%h\n' 2>/dev/null | sort -u |
+  paste -sd: -)
+export LD_LIBRARY_PATH="$here/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export DPRUN_SOURCE_DIR=${DPRUN_SOURCE_DIR:-$PWD}
+program=$1
+shift
+exec "$here/bin/$program" "$@"
+EOF
+chmod +x "$bundle/run.sh"
+
+out="$build/gpu-bundle.tar.xz"
+tar -C "$work" -cJf "$out.partial" gpu-bundle
+mv "$out.partial" "$out"
+size=$(stat -c %s "$out")
+echo "gpu-bundle.sh: wrote $out ($((size / 1048576)) MiB; $(ls "$bundle/lib" | wc -l) libraries)"
+# The device tool carries at most 64 MiB with the working tree.
+[ "$size" -lt $((60 * 1048576)) ] || die "$out is over 60 MiB: too large to carry"
