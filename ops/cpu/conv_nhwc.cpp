@@ -119,12 +119,15 @@ class ConvNhwcKernel : public OpKernel {
     if (!p->usable) return reference_->compute(ctx);
     using namespace onednn;
     Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
-    memory weights = weights_.get(ctx, w, p->user_weights_md, p->weights_md);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(p->src_md, x.raw_data())},
-                                         {DNNL_ARG_WEIGHTS, weights},
-                                         {DNNL_ARG_DST, wrap(p->dst_md, y.raw_data())}};
-    if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape()), b->raw_data()));
-    execute(p->prim, p->scratchpad_md, std::move(args));
+    const MemoryArg src{DNNL_ARG_SRC, &p->src_md, x.raw_data()};
+    const MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
+                            weights_.get(ctx, w, p->user_weights_md, p->weights_md)};
+    const MemoryArg dst{DNNL_ARG_DST, &p->dst_md, y.raw_data()};
+    if (b)
+      execute_reusing(p->prim, p->scratchpad_md,
+                      {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, b->raw_data()}});
+    else
+      execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
   }
 
  private:
@@ -169,9 +172,9 @@ class PoolNhwcKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&x.shape()}), [&] { return build(ctx, x); });
     if (!p->usable) return reference_->compute(ctx);
     Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
-    onednn::execute(p->prim, p->scratchpad_md,
-                    {{DNNL_ARG_SRC, onednn::wrap(p->src_md, x.raw_data())},
-                     {DNNL_ARG_DST, onednn::wrap(p->dst_md, y.raw_data())}});
+    onednn::execute_reusing(
+        p->prim, p->scratchpad_md,
+        {{DNNL_ARG_SRC, &p->src_md, x.raw_data()}, {DNNL_ARG_DST, &p->dst_md, y.raw_data()}});
   }
 
  private:

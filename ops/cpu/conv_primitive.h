@@ -12,6 +12,7 @@ struct ConvPrimitive {
   dnnl::primitive prim;
   dnnl::memory::desc src_md, weights_md, dst_md;
   dnnl::memory::desc user_weights_md;  // the ONNX weights layout, viewed in oneDNN's dims order
+  dnnl::memory::desc bias_md;          // plain [M]; empty without a bias
   dnnl::memory::desc scratchpad_md;
   Shape out_shape;
 };
@@ -36,10 +37,10 @@ inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src
   for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts dilation from 0
   try {
     memory::desc weights_any(to_dims(wshape), memory::data_type::f32, memory::format_tag::any);
-    memory::desc bias_md = has_bias ? plain_desc({weights[0]}) : memory::desc();
+    p.bias_md = has_bias ? plain_desc({weights[0]}) : memory::desc();
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
-        bias_md, dst, to_dims(g.strides), dilations, to_dims(g.pads_begin), to_dims(g.pads_end));
+        p.bias_md, dst, to_dims(g.strides), dilations, to_dims(g.pads_begin), to_dims(g.pads_end));
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     p.scratchpad_md = pd.scratchpad_desc();
     p.src_md = pd.src_desc();

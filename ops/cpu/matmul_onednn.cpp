@@ -53,13 +53,15 @@ class MatMulOnednnKernel : public OpKernel {
     }
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
     if (!p->usable) return reference_->compute(ctx);
-    using onednn::wrap;
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-        {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
-        {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p->bias_md, bias->raw_data()));
-    onednn::execute(p->prim, p->scratchpad_md, std::move(args));
+    const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
+    const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
+                                    weights_.get(ctx, b, p->user_b_md, p->b_md)};
+    const onednn::MemoryArg dst{DNNL_ARG_DST, &p->c_md, y.raw_data()};
+    if (bias)
+      onednn::execute_reusing(p->prim, p->scratchpad_md,
+                              {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, bias->raw_data()}});
+    else
+      onednn::execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
   }
 
  private:
@@ -143,11 +145,10 @@ class GemmOnednnKernel : public OpKernel {
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
                         [&] { return build(s, c); });
     if (!p->usable) return reference_->compute(ctx);
-    using onednn::wrap;
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, wrap(p->a_md, a.raw_data())},
-        {DNNL_ARG_WEIGHTS, weights_.get(ctx, b, p->user_b_md, p->b_md)},
-        {DNNL_ARG_DST, wrap(p->c_md, y.raw_data())}};
+    const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
+    const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
+                                    weights_.get(ctx, b, p->user_b_md, p->b_md)};
+    const onednn::MemoryArg dst{DNNL_ARG_DST, &p->c_md, y.raw_data()};
     std::vector<float> scaled;
     if (c && p->prefill) {
       int64_t rs = 0, cs = 0;
@@ -163,9 +164,11 @@ class GemmOnednnKernel : public OpKernel {
         for (float& v : scaled) v *= attrs_.beta;
         cp = scaled.data();
       }
-      args.emplace(DNNL_ARG_BIAS, wrap(p->bias_md, cp));
+      onednn::execute_reusing(p->prim, p->scratchpad_md,
+                              {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, cp}});
+      return;
     }
-    onednn::execute(p->prim, p->scratchpad_md, std::move(args));
+    onednn::execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
   }
 
  private:

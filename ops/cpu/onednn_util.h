@@ -73,6 +73,25 @@ inline void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scrat
   thread_stream().wait();
 }
 
+/// One memory argument of a primitive execution (execute_reusing): `desc`, the descriptor the
+/// primitive was built with for it, and this call's `data`; or, with `desc` null, a memory
+/// object made elsewhere (packed weights), used as it is.
+struct MemoryArg {
+  int arg;
+  const dnnl::memory::desc* desc;
+  const void* data;
+  dnnl::memory memory = {};
+};
+
+/// execute() for the fast paths that run every call: this thread keeps the memory objects of
+/// each primitive's arguments and points them at each call's data, instead of making new ones
+/// (about 1 us a call with five arguments, more than a small primitive's whole execution
+/// takes). The same primitive must be passed the same descriptor for an argument on every call
+/// (its own descriptors are). A thread keeps the objects of at most kReusedPrimitives
+/// primitives, each holding its primitive alive, then starts over.
+void execute_reusing(const dnnl::primitive& prim, const dnnl::memory::desc& scratchpad,
+                     std::initializer_list<MemoryArg> args);
+
 /// Copies `from` into `to` (different layouts) with a reorder using a caller scratchpad.
 inline void reorder_into(const dnnl::memory& from, const dnnl::memory& to) {
   dnnl::reorder::primitive_desc pd(from, to, concurrent_attr());
