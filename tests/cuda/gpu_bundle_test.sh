@@ -8,7 +8,7 @@ fail() { echo "gpu_bundle_test: $*" >&2; exit 1; }
 "$source_dir/tools/gpu-bundle.sh" "$build"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tar -xJf "$build/gpu-bundle.tar.xz" -C "$work"
+tar -xJf "$build/gpu-bundle.tar.xz" -C "$work" || fail "could not unpack the archive"
 b=$work/gpu-bundle
 for p in dprun dprun_cuda_tests dprun_unit_tests; do [ -x "$b/bin/$p" ] || fail "no bin/$p"; done
 for l in libdprun.so.0 libdnnl.so.2 libonnx.so.1 libprotobuf.so.32; do
@@ -20,9 +20,11 @@ if ls "$b/lib" | grep -E '^(libcuda|libcublas|libcudnn|libnccl|libc\.so|libm\.so
 fi
 [ -f "$b/data/node/test_abs/model.onnx" ] || fail "no conformance data"
 cd "$source_dir"
-out=$("$b/run.sh" dprun_unit_tests --gtest_filter=OpFusion.MatMulTakesItsBiasAdd 2>&1)
+out=$("$b/run.sh" dprun_unit_tests --gtest_filter=OpFusion.MatMulTakesItsBiasAdd 2>&1) ||
+  fail "the bundled unit test failed: $out"
 grep -q '^\[  PASSED  \] 1 test\.$' <<<"$out" || fail "the bundled unit test did not pass: $out"
-out=$("$b/run.sh" dprun conformance --data "$b/data" --filter test_abs 2>&1)
+out=$("$b/run.sh" dprun conformance --data "$b/data" --filter test_abs 2>&1) ||
+  fail "the bundled conformance run failed: $out"
 grep -Eq '^node +1 passed' <<<"$out" || fail "the bundled conformance run did not pass: $out"
 # With no GPU the CLI says so; with one it runs the bundled CNN on it.
 if out=$("$b/run.sh" dprun models/cnn.onnx --devices cuda:0 2>&1); then
