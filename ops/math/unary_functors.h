@@ -21,10 +21,17 @@ DPRUN_HOST_DEVICE inline float fast_expf(float x) {
   const float in = x;
   x = select(x < 88.0f, x, 88.0f);  // also maps NaN into range; it is restored at the end
   x = select(x > -87.0f, x, -87.0f);
-  float fx = x * 1.44269504088896341f + 0.5f;
-  int n = static_cast<int>(fx);
-  n -= (static_cast<float>(n) > fx) ? 1 : 0;  // floor for negative values
-  const float fn = static_cast<float>(n);
+  // n = x * log2(e) rounded to the nearest integer: adding 1.5 * 2^23 leaves no fraction bits,
+  // so the sum is rounded there, and its low mantissa bits hold n (no float-to-int conversion
+  // and compare, which the vectorised loop paid for on every lane).
+  constexpr float kRound = 12582912.0f;
+  const float shifted = x * 1.44269504088896341f + kRound;
+  const float fn = shifted - kRound;
+#if defined(__CUDA_ARCH__)
+  const int n = __float_as_int(shifted) - __float_as_int(kRound);
+#else
+  const int n = std::bit_cast<int>(shifted) - std::bit_cast<int>(kRound);
+#endif
   x = x - fn * 0.693359375f;
   x = x + fn * 2.12194440e-4f;
   const float z = x * x;
