@@ -16,6 +16,7 @@
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/cpu/plain_reference.h"
 #include "ops/cpu/pool_primitive.h"
 #include "ops/cpu/simd_loops.h"
 
@@ -30,24 +31,10 @@ const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 /// The plain op's reference kernel, run on transposed copies of input 0 and output 0.
 class NhwcReferenceKernel : public OpKernel {
  public:
-  NhwcReferenceKernel(const KernelInfo& info, std::string plain_op)
-      : node_(info.node), activation_(info.node) {
-    node_.op_type = std::move(plain_op);
-    node_.domain = "";
-    // The plain op's opset is the model's ai.onnx one.
-    const int64_t opset = info.graph ? info.graph->opset("") : info.opset;
-    KernelInfo plain{node_,
-                     opset,
-                     info.device_type,
-                     info.input_types,
-                     info.constant_inputs,
-                     info.graph,
-                     info.implicit_inputs};
-    if (!plain.input_types.empty()) plain.input_types[0].reset();  // the NHWC twin's type
-    std::string why;
-    kernel_ = KernelRegistry::instance().create(plain, &why, "reference");
-    if (!kernel_) info.node.fail("no ", node_.op_type, " reference kernel: ", why);
-  }
+  NhwcReferenceKernel(const KernelInfo& info, const std::string& plain_op)
+      : kernel_(plain_reference(info, node_, plain_op, info.node.inputs.size(),
+                                /*input0_type_known=*/false)),
+        activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -70,9 +57,9 @@ class NhwcReferenceKernel : public OpKernel {
   }
 
  private:
-  Node node_;
-  FusedActivation activation_;
+  Node node_;  // the plain op, which kernel_ runs
   std::unique_ptr<OpKernel> kernel_;
+  FusedActivation activation_;
 };
 
 std::unique_ptr<OpKernel> make_nhwc_reference_kernel(const KernelInfo& info, const char* plain) {

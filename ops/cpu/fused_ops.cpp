@@ -7,30 +7,11 @@
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/fused_activation.h"
+#include "ops/cpu/plain_reference.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
 namespace {
-
-/// The reference kernel of the plain ai.onnx `op` that a fused node extends, reading the fused
-/// node's first `inputs` inputs, at the model's ai.onnx opset. `plain` receives the plain node
-/// (the kernel refers to it, so it must outlive the kernel).
-std::unique_ptr<OpKernel> plain_reference(const KernelInfo& info, Node& plain, const char* op,
-                                          size_t inputs) {
-  plain = info.node;
-  plain.op_type = op;
-  plain.domain = "";
-  plain.attributes.erase("activation");
-  plain.inputs.resize(std::min(plain.inputs.size(), inputs));
-  const int64_t opset = info.graph ? info.graph->opset("") : 13;
-  KernelInfo plain_info{plain,     opset, info.device_type, info.input_types, info.constant_inputs,
-                        info.graph};
-  plain_info.input_types.resize(plain.inputs.size());
-  std::string why;
-  auto kernel = KernelRegistry::instance().create(plain_info, &why, "reference");
-  if (!kernel) info.node.fail("no ", op, " reference kernel: ", why);
-  return kernel;
-}
 
 /// Runs `kernel` for `plain` on the fused node's first inputs and returns its output 0.
 Tensor run_plain(const OpKernel& kernel, const Node& plain, KernelContext& ctx) {

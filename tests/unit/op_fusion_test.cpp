@@ -144,8 +144,8 @@ TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
     SCOPED_TRACE(shape_to_string(a_shape));
     const std::vector<Tensor> inputs = {random_tensor(a_shape, 11), random_tensor({9, 6}, 12),
                                         random_tensor({6}, 13)};
-    const Tensor reference = testing::run_impl(n, inputs, 1, "reference")[0];
-    const Tensor fast = testing::run_impl(n, inputs, 1, "onednn")[0];
+    const Tensor reference = testing::run_impl(n, inputs, 13, "reference")[0];
+    const Tensor fast = testing::run_impl(n, inputs, 13, "onednn")[0];
     // The reference is MatMul then Add: compare it with a hand-written product.
     Shape out = a_shape;
     out.back() = 6;
@@ -166,7 +166,7 @@ TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
   for (const char* impl : {"reference", "onednn"}) {
     SCOPED_TRACE(impl);
     try {
-      testing::run_impl(n, bad, 1, impl);
+      testing::run_impl(n, bad, 13, impl);
       ADD_FAILURE() << "a bias of the wrong size was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(std::string(e.what()),
@@ -213,14 +213,14 @@ TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {
   for (const char* op : {"MatMulBias", "FusedGemm"}) {
     Node plain = testing::make_node(op, {"a", "b", "c"}, {"y"});
     plain.domain = kLayoutDomain;
-    const Tensor product = testing::run_impl(plain, inputs, 1, "reference")[0];
+    const Tensor product = testing::run_impl(plain, inputs, 13, "reference")[0];
     ASSERT_EQ(product.shape(), (Shape{5, 7}));
     for (const auto& [kind, f] : activations)
       for (const char* impl : {"reference", "onednn"}) {
         SCOPED_TRACE(std::string(op) + " " + kind + " " + impl);
         Node fused = plain;
         fused.attributes["activation"] = Attribute::of_string(kind);
-        const Tensor got = testing::run_impl(fused, inputs, 1, impl)[0];
+        const Tensor got = testing::run_impl(fused, inputs, 13, impl)[0];
         for (int64_t i = 0; i < product.numel(); ++i)
           ASSERT_NEAR(got.item_as_double(i), f(product.item_as_double(i)), 1e-5) << i;
       }
