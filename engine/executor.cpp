@@ -142,6 +142,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     output_sequences.assign(step.outputs.size(), nullptr);
     KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);
     ctx.set_wanted(step.outputs_wanted);
+    if (!on_host) ctx.set_released_inputs(&step.inputs_released);
     ctx.set_parameters_version(options.parameters_version);
     ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)

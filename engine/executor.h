@@ -15,7 +15,10 @@ namespace dprun {
 /// its outputs. Called on the thread that runs the node, with that replica's device. They see
 /// the nodes of the plan: with the channels-last rewrite (ModelOptions) convolution chains
 /// appear as dprun-domain NHWC nodes and Transposes; compile with channels_last = false to
-/// observe the original nodes and layouts.
+/// observe the original nodes and layouts. An elementwise node may write its output over an
+/// input that dies there (KernelContext::allocate_output_reusing): an observer that needs an
+/// input after `before` keeps a Tensor copy of it (a shared tensor is never written over), not
+/// a pointer.
 struct NodeObserver {
   std::function<void(const Node&, Device, std::span<const Tensor* const> inputs)> before;
   std::function<void(const Node&, Device, std::span<const Tensor> outputs)> after;

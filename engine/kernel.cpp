@@ -81,6 +81,22 @@ Tensor& KernelContext::allocate_output(size_t i, Shape shape, DType dtype) {
   return outputs_[i];
 }
 
+bool KernelContext::input_reusable(size_t input, const Shape& shape, DType dtype) const {
+  if (released_inputs_ == nullptr || input >= released_inputs_->size() ||
+      !(*released_inputs_)[input] || !has_input(input))
+    return false;
+  const Tensor& x = *inputs_[input];
+  return x.is_sole_owner() && x.dtype() == dtype && dtype != DType::String && x.shape() == shape &&
+         x.device() == device();
+}
+
+Tensor& KernelContext::allocate_output_reusing(size_t i, size_t input, Shape shape, DType dtype) {
+  if (i >= outputs_.size()) fail("output ", i, " does not exist");
+  if (!input_reusable(input, shape, dtype)) return allocate_output(i, std::move(shape), dtype);
+  outputs_[i] = *inputs_[input];
+  return outputs_[i];
+}
+
 void KernelContext::set_output(size_t i, Tensor tensor) {
   if (i >= outputs_.size()) fail("output ", i, " does not exist");
   outputs_[i] = std::move(tensor);

@@ -140,10 +140,23 @@ class KernelContext {
   }
   /// Allocates output i on this device and returns it for the kernel to fill.
   Tensor& allocate_output(size_t i, Shape shape, DType dtype);
+  /// Output i written over input `input`'s memory when nothing else can see that memory: the
+  /// input's value dies at this node (its last reader; never a graph input, output or
+  /// parameter), no other input slot reads it, nothing else shares its storage, and it has
+  /// exactly `shape` and `dtype`. Otherwise a new allocation, as allocate_output. Only for
+  /// kernels that read each input element before writing the output element at the same
+  /// position (elementwise maps); saves an allocation and, on memory-bound ops, the
+  /// write-allocate traffic of a fresh buffer.
+  Tensor& allocate_output_reusing(size_t i, size_t input, Shape shape, DType dtype);
+  /// Whether allocate_output_reusing(_, input, shape, dtype) would write over the input.
+  bool input_reusable(size_t input, const Shape& shape, DType dtype) const;
   /// Sets output i to an existing tensor (e.g. a reshaped view of an input).
   void set_output(size_t i, Tensor tensor);
 
   void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
+  /// Which input slots allocate_output_reusing may write over (PlanStep::inputs_released);
+  /// none unless set. The vector must outlive the context (executor only).
+  void set_released_inputs(const std::vector<bool>* released) { released_inputs_ = released; }
 
   /// Names the contents of the run's parameters: two runs with the same non-zero version see
   /// the same values in the same parameter storage, so a kernel may keep what it derives from
@@ -193,6 +206,7 @@ class KernelContext {
   std::span<const Tensor* const> inputs_;
   std::span<Tensor> outputs_;
   std::vector<bool> wanted_;
+  const std::vector<bool>* released_inputs_ = nullptr;
   std::span<const SequencePtr> input_sequences_;
   std::span<SequencePtr> output_sequences_;
   std::vector<bool> none_;

@@ -1,5 +1,6 @@
 #include "engine/plan.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,18 @@ std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, Dev
   else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
     why += "; on the cpu: " + cpu_why;
   return kernel;
+}
+
+// An input slot may be written over when its value dies here and is read through no other
+// slot of the step (Mul(x, x) must keep x intact while it reads it twice).
+void mark_released_inputs(PlanStep& step) {
+  step.inputs_released.assign(step.inputs.size(), false);
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const int id = step.inputs[i];
+    if (id < 0 || std::count(step.release_after.begin(), step.release_after.end(), id) == 0)
+      continue;
+    step.inputs_released[i] = std::count(step.inputs.begin(), step.inputs.end(), id) == 1;
+  }
 }
 }  // namespace
 
@@ -170,6 +183,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     if (!keep[v] && last_reader[v] >= 0)
       plan->steps_[static_cast<size_t>(last_reader[v])].release_after.push_back(
           static_cast<int>(v));
+  for (PlanStep& step : plan->steps_) mark_released_inputs(step);
   return plan;
 }
 

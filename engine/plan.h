@@ -25,6 +25,9 @@ struct PlanStep {
   std::vector<int> outputs;          // value ids; -1 for an omitted output
   std::vector<bool> outputs_wanted;  // an output nobody reads need not be computed
   std::vector<int> release_after;    // values whose last reader is this step
+  /// Per input slot: its value is released after this step and no other slot of the step
+  /// reads it, so the kernel may write an output over it (KernelContext::allocate_output_reusing).
+  std::vector<bool> inputs_released;
   /// Outer-scope values read by the node's subgraphs; their ids close `inputs`.
   std::vector<std::string> implicit_inputs;
 };

@@ -31,6 +31,8 @@ class Storage {
   const void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  /// False for memory owned elsewhere (the external-memory constructor).
+  bool owns_memory() const { return allocator_ != nullptr; }
 
  private:
   void* data_ = nullptr;
@@ -99,6 +101,12 @@ class Tensor {
   /// A handle that tells whether this tensor's storage block still exists, without keeping it
   /// alive (for caches keyed by storage).
   std::weak_ptr<const Storage> storage_handle() const { return storage_; }
+  /// True when this tensor is the only owner of its storage and the storage owns its memory:
+  /// nothing else can observe a write to it. Views, caller-held tensors and wrapped external
+  /// memory are never sole owners.
+  bool is_sole_owner() const {
+    return storage_ && storage_.use_count() == 1 && storage_->owns_memory();
+  }
   /// Element i converted to double (CPU tensors only); for printing and tests.
   double item_as_double(int64_t i = 0) const;
   /// "float32[2, 3] on cpu:0"

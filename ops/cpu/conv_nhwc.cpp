@@ -184,7 +184,9 @@ class PoolNhwcKernel : public OpKernel {
   onednn::ShapeCache<PoolPrimitive> cache_;
 };
 
-/// Mean over H and W of an NHWC tensor: contiguous rows of C summed in order.
+/// Mean over H and W of an NHWC tensor. Each task sums a fixed block of pixel rows of one image
+/// (all channels, so memory is read front to back) into its own partial sums, and the partials
+/// are added in block order: the result depends on neither the thread count nor the batch.
 class GlobalAveragePoolNhwcKernel : public OpKernel {
  public:
   explicit GlobalAveragePoolNhwcKernel(const KernelInfo& info)
@@ -197,24 +199,26 @@ class GlobalAveragePoolNhwcKernel : public OpKernel {
       return reference_->compute(ctx);
     const int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
     Tensor& y = ctx.allocate_output(0, {n, 1, 1, c}, x.dtype());
-    // Tasks of one image and up to kChannels channels each, so one image splits over threads.
-    constexpr int64_t kChannels = 64;
-    const int64_t blocks = (c + kChannels - 1) / kChannels;
-    visit_dtype(x.dtype(), [&]<class T>(T) {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        const T* src = x.data<T>();
-        T* dst = y.data<T>();
-        ctx.parallel_for(n * blocks, 1, [&](int64_t b, int64_t e) {
-          for (int64_t task = b; task < e; ++task) {
-            const int64_t i = task / blocks, k0 = (task % blocks) * kChannels;
-            const int64_t width = std::min(kChannels, c - k0);
-            double acc[kChannels] = {};
-            simd::sum_rows(src + i * hw * c + k0, hw, c, width, acc);
-            for (int64_t k = 0; k < width; ++k)
-              dst[i * c + k0 + k] = static_cast<T>(acc[k] / static_cast<double>(hw));
-          }
-        });
-      }
+    constexpr int64_t kRows = 256;
+    const int64_t blocks = (hw + kRows - 1) / kRows;
+    std::vector<double> partial(static_cast<size_t>(n * blocks * c), 0.0);
+    visit_dtype_among<float, double>(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = y.data<T>();
+      ctx.parallel_for(n * blocks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t task = b; task < e; ++task) {
+          const int64_t i = task / blocks, first = (task % blocks) * kRows;
+          simd::sum_rows(src + (i * hw + first) * c, std::min(kRows, hw - first), c, c,
+                         partial.data() + task * c);
+        }
+      });
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < c; ++k) {
+          double sum = 0;
+          for (int64_t j = 0; j < blocks; ++j) sum += partial[(i * blocks + j) * c + k];
+          dst[i * c + k] = static_cast<T>(sum / static_cast<double>(hw));
+        }
     });
   }
 
@@ -249,7 +253,7 @@ class BatchNormNhwcKernel : public OpKernel {
         a[k] = scale[k] / std::sqrt(var[k] + static_cast<T>(epsilon_));
         b[k] = bias[k] - mean[k] * a[k];
       }
-      Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
+      Tensor& y = ctx.allocate_output_reusing(0, 0, x.shape(), x.dtype());
       const T* src = x.data<T>();
       T* dst = y.data<T>();
       ctx.parallel_for(x.numel() / std::max<int64_t>(c, 1),

@@ -329,7 +329,8 @@ class UnaryKernel : public OpKernel {
   explicit UnaryKernel(const KernelInfo& info) : op_(make_functor<Op>(info)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.allocate_output(0, x.shape(), kBoolOut ? DType::Bool : x.dtype());
+    Tensor& y = kBoolOut ? ctx.allocate_output(0, x.shape(), DType::Bool)
+                         : ctx.allocate_output_reusing(0, 0, x.shape(), x.dtype());
     const Op op = op_;
     visit_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -359,18 +360,27 @@ inline constexpr bool kNeedsNonzeroDivisor = false;
 /// Binary elementwise kernel with numpy broadcasting (legacy broadcast/axis before opset 7).
 template <class Op, Types kT, bool kBoolOut = false>
 class BinaryKernel : public OpKernel {
+  /// The output, written over A or B when one of them has its shape and dies here (binary_map
+  /// reads each element of a full-shape operand before writing the same position).
+  static Tensor& allocate_binary_output(KernelContext& ctx, const Tensor& a, Shape shape) {
+    if (kBoolOut) return ctx.allocate_output(0, std::move(shape), DType::Bool);
+    const size_t over = ctx.input_reusable(0, shape, a.dtype()) ? 0 : 1;
+    return ctx.allocate_output_reusing(0, over, std::move(shape), a.dtype());
+  }
+
  public:
   explicit BinaryKernel(const KernelInfo& info)
       : op_(make_functor<Op>(info)), legacy_(info.opset < 7) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
-    Tensor b = ctx.input(1);
+    // A reference, not a copy, so that B's memory stays sole-owned and may take the output.
+    Tensor aligned_b;
+    const Tensor& b = legacy_ ? (aligned_b = legacy_align(ctx, a, ctx.input(1))) : ctx.input(1);
     if (a.dtype() != b.dtype())
       ctx.fail("inputs have different dtypes ", dtype_name(a.dtype()), " and ",
                dtype_name(b.dtype()));
-    if (legacy_) b = legacy_align(ctx, a, b);
     Shape out_shape = broadcast_all(ctx, {&a.shape(), &b.shape()});
-    Tensor& out = ctx.allocate_output(0, out_shape, kBoolOut ? DType::Bool : a.dtype());
+    Tensor& out = allocate_binary_output(ctx, a, std::move(out_shape));
     const Op op = op_;
     visit_dtype(a.dtype(), [&](auto tag) {
       using T = decltype(tag);

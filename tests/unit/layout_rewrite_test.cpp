@@ -518,17 +518,18 @@ TEST(LayoutRewrite, BatchNormParametersThroughIdentityJoinTheChain) {
 }
 
 TEST(LayoutRewrite, GlobalAveragePoolOverManyChannels) {
-  // 150 channels: the NHWC pool sums them in blocks of 64 (a partial last one), per image.
+  // 150 channels over 23x19 = 437 pixels: the NHWC pool sums blocks of 256 pixel rows (a
+  // partial last one) of each image and adds the blocks' sums.
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 13;
-  g->inputs.push_back({"x", f32({3, 4, 5, 7})});
+  g->inputs.push_back({"x", f32({3, 4, 23, 19})});
   g->initializers["w"] = random_tensor({150, 4, 1, 1}, 71);
   g->nodes = {node("Conv", {"x", "w"}, {"c"}), node("GlobalAveragePool", {"c"}, {"y"})};
   g->outputs.push_back({"y", f32({3, 150, 1, 1})});
   auto r = rewrite_channels_last(*g);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->nodes[2].op_type, "GlobalAveragePoolNHWC");
-  expect_same_results(g, {random_tensor({3, 4, 5, 7}, 72)});
+  expect_same_results(g, {random_tensor({3, 4, 23, 19}, 72)});
 }
 
 TEST(LayoutRewrite, BundledCnnSameResults) {
