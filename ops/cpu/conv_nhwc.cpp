@@ -10,6 +10,7 @@
 
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "ops/cpu/batch_norm_affine.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
@@ -244,15 +245,8 @@ class BatchNormNhwcKernel : public OpKernel {
         return reference_->compute(ctx);  // reports the error
     visit_dtype_among<float, double>(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T* scale = ctx.input(1).data<T>();
-      const T* bias = ctx.input(2).data<T>();
-      const T* mean = ctx.input(3).data<T>();
-      const T* var = ctx.input(4).data<T>();
-      std::vector<T> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
-      for (int64_t k = 0; k < c; ++k) {
-        a[k] = scale[k] / std::sqrt(var[k] + static_cast<T>(epsilon_));
-        b[k] = bias[k] - mean[k] * a[k];
-      }
+      std::vector<T> a, b;
+      batch_norm_affine(ctx, 1, c, epsilon_, a, b);
       Tensor& y = ctx.allocate_output_reusing(0, 0, x.shape(), x.dtype());
       const T* src = x.data<T>();
       T* dst = y.data<T>();
@@ -260,8 +254,7 @@ class BatchNormNhwcKernel : public OpKernel {
                        std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
                        [&](int64_t begin, int64_t end) {
                          for (int64_t r = begin; r < end; ++r) {
-                           for (int64_t k = 0; k < c; ++k)
-                             dst[r * c + k] = src[r * c + k] * a[k] + b[k];
+                           simd::affine(src + r * c, a.data(), b.data(), dst + r * c, c);
                            activation_.apply(dst + r * c, c);  // while the row is in cache
                          }
                        });

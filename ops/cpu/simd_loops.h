@@ -54,4 +54,11 @@ DPRUN_SIMD_CLONES void sum_rows(const T* rows, int64_t count, int64_t stride, in
     for (int64_t k = 0; k < width; ++k) acc[k] += static_cast<double>(rows[p * stride + k]);
 }
 
+/// y[i] = x[i] * a[i] + b[i] for i < n: a per-channel affine map over one channels-last row
+/// (inference BatchNormalization). `y` may be `x`.
+template <class T>
+DPRUN_SIMD_CLONES void affine(const T* x, const T* a, const T* b, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a[i] + b[i];
+}
+
 }  // namespace dprun::simd

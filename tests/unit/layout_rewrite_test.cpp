@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -14,6 +15,7 @@
 #include "engine/parallel/replicate.h"
 #include "kernel_test_util.h"
 #include "loader/onnx_loader.h"
+#include "op_test_util.h"
 
 namespace dprun {
 namespace {
@@ -495,6 +497,88 @@ TEST(LayoutRewrite, InferenceBatchNormJoinsTheChain) {
                                            "Transpose"}));
   EXPECT_EQ(r->nodes[2].attr_string("activation", ""), "Relu");
   expect_same_results(batch_norm_graph(false), {random_tensor({2, 3, 6, 6}, 36)});
+}
+
+// Two Convs concatenated along channels (4 + 5), then BatchNormalization, Relu and a Conv, as in
+// a DenseNet layer. `cat_is_output` makes the concatenation a graph output too.
+std::shared_ptr<Graph> concat_norm_graph(bool cat_is_output) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 15;
+  g->inputs.push_back({"x", f32({2, 3, 5, 6})});
+  g->initializers["w1"] = random_tensor({4, 3, 1, 1}, 81);
+  g->initializers["w2"] = random_tensor({5, 3, 3, 3}, 82);
+  g->initializers["w3"] = random_tensor({2, 9, 1, 1}, 83);
+  Tensor var = random_tensor({9}, 84);
+  for (int64_t i = 0; i < 9; ++i) var.data<float>()[i] = 1.5f + var.data<float>()[i];
+  g->initializers["scale"] = random_tensor({9}, 85);
+  g->initializers["bias"] = random_tensor({9}, 86);
+  g->initializers["mean"] = random_tensor({9}, 87);
+  g->initializers["var"] = var;
+  g->nodes = {node("Conv", {"x", "w1"}, {"c1"}),
+              node("Conv", {"x", "w2"}, {"c2"}, {{"pads", ints({1, 1, 1, 1})}}),
+              node("Concat", {"c1", "c2"}, {"cat"}, {{"axis", Attribute::of_int(1)}}),
+              node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"}, {"b"}),
+              node("Relu", {"b"}, {"r"}),
+              node("Conv", {"r", "w3"}, {"y"})};
+  g->outputs.push_back({"y", f32({2, 2, 5, 6})});
+  if (cat_is_output) g->outputs.push_back({"cat", f32({2, 9, 5, 6})});
+  return g;
+}
+
+TEST(LayoutRewrite, ConcatThenBatchNormBecomesOneNode) {
+  auto g = concat_norm_graph(false);
+  Model fused(g, Device::cpu());
+  EXPECT_EQ(op_types(fused.plan()->graph()),
+            (std::vector<std::string>{"Transpose", "ConvNHWC", "ConvNHWC",
+                                      "ConcatBatchNormalizationNHWC", "ConvNHWC", "Transpose"}));
+  const Node& norm = fused.plan()->graph().nodes[3];
+  EXPECT_EQ(norm.attr_string("activation", ""), "Relu");
+  EXPECT_EQ(norm.inputs.size(), 6u);  // scale, bias, mean, var, then the two parts
+  // The same bits as the unfused Concat and BatchNormalizationNHWC, and the plain graph's
+  // results within float rounding.
+  Model unfused(g, Device::cpu(), ModelOptions{.fuse_ops = false});
+  const std::vector<std::string> unfused_ops = op_types(unfused.plan()->graph());
+  EXPECT_EQ(std::count(unfused_ops.begin(), unfused_ops.end(), "BatchNormalizationNHWC"), 1);
+  const Tensor x = random_tensor({2, 3, 5, 6}, 88);
+  const Tensor want = unfused.run({x})[0], got = fused.run({x})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0);
+  expect_same_results(g, {x});
+}
+
+TEST(LayoutRewrite, AConcatReadElsewhereKeepsItsOwnNode) {
+  Model model(concat_norm_graph(true), Device::cpu());
+  const std::vector<std::string> ops = op_types(model.plan()->graph());
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "ConcatBatchNormalizationNHWC"), 0);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Concat"), 1);
+  expect_same_results(concat_norm_graph(true), {random_tensor({2, 3, 5, 6}, 89)});
+}
+
+// The error a ConcatBatchNormalizationNHWC node 'dense1' gives for parameters of 5 values and
+// the second part of `second_shape` (the first is [1, 2, 2, 2]).
+std::string concat_norm_error(const Shape& second_shape) {
+  Node n = node("ConcatBatchNormalizationNHWC", {"s", "b", "m", "v", "p0", "p1"}, {"y"});
+  n.name = "dense1";
+  n.domain = kLayoutDomain;
+  const Tensor params = random_tensor({5}, 90);
+  try {
+    testing::run_node(n,
+                      {params, params, params, params, random_tensor({1, 2, 2, 2}, 91),
+                       random_tensor(second_shape, 92)},
+                      1, kLayoutDomain);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(LayoutRewrite, ConcatBatchNormNamesPartsThatDoNotFit) {
+  EXPECT_EQ(concat_norm_error({1, 3, 2, 3}),
+            "[ConcatBatchNormalizationNHWC] node 'dense1': part 1 float32[1, 3, 2, 3] on cpu:0 "
+            "cannot be concatenated with float32[1, 2, 2, 2] on cpu:0 along channels");
+  EXPECT_EQ(concat_norm_error({1, 2, 2, 2}),
+            "[ConcatBatchNormalizationNHWC] node 'dense1': input 0 must hold 4 values of float32, "
+            "got float32[5] on cpu:0");
 }
 
 TEST(LayoutRewrite, TrainingBatchNormStaysNchw) {

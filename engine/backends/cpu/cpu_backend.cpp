@@ -63,7 +63,11 @@ std::shared_ptr<const Graph> CpuBackend::rewrite_graph(std::shared_ptr<const Gra
   if (options.fusion)
     if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) graph = fused;
   if (options.layout)
-    if (std::shared_ptr<const Graph> nhwc = rewrite_channels_last(*graph)) graph = nhwc;
+    if (std::shared_ptr<const Graph> nhwc = rewrite_channels_last(*graph)) {
+      graph = nhwc;
+      if (options.fusion)
+        if (std::shared_ptr<const Graph> fused = fuse_channels_last_ops(*graph)) graph = fused;
+    }
   return graph;
 }
 

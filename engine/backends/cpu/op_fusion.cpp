@@ -251,7 +251,35 @@ std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern) {
   return out;
 }
 
+/// Concat along NHWC channels -> BatchNormalizationNHWC(X = the concatenation, its only reader).
+std::optional<Fusion> match_concat_norm(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& concat = g.nodes[i];
+  if (!concat.domain.empty() || concat.op_type != "Concat" || concat.outputs.size() != 1 ||
+      concat.inputs.empty())
+    return std::nullopt;
+  const int64_t axis = concat.attr_int("axis", 1);
+  if (axis != 3 && axis != -1) return std::nullopt;
+  auto reader = m.only_reader(concat.outputs[0]);
+  if (!reader) return std::nullopt;
+  const Node& norm = g.nodes[*reader];
+  if (norm.domain != kLayoutDomain || norm.op_type != "BatchNormalizationNHWC" ||
+      norm.inputs.size() != 5 || norm.outputs.size() != 1 || norm.inputs[0] != concat.outputs[0])
+    return std::nullopt;
+  for (size_t k = 1; k < 5; ++k)
+    if (norm.inputs[k] == concat.outputs[0]) return std::nullopt;
+  Node fused = norm;
+  fused.op_type = "ConcatBatchNormalizationNHWC";
+  fused.inputs.erase(fused.inputs.begin());
+  fused.inputs.insert(fused.inputs.end(), concat.inputs.begin(), concat.inputs.end());
+  return Fusion{{i, *reader}, fused};
+}
+
 }  // namespace
+
+std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
+  return apply_fusions(graph, match_concat_norm);
+}
 
 std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
   // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.

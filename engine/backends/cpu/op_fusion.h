@@ -24,4 +24,13 @@ namespace dprun {
 /// initializers. Subgraphs are not touched.
 std::shared_ptr<Graph> fuse_ops(const Graph& graph);
 
+/// Fusions over the channels-last graph (rewrite_channels_last's output), after the layout
+/// rewrite; returns nullptr when none matches:
+/// - a Concat along the channels of NHWC values (axis 3 or -1) whose only reader is a
+///   BatchNormalizationNHWC, reading it as X, becomes ConcatBatchNormalizationNHWC(scale, B,
+///   mean, var, parts...) with the BatchNormalizationNHWC's attributes (its activation
+///   included): the parts are normalized while they are copied, saving a pass over the
+///   concatenation (DenseNet's Concat, BatchNormalization, Relu before every dense layer).
+std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph);
+
 }  // namespace dprun
