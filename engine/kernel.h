@@ -43,6 +43,9 @@ struct KernelInfo {
   /// Outer-scope values the node's subgraphs read (control flow: If, Loop, Scan). They are
   /// passed to the kernel as extra inputs after the node's declared ones, in this order.
   std::vector<std::string> implicit_inputs;
+  /// Float32 matrix products and convolutions may round their inputs to TF32 (10-bit
+  /// mantissa) on hardware that has it (PlanOptions::allow_tf32); CPU kernels ignore it.
+  bool allow_tf32 = false;
 };
 
 class KernelContext;

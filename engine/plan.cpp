@@ -12,8 +12,9 @@ namespace {
 // `constants`: the values of the graph's Constant nodes (constant_node_values), which are as
 // fixed as its non-overridable initializers, so kernels see both as constant inputs.
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type,
-                     const std::map<std::string, Tensor>& constants) {
+                     const std::map<std::string, Tensor>& constants, const PlanOptions& options) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
+  info.allow_tf32 = options.allow_tf32;
   std::set<std::string> overridable;
   for (const auto& in : graph.inputs) overridable.insert(in.name);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -33,9 +34,9 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
 // Builds one node's kernel; on failure returns nullptr and sets `why`.
 std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
                                        const std::map<std::string, Tensor>& constants,
-                                       std::string& why) {
+                                       const PlanOptions& options, std::string& why) {
   try {
-    KernelInfo info = make_info(graph, node, device_type, constants);
+    KernelInfo info = make_info(graph, node, device_type, constants, options);
     auto kernel = KernelRegistry::instance().create(info, &why);
     return kernel;
   } catch (const Error& e) {
@@ -48,15 +49,16 @@ std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, Dev
 // (unset when neither exists) and `why` why `device_type` has none.
 std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
                                        const std::map<std::string, Tensor>& constants,
+                                       const PlanOptions& options,
                                        std::optional<DeviceType>& placed, std::string& why) {
   placed.reset();
-  if (auto kernel = build_kernel(graph, node, device_type, constants, why)) {
+  if (auto kernel = build_kernel(graph, node, device_type, constants, options, why)) {
     placed = device_type;
     return kernel;
   }
   if (device_type == DeviceType::CPU) return nullptr;
   std::string cpu_why;
-  auto kernel = build_kernel(graph, node, DeviceType::CPU, constants, cpu_why);
+  auto kernel = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why);
   if (kernel)
     placed = DeviceType::CPU;
   else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
@@ -77,12 +79,13 @@ void mark_released_inputs(PlanStep& step) {
 }
 }  // namespace
 
-std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type) {
+std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type,
+                                       const PlanOptions& options) {
   std::vector<NodePlacement> placements;
   const std::map<std::string, Tensor> constants = constant_node_values(graph);
   for (const Node& node : graph.nodes) {
     NodePlacement p{.node = &node};
-    place_kernel(graph, node, device_type, constants, p.device, p.why_not);
+    place_kernel(graph, node, device_type, constants, options, p.device, p.why_not);
     placements.push_back(std::move(p));
   }
   return placements;
@@ -95,10 +98,12 @@ int Plan::value_id(const std::string& name) const {
 
 std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
                                         DeviceType device_type,
-                                        const std::vector<std::string>& outer_values) {
+                                        const std::vector<std::string>& outer_values,
+                                        const PlanOptions& options) {
   auto plan = std::shared_ptr<Plan>(new Plan());
   plan->graph_ = graph_ptr;
   plan->device_type_ = device_type;
+  plan->options_ = options;
   const Graph& graph = *graph_ptr;
 
   auto intern = [&](const std::string& name) {
@@ -141,7 +146,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
     std::string why;
     std::optional<DeviceType> placed;
-    step.kernel = place_kernel(graph, node, device_type, constants, placed, why);
+    step.kernel = place_kernel(graph, node, device_type, constants, options, placed, why);
     if (step.kernel)
       step.kernel_device = *placed;
     else

@@ -124,10 +124,11 @@ std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& op
   }
 }
 
-Model load_model(const std::string& path, Device device, const LoadOptions& options) {
+Model load_model(const std::string& path, Device device, const LoadOptions& options,
+                 const ModelOptions& model_options) {
   auto graph = load_graph(path, options);
   try {
-    return Model(graph, device);
+    return Model(graph, device, model_options);
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }

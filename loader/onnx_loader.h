@@ -23,10 +23,10 @@ std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& op
 std::shared_ptr<Graph> load_graph_from_buffer(const void* data, size_t size,
                                               const std::string& base_dir = "",
                                               const LoadOptions& options = {});
-/// load_graph, then place the model on `device` (its parameters live there) and compile it.
-/// Every node without a kernel on that device is reported at once.
+/// load_graph, then place the model on `device` (its parameters live there) and compile it
+/// with `model_options`. Every node without a kernel on that device is reported at once.
 Model load_model(const std::string& path, Device device = Device::cpu(),
-                 const LoadOptions& options = {});
+                 const LoadOptions& options = {}, const ModelOptions& model_options = {});
 
 /// Serializes `graph` to ONNX with the given parameter values in place of its initializers
 /// (names must match). Writes to a temporary file and renames it, so a failure leaves no

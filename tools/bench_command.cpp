@@ -140,11 +140,12 @@ int bench_command(int argc, char** argv, int first) {
   bool sweep = args.has("sweep");
   if (dist) {
     if (args.has("profile")) throw UsageError("--profile is not available with --distributed");
-    return bench_on_ranks(*dist, model_path, options, input_options, warmup, iters, sweep,
-                          args.get("json").value_or(""));
+    return bench_on_ranks(*dist, model_path, parse_model_options(args), options, input_options,
+                          warmup, iters, sweep, args.get("json").value_or(""));
   }
 
-  auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
+  auto model = std::make_shared<Model>(
+      load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
   int64_t batch = input_options.batch;
 

@@ -32,6 +32,8 @@ run and bench options:
   --split-policy P       chunk (torch.chunk sizes, default) | even | weighted
   --weights W0,W1,...    device weights for --split-policy weighted (default: measured)
   --threads N            intra-op threads per device (default: the device's core share)
+  --allow-tf32           float32 MatMul, Gemm and convolutions on GPUs may use TF32 tensor
+                         cores (about 1e-3 relative error; no effect on CPU devices)
   --input NAME=FILE      input from a .npy file (numbers, bool, '|S'/'<U' strings; a 2-byte
                          '<u2'/'V2' file for a bfloat16 input) or an ONNX TensorProto .pb;
                          repeatable
@@ -48,7 +50,8 @@ bench only:
   --profile              also print the time per op type (summed over devices)
   --json FILE            write samples_per_s, batch, iters, devices and per-device figures
 
-train options (also --devices, --dim, --split, --split-policy, --weights, --threads):
+train options (also --devices, --dim, --split, --split-policy, --weights, --threads,
+               --allow-tf32):
   --input NAME=FILE.npy  the rows of input NAME (split along --dim); repeatable, required
   --target FILE.npy      the labels or targets, one row per sample
   --loss L               cross_entropy | nll | mse | l1 | bce_with_logits | none (the output is

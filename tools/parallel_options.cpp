@@ -19,11 +19,23 @@ void check_devices_have_backends(const DataParallelOptions& options) {
 }  // namespace
 
 std::vector<OptionSpec> parallel_option_specs() {
-  return {{"devices"},       {"dim"},
-          {"output-device"}, {"split", true, true},
-          {"split-policy"},  {"weights"},
-          {"threads"},       {"input", true, true},
-          {"batch"},         {"symbol", true, true}};
+  return {{"devices"},
+          {"dim"},
+          {"output-device"},
+          {"split", true, true},
+          {"split-policy"},
+          {"weights"},
+          {"threads"},
+          {"input", true, true},
+          {"batch"},
+          {"symbol", true, true},
+          {"allow-tf32", false}};
+}
+
+ModelOptions parse_model_options(const Args& args) {
+  ModelOptions options;
+  options.allow_tf32 = args.has("allow-tf32");
+  return options;
 }
 
 DataParallelOptions parse_parallel_options(const Args& args) {

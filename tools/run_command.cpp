@@ -72,9 +72,11 @@ int run_command(int argc, char** argv, int first) {
   std::string output_dir = args.get("output-dir").value_or("");
   std::string json_path = args.get("json").value_or("");
   if (dist)
-    return run_on_ranks(*dist, model_path, options, input_options, iters, output_dir, json_path);
+    return run_on_ranks(*dist, model_path, parse_model_options(args), options, input_options, iters,
+                        output_dir, json_path);
 
-  auto model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
+  auto model = std::make_shared<Model>(
+      load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
   DataParallel parallel(model, options);
 

@@ -32,9 +32,10 @@ struct RankWork {
   std::vector<Tensor> inputs;  // the whole batch, the same on every rank
   std::unique_ptr<DataParallel> parallel;
 
-  RankWork(const std::string& model_path, const DataParallelOptions& options,
-           const InputOptions& input_options) {
-    model = std::make_shared<Model>(load_model(model_path, options.device_ids.front()));
+  RankWork(const std::string& model_path, const ModelOptions& model_options,
+           const DataParallelOptions& options, const InputOptions& input_options) {
+    model = std::make_shared<Model>(
+        load_model(model_path, options.device_ids.front(), {}, model_options));
     names = model->input_names();
     inputs = prepare_inputs(*model, input_options);
     parallel = std::make_unique<DataParallel>(model, options);
@@ -53,9 +54,10 @@ std::string json_list(const std::vector<T>& values) {
 }  // namespace
 
 int run_on_ranks(const DistributedRun& run, const std::string& model_path,
-                 const DataParallelOptions& options, const InputOptions& input_options, int iters,
-                 const std::string& output_dir, const std::string& json_path) {
-  RankWork work(model_path, options, input_options);
+                 const ModelOptions& model_options, const DataParallelOptions& options,
+                 const InputOptions& input_options, int iters, const std::string& output_dir,
+                 const std::string& json_path) {
+  RankWork work(model_path, model_options, options, input_options);
   RankSlices slices = slice_over_ranks(work.inputs, work.names, options, run.size());
   check_same_on_every_rank(*run.group, {{"rows in the batch", slices.batch}});
   auto r = static_cast<size_t>(run.rank());
@@ -152,9 +154,10 @@ Round timed_round(const DistributedRun& run, RankWork& work, const DataParallelO
 }  // namespace
 
 int bench_on_ranks(const DistributedRun& run, const std::string& model_path,
-                   const DataParallelOptions& options, const InputOptions& input_options,
-                   int warmup, int iters, bool sweep, const std::string& json_path) {
-  RankWork work(model_path, options, input_options);
+                   const ModelOptions& model_options, const DataParallelOptions& options,
+                   const InputOptions& input_options, int warmup, int iters, bool sweep,
+                   const std::string& json_path) {
+  RankWork work(model_path, model_options, options, input_options);
   int64_t batch = slice_over_ranks(work.inputs, work.names, options, run.size()).batch;
   check_same_on_every_rank(*run.group, {{"rows in the batch", batch}});
   Round main = timed_round(run, work, options, run.size(), warmup, iters);

@@ -219,7 +219,8 @@ int train_command(int argc, char** argv, int first) {
   if (writes && !export_path.empty()) check_writable(export_path, "export-training-graph");
 
   const std::vector<Device> devices = options.parallel.device_ids;
-  auto model = std::make_shared<Model>(load_model(model_path, devices.front()));
+  auto model = std::make_shared<Model>(
+      load_model(model_path, devices.front(), {}, parse_model_options(args)));
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<Trainer> single;
   if (dist)

@@ -32,7 +32,8 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
       if (!other_type_plan || other_type_plan->device_type() != devices[i].type)
         // From the original graph: the CPU layout rewrite has no kernels elsewhere. Both
         // plans order parameters by initializer name, so the parameter lists line up.
-        other_type_plan = Plan::build(model.graph_ptr(), devices[i].type);
+        other_type_plan =
+            Plan::build(model.graph_ptr(), devices[i].type, {}, model.plan()->options());
       plan = other_type_plan;
       params.reserve(model.parameters().size());
       for (const Tensor& p : model.parameters()) params.push_back(p.to(devices[i], /*copy=*/true));

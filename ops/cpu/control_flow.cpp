@@ -66,7 +66,8 @@ class Subgraph {
                              static_cast<size_t>(it - info.implicit_inputs.begin()));
     }
     try {
-      plan_ = Plan::build(graph, info.device_type, outer);
+      plan_ =
+          Plan::build(graph, info.device_type, outer, PlanOptions{.allow_tf32 = info.allow_tf32});
     } catch (const Error& e) {
       node.fail("subgraph '", attr, "': ", e.what());
     }

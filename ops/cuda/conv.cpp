@@ -23,12 +23,14 @@ namespace {
 /// A chosen forward algorithm and the workspace it needs.
 struct ConvAlgorithm {
   cudnnConvolutionFwdAlgo_t algo;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace_bytes = 0;
 };
 
 class ConvCudnn : public OpKernel {
  public:
-  explicit ConvCudnn(const KernelInfo& info) : group_(info.node.attr_int("group", 1)) {
+  explicit ConvCudnn(const KernelInfo& info)
+      : group_(info.node.attr_int("group", 1)), tf32_(info.allow_tf32) {
     attrs_.parse(info.node);
   }
 
@@ -70,7 +72,7 @@ class ConvCudnn : public OpKernel {
     w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
     const cudnn::TensorDesc x_desc(ctx, x_dims), y_desc(ctx, y_dims);
     const cudnn::FilterDesc w_desc(ctx, w_dims);
-    const cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, s.group);
+    cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, s.group, tf32_);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), pads.begin(), pads.end());
     key.push_back(ctx.device().index);
@@ -82,13 +84,17 @@ class ConvCudnn : public OpKernel {
                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
           "Conv: cudnnGetConvolutionForwardAlgorithm_v7");
       auto chosen = std::make_shared<ConvAlgorithm>();
-      chosen->algo = cudnn::pick_algorithm(perf, count, ctx, "convolution forward").algo;
+      const auto& best = cudnn::pick_algorithm(perf, count, ctx, "convolution forward", tf32_);
+      chosen->algo = best.algo;
+      chosen->math = best.mathType;
+      conv_desc.set_math(chosen->math);
       cudnn_check(
           cudnnGetConvolutionForwardWorkspaceSize(cuda.cudnn(), x_desc, w_desc, conv_desc, y_desc,
                                                   chosen->algo, &chosen->workspace_bytes),
           "Conv: cudnnGetConvolutionForwardWorkspaceSize");
       return chosen;
     });
+    conv_desc.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
     const float one = 1.f, zero = 0.f;
     cudnn_check(
@@ -103,6 +109,7 @@ class ConvCudnn : public OpKernel {
  private:
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  bool tf32_ = false;
   ShapeCache<ConvAlgorithm> algorithms_;
 };
 

@@ -24,6 +24,7 @@ namespace {
 
 struct BackwardDataAlgorithm {
   cudnnConvolutionBwdDataAlgo_t algo;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace_bytes = 0;
 };
 
@@ -31,6 +32,7 @@ class ConvTransposeCudnn : public OpKernel {
  public:
   explicit ConvTransposeCudnn(const KernelInfo& info)
       : group_(info.node.attr_int("group", 1)),
+        tf32_(info.allow_tf32),
         output_padding_(info.node.attr_ints("output_padding", {})),
         output_shape_(info.node.attr_ints("output_shape", {})) {
     attrs_.parse(info.node);
@@ -103,7 +105,7 @@ class ConvTransposeCudnn : public OpKernel {
     w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
     const cudnn::TensorDesc x_desc(ctx, x_dims), out_desc(ctx, out_dims);
     const cudnn::FilterDesc w_desc(ctx, w_dims);
-    const cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, group_);
+    cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, group_, tf32_);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), out_dims.begin(), out_dims.end());
     key.insert(key.end(), pads.begin(), pads.end());
@@ -116,13 +118,18 @@ class ConvTransposeCudnn : public OpKernel {
                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
                   "ConvTranspose: cudnnGetConvolutionBackwardDataAlgorithm_v7");
       auto chosen = std::make_shared<BackwardDataAlgorithm>();
-      chosen->algo = cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data").algo;
+      const auto& best =
+          cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data", tf32_);
+      chosen->algo = best.algo;
+      chosen->math = best.mathType;
+      conv_desc.set_math(chosen->math);
       cudnn_check(cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), w_desc, x_desc,
                                                                conv_desc, out_desc, chosen->algo,
                                                                &chosen->workspace_bytes),
                   "ConvTranspose: cudnnGetConvolutionBackwardDataWorkspaceSize");
       return chosen;
     });
+    conv_desc.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
     const float one = 1.f, zero = 0.f;
     cudnn_check(
@@ -135,6 +142,7 @@ class ConvTransposeCudnn : public OpKernel {
 
   WindowAttrs attrs_;
   int64_t group_ = 1;
+  bool tf32_ = false;
   std::vector<int64_t> output_padding_, output_shape_;
   ShapeCache<BackwardDataAlgorithm> algorithms_;
 };

@@ -3,7 +3,8 @@
 // matrix is, read column-major, its transpose [C, R] with leading dimension C, so the
 // row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: the
 // operands are swapped and nothing is transposed in memory. The handle's math mode is left as
-// it is (default: no TF32).
+// it is (default: no TF32); a product that may use TF32 (KernelInfo::allow_tf32) asks for it
+// per call through cublasGemmEx's compute type, so a pooled handle never changes state.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -27,6 +28,8 @@ inline int cublas_int(int64_t value, const KernelContext& ctx, const char* what)
 /// c is not read.
 struct RowMajorSgemm {
   bool trans_a = false, trans_b = false;
+  /// Round the operands to TF32 on tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); sums stay float32.
+  bool tf32 = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
 
@@ -40,7 +43,9 @@ struct RowMajorSgemm {
               ldc = std::max(1, ni);
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (batch == 1) {
+    if (tf32) {
+      run_tf32(handle, ctx, op_a, op_b, mi, ni, ki, lda, ldb, ldc, alpha, a, b, beta, c);
+    } else if (batch == 1) {
       cublas_check(
           cublasSgemm(handle, op_b, op_a, ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ldc),
           "cublasSgemm of [", m, ", ", k, "] x [", k, ", ", n, "]");
@@ -50,6 +55,27 @@ struct RowMajorSgemm {
                                              cublas_int(batch, ctx, "batch count")),
                    "cublasSgemmStridedBatched of ", batch, " x [", m, ", ", k, "] x [", k, ", ", n,
                    "]");
+    }
+  }
+
+ private:
+  /// The same product with float32 storage and TF32 tensor-core math.
+  void run_tf32(cublasHandle_t handle, const KernelContext& ctx, cublasOperation_t op_a,
+                cublasOperation_t op_b, int mi, int ni, int ki, int lda, int ldb, int ldc,
+                float alpha, const float* a, const float* b, float beta, float* c) const {
+    constexpr cublasComputeType_t kCompute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (batch == 1) {
+      cublas_check(
+          cublasGemmEx(handle, op_b, op_a, ni, mi, ki, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F,
+                       lda, &beta, c, CUDA_R_32F, ldc, kCompute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx (TF32) of [", m, ", ", k, "] x [", k, ", ", n, "]");
+    } else {
+      cublas_check(cublasGemmStridedBatchedEx(
+                       handle, op_b, op_a, ni, mi, ki, &alpha, b, CUDA_R_32F, ldb, stride_b, a,
+                       CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc, stride_c,
+                       cublas_int(batch, ctx, "batch count"), kCompute, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx (TF32) of ", batch, " x [", m, ", ", k, "] x [", k,
+                   ", ", n, "]");
     }
   }
 };

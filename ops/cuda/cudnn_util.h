@@ -86,14 +86,16 @@ class FilterDesc : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterD
   }
 };
 
-/// A grouped cross-correlation (what ONNX calls Conv) with symmetric `pads`, in FMA math: no
-/// tensor-op (TF32) kernels, so float32 results stay within float rounding of the CPU's.
+/// A grouped cross-correlation (what ONNX calls Conv) with symmetric `pads`. In FMA math unless
+/// `allow_tf32`: no tensor-op (TF32) kernels, so float32 results stay within float rounding of
+/// the CPU's. With `allow_tf32` cuDNN's default math, which lets float32 run on TF32 tensor
+/// cores; set_math then takes the math type of the algorithm chosen (pick_algorithm).
 class ConvDesc : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                                    cudnnDestroyConvolutionDescriptor> {
  public:
   ConvDesc(const KernelContext& ctx, const std::vector<int64_t>& pads,
            const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-           int64_t group)
+           int64_t group, bool allow_tf32 = false)
       : Descriptor("cudnnCreateConvolutionDescriptor") {
     const std::vector<int> p = to_ints(pads, ctx, "pad"), s = to_ints(strides, ctx, "stride"),
                            d = to_ints(dilations, ctx, "dilation");
@@ -103,7 +105,11 @@ class ConvDesc : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConv
         "cudnnSetConvolutionNdDescriptor");
     cudnn_check(cudnnSetConvolutionGroupCount(*this, to_int(group, ctx, "group")),
                 "cudnnSetConvolutionGroupCount");
-    cudnn_check(cudnnSetConvolutionMathType(*this, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    set_math(allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+  }
+
+  void set_math(cudnnMathType_t math) {
+    cudnn_check(cudnnSetConvolutionMathType(*this, math), "cudnnSetConvolutionMathType");
   }
 };
 
@@ -204,16 +210,18 @@ inline Tensor workspace(const KernelContext& ctx, size_t bytes) {
   return Tensor::empty({static_cast<int64_t>(bytes)}, DType::UInt8, ctx.device());
 }
 
-/// The first algorithm of cuDNN's heuristic ranking (`perf`, `count` entries) that can run and
-/// does not use tensor-op math; fails naming `what` when there is none.
+/// The first algorithm of cuDNN's heuristic ranking (`perf`, `count` entries) that can run and,
+/// unless `allow_tf32`, does not use tensor-op math; fails naming `what` when there is none.
 template <class Perf>
-const Perf& pick_algorithm(const Perf* perf, int count, const KernelContext& ctx,
-                           const char* what) {
+const Perf& pick_algorithm(const Perf* perf, int count, const KernelContext& ctx, const char* what,
+                           bool allow_tf32 = false) {
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (allow_tf32 || (perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+                        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
       return perf[i];
-  ctx.fail("cuDNN offers no ", what, " algorithm without tensor-op math for this shape");
+  ctx.fail("cuDNN offers no ", what, " algorithm", allow_tf32 ? "" : " without tensor-op math",
+           " for this shape");
 }
 
 /// Adds bias [C] to every channel of y ([N, C, spatial...] of `y_dims`).

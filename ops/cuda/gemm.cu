@@ -24,7 +24,7 @@ __global__ void broadcast_c_kernel(const float* c, int64_t row_stride, int64_t c
 
 class GemmCuda : public OpKernel {
  public:
-  explicit GemmCuda(const KernelInfo& info) : attrs_(info) {}
+  explicit GemmCuda(const KernelInfo& info) : attrs_(info), tf32_(info.allow_tf32) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -53,14 +53,19 @@ class GemmCuda : public OpKernel {
                  "Gemm: cudaMemsetAsync");
     }
     if (empty_sum) return;
-    const RowMajorSgemm gemm{
-        .trans_a = attrs_.trans_a, .trans_b = attrs_.trans_b, .m = s.m, .n = s.n, .k = s.k};
+    const RowMajorSgemm gemm{.trans_a = attrs_.trans_a,
+                             .trans_b = attrs_.trans_b,
+                             .tf32 = tf32_,
+                             .m = s.m,
+                             .n = s.n,
+                             .k = s.k};
     gemm.run(cuda.cublas(), ctx, attrs_.alpha, a.data<float>(), b.data<float>(),
              add_c ? attrs_.beta : 0.f, y.data<float>());
   }
 
  private:
   GemmAttrs attrs_;
+  bool tf32_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Gemm",

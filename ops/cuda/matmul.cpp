@@ -18,7 +18,7 @@ namespace {
 
 class MatMulCuda : public OpKernel {
  public:
-  explicit MatMulCuda(const KernelInfo&) {}
+  explicit MatMulCuda(const KernelInfo& info) : tf32_(info.allow_tf32) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -41,7 +41,7 @@ class MatMulCuda : public OpKernel {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* py = y.data<float>();
-    RowMajorSgemm gemm{.m = s.m, .n = s.n, .k = s.k};
+    RowMajorSgemm gemm{.tf32 = tf32_, .m = s.m, .n = s.n, .k = s.k};
     if (b_none && a_full) {
       gemm.m = batches * s.m;
       gemm.run(cuda.cublas(), ctx, 1.f, pa, pb, 0.f, py);
@@ -61,6 +61,9 @@ class MatMulCuda : public OpKernel {
       }
     }
   }
+
+ private:
+  bool tf32_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <regex>
@@ -75,6 +76,29 @@ TEST(BundledModels, RandomInputsFollowBatchAndAreDeterministic) {
   EXPECT_NE(first.output.find("float32[3, 10]"), std::string::npos) << first.output;
   auto values = [](const std::string& text) { return text.substr(text.find("logits"), 120); };
   EXPECT_EQ(values(first.output), values(second.output));
+}
+
+TEST(BundledModels, AllowTf32ChangesNoCpuResult) {
+  // TF32 is a GPU math mode: on CPU devices the flag is accepted by run, bench and train and
+  // leaves every bit of the outputs as it was.
+  const std::string model = source_path("models/mlp.onnx") + " --devices cpu:0,cpu:1 --batch 4";
+  const fs::path plain_dir = scratch_path("dprun_tf32_off"),
+                 tf32_dir = scratch_path("dprun_tf32_on");
+  ASSERT_EQ(run_dprun(model + " --output-dir " + plain_dir.string()).status, 0);
+  CommandResult r = run_dprun(model + " --allow-tf32 --output-dir " + tf32_dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor plain = read_npy((plain_dir / "logits.npy").string());
+  Tensor tf32 = read_npy((tf32_dir / "logits.npy").string());
+  ASSERT_EQ(tf32.shape(), plain.shape());
+  EXPECT_EQ(std::memcmp(tf32.raw_data(), plain.raw_data(), plain.nbytes()), 0);
+  fs::remove_all(plain_dir);
+  fs::remove_all(tf32_dir);
+  r = run_dprun("bench " + model + " --allow-tf32 --iters 2");
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_dprun("--help");
+  EXPECT_NE(r.output.find("--allow-tf32           float32 MatMul, Gemm and convolutions on GPUs"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(BundledModels, OutputsAreReadableByNumpy) {

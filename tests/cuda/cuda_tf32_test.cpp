@@ -1,0 +1,114 @@
+// ModelOptions::allow_tf32 on cuda:0: float32 MatMul, Gemm and Conv run on TF32 tensor cores
+// (inputs rounded to a 10-bit mantissa) only when it is on. Each product is compared with a
+// float64 sum on the host: within float32 rounding without TF32, within TF32's rounding with it.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "engine/model.h"
+#include "graph_test_util.h"
+
+namespace dprun {
+namespace {
+
+using testing::make_graph;
+using testing::make_node;
+
+Tensor uniform(Shape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Tensor t = Tensor::empty(std::move(shape), DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+// The largest |got - want| over the largest |want|, with want = a[m, k] b[k, n] in double.
+double matmul_error(const Tensor& a, const Tensor& b, const Tensor& got) {
+  const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
+  double worst = 0, scale = 1e-30;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p)
+        want += static_cast<double>(a.data<float>()[i * k + p]) * b.data<float>()[p * n + j];
+      worst = std::max(worst, std::abs(got.data<float>()[i * n + j] - want));
+      scale = std::max(scale, std::abs(want));
+    }
+  return worst / scale;
+}
+
+// TF32 tensor cores exist from compute capability 8.0 (Ampere) on.
+bool gpu_has_tf32() {
+  cudaDeviceProp prop{};
+  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.major >= 8;
+}
+
+std::vector<Tensor> run_on_gpu(const std::shared_ptr<Graph>& graph, bool tf32,
+                               const std::vector<Tensor>& inputs) {
+  graph->opset_imports[""] = 17;
+  Model model(graph, Device::cuda(0), ModelOptions{.allow_tf32 = tf32});
+  std::vector<Tensor> on_gpu;
+  for (const Tensor& t : inputs) on_gpu.push_back(t.to(Device::cuda(0)));
+  std::vector<Tensor> out = model.run(on_gpu);
+  for (Tensor& t : out) t = t.to(Device::cpu());
+  return out;
+}
+
+TEST(CudaTf32, MatMulAndGemmUseTf32OnlyWhenAllowed) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  const Tensor a = uniform({96, 512}, 1), b = uniform({512, 80}, 2);
+  for (const char* op : {"MatMul", "Gemm"}) {
+    SCOPED_TRACE(op);
+    auto graph = make_graph({make_node(op, {"a", "b"}, {"y"})},
+                            {{"a", DType::Float32}, {"b", DType::Float32}}, {"y"});
+    const double exact = matmul_error(a, b, run_on_gpu(graph, false, {a, b})[0]);
+    const double rounded = matmul_error(a, b, run_on_gpu(graph, true, {a, b})[0]);
+    EXPECT_LT(exact, 1e-5);  // float32 sums of 512 products
+    // TF32 keeps 10 mantissa bits of each operand: about 1e-3 relative per product.
+    EXPECT_LT(rounded, 1e-2);
+    if (gpu_has_tf32()) {
+      EXPECT_GT(rounded, 10 * exact) << "TF32 unused (exact " << exact << ")";
+    }
+  }
+}
+
+TEST(CudaTf32, ConvUsesTf32OnlyWhenAllowed) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  // A 1x1 convolution is a product: [N*H*W, C] x [C, M].
+  const Tensor x = uniform({2, 256, 8, 8}, 3), w = uniform({64, 256, 1, 1}, 4);
+  auto graph = make_graph({make_node("Conv", {"x", "w"}, {"y"})},
+                          {{"x", DType::Float32}, {"w", DType::Float32}}, {"y"});
+  // The same product on the host: rows of x as [pixels, C], w as [C, M].
+  Tensor rows = Tensor::empty({2 * 64, 256}, DType::Float32);
+  Tensor cols = Tensor::empty({256, 64}, DType::Float32);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 256; ++c)
+      for (int64_t p = 0; p < 64; ++p)
+        rows.data<float>()[(n * 64 + p) * 256 + c] = x.data<float>()[(n * 256 + c) * 64 + p];
+  for (int64_t m = 0; m < 64; ++m)
+    for (int64_t c = 0; c < 256; ++c) cols.data<float>()[c * 64 + m] = w.data<float>()[m * 256 + c];
+  auto as_rows = [](const Tensor& y) {  // [2, 64, 8, 8] -> [128, 64]
+    Tensor r = Tensor::empty({128, 64}, DType::Float32);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t m = 0; m < 64; ++m)
+        for (int64_t p = 0; p < 64; ++p)
+          r.data<float>()[(n * 64 + p) * 64 + m] = y.data<float>()[(n * 64 + m) * 64 + p];
+    return r;
+  };
+  const double exact = matmul_error(rows, cols, as_rows(run_on_gpu(graph, false, {x, w})[0]));
+  const double rounded = matmul_error(rows, cols, as_rows(run_on_gpu(graph, true, {x, w})[0]));
+  EXPECT_LT(exact, 1e-5);
+  EXPECT_LT(rounded, 1e-2);
+  if (gpu_has_tf32()) {
+    EXPECT_GT(rounded, 10 * exact) << "TF32 unused (exact " << exact << ")";
+  }
+}
+
+}  // namespace
+}  // namespace dprun
