@@ -78,6 +78,9 @@ class Trainer {
   const TrainingGraph& training_graph() const { return training_; }
   bool needs_target() const { return !training_.target.empty(); }
   Model& model() { return *model_; }
+  /// The compiled training graph, sharing the model's parameters (compiled with the model's
+  /// PlanOptions).
+  const Model& training_model() const { return *training_model_; }
   /// What the last step's DataParallel call did (devices, rows, timings).
   DataParallelRun last_run() const { return parallel_->last_run(); }
 

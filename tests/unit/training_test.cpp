@@ -249,6 +249,17 @@ TEST(Trainer, GradientsOfTheWholeBatchHoweverItIsSplit) {
   }
 }
 
+TEST(Trainer, CompilesTheTrainingGraphWithTheModelsPlanOptions) {
+  for (bool tf32 : {false, true}) {
+    auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0),
+                                         ModelOptions{.allow_tf32 = tf32});
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::Mse;
+    Trainer trainer(model, options);
+    EXPECT_EQ(trainer.training_model().plan()->options().allow_tf32, tf32);
+  }
+}
+
 TEST(Trainer, StepUpdatesTheModelAndRefreshesReplicas) {
   Tensor x = random_floats({6, 3}, 31), t = random_floats({6, 2}, 32);
   auto run = [&](const char* devices) {
