@@ -28,8 +28,7 @@ std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>
 
 Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options)
     : graph_(graph),
-      plan_(Plan::build(graph_to_compile(graph, device, options), device.type, {},
-                        PlanOptions{.allow_tf32 = options.allow_tf32})),
+      plan_(Plan::build(graph_to_compile(graph, device, options), device.type, {}, options.plan)),
       device_(device),
       version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.

@@ -23,9 +23,8 @@ struct ModelOptions {
   /// the erf form of GELU. The environment variable DPRUN_NO_FUSION=1 turns it off for every
   /// model.
   bool fuse_ops = true;
-  /// Let float32 products and convolutions on GPUs use TF32 tensor cores
-  /// (PlanOptions::allow_tf32). Off by default, as in PyTorch for matrix products.
-  bool allow_tf32 = false;
+  /// How the plan's kernels may compute (PlanOptions: TF32 on GPUs, off by default).
+  PlanOptions plan;
 };
 
 class Model {

@@ -14,7 +14,7 @@ namespace {
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type,
                      const std::map<std::string, Tensor>& constants, const PlanOptions& options) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
-  info.allow_tf32 = options.allow_tf32;
+  info.plan_options = options;
   std::set<std::string> overridable;
   for (const auto& in : graph.inputs) overridable.insert(in.name);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -79,13 +79,12 @@ void mark_released_inputs(PlanStep& step) {
 }
 }  // namespace
 
-std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type,
-                                       const PlanOptions& options) {
+std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type) {
   std::vector<NodePlacement> placements;
   const std::map<std::string, Tensor> constants = constant_node_values(graph);
   for (const Node& node : graph.nodes) {
     NodePlacement p{.node = &node};
-    place_kernel(graph, node, device_type, constants, options, p.device, p.why_not);
+    place_kernel(graph, node, device_type, constants, PlanOptions{}, p.device, p.why_not);
     placements.push_back(std::move(p));
   }
   return placements;

@@ -32,14 +32,6 @@ struct PlanStep {
   std::vector<std::string> implicit_inputs;
 };
 
-/// How a plan's kernels may compute (ModelOptions carries them into the model's plan).
-struct PlanOptions {
-  /// Let float32 MatMul, Gemm, Conv and ConvTranspose on GPUs run on TF32 tensor cores: inputs
-  /// rounded to a 10-bit mantissa, sums in float32 (PyTorch's allow_tf32). Several times the
-  /// float32 speed, about 1e-3 relative error instead of 1e-6. No effect on CPU devices.
-  bool allow_tf32 = false;
-};
-
 class Plan {
  public:
   /// Compiles `graph` (already topologically sorted) for `device_type`. Every node without a
@@ -89,7 +81,6 @@ struct NodePlacement {
 
 /// The placement of every node of `graph` (in graph order) when it is compiled for
 /// `device_type`, as Plan::build chooses it.
-std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type,
-                                       const PlanOptions& options = {});
+std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type);
 
 }  // namespace dprun

@@ -34,7 +34,7 @@ std::vector<OptionSpec> parallel_option_specs() {
 
 ModelOptions parse_model_options(const Args& args) {
   ModelOptions options;
-  options.allow_tf32 = args.has("allow-tf32");
+  options.plan.allow_tf32 = args.has("allow-tf32");
   return options;
 }
 

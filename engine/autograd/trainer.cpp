@@ -57,7 +57,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(
   training_ = build_training_graph(model_->graph(), options.training);
   ModelOptions compile;
   compile.channels_last = options.channels_last;
-  compile.allow_tf32 = model_->plan()->options().allow_tf32;  // as the model was compiled
+  compile.plan = model_->plan()->options();  // as the model was compiled
   training_model_ = share_parameters(*model_, training_.graph, compile);
   devices_ = options.parallel.device_ids;
   parallel_ = std::make_unique<DataParallel>(

@@ -66,8 +66,7 @@ class Subgraph {
                              static_cast<size_t>(it - info.implicit_inputs.begin()));
     }
     try {
-      plan_ =
-          Plan::build(graph, info.device_type, outer, PlanOptions{.allow_tf32 = info.allow_tf32});
+      plan_ = Plan::build(graph, info.device_type, outer, info.plan_options);
     } catch (const Error& e) {
       node.fail("subgraph '", attr, "': ", e.what());
     }

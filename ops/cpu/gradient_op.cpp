@@ -89,7 +89,7 @@ class GradientKernel : public OpKernel {
       if (auto t = outer.type_of(xs[i])) type.dtype = t->dtype;
       sub->outputs.push_back({grads.gradients[i], type});
     }
-    plan_ = Plan::build(sub, info.device_type, {}, PlanOptions{.allow_tf32 = info.allow_tf32});
+    plan_ = Plan::build(sub, info.device_type, {}, info.plan_options);
     for (int id : plan_->parameter_ids())
       parameters_.push_back(sub->initializers.at(plan_->value_name(id)));
   }

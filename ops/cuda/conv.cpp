@@ -30,7 +30,7 @@ struct ConvAlgorithm {
 class ConvCudnn : public OpKernel {
  public:
   explicit ConvCudnn(const KernelInfo& info)
-      : group_(info.node.attr_int("group", 1)), tf32_(info.allow_tf32) {
+      : group_(info.node.attr_int("group", 1)), tf32_(info.plan_options.allow_tf32) {
     attrs_.parse(info.node);
   }
 

@@ -32,7 +32,7 @@ class ConvTransposeCudnn : public OpKernel {
  public:
   explicit ConvTransposeCudnn(const KernelInfo& info)
       : group_(info.node.attr_int("group", 1)),
-        tf32_(info.allow_tf32),
+        tf32_(info.plan_options.allow_tf32),
         output_padding_(info.node.attr_ints("output_padding", {})),
         output_shape_(info.node.attr_ints("output_shape", {})) {
     attrs_.parse(info.node);

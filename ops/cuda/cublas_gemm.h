@@ -3,7 +3,7 @@
 // matrix is, read column-major, its transpose [C, R] with leading dimension C, so the
 // row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: the
 // operands are swapped and nothing is transposed in memory. The handle's math mode is left as
-// it is (default: no TF32); a product that may use TF32 (KernelInfo::allow_tf32) asks for it
+// it is (default: no TF32); a product that may use TF32 (PlanOptions::allow_tf32) asks for it
 // per call through cublasGemmEx's compute type, so a pooled handle never changes state.
 #include <cublas_v2.h>
 

@@ -24,7 +24,7 @@ __global__ void broadcast_c_kernel(const float* c, int64_t row_stride, int64_t c
 
 class GemmCuda : public OpKernel {
  public:
-  explicit GemmCuda(const KernelInfo& info) : attrs_(info), tf32_(info.allow_tf32) {}
+  explicit GemmCuda(const KernelInfo& info) : attrs_(info), tf32_(info.plan_options.allow_tf32) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);

@@ -18,7 +18,7 @@ namespace {
 
 class MatMulCuda : public OpKernel {
  public:
-  explicit MatMulCuda(const KernelInfo& info) : tf32_(info.allow_tf32) {}
+  explicit MatMulCuda(const KernelInfo& info) : tf32_(info.plan_options.allow_tf32) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);

@@ -1,4 +1,4 @@
-// ModelOptions::allow_tf32 on cuda:0: float32 MatMul, Gemm and Conv run on TF32 tensor cores
+// PlanOptions::allow_tf32 on cuda:0: float32 MatMul, Gemm and Conv run on TF32 tensor cores
 // (inputs rounded to a 10-bit mantissa) only when it is on. Each product is compared with a
 // float64 sum on the host: within float32 rounding without TF32, within TF32's rounding with it.
 #include <cuda_runtime.h>
@@ -52,7 +52,7 @@ bool gpu_has_tf32() {
 std::vector<Tensor> run_on_gpu(const std::shared_ptr<Graph>& graph, bool tf32,
                                const std::vector<Tensor>& inputs) {
   graph->opset_imports[""] = 17;
-  Model model(graph, Device::cuda(0), ModelOptions{.allow_tf32 = tf32});
+  Model model(graph, Device::cuda(0), ModelOptions{.plan = {.allow_tf32 = tf32}});
   std::vector<Tensor> on_gpu;
   for (const Tensor& t : inputs) on_gpu.push_back(t.to(Device::cuda(0)));
   std::vector<Tensor> out = model.run(on_gpu);

@@ -292,17 +292,23 @@ TEST(LayoutRewrite, OtherDtypesRunThroughTheReference) {
 
 // Conv -> BatchNormalization (inference) -> Relu -> output, plus a training-mode BN that must
 // stay NCHW.
+// Initializers scale, bias, mean and var of `channels` values (var in [0.5, 2.5)), from
+// random_tensor seeds `seed` .. seed + 3.
+void add_batch_norm_parameters(Graph& g, int64_t channels, uint32_t seed) {
+  Tensor var = random_tensor({channels}, seed);
+  for (int64_t i = 0; i < channels; ++i) var.data<float>()[i] = 1.5f + var.data<float>()[i];
+  g.initializers["scale"] = random_tensor({channels}, seed + 1);
+  g.initializers["bias"] = random_tensor({channels}, seed + 2);
+  g.initializers["mean"] = random_tensor({channels}, seed + 3);
+  g.initializers["var"] = var;
+}
+
 std::shared_ptr<Graph> batch_norm_graph(bool training) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 15;
   g->inputs.push_back({"x", f32({2, 3, 6, 6})});
   g->initializers["w"] = random_tensor({5, 3, 3, 3}, 31);
-  Tensor var = random_tensor({5}, 32);
-  for (int64_t i = 0; i < 5; ++i) var.data<float>()[i] = 1.5f + var.data<float>()[i];
-  g->initializers["scale"] = random_tensor({5}, 33);
-  g->initializers["bias"] = random_tensor({5}, 34);
-  g->initializers["mean"] = random_tensor({5}, 35);
-  g->initializers["var"] = var;
+  add_batch_norm_parameters(*g, 5, 32);
   std::map<std::string, Attribute> attrs = {{"epsilon", Attribute{}}};
   attrs["epsilon"].kind = Attribute::Kind::Float;
   attrs["epsilon"].f = 1e-3f;
@@ -508,12 +514,7 @@ std::shared_ptr<Graph> concat_norm_graph(bool cat_is_output) {
   g->initializers["w1"] = random_tensor({4, 3, 1, 1}, 81);
   g->initializers["w2"] = random_tensor({5, 3, 3, 3}, 82);
   g->initializers["w3"] = random_tensor({2, 9, 1, 1}, 83);
-  Tensor var = random_tensor({9}, 84);
-  for (int64_t i = 0; i < 9; ++i) var.data<float>()[i] = 1.5f + var.data<float>()[i];
-  g->initializers["scale"] = random_tensor({9}, 85);
-  g->initializers["bias"] = random_tensor({9}, 86);
-  g->initializers["mean"] = random_tensor({9}, 87);
-  g->initializers["var"] = var;
+  add_batch_norm_parameters(*g, 9, 84);
   g->nodes = {node("Conv", {"x", "w1"}, {"c1"}),
               node("Conv", {"x", "w2"}, {"c2"}, {{"pads", ints({1, 1, 1, 1})}}),
               node("Concat", {"c1", "c2"}, {"cat"}, {{"axis", Attribute::of_int(1)}}),

@@ -1,4 +1,4 @@
-// PlanOptions reach every kernel: ModelOptions::allow_tf32 is in the KernelInfo of the model's
+// PlanOptions reach every kernel: ModelOptions::plan is the KernelInfo::plan_options of the model's
 // nodes and of its subgraphs' nodes (their plans are built by the control-flow kernels).
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ std::atomic<int> built_with_tf32{0}, built_without_tf32{0};
 class RecordTf32 : public OpKernel {
  public:
   explicit RecordTf32(const KernelInfo& info) {
-    ++(info.allow_tf32 ? built_with_tf32 : built_without_tf32);
+    ++(info.plan_options.allow_tf32 ? built_with_tf32 : built_without_tf32);
   }
   void compute(KernelContext& ctx) const override { ctx.set_output(0, ctx.input(0)); }
 };
@@ -60,7 +60,7 @@ void reset_counts() {
 
 TEST(PlanOptions, AllowTf32ReachesEveryKernelAndSubgraph) {
   reset_counts();
-  Model tf32(recording_graph(), Device::cpu(), ModelOptions{.allow_tf32 = true});
+  Model tf32(recording_graph(), Device::cpu(), ModelOptions{.plan = {.allow_tf32 = true}});
   EXPECT_TRUE(tf32.plan()->options().allow_tf32);
   EXPECT_EQ(built_with_tf32, 3);  // the node and one in each branch
   EXPECT_EQ(built_without_tf32, 0);

@@ -252,7 +252,7 @@ TEST(Trainer, GradientsOfTheWholeBatchHoweverItIsSplit) {
 TEST(Trainer, CompilesTheTrainingGraphWithTheModelsPlanOptions) {
   for (bool tf32 : {false, true}) {
     auto model = std::make_shared<Model>(linear_graph(3, 2), Device::cpu(0),
-                                         ModelOptions{.allow_tf32 = tf32});
+                                         ModelOptions{.plan = {.allow_tf32 = tf32}});
     TrainerOptions options;
     options.training.loss.kind = LossKind::Mse;
     Trainer trainer(model, options);
