@@ -116,6 +116,7 @@ class ConvNhwcKernel : public OpKernel {
                       {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, b->raw_data()}});
     else
       execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
+    activation_.apply_after_onednn(ctx, y);
   }
 
  private:
@@ -128,7 +129,7 @@ class ConvNhwcKernel : public OpKernel {
     p->out_shape = {n, g.out[0], g.out[1], m};
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
     dnnl::primitive_attr attr = onednn::concurrent_attr();
-    if (activation_.kind != FusedActivation::Kind::None) attr.set_post_ops(activation_.post_ops());
+    attr.set_post_ops(activation_.post_ops());
     onednn::build_conv_primitive(*p, nhwc_desc(n, c, h, wd), nhwc_desc(n, m, g.out[0], g.out[1]),
                                  w.shape(), group_, has_bias, g, attr);
     return p;

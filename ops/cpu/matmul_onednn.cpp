@@ -62,6 +62,7 @@ class MatMulOnednnKernel : public OpKernel {
                               {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, bias->raw_data()}});
     else
       onednn::execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
+    activation_.apply_after_onednn(ctx, y);
   }
 
  private:
@@ -95,8 +96,7 @@ class MatMulOnednnKernel : public OpKernel {
       dnnl::matmul::desc desc = with_bias_ ? dnnl::matmul::desc(p->a_md, b_md, p->bias_md, p->c_md)
                                            : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
       dnnl::primitive_attr attr = onednn::concurrent_attr();
-      if (activation_.kind != FusedActivation::Kind::None)
-        attr.set_post_ops(activation_.post_ops());
+      attr.set_post_ops(activation_.post_ops());
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::cpu_engine());
       p->b_md = pd.weights_desc();
       p->scratchpad_md = pd.scratchpad_desc();
@@ -166,9 +166,10 @@ class GemmOnednnKernel : public OpKernel {
       }
       onednn::execute_reusing(p->prim, p->scratchpad_md,
                               {src, weights, dst, {DNNL_ARG_BIAS, &p->bias_md, cp}});
-      return;
+      return activation_.apply_after_onednn(ctx, y);
     }
     onednn::execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
+    activation_.apply_after_onednn(ctx, y);
   }
 
  private:

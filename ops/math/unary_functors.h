@@ -12,26 +12,21 @@
 
 namespace dprun::math {
 
-/// exp(x) for float32 by range reduction and a degree-6 polynomial (Cephes): a few ulp on
-/// [-87, 88], 0 below (no denormals), clamped above. The lower bound keeps every intermediate
-/// normal: a denormal product costs a microcode assist per element, which made softmax over
-/// masked (-1e4) scores four times slower. A loop over it vectorises where
-/// std::exp does not; it serves activations, whose results tolerate the flushed tail.
-DPRUN_HOST_DEVICE inline float fast_expf(float x) {
-  const float in = x;
-  x = select(x < 88.0f, x, 88.0f);  // also maps NaN into range; it is restored at the end
+/// exp(x) for float32 by range reduction and a degree-6 polynomial (Cephes), with x first
+/// clamped to [-87, 89]: a few ulp on [-87, 88.3]; exp(-87) ~ 1.6e-38 below (NaN included:
+/// it compares false), +inf from 127.5 * ln 2 = 88.38 on (a little before float's true
+/// overflow at 88.72). For callers to whom neither clamp matters (1 / (1 + exp(-x)) is 1 at
+/// exp(-87) and 0 at +inf); fast_expf adds the guards. Vectorises where std::exp does not.
+DPRUN_HOST_DEVICE inline float clamped_expf(float x) {
+  x = select(x < 89.0f, x, 89.0f);
   x = select(x > -87.0f, x, -87.0f);
   // n = x * log2(e) rounded to the nearest integer: adding 1.5 * 2^23 leaves no fraction bits,
-  // so the sum is rounded there, and its low mantissa bits hold n (no float-to-int conversion
-  // and compare, which the vectorised loop paid for on every lane).
-  constexpr float kRound = 12582912.0f;
+  // so the sum is rounded there (no float-to-int conversion, which the vectorised loop paid
+  // for on every lane). Adding 127 more leaves n + 127, 2^n's biased exponent, in the sum's
+  // low mantissa bits: shifted left by 23 they are 2^n's bits, and n = 128 gives +inf.
+  constexpr float kRound = 12582912.0f + 127.0f;
   const float shifted = x * 1.44269504088896341f + kRound;
   const float fn = shifted - kRound;
-#if defined(__CUDA_ARCH__)
-  const int n = __float_as_int(shifted) - __float_as_int(kRound);
-#else
-  const int n = std::bit_cast<int>(shifted) - std::bit_cast<int>(kRound);
-#endif
   x = x - fn * 0.693359375f;
   x = x + fn * 2.12194440e-4f;
   const float z = x * x;
@@ -42,15 +37,20 @@ DPRUN_HOST_DEVICE inline float fast_expf(float x) {
   y = y * x + 1.6666665459e-1f;
   y = y * x + 5.0000001201e-1f;
   y = y * z + x + 1.0f;
-  // 2^n assembled from its exponent bits; n is within [-126, 127] after the clamps.
-  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
 #if defined(__CUDA_ARCH__)
-  y = y * __int_as_float(static_cast<int>(bits));
+  return y * __int_as_float(static_cast<int>(static_cast<unsigned>(__float_as_int(shifted)) << 23));
 #else
-  y = y * std::bit_cast<float>(bits);
+  return y * std::bit_cast<float>(std::bit_cast<uint32_t>(shifted) << 23);
 #endif
-  y = select(in < -87.0f, 0.0f, y);  // results below exp(-87) ~ 1.6e-38 flush to zero
-  return select(in != in, in, y);
+}
+
+/// exp(x) for float32: clamped_expf, with results below exp(-87) ~ 1.6e-38 flushed to 0 and
+/// NaN kept. The flush keeps every intermediate normal: a denormal product costs a microcode
+/// assist per element, which made softmax over masked (-1e4) scores four times slower. It
+/// serves activations, whose results tolerate the flushed tail.
+DPRUN_HOST_DEVICE inline float fast_expf(float x) {
+  const float y = select(x < -87.0f, 0.0f, clamped_expf(x));
+  return select(x != x, x, y);
 }
 
 /// erfc(z) for float32 and z >= 0 (Numerical Recipes' erfcc: relative error below 1.2e-7 in
@@ -223,13 +223,33 @@ struct Tanh {
   }
 };
 
+/// 1 / (1 + exp(-x)): within 4 ulp for float32, and 0 where exp(-x) overflows (x < -88.38,
+/// where the exact value is below 5e-39).
 struct Sigmoid {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    // exp of a non-positive argument never overflows.
-    const T e = exp_of(-std::fabs(x));
-    const T r = T(1) / (T(1) + e);
-    return select(x < T(0), e * r, r);
+    if constexpr (std::is_same_v<T, float>) {
+      // exp(-x) overflows to +inf rather than to a denormal, so 1 / (1 + e) needs no select
+      // between the two halves of the line; NaN, which the clamp maps to 89, is restored.
+      return select(x != x, x, 1.0f / (1.0f + clamped_expf(-x)));
+    } else {
+      const T e = std::exp(-std::fabs(x));  // never overflows
+      const T r = T(1) / (T(1) + e);
+      return select(x < T(0), e * r, r);
+    }
+  }
+};
+
+/// SiLU (Swish with beta 1), x * sigmoid(x), as x / (1 + exp(-x)) for float32: one division
+/// and no product. 0 (with x's sign) for x < -88.38, NaN for NaN and for -inf (as x *
+/// sigmoid(x) gives).
+struct Silu {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>)
+      return x / (1.0f + clamped_expf(-x));  // NaN and -inf give NaN through x
+    else
+      return x * Sigmoid{}(x);
   }
 };
 

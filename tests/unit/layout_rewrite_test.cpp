@@ -13,9 +13,11 @@
 
 #include "engine/model.h"
 #include "engine/parallel/replicate.h"
+#include "fused_activation_reference.h"
 #include "kernel_test_util.h"
 #include "loader/onnx_loader.h"
 #include "op_test_util.h"
+#include "ops/cpu/fused_activation.h"
 
 namespace dprun {
 namespace {
@@ -365,13 +367,10 @@ TEST(LayoutRewrite, ConvAbsorbsItsOnlyActivation) {
 
 TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
   // Each fused activation, on the reference ConvNHWC (used for shapes oneDNN rejects and other
-  // dtypes) and as the oneDNN post-op, equals the activation applied by hand to the plain
-  // convolution's output.
-  const std::map<std::string, std::function<double(double)>> activations = {
-      {"Relu", [](double v) { return std::max(v, 0.0); }},
-      {"Clip", [](double v) { return std::clamp(v, -0.1, 0.3); }},
-      {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
-      {"Swish", [](double v) { return v / (1 + std::exp(-v)); }}};
+  // dtypes) and on the oneDNN path (a post-op, or a pass after the primitive for Swish),
+  // equals the activation applied by hand to the plain convolution's output. The output has
+  // 18432 elements: more than one task of the pass after the primitive.
+  const auto references = testing::fused_activation_references(-0.1, 0.3);
   auto conv_node = [](const std::string& kind) {
     Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
     conv.domain = kLayoutDomain;
@@ -381,10 +380,13 @@ TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
     conv.attributes["activation_max"] = Attribute::of_float(0.3f);
     return conv;
   };
-  std::vector<Tensor> inputs = {random_tensor({2, 5, 5, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
+  std::vector<Tensor> inputs = {random_tensor({2, 48, 48, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
   const Tensor plain = testing::run_impl(conv_node(""), inputs, 13, "reference")[0];
-  ASSERT_EQ(plain.shape(), (Shape{2, 5, 5, 4}));
-  for (const auto& [kind, f] : activations)
+  ASSERT_EQ(plain.shape(), (Shape{2, 48, 48, 4}));
+  for (const auto& [kind, unused] : FusedActivation::names()) {
+    if (kind.empty()) continue;
+    ASSERT_EQ(references.count(kind), 1u) << "no reference for the fused activation " << kind;
+    const auto& f = references.at(kind);
     for (const char* impl : {"reference", "onednn"}) {
       SCOPED_TRACE(kind + " on the " + impl + " path");
       const Tensor got = testing::run_impl(conv_node(kind), inputs, 13, impl)[0];
@@ -392,6 +394,7 @@ TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
       for (int64_t i = 0; i < plain.numel(); ++i)
         ASSERT_NEAR(got.item_as_double(i), f(plain.item_as_double(i)), 1e-5) << "element " << i;
     }
+  }
 }
 
 std::vector<std::string> op_types(const Graph& g) {

@@ -12,10 +12,12 @@
 
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/model.h"
+#include "fused_activation_reference.h"
 #include "graph_test_util.h"
 #include "kernel_test_util.h"
 #include "loader/onnx_loader.h"
 #include "op_test_util.h"
+#include "ops/cpu/fused_activation.h"
 
 namespace dprun {
 namespace {
@@ -203,11 +205,9 @@ TEST(OpFusion, GemmTakesAnActivationOnlyWhenItIsTheOnlyReader) {
 
 TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {
   // Each activation on the reference and oneDNN kernels of MatMulBias and FusedGemm equals the
-  // plain op followed by the activation written out by hand.
-  const std::map<std::string, std::function<double(double)>> activations = {
-      {"Relu", [](double v) { return std::max(v, 0.0); }},
-      {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
-      {"Gelu", [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }}};
+  // plain op followed by the activation written out by hand (the op fusion itself gives these
+  // two only Relu, Sigmoid and Gelu; the kernels take every kind).
+  const auto references = testing::fused_activation_references(-0.5, 0.25);
   const std::vector<Tensor> inputs = {random_tensor({5, 8}, 41, 2.f), random_tensor({8, 7}, 42),
                                       random_tensor({7}, 43)};
   for (const char* op : {"MatMulBias", "FusedGemm"}) {
@@ -215,15 +215,21 @@ TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {
     plain.domain = kLayoutDomain;
     const Tensor product = testing::run_impl(plain, inputs, 13, "reference")[0];
     ASSERT_EQ(product.shape(), (Shape{5, 7}));
-    for (const auto& [kind, f] : activations)
+    for (const auto& [kind, unused] : FusedActivation::names()) {
+      if (kind.empty()) continue;
+      ASSERT_EQ(references.count(kind), 1u) << "no reference for the fused activation " << kind;
+      const auto& f = references.at(kind);
       for (const char* impl : {"reference", "onednn"}) {
         SCOPED_TRACE(std::string(op) + " " + kind + " " + impl);
         Node fused = plain;
         fused.attributes["activation"] = Attribute::of_string(kind);
+        fused.attributes["activation_min"] = Attribute::of_float(-0.5f);
+        fused.attributes["activation_max"] = Attribute::of_float(0.25f);
         const Tensor got = testing::run_impl(fused, inputs, 13, impl)[0];
         for (int64_t i = 0; i < product.numel(); ++i)
           ASSERT_NEAR(got.item_as_double(i), f(product.item_as_double(i)), 1e-5) << i;
       }
+    }
   }
 }
 

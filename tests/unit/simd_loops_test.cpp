@@ -50,13 +50,39 @@ double sigmoid(double x) {
   return 1 / (1 + std::exp(-x));
 }
 
+double silu(double x) {
+  return x / (1 + std::exp(-x));
+}
+
 TEST(SimdLoops, TranscendentalsStayWithinTheirStatedError) {
   // 100003 points: not a multiple of 8 or 16, so every clone's tail runs too.
   const std::vector<float> x = grid(-9.f, 9.f, 100003);
   EXPECT_LE(max_ulp(math::Erf{}, static_cast<double (*)(double)>(std::erf), x), 8);
   EXPECT_LE(max_ulp(math::Tanh{}, static_cast<double (*)(double)>(std::tanh), x), 4);
   EXPECT_LE(max_ulp(math::Sigmoid{}, sigmoid, x), 4);
+  EXPECT_LE(max_ulp(math::Silu{}, silu, x), 4);
   EXPECT_LE(max_ulp(math::Exp{}, static_cast<double (*)(double)>(std::exp), x), 1);
+}
+
+struct FastExp {
+  float operator()(float x) const { return math::fast_expf(x); }
+};
+
+TEST(SimdLoops, FastExpIsAccurateInItsRangeAndOverflowsToInfinity) {
+  EXPECT_LE(
+      max_ulp(FastExp{}, static_cast<double (*)(double)>(std::exp), grid(-87.f, 88.3f, 100003)), 2);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x = {88.4f, 100.f, inf, -87.1f, -1e4f, -inf, nan};
+  std::vector<float> y(x.size());
+  simd::map(FastExp{}, x.data(), y.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(y[0], inf);  // from 127.5 * ln 2 on, as documented
+  EXPECT_EQ(y[1], inf);
+  EXPECT_EQ(y[2], inf);
+  EXPECT_EQ(y[3], 0.f);  // below exp(-87): flushed
+  EXPECT_EQ(y[4], 0.f);
+  EXPECT_EQ(y[5], 0.f);
+  EXPECT_TRUE(std::isnan(y[6]));
 }
 
 TEST(SimdLoops, SpecialValuesPassThrough) {
@@ -71,6 +97,14 @@ TEST(SimdLoops, SpecialValuesPassThrough) {
   EXPECT_EQ(y[3], 0.5f);
   EXPECT_EQ(y[5], 1.f);
   EXPECT_EQ(y[6], 0.f);  // exp(-100) is below float's normal range: flushed, as documented
+  simd::map(math::Silu{}, x.data(), y.data(), static_cast<int64_t>(x.size()));
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], inf);
+  EXPECT_TRUE(std::isnan(y[2]));  // -inf * sigmoid(-inf) = -inf * 0, as torch gives
+  EXPECT_EQ(y[3], 0.f);
+  EXPECT_EQ(y[5], 100.f);
+  EXPECT_EQ(y[6], 0.f);  // -100 * exp(-100) is below float's normal range: flushed
+  EXPECT_TRUE(std::signbit(y[6]));
   simd::map(math::Tanh{}, x.data(), y.data(), static_cast<int64_t>(x.size()));
   EXPECT_TRUE(std::isnan(y[0]));
   EXPECT_EQ(y[1], 1.f);
