@@ -46,13 +46,24 @@ void progress(const char* label, int done, int total) {
   std::fflush(stderr);
 }
 
-// Time spent per op type, summed over replicas, from per-node observers.
+// Time spent per op type and per node, summed over replicas, from per-node observers.
 class OpProfile {
  public:
   NodeObserver observer() {
     NodeObserver obs;
-    obs.before = [](const Node&, Device, std::span<const Tensor* const>) {
+    obs.before = [this](const Node& node, Device, std::span<const Tensor* const> inputs) {
       started() = std::chrono::steady_clock::now();
+      std::lock_guard lock(mutex_);
+      if (by_node_.count(node_key(node)) == 0) {
+        // The first call's input shapes, as the node was first seen: execution order.
+        std::string shapes;
+        for (const Tensor* t : inputs) {
+          if (!shapes.empty()) shapes += ' ';
+          shapes += t ? shape_to_string(t->shape()) : std::string("-");
+        }
+        by_node_[node_key(node)] = {node.op_type, shapes, 0.0, order_.size()};
+        order_.push_back(node_key(node));
+      }
     };
     obs.after = [this](const Node& node, Device, std::span<const Tensor>) {
       double s =
@@ -61,6 +72,7 @@ class OpProfile {
       auto& entry = by_op_[node.op_type];
       entry.first += s;
       entry.second += 1;
+      by_node_[node_key(node)].seconds += s;
     };
     return obs;
   }
@@ -77,14 +89,34 @@ class OpProfile {
                   static_cast<long long>(figures.second / iters), figures.first * 1e3 / iters,
                   total > 0 ? 100.0 * figures.first / total : 0.0);
   }
+  /// One row per node in execution order: op, ms per iteration, first output, input shapes.
+  void print_nodes(int iters) const {
+    std::printf("\n%-24s %10s  %s\n", "op", "ms/it", "node (first output): input shapes");
+    for (const std::string& key : order_) {
+      const NodeFigures& n = by_node_.at(key);
+      std::printf("%-24s %10.3f  %s: %s\n", n.op.c_str(), n.seconds * 1e3 / iters, key.c_str(),
+                  n.input_shapes.c_str());
+    }
+  }
 
  private:
+  struct NodeFigures {
+    std::string op, input_shapes;
+    double seconds = 0;
+    size_t order = 0;
+  };
+  // A node's first output names it in every replica (node names are optional).
+  static std::string node_key(const Node& node) {
+    return node.outputs.empty() ? node.name : node.outputs[0];
+  }
   static std::chrono::steady_clock::time_point& started() {
     thread_local std::chrono::steady_clock::time_point t;
     return t;
   }
   std::mutex mutex_;
   std::map<std::string, std::pair<double, int64_t>> by_op_;
+  std::map<std::string, NodeFigures> by_node_;
+  std::vector<std::string> order_;
 };
 
 BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptions options,
@@ -124,8 +156,12 @@ BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptio
 
 int bench_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
-  specs.insert(specs.end(),
-               {{"iters"}, {"warmup"}, {"json"}, {"sweep", false}, {"profile", false}});
+  specs.insert(specs.end(), {{"iters"},
+                             {"warmup"},
+                             {"json"},
+                             {"sweep", false},
+                             {"profile", false},
+                             {"profile-nodes", false}});
   auto distributed = distributed_option_specs(false);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   Args args(argc, argv, first, specs);
@@ -139,7 +175,8 @@ int bench_command(int argc, char** argv, int first) {
   int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));
   bool sweep = args.has("sweep");
   if (dist) {
-    if (args.has("profile")) throw UsageError("--profile is not available with --distributed");
+    if (args.has("profile") || args.has("profile-nodes"))
+      throw UsageError("--profile and --profile-nodes are not available with --distributed");
     return bench_on_ranks(*dist, model_path, parse_model_options(args), options, input_options,
                           warmup, iters, sweep, args.get("json").value_or(""));
   }
@@ -150,13 +187,14 @@ int bench_command(int argc, char** argv, int first) {
   int64_t batch = input_options.batch;
 
   BenchResult main = bench_devices(model, options, inputs, batch, warmup, iters, "bench");
-  if (args.has("profile")) {
+  if (args.has("profile") || args.has("profile-nodes")) {
     // A separate pass: observers add a little time to every node.
     OpProfile profile;
     DataParallelOptions observed = options;
     observed.observers.push_back(profile.observer());
     bench_devices(model, observed, inputs, batch, 0, iters, "profile");
-    profile.print(iters);
+    if (args.has("profile")) profile.print(iters);
+    if (args.has("profile-nodes")) profile.print_nodes(iters);
   }
   std::printf("model %s, batch %lld, %d iterations (+%d warm-up)\n", model_path.c_str(),
               static_cast<long long>(batch), iters, warmup);

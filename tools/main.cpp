@@ -48,6 +48,8 @@ bench only:
   --iters N --warmup N   timed and untimed iterations (default 20 and 3)
   --sweep                also run on the first 1..N devices and print the scaling table
   --profile              also print the time per op type (summed over devices)
+  --profile-nodes        also print the time of each node, in execution order, with the
+                         input shapes of its first call
   --json FILE            write samples_per_s, batch, iters, devices and per-device figures
 
 train options (also --devices, --dim, --split, --split-policy, --weights, --threads,

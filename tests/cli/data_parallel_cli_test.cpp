@@ -251,5 +251,32 @@ TEST(BenchCli, ProfileListsOpTypes) {
   EXPECT_EQ(r.output.find("Relu"), std::string::npos) << r.output;
 }
 
+TEST(BenchCli, ProfileNodesListsEachNodeInExecutionOrder) {
+  auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
+                     " --devices cpu:0,cpu:1 --batch 4 --iters 2 --warmup 0 --profile-nodes");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // One row per node of the compiled plan, named by its first output, with the input shapes a
+  // replica saw (2 of the 4 rows each); no per-op table without --profile.
+  const size_t first = r.output.find(" /Relu_output_0: [2, 784] [256, 784] [256]\n");
+  const size_t second = r.output.find(" /Relu_1_output_0: [2, 256] [128, 256] [128]\n");
+  const size_t last = r.output.find(" logits: [2, 128] [10, 128] [10]\n");
+  ASSERT_NE(first, std::string::npos) << r.output;
+  ASSERT_NE(second, std::string::npos) << r.output;
+  ASSERT_NE(last, std::string::npos) << r.output;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, last);
+  EXPECT_NE(r.output.find("\nFusedGemm"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("calls/it"), std::string::npos) << r.output;
+}
+
+TEST(BenchCli, ProfilesAreRefusedWithDistributed) {
+  auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
+                     " --devices cpu:0 --distributed --profile-nodes");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--profile and --profile-nodes are not available with --distributed"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace dprun::testing
