@@ -73,8 +73,8 @@ struct FusedActivation {
   /// Whether the activation is left out of the oneDNN post-ops (append_to) and must be applied
   /// to the primitive's output with apply_after_onednn. oneDNN 2.6's swish post-op made a 1x1
   /// Conv (16 to 96 channels, 112 x 112, batch 8) take 5.9 instead of 2.9 ms; the convolution
-  /// followed by a pass of math::Silu over its output takes 4.4 ms. Its other activations
-  /// cost no more as post-ops than as a pass, and save the pass's memory traffic.
+  /// followed by a vectorised SiLU pass over its output takes 4.4 ms (bench/README.md). Its other
+  /// activations cost no more as post-ops than as a pass, and save the pass's memory traffic.
   bool applied_after_onednn() const { return kind == Kind::Swish; }
 
   /// Applies the activation to a oneDNN primitive's float32 output `y` in place, split over
