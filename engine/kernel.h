@@ -35,6 +35,10 @@ struct PlanOptions {
   /// rounded to a 10-bit mantissa, sums in float32 (PyTorch's allow_tf32). Several times the
   /// float32 speed, about 1e-3 relative error instead of 1e-6. No effect on CPU devices.
   bool allow_tf32 = false;
+  /// Let float32 3x3 stride-1 convolutions on CPUs use oneDNN's Winograd F(4x4, 3x3)
+  /// algorithm where the CPU has it (AVX-512): fewer multiplications, a larger rounding error
+  /// (bounds in bench/README.md). No effect on GPUs.
+  bool allow_winograd = false;
 };
 
 struct KernelInfo {

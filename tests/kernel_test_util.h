@@ -16,11 +16,13 @@ inline std::unique_ptr<ExecutionContext> cpu_execution(int threads) {
 }
 
 /// Builds the `impl` kernel for `node` at `opset` (input types taken from `inputs`; empty
-/// node input names are omitted inputs) and runs it once with `threads` intra-op threads.
-/// Throws Error when no such kernel accepts the node.
+/// node input names are omitted inputs) with `plan` as its plan options, and runs it once with
+/// `threads` intra-op threads. Throws Error when no such kernel accepts the node.
 inline std::vector<Tensor> run_impl(const Node& node, const std::vector<Tensor>& inputs,
-                                    int64_t opset, const std::string& impl, int threads = 1) {
+                                    int64_t opset, const std::string& impl, int threads = 1,
+                                    const PlanOptions& plan = {}) {
   KernelInfo info{node, opset, DeviceType::CPU, {}, {}};
+  info.plan_options = plan;
   std::vector<const Tensor*> ptrs;
   size_t fed = 0;
   for (const auto& name : node.inputs) {

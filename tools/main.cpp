@@ -34,6 +34,8 @@ run and bench options:
   --threads N            intra-op threads per device (default: the device's core share)
   --allow-tf32           float32 MatMul, Gemm and convolutions on GPUs may use TF32 tensor
                          cores (about 1e-3 relative error; no effect on CPU devices)
+  --allow-winograd       float32 3x3 stride-1 convolutions on CPUs may use oneDNN's Winograd
+                         algorithm (AVX-512 CPUs; larger rounding error; no effect on GPUs)
   --input NAME=FILE      input from a .npy file (numbers, bool, '|S'/'<U' strings; a 2-byte
                          '<u2'/'V2' file for a bfloat16 input) or an ONNX TensorProto .pb;
                          repeatable
@@ -53,7 +55,7 @@ bench only:
   --json FILE            write samples_per_s, batch, iters, devices and per-device figures
 
 train options (also --devices, --dim, --split, --split-policy, --weights, --threads,
-               --allow-tf32):
+               --allow-tf32, --allow-winograd):
   --input NAME=FILE.npy  the rows of input NAME (split along --dim); repeatable, required
   --target FILE.npy      the labels or targets, one row per sample
   --loss L               cross_entropy | nll | mse | l1 | bce_with_logits | none (the output is

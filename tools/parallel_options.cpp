@@ -29,12 +29,14 @@ std::vector<OptionSpec> parallel_option_specs() {
           {"input", true, true},
           {"batch"},
           {"symbol", true, true},
-          {"allow-tf32", false}};
+          {"allow-tf32", false},
+          {"allow-winograd", false}};
 }
 
 ModelOptions parse_model_options(const Args& args) {
   ModelOptions options;
   options.plan.allow_tf32 = args.has("allow-tf32");
+  options.plan.allow_winograd = args.has("allow-winograd");
   return options;
 }
 

@@ -24,7 +24,8 @@ struct ConvPrimitive {
 inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src,
                                  const dnnl::memory::desc& dst, const Shape& weights, int64_t group,
                                  bool has_bias, const WindowGeometry& g,
-                                 const dnnl::primitive_attr& attr = concurrent_attr()) {
+                                 const dnnl::primitive_attr& attr = concurrent_attr(),
+                                 dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct) {
   using dnnl::memory;
   // Grouped weights are [g, M/g, C/g, k...]: the same memory as ONNX's [M, C/g, k...].
   Shape wshape = weights;
@@ -38,9 +39,9 @@ inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src
   try {
     memory::desc weights_any(to_dims(wshape), memory::data_type::f32, memory::format_tag::any);
     p.bias_md = has_bias ? plain_desc({weights[0]}) : memory::desc();
-    dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
-        p.bias_md, dst, to_dims(g.strides), dilations, to_dims(g.pads_begin), to_dims(g.pads_end));
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src,
+                                         weights_any, p.bias_md, dst, to_dims(g.strides), dilations,
+                                         to_dims(g.pads_begin), to_dims(g.pads_end));
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     p.scratchpad_md = pd.scratchpad_desc();
     p.src_md = pd.src_desc();

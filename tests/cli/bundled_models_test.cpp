@@ -101,6 +101,26 @@ TEST(BundledModels, AllowTf32ChangesNoCpuResult) {
       << r.output;
 }
 
+TEST(BundledModels, AllowWinogradStaysCloseToPyTorch) {
+  // run takes the flag, and the logits stay within the 1e-4 bound of the PyTorch reference that
+  // MatchesPyTorch uses (the bundled CNN's 3x3 convolutions are below the size where Winograd
+  // pays, so they run as before; the Winograd path itself is tested on ConvNHWC).
+  const fs::path out_dir = scratch_path("dprun_winograd");
+  CommandResult r = run_dprun(source_path("models/cnn.onnx") + " --devices cpu:0 --input image=" +
+                              source_path("models/cnn.input.image.npy") +
+                              " --allow-winograd --output-dir " + out_dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor want = read_npy(source_path("models/cnn.output.logits.npy"));
+  Tensor got = read_npy((out_dir / "logits.npy").string());
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LT(tolerance_ratio(got, want), 1.0);
+  fs::remove_all(out_dir);
+  r = run_dprun("--help");
+  EXPECT_NE(r.output.find("--allow-winograd       float32 3x3 stride-1 convolutions on CPUs"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(BundledModels, OutputsAreReadableByNumpy) {
   fs::path out_dir = fs::temp_directory_path() / "dprun_numpy_check";
   fs::remove_all(out_dir);

@@ -397,6 +397,54 @@ TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
   }
 }
 
+/// Whether this CPU has what oneDNN's avx512_core kernels (its Winograd among them) need.
+bool cpu_has_avx512_core() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+TEST(LayoutRewrite, WinogradConvolutionOnlyWhenAllowedAndWithinItsBound) {
+  // A 3x3 stride-1 ConvNHWC (odd spatial sizes: partial Winograd tiles; 12M multiply-adds per
+  // image) with a Relu post-op. With allow_winograd it stays within 1e-5 of the largest output
+  // of the reference kernel and, on a CPU with oneDNN's Winograd, differs from the direct path
+  // (it ran); a stride-2 convolution and one below the size where Winograd pays ignore the
+  // option bit for bit.
+  auto conv = [](int64_t stride) {
+    Node n = node("ConvNHWC", {"x", "w", "b"}, {"y"},
+                  {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({stride, stride})}});
+    n.domain = kLayoutDomain;
+    n.attributes["activation"] = Attribute::of_string("Relu");
+    return n;
+  };
+  const std::vector<Tensor> inputs = {random_tensor({2, 29, 31, 32}, 47),
+                                      random_tensor({48, 32, 3, 3}, 48), random_tensor({48}, 49)};
+  const PlanOptions winograd{.allow_winograd = true};
+  const Tensor reference = testing::run_impl(conv(1), inputs, 13, "reference")[0];
+  const Tensor direct = testing::run_impl(conv(1), inputs, 13, "onednn")[0];
+  const Tensor fast = testing::run_impl(conv(1), inputs, 13, "onednn", 1, winograd)[0];
+  ASSERT_EQ(fast.shape(), reference.shape());
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < reference.numel(); ++i)
+    scale = std::max(scale, std::fabs(reference.item_as_double(i)));
+  for (int64_t i = 0; i < reference.numel(); ++i)
+    worst = std::max(worst, std::fabs(fast.item_as_double(i) - reference.item_as_double(i)));
+  EXPECT_LE(worst, 1e-5 * scale);
+  if (cpu_has_avx512_core()) {
+    EXPECT_NE(std::memcmp(fast.raw_data(), direct.raw_data(), direct.nbytes()), 0);
+  }
+  const Tensor strided = testing::run_impl(conv(2), inputs, 13, "onednn")[0];
+  const Tensor strided_allowed = testing::run_impl(conv(2), inputs, 13, "onednn", 1, winograd)[0];
+  ASSERT_EQ(strided_allowed.shape(), strided.shape());
+  EXPECT_EQ(std::memcmp(strided_allowed.raw_data(), strided.raw_data(), strided.nbytes()), 0);
+  const std::vector<Tensor> small = {random_tensor({1, 8, 8, 4}, 50),
+                                     random_tensor({4, 4, 3, 3}, 51), random_tensor({4}, 52)};
+  const Tensor small_direct = testing::run_impl(conv(1), small, 13, "onednn")[0];
+  const Tensor small_allowed = testing::run_impl(conv(1), small, 13, "onednn", 1, winograd)[0];
+  ASSERT_EQ(small_allowed.shape(), small_direct.shape());
+  EXPECT_EQ(std::memcmp(small_allowed.raw_data(), small_direct.raw_data(), small_direct.nbytes()),
+            0);
+}
+
 std::vector<std::string> op_types(const Graph& g) {
   std::vector<std::string> ops;
   for (const Node& n : g.nodes) ops.push_back(n.op_type);
