@@ -37,6 +37,20 @@ inline Attribute strings_attr(std::vector<std::string> v) {
   return a;
 }
 
+inline Attribute ints_attr(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+/// A float32 tensor type of fully known `shape`.
+inline TensorType float32_type(const Shape& shape) {
+  TensorType t{DType::Float32, SymbolicShape{}};
+  for (int64_t d : shape) t.shape->push_back(Dim::known(d));
+  return t;
+}
+
 /// A Constant node producing `value` as `output`.
 inline Node constant_node(const std::string& output, Tensor value) {
   Node n = make_node("Constant", {}, {output});

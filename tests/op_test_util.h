@@ -46,6 +46,18 @@ inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>&
   return model.run(feeds);
 }
 
+/// The message of the Error that run_node(node, inputs, opset, domain_of_opset) throws, or
+/// "no error".
+inline std::string run_node_error(const Node& node, const std::vector<Tensor>& inputs,
+                                  int64_t opset, const std::string& domain_of_opset = "") {
+  try {
+    run_node(node, inputs, opset, domain_of_opset);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 /// A node with the given op, inputs and outputs; attributes are added by the caller.
 inline Node make_node(const std::string& op, std::vector<std::string> inputs,
                       std::vector<std::string> outputs) {

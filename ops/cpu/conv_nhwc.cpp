@@ -25,6 +25,7 @@ namespace dprun {
 namespace {
 
 using dnnl::memory;
+using onednn::nhwc_desc;
 
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
@@ -70,11 +71,6 @@ std::unique_ptr<OpKernel> make_nhwc_reference_kernel(const KernelInfo& info, con
 template <const char* Plain>
 std::unique_ptr<OpKernel> make_nhwc_reference(const KernelInfo& info) {
   return make_nhwc_reference_kernel(info, Plain);
-}
-
-/// A logical NCHW descriptor over physical NHWC memory.
-memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) {
-  return memory::desc({n, c, h, w}, memory::data_type::f32, memory::format_tag::nhwc);
 }
 
 /// The convolution of one set of shapes (out_shape is NHWC). With `blocked`, oneDNN's Winograd

@@ -6,6 +6,12 @@
 
 namespace dprun::onednn {
 
+/// A logical NCHW float32 descriptor over physical NHWC memory.
+inline dnnl::memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) {
+  return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32,
+                            dnnl::memory::format_tag::nhwc);
+}
+
 /// A convolution compiled for one set of shapes.
 struct ConvPrimitive {
   bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel

@@ -25,12 +25,19 @@ namespace dprun {
 std::shared_ptr<Graph> fuse_ops(const Graph& graph);
 
 /// Fusions over the channels-last graph (rewrite_channels_last's output), after the layout
-/// rewrite; returns nullptr when none matches:
-/// - a Concat along the channels of NHWC values (axis 3 or -1) whose only reader is a
-///   BatchNormalizationNHWC, reading it as X, becomes ConcatBatchNormalizationNHWC(scale, B,
-///   mean, var, parts...) with the BatchNormalizationNHWC's attributes (its activation
+/// rewrite; returns nullptr when none matches. Each starts from a Concat along the channels of
+/// NHWC values (axis 3 or -1) whose only reader reads it as its X:
+/// - a MaxPoolNHWC or AveragePoolNHWC reader moves before the Concat: one pool per part, with
+///   the pool's attributes, and the Concat joins the pooled parts under the pool's output name
+///   (the same bits; the Concat copies smaller parts and may then match what follows);
+/// - with a BatchNormalizationNHWC reader, the pair becomes ConcatBatchNormalizationNHWC(scale,
+///   B, mean, var, parts...) with the BatchNormalizationNHWC's attributes (its activation
 ///   included): the parts are normalized while they are copied, saving a pass over the
-///   concatenation (DenseNet's Concat, BatchNormalization, Relu before every dense layer).
+///   concatenation (DenseNet's Concat, BatchNormalization, Relu before every dense layer);
+/// - with a ConvNHWC reader of one group, whose weights' shape is known, the pair becomes
+///   ConcatConvNHWC(W, B or "", parts...) with the ConvNHWC's attributes, one convolution per
+///   part summed into the output, the concatenation never written; only where that moves fewer
+///   bytes, (parts - 1) * output channels <= input channels (SqueezeNet's Fire modules).
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph);
 
 }  // namespace dprun
