@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "cpu_rewrite_test_util.h"
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/model.h"
 #include "fused_activation_reference.h"
@@ -18,26 +19,14 @@
 namespace dprun {
 namespace {
 
+using testing::named_node;
+using testing::op_types;
 using testing::random_floats;
 const auto f32 = testing::float32_type;
 const auto ints = testing::ints_attr;
 
-Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-          std::map<std::string, Attribute> attrs = {}) {
-  Node n = testing::make_node(op, std::move(in), std::move(out));
-  n.name = op + "_" + n.outputs[0];
-  n.attributes = std::move(attrs);
-  return n;
-}
-
 Node concat(std::vector<std::string> parts, const std::string& out) {
-  return node("Concat", std::move(parts), {out}, {{"axis", Attribute::of_int(1)}});
-}
-
-std::vector<std::string> op_types(const Graph& g) {
-  std::vector<std::string> ops;
-  for (const Node& n : g.nodes) ops.push_back(n.op_type);
-  return ops;
+  return named_node("Concat", std::move(parts), {out}, {{"axis", Attribute::of_int(1)}});
 }
 
 /// A graph reading x [2, 8, 9, 9]: a 1x1 Conv with Relu to 4 channels ("s"), then two Convs of
@@ -54,12 +43,12 @@ std::shared_ptr<Graph> fire_graph(int64_t wide, std::vector<Node> tail, const Sh
   g->initializers["w1"] = random_floats({6, 4, 1, 1}, 3);
   g->initializers["b1"] = random_floats({6}, 4);
   g->initializers["w3"] = random_floats({wide, 4, 3, 3}, 5);
-  g->nodes = {node("Conv", {"x", "ws", "bs"}, {"s0"}),
-              node("Relu", {"s0"}, {"s"}),
-              node("Conv", {"s", "w1", "b1"}, {"e1_0"}),
-              node("Relu", {"e1_0"}, {"e1"}),
-              node("Conv", {"s", "w3"}, {"e3_0"}, {{"pads", ints({1, 1, 1, 1})}}),
-              node("Relu", {"e3_0"}, {"e3"}),
+  g->nodes = {named_node("Conv", {"x", "ws", "bs"}, {"s0"}),
+              named_node("Relu", {"s0"}, {"s"}),
+              named_node("Conv", {"s", "w1", "b1"}, {"e1_0"}),
+              named_node("Relu", {"e1_0"}, {"e1"}),
+              named_node("Conv", {"s", "w3"}, {"e3_0"}, {{"pads", ints({1, 1, 1, 1})}}),
+              named_node("Relu", {"e3_0"}, {"e3"}),
               concat(std::move(parts), "cat")};
   g->nodes.insert(g->nodes.end(), tail.begin(), tail.end());
   g->outputs.push_back({"y", f32(y_shape)});
@@ -69,31 +58,22 @@ std::shared_ptr<Graph> fire_graph(int64_t wide, std::vector<Node> tail, const Sh
 /// The Fire graph, then MaxPool (3x3, stride 2, ceil mode, as SqueezeNet's) and a 1x1 Conv to
 /// `out` channels with a Relu.
 std::shared_ptr<Graph> fire_pool_conv_graph(int64_t out) {
-  std::vector<Node> tail = {node("MaxPool", {"cat"}, {"p"},
-                                 {{"kernel_shape", ints({3, 3})},
-                                  {"strides", ints({2, 2})},
-                                  {"ceil_mode", Attribute::of_int(1)}}),
-                            node("Conv", {"p", "wy", "by"}, {"y0"}), node("Relu", {"y0"}, {"y"})};
+  std::vector<Node> tail = {named_node("MaxPool", {"cat"}, {"p"},
+                                       {{"kernel_shape", ints({3, 3})},
+                                        {"strides", ints({2, 2})},
+                                        {"ceil_mode", Attribute::of_int(1)}}),
+                            named_node("Conv", {"p", "wy", "by"}, {"y0"}),
+                            named_node("Relu", {"y0"}, {"y"})};
   auto g = fire_graph(6, tail, {2, out, 4, 4});
   g->initializers["wy"] = random_floats({out, 12, 1, 1}, 6);
   g->initializers["by"] = random_floats({out}, 7);
   return g;
 }
 
-/// Runs `g` as it is (no rewrite) and with the CPU rewrites; expects the same outputs within
-/// 1e-5 of the largest magnitude, and returns the rewritten model's op types.
+/// The rewritten graph's op types, after checking its results on x (see
+/// testing::expect_rewrite_keeps_results).
 std::vector<std::string> expect_rewrite_keeps_results(const std::shared_ptr<Graph>& g) {
-  Model plain(g, Device::cpu(), ModelOptions{.channels_last = false, .fuse_ops = false});
-  Model fused(g, Device::cpu());
-  const Tensor x = random_floats({2, 8, 9, 9}, 11);
-  const Tensor want = plain.run({x})[0], got = fused.run({x})[0];
-  EXPECT_EQ(got.shape(), want.shape());
-  double scale = 1e-6;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    scale = std::max(scale, std::abs(want.item_as_double(i)));
-  for (int64_t i = 0; i < want.numel() && got.shape() == want.shape(); ++i)
-    EXPECT_NEAR(got.item_as_double(i), want.item_as_double(i), 1e-5 * scale) << "element " << i;
-  return op_types(fused.plan()->graph());
+  return testing::expect_rewrite_keeps_results(g, {random_floats({2, 8, 9, 9}, 11)});
 }
 
 TEST(ChannelConcatFusion, PoolMovesBeforeTheConcatAndTheConvolutionIsSplit) {
@@ -117,11 +97,11 @@ TEST(ChannelConcatFusion, PooledPartsGiveTheSameBitsAsThePooledConcatenation) {
   for (const char* pool : {"MaxPool", "AveragePool"}) {
     SCOPED_TRACE(pool);
     auto g = fire_graph(7,
-                        {node(pool, {"cat"}, {"y"},
-                              {{"kernel_shape", ints({3, 3})},
-                               {"strides", ints({2, 2})},
-                               {"pads", ints({1, 1, 1, 1})},
-                               {"count_include_pad", Attribute::of_int(1)}})},
+                        {named_node(pool, {"cat"}, {"y"},
+                                    {{"kernel_shape", ints({3, 3})},
+                                     {"strides", ints({2, 2})},
+                                     {"pads", ints({1, 1, 1, 1})},
+                                     {"count_include_pad", Attribute::of_int(1)}})},
                         {2, 13, 5, 5});
     if (std::string(pool) == "MaxPool") g->nodes.back().attributes.erase("count_include_pad");
     EXPECT_EQ(expect_rewrite_keeps_results(g),
@@ -145,8 +125,8 @@ TEST(ChannelConcatFusion, AnyWindowIsSplitWithoutBias) {
   // A 3x3 stride-2 Conv without bias, reading a Concat of three parts (6 + 7 + 6 channels, one
   // value twice), 3 outputs: (3 - 1) * 3 <= 19.
   auto g = fire_graph(7,
-                      {node("Conv", {"cat", "wy"}, {"y"},
-                            {{"pads", ints({1, 0, 1, 2})}, {"strides", ints({2, 2})}})},
+                      {named_node("Conv", {"cat", "wy"}, {"y"},
+                                  {{"pads", ints({1, 0, 1, 2})}, {"strides", ints({2, 2})}})},
                       {2, 3, 5, 5}, {"e1", "e3", "e1"});
   g->initializers["wy"] = random_floats({3, 19, 3, 3}, 8);
   EXPECT_EQ(expect_rewrite_keeps_results(g),
@@ -187,8 +167,8 @@ TEST(ChannelConcatFusion, ConcatenationReadElsewhereIsKept) {
 }
 
 Node concat_conv_node(const std::string& activation) {
-  Node n = node("ConcatConvNHWC", {"w", "b", "p0", "p1", "p2"}, {"y"},
-                {{"pads", ints({1, 1, 0, 1})}, {"strides", ints({1, 2})}});
+  Node n = named_node("ConcatConvNHWC", {"w", "b", "p0", "p1", "p2"}, {"y"},
+                      {{"pads", ints({1, 1, 0, 1})}, {"strides", ints({1, 2})}});
   n.domain = kLayoutDomain;
   if (!activation.empty()) {
     n.attributes["activation"] = Attribute::of_string(activation);

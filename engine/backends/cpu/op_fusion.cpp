@@ -362,13 +362,48 @@ std::optional<Fusion> match_pool_through_concat(const Matcher& m, size_t i) {
   return f;
 }
 
+/// ConvNHWC without an activation -> Add(its result, Z), its only reader -> optionally an
+/// activation (Relu, Sigmoid, erf-form Gelu) that is the Add's only reader: ConvAddNHWC(X, W,
+/// B or "", Z) with the ConvNHWC's attributes and the activation, oneDNN's sum post-op adding
+/// the convolution to Z (residual blocks: ResNet's Conv, Add, Relu; MobileNetV2's Conv, Add).
+std::optional<Fusion> match_conv_add(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& conv = g.nodes[i];
+  if (conv.domain != kLayoutDomain || conv.op_type != "ConvNHWC" || conv.outputs.size() != 1 ||
+      conv.has_attr("activation") || conv.inputs.size() < 2 || conv.inputs.size() > 3)
+    return std::nullopt;
+  auto add = m.only_reader(conv.outputs[0], "Add");
+  if (!add) return std::nullopt;
+  auto z = m.other_operand(*add, conv.outputs[0]);
+  if (!z) return std::nullopt;
+  Node fused = conv;
+  fused.op_type = "ConvAddNHWC";
+  fused.inputs.resize(3);  // B may be omitted: ""
+  fused.inputs.push_back(*z);
+  Fusion f{{i, *add}, fused};
+  const Node* last = &g.nodes[*add];
+  if (auto reader = m.only_reader(last->outputs[0])) {
+    const std::string activation = activation_of(g.nodes[*reader]);
+    if (!activation.empty()) {
+      f.fused.attributes["activation"] = Attribute::of_string(activation);
+      f.nodes.push_back(*reader);
+      last = &g.nodes[*reader];
+    }
+  }
+  f.fused.name = last->name;
+  f.fused.outputs = last->outputs;
+  return f;
+}
+
 }  // namespace
 
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
   // Pools first: a Concat they move past may then join its new reader.
   std::shared_ptr<Graph> pooled = apply_fusions(graph, match_pool_through_concat);
-  std::shared_ptr<Graph> fused = apply_fusions(pooled ? *pooled : graph, match_concat_reader);
-  return fused ? fused : pooled;
+  std::shared_ptr<Graph> joined = apply_fusions(pooled ? *pooled : graph, match_concat_reader);
+  const Graph& current = joined ? *joined : pooled ? *pooled : graph;
+  if (std::shared_ptr<Graph> added = apply_fusions(current, match_conv_add)) return added;
+  return joined ? joined : pooled;
 }
 
 std::shared_ptr<Graph> fuse_ops(const Graph& graph) {

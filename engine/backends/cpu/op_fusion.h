@@ -38,6 +38,10 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph);
 ///   ConcatConvNHWC(W, B or "", parts...) with the ConvNHWC's attributes, one convolution per
 ///   part summed into the output, the concatenation never written; only where that moves fewer
 ///   bytes, (parts - 1) * output channels <= input channels (SqueezeNet's Fire modules).
+/// Then a ConvNHWC without an activation whose result's only reader is an Add becomes
+/// ConvAddNHWC(X, W, B or "", Z), Z the Add's other operand, with the ConvNHWC's attributes
+/// and, when the Add's only reader is a Relu, Sigmoid or erf-form Gelu, that activation: the
+/// convolution is added to Z as it is written (residual blocks).
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph);
 
 }  // namespace dprun
