@@ -16,6 +16,7 @@
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/cpu/unfused_kernel.h"
 
 namespace dprun {
 namespace {
@@ -109,15 +110,6 @@ class ConcatThenConv {
   Node conv_;  // the ConvNHWC node kernel_ runs
   std::unique_ptr<OpKernel> kernel_;
   int64_t group_;
-};
-
-class ConcatConvReferenceKernel : public OpKernel {
- public:
-  explicit ConcatConvReferenceKernel(const KernelInfo& info) : unfused_(info, "reference") {}
-  void compute(KernelContext& ctx) const override { unfused_.compute(ctx); }
-
- private:
-  ConcatThenConv unfused_;
 };
 
 /// One convolution per part, for one set of shapes.
@@ -227,7 +219,7 @@ class ConcatConvOnednnKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConcatConvNHWC",
                        .dtype_input = static_cast<int>(kFirstPart),
-                       .factory = make_kernel<ConcatConvReferenceKernel>});
+                       .factory = make_kernel<UnfusedReferenceKernel<ConcatThenConv>>});
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConcatConvNHWC",
                        .dtypes = {DType::Float32},

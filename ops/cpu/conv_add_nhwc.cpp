@@ -16,6 +16,7 @@
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/cpu/unfused_kernel.h"
 
 namespace dprun {
 namespace {
@@ -81,15 +82,6 @@ class ConvThenAdd {
   Node conv_, add_;
   std::unique_ptr<OpKernel> conv_kernel_, add_kernel_;
   FusedActivation activation_;
-};
-
-class ConvAddReferenceKernel : public OpKernel {
- public:
-  explicit ConvAddReferenceKernel(const KernelInfo& info) : unfused_(info, "reference") {}
-  void compute(KernelContext& ctx) const override { unfused_.compute(ctx); }
-
- private:
-  ConvThenAdd unfused_;
 };
 
 class ConvAddOnednnKernel : public OpKernel {
@@ -170,7 +162,7 @@ class ConvAddOnednnKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConvAddNHWC",
-                       .factory = make_kernel<ConvAddReferenceKernel>});
+                       .factory = make_kernel<UnfusedReferenceKernel<ConvThenAdd>>});
 DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
                        .op_type = "ConvAddNHWC",
                        .dtypes = {DType::Float32},

@@ -40,6 +40,13 @@ class Matcher {
     return it->second;
   }
 
+  /// The node producing `value`, whatever its op.
+  std::optional<size_t> producer(const std::string& value) const {
+    auto it = producer_.find(value);
+    if (it == producer_.end()) return std::nullopt;
+    return it->second;
+  }
+
   /// The single reader of `value` if `value` is read by nothing else and is no graph result.
   std::optional<size_t> only_reader(const std::string& value) const {
     auto it = readers_.find(value);
@@ -395,6 +402,66 @@ std::optional<Fusion> match_conv_add(const Matcher& m, size_t i) {
   return f;
 }
 
+/// The ConvNHWC or ConvAddNHWC that reads `value` as its X, nowhere else, and is its only
+/// reader.
+std::optional<size_t> chained_conv(const Matcher& m, const std::string& value) {
+  auto reader = m.only_reader(value);
+  if (!reader) return std::nullopt;
+  const Node& n = m.graph().nodes[*reader];
+  const bool conv = n.op_type == "ConvNHWC" && n.inputs.size() >= 2 && n.inputs.size() <= 3;
+  const bool conv_add = n.op_type == "ConvAddNHWC" && n.inputs.size() == 4;
+  if (n.domain != kLayoutDomain || (!conv && !conv_add) || n.outputs.size() != 1 ||
+      n.inputs[0] != value)
+    return std::nullopt;
+  for (size_t k = 1; k < n.inputs.size(); ++k)
+    if (n.inputs[k] == value) return std::nullopt;
+  return reader;
+}
+
+/// ConvNHWC -> ConvNHWC -> ... (-> ConvAddNHWC), each value between two of them read only by
+/// the next as its X: ConvChainNHWC(X, W0, B0 or "", W1, B1 or "", ..., [Z]) with "steps", "sum"
+/// (the last is a ConvAddNHWC, Z its addend) and each step's attributes prefixed "<k>:". The
+/// kernel runs the chain a few images at a time, the values between steps staying in cache
+/// (MobileNetV2's expansion, depthwise and projection convolutions; ResNet's pairs).
+std::optional<Fusion> match_conv_chain(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& head = g.nodes[i];
+  if (head.domain != kLayoutDomain || head.op_type != "ConvNHWC" || head.outputs.size() != 1 ||
+      head.inputs.size() < 2 || head.inputs.size() > 3)
+    return std::nullopt;
+  // Only from the chain's first convolution.
+  if (auto before = m.producer(head.inputs[0]);
+      before && g.nodes[*before].domain == kLayoutDomain &&
+      g.nodes[*before].op_type == "ConvNHWC" && chained_conv(m, head.inputs[0]) == i)
+    return std::nullopt;
+  std::vector<size_t> steps = {i};
+  while (g.nodes[steps.back()].op_type == "ConvNHWC") {
+    auto next = chained_conv(m, g.nodes[steps.back()].outputs[0]);
+    if (!next) break;
+    steps.push_back(*next);
+  }
+  if (steps.size() < 2) return std::nullopt;
+  const Node& last = g.nodes[steps.back()];
+  Node fused;
+  fused.name = last.name;
+  fused.op_type = "ConvChainNHWC";
+  fused.domain = kLayoutDomain;
+  fused.inputs = {head.inputs[0]};
+  fused.outputs = last.outputs;
+  fused.attributes["steps"] = Attribute::of_int(static_cast<int64_t>(steps.size()));
+  const bool sum = last.op_type == "ConvAddNHWC";
+  fused.attributes["sum"] = Attribute::of_int(sum ? 1 : 0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Node& step = g.nodes[steps[k]];
+    fused.inputs.push_back(step.inputs[1]);
+    fused.inputs.push_back(step.inputs.size() > 2 ? step.inputs[2] : "");
+    for (const auto& [key, value] : step.attributes)
+      fused.attributes[std::to_string(k) + ":" + key] = value;
+  }
+  if (sum) fused.inputs.push_back(last.inputs[3]);
+  return Fusion{steps, fused};
+}
+
 }  // namespace
 
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
@@ -402,7 +469,11 @@ std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
   std::shared_ptr<Graph> pooled = apply_fusions(graph, match_pool_through_concat);
   std::shared_ptr<Graph> joined = apply_fusions(pooled ? *pooled : graph, match_concat_reader);
   const Graph& current = joined ? *joined : pooled ? *pooled : graph;
-  if (std::shared_ptr<Graph> added = apply_fusions(current, match_conv_add)) return added;
+  std::shared_ptr<Graph> added = apply_fusions(current, match_conv_add);
+  // Chains last: a ConvAddNHWC may end one.
+  std::shared_ptr<Graph> chained = apply_fusions(added ? *added : current, match_conv_chain);
+  if (chained) return chained;
+  if (added) return added;
   return joined ? joined : pooled;
 }
 
