@@ -140,10 +140,12 @@ class ConvChainOnednnKernel : public OpKernel {
           std::make_unique<onednn::PackedWeights>(info.constant_inputs.count(1 + 2 * k) > 0));
     }
     sum_ = info.node.attr_int("sum", 0) != 0;
+    steps_in_turn_ = info.plan_options.allow_winograd && has_winograd_step(info);
   }
 
   void compute(KernelContext& ctx) const override {
-    if (!fits(ctx)) return unfused_.compute(ctx);  // runs it or reports the error
+    // The steps' own kernels run a Winograd convolution where --allow-winograd lets them.
+    if (steps_in_turn_ || !fits(ctx)) return unfused_.compute(ctx);  // or reports the error
     std::vector<int64_t> key;
     for (size_t i = 0; i < ctx.input_count(); ++i) {
       if (const Tensor* t = ctx.optional_input(i))
@@ -157,6 +159,25 @@ class ConvChainOnednnKernel : public OpKernel {
   }
 
  private:
+  /// Whether a step is a 3x3, stride-1, undilated convolution of one group, which ConvNHWC may
+  /// run as a Winograd convolution (its kernel decides by size, from the shapes of a run).
+  bool has_winograd_step(const KernelInfo& info) const {
+    for (size_t k = 0; k < unfused_.steps().size(); ++k) {
+      const WindowAttrs& a = attrs_[k];
+      std::vector<int64_t> kernel = a.kernel_shape;
+      if (auto w = info.constant_inputs.find(1 + 2 * k); w != info.constant_inputs.end())
+        kernel.assign(w->second.shape().begin() + std::min<int64_t>(2, w->second.rank()),
+                      w->second.shape().end());
+      auto all_one = [](const std::vector<int64_t>& v) {
+        return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+      };
+      if (groups_[k] == 1 && kernel == std::vector<int64_t>{3, 3} && all_one(a.strides) &&
+          all_one(a.dilations))
+        return true;
+    }
+    return false;
+  }
+
   /// float32 throughout, 4-D X and weights, 1-D biases of the weights' output channels.
   bool fits(const KernelContext& ctx) const {
     for (size_t i = 0; i < ctx.input_count(); ++i)
@@ -273,6 +294,7 @@ class ConvChainOnednnKernel : public OpKernel {
   std::vector<int64_t> groups_;
   std::vector<std::unique_ptr<onednn::PackedWeights>> weights_;
   bool sum_ = false;
+  bool steps_in_turn_ = false;
   onednn::ShapeCache<ChainPrimitives> cache_;
 };
 

@@ -3,6 +3,7 @@
 // kernel's tiles against the steps run in turn over the batch.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 
 #include "cpu_rewrite_test_util.h"
@@ -133,6 +134,32 @@ TEST(ConvChainFusion, KernelMatchesTheStepsInTurn) {
             << "element " << i << " on " << threads << " threads";
     }
   }
+}
+
+TEST(ConvChainFusion, AllowWinogradRunsTheStepsInTurn) {
+  // Two 3x3 stride-1 steps, 48 -> 48 channels at 30 x 30 (19.9M multiply-adds an image, within
+  // ConvNHWC's Winograd bound): with allow_winograd the chain gives the bits of its steps run in
+  // turn by the oneDNN ConvNHWC kernels.
+  Node n = named_node("ConvChainNHWC", {"x", "w0", "", "w1", ""}, {"y"},
+                      {{"steps", Attribute::of_int(2)},
+                       {"0:pads", ints({1, 1, 1, 1})},
+                       {"0:activation", Attribute::of_string("Relu")},
+                       {"1:pads", ints({1, 1, 1, 1})}});
+  n.domain = kLayoutDomain;
+  const std::vector<Tensor> in = {random_floats({1, 30, 30, 48}, 21),
+                                  random_floats({48, 48, 3, 3}, 22),
+                                  random_floats({48, 48, 3, 3}, 23)};
+  const PlanOptions winograd{.allow_winograd = true};
+  const Tensor chained = testing::run_impl(n, in, 1, "onednn", 1, winograd)[0];
+  Node first =
+      named_node("ConvNHWC", {"x", "w0"}, {"h"},
+                 {{"pads", ints({1, 1, 1, 1})}, {"activation", Attribute::of_string("Relu")}});
+  Node second = named_node("ConvNHWC", {"h", "w1"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
+  first.domain = second.domain = kLayoutDomain;
+  const Tensor h = testing::run_impl(first, {in[0], in[1]}, 1, "onednn", 1, winograd)[0];
+  const Tensor want = testing::run_impl(second, {h, in[2]}, 1, "onednn", 1, winograd)[0];
+  ASSERT_EQ(chained.shape(), want.shape());
+  EXPECT_EQ(std::memcmp(chained.raw_data(), want.raw_data(), want.nbytes()), 0);
 }
 
 TEST(ConvChainFusion, KernelNamesWhatDoesNotFit) {
