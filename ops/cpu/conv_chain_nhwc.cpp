@@ -164,10 +164,13 @@ class ConvChainOnednnKernel : public OpKernel {
   bool has_winograd_step(const KernelInfo& info) const {
     for (size_t k = 0; k < unfused_.steps().size(); ++k) {
       const WindowAttrs& a = attrs_[k];
-      std::vector<int64_t> kernel = a.kernel_shape;
-      if (auto w = info.constant_inputs.find(1 + 2 * k); w != info.constant_inputs.end())
-        kernel.assign(w->second.shape().begin() + std::min<int64_t>(2, w->second.rank()),
-                      w->second.shape().end());
+      std::vector<int64_t> kernel = a.kernel_shape;  // else from W's type, when known
+      const size_t w = 1 + 2 * k;
+      if (w < info.input_types.size() && info.input_types[w] && info.input_types[w]->shape &&
+          info.input_types[w]->shape->size() == 4) {
+        const SymbolicShape& dims = *info.input_types[w]->shape;
+        if (dims[2].is_known() && dims[3].is_known()) kernel = {dims[2].value, dims[3].value};
+      }
       auto all_one = [](const std::vector<int64_t>& v) {
         return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
       };
