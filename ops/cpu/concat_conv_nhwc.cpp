@@ -102,6 +102,7 @@ class ConcatThenConv {
     if (conv_.inputs.size() > 2) inputs.push_back(&ctx.input(1));
     std::vector<Tensor> outputs(1);
     KernelContext inner(conv_, ctx.execution(), inputs, outputs);
+    inner.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
     kernel_->compute(inner);
     ctx.set_output(0, std::move(outputs[0]));
   }

@@ -44,6 +44,7 @@ class ConvThenAdd {
     if (const Tensor* b = ctx.optional_input(2)) conv_inputs.push_back(b);
     std::vector<Tensor> conv_out(1);
     KernelContext conv_ctx(conv_, ctx.execution(), conv_inputs, conv_out);
+    conv_ctx.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
     conv_kernel_->compute(conv_ctx);
     std::vector<const Tensor*> add_inputs = {&conv_out[0], &ctx.input(kAddend)};
     std::vector<Tensor> sum(1);
@@ -90,7 +91,8 @@ class ConvAddOnednnKernel : public OpKernel {
       : unfused_(info, ""),
         activation_(info.node),
         weights_(info.constant_inputs.count(1) > 0),
-        group_(info.node.attr_int("group", 1)) {
+        group_(info.node.attr_int("group", 1)),
+        winograd_(onednn::may_run_winograd(info, info.node, 1)) {
     attrs_.parse(info.node);
   }
 
@@ -99,9 +101,11 @@ class ConvAddOnednnKernel : public OpKernel {
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
     const Tensor& z = ctx.input(kAddend);
-    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || z.dtype() != DType::Float32 ||
-        x.rank() != 4 || w.rank() != 4 || group_ <= 0 || x.dim(3) != w.dim(1) * group_ ||
-        w.dim(0) % group_ != 0 ||
+    // The ConvNHWC kernel runs a Winograd convolution where --allow-winograd lets it: worth
+    // more than the Add's pass.
+    if (winograd_ || x.dtype() != DType::Float32 || w.dtype() != DType::Float32 ||
+        z.dtype() != DType::Float32 || x.rank() != 4 || w.rank() != 4 || group_ <= 0 ||
+        x.dim(3) != w.dim(1) * group_ || w.dim(0) % group_ != 0 ||
         (b && (b->dtype() != DType::Float32 || b->rank() != 1 || b->dim(0) != w.dim(0))) ||
         (!attrs_.kernel_shape.empty() &&
          attrs_.kernel_shape != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end())))
@@ -156,6 +160,7 @@ class ConvAddOnednnKernel : public OpKernel {
   FusedActivation activation_;
   onednn::PackedWeights weights_;
   int64_t group_;
+  bool winograd_;
   WindowAttrs attrs_;
   onednn::ShapeCache<onednn::ConvPrimitive> cache_;
 };

@@ -96,6 +96,7 @@ class StepsInTurn {
       if (steps_[k].inputs.size() == 4) inputs.push_back(&ctx.input(ctx.input_count() - 1));
       std::vector<Tensor> out(1);
       KernelContext step(steps_[k], ctx.execution(), inputs, out);
+      step.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
       kernels_[k]->compute(step);
       value = std::move(out[0]);
     }
@@ -140,7 +141,7 @@ class ConvChainOnednnKernel : public OpKernel {
           std::make_unique<onednn::PackedWeights>(info.constant_inputs.count(1 + 2 * k) > 0));
     }
     sum_ = info.node.attr_int("sum", 0) != 0;
-    steps_in_turn_ = info.plan_options.allow_winograd && has_winograd_step(info);
+    steps_in_turn_ = has_winograd_step(info);
   }
 
   void compute(KernelContext& ctx) const override {
@@ -159,25 +160,10 @@ class ConvChainOnednnKernel : public OpKernel {
   }
 
  private:
-  /// Whether a step is a 3x3, stride-1, undilated convolution of one group, which ConvNHWC may
-  /// run as a Winograd convolution (its kernel decides by size, from the shapes of a run).
+  /// Whether a step may be a Winograd convolution (onednn::may_run_winograd).
   bool has_winograd_step(const KernelInfo& info) const {
-    for (size_t k = 0; k < unfused_.steps().size(); ++k) {
-      const WindowAttrs& a = attrs_[k];
-      std::vector<int64_t> kernel = a.kernel_shape;  // else from W's type, when known
-      const size_t w = 1 + 2 * k;
-      if (w < info.input_types.size() && info.input_types[w] && info.input_types[w]->shape &&
-          info.input_types[w]->shape->size() == 4) {
-        const SymbolicShape& dims = *info.input_types[w]->shape;
-        if (dims[2].is_known() && dims[3].is_known()) kernel = {dims[2].value, dims[3].value};
-      }
-      auto all_one = [](const std::vector<int64_t>& v) {
-        return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
-      };
-      if (groups_[k] == 1 && kernel == std::vector<int64_t>{3, 3} && all_one(a.strides) &&
-          all_one(a.dilations))
-        return true;
-    }
+    for (size_t k = 0; k < unfused_.steps().size(); ++k)
+      if (onednn::may_run_winograd(info, unfused_.steps()[k], 1 + 2 * k)) return true;
     return false;
   }
 

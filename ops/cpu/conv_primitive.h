@@ -12,6 +12,25 @@ inline dnnl::memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) 
                             dnnl::memory::format_tag::nhwc);
 }
 
+/// Whether the plan lets ConvNHWC use Winograd (--allow-winograd) and `conv`, whose weights are
+/// the kernel's input `weights` (KernelInfo::input_types), is the kind it may run that way: 3x3
+/// (by kernel_shape or W's declared shape), stride 1, undilated, one group. ConvNHWC decides by
+/// size from each run's shapes; the fused kernels that contain such a convolution run its own
+/// kernel instead of theirs, so that the option keeps its effect.
+inline bool may_run_winograd(const KernelInfo& info, const Node& conv, size_t weights) {
+  if (!info.plan_options.allow_winograd || conv.attr_int("group", 1) != 1) return false;
+  for (const char* key : {"strides", "dilations"})
+    for (int64_t v : conv.attr_ints(key, {}))
+      if (v != 1) return false;
+  std::vector<int64_t> kernel = conv.attr_ints("kernel_shape", {});
+  if (weights < info.input_types.size() && info.input_types[weights] &&
+      info.input_types[weights]->shape && info.input_types[weights]->shape->size() == 4) {
+    const SymbolicShape& dims = *info.input_types[weights]->shape;
+    if (dims[2].is_known() && dims[3].is_known()) kernel = {dims[2].value, dims[3].value};
+  }
+  return kernel == std::vector<int64_t>{3, 3};
+}
+
 /// A convolution compiled for one set of shapes.
 struct ConvPrimitive {
   bool usable = false;  // false: oneDNN rejected this shape, run the reference kernel

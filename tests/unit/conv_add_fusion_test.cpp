@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "cpu_rewrite_test_util.h"
@@ -147,6 +148,24 @@ TEST(ConvAddFusion, KernelMatchesTheConvolutionPlusTheAddend) {
       }
     }
   }
+}
+
+TEST(ConvAddFusion, AllowWinogradLeavesTheConvolutionToConvNhwc) {
+  // A 3x3 stride-1 convolution, 48 -> 48 channels at 30 x 30 (within ConvNHWC's Winograd
+  // bound): with allow_winograd the fused node gives the bits of ConvNHWC's result plus Z.
+  Node n = named_node("ConvAddNHWC", {"x", "w", "", "z"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
+  n.domain = kLayoutDomain;
+  const std::vector<Tensor> in = {random_floats({1, 30, 30, 48}, 41),
+                                  random_floats({48, 48, 3, 3}, 42),
+                                  random_floats({1, 30, 30, 48}, 43)};
+  const PlanOptions winograd{.allow_winograd = true};
+  const Tensor got = testing::run_impl(n, in, 1, "onednn", 1, winograd)[0];
+  Node conv = named_node("ConvNHWC", {"x", "w"}, {"c"}, {{"pads", ints({1, 1, 1, 1})}});
+  conv.domain = kLayoutDomain;
+  Tensor want = testing::run_impl(conv, {in[0], in[1]}, 1, "onednn", 1, winograd)[0];
+  for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += in[2].data<float>()[i];
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), want.nbytes()), 0);
 }
 
 TEST(ConvAddFusion, KernelReportsAConvolutionThatDoesNotFit) {
