@@ -114,6 +114,7 @@ class StepsInTurn {
 struct ChainPrimitives {
   bool usable = false;
   int64_t tile = 1;
+  bool tiles_per_thread = false;  // each thread runs whole tiles, else oneDNN's threads each step
   std::vector<onednn::ConvPrimitive> steps;  // out_shape: the step's output for `tile` images
   Shape out_shape;                           // the chain's output for the whole batch
   size_t buffer_floats = 0;                  // the largest value between two steps, per tile
@@ -153,6 +154,7 @@ class ConvChainOnednnKernel : public OpKernel {
         key.insert(key.end(), t->shape().begin(), t->shape().end());
       key.push_back(-1);
     }
+    key.push_back(ctx.threads());  // the tiling depends on it
     auto p = cache_.get(key, [&] { return build(ctx); });
     if (!p->usable || (sum_ && ctx.input(ctx.input_count() - 1).shape() != p->out_shape))
       return unfused_.compute(ctx);
@@ -185,7 +187,8 @@ class ConvChainOnednnKernel : public OpKernel {
   }
 
   /// The steps' primitives on a tile of images: the largest divisor of the batch whose widest
-  /// value between steps takes at most kTileBytes (one image when even that is wider).
+  /// value between steps takes at most kTileBytes (one image when even that is wider) and, with
+  /// several threads and at least as many images, that leaves a tile for each thread.
   std::shared_ptr<const ChainPrimitives> build(const KernelContext& ctx) const {
     constexpr size_t kTileBytes = 1 << 20;  // about a core's L2
     auto p = std::make_shared<ChainPrimitives>();
@@ -207,9 +210,13 @@ class ConvChainOnednnKernel : public OpKernel {
     size_t widest = 0;
     for (size_t k = 1; k + 1 < shapes.size(); ++k)
       widest = std::max(widest, static_cast<size_t>(shape_numel(shapes[k])));
+    // With several threads and at least as many images, each thread takes whole tiles.
+    const int64_t threads = ctx.threads();
+    p->tiles_per_thread = threads > 1 && n >= threads;
     p->tile = 1;
     for (int64_t t = n; t >= 1; --t)
-      if (n % t == 0 && static_cast<size_t>(t) * widest * sizeof(float) <= kTileBytes) {
+      if (n % t == 0 && static_cast<size_t>(t) * widest * sizeof(float) <= kTileBytes &&
+          (!p->tiles_per_thread || n / t >= threads)) {
         p->tile = t;
         break;
       }
@@ -248,32 +255,48 @@ class ConvChainOnednnKernel : public OpKernel {
     for (size_t k = 0; k < p.steps.size(); ++k)
       weights.push_back(weights_[k]->get(ctx, ctx.input(1 + 2 * k), p.steps[k].user_weights_md,
                                          p.steps[k].weights_md));
+    const int64_t tiles = x.dim(0) / p.tile;
+    auto run_tiles = [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) run_tile(ctx, p, weights, t, z, y);
+    };
+    // Whole tiles per thread, each primitive on its thread alone (oneDNN runs one thread inside
+    // a parallel region), or the tiles in turn with oneDNN's threads inside each primitive.
+    if (p.tiles_per_thread)
+      ctx.parallel_for(tiles, 1, run_tiles);
+    else
+      run_tiles(0, tiles);
+  }
+
+  /// The chain on tile `t`, the values between steps in this thread's buffers.
+  void run_tile(KernelContext& ctx, const ChainPrimitives& p,
+                const std::vector<dnnl::memory>& weights, int64_t t, const float* z,
+                Tensor& y) const {
+    const Tensor& x = ctx.input(0);
+    const int64_t first = t * p.tile;
     const int64_t in_image = x.numel() / x.dim(0), out_image = y.numel() / y.dim(0);
     float* buffers[2] = {step_buffer(0, p.buffer_floats), step_buffer(1, p.buffer_floats)};
-    for (int64_t first = 0; first < x.dim(0); first += p.tile) {
-      const float* src = x.data<float>() + first * in_image;
-      for (size_t k = 0; k < p.steps.size(); ++k) {
-        const onednn::ConvPrimitive& step = p.steps[k];
-        const bool last = k + 1 == p.steps.size();
-        float* dst = last ? y.data<float>() + first * out_image : buffers[k % 2];
-        if (last && z)
-          std::memcpy(dst, z + first * out_image,
-                      static_cast<size_t>(p.tile * out_image) * sizeof(float));
-        const onednn::MemoryArg src_arg{DNNL_ARG_SRC, &step.src_md, src};
-        const onednn::MemoryArg weights_arg{DNNL_ARG_WEIGHTS, nullptr, nullptr, weights[k]};
-        const onednn::MemoryArg dst_arg{DNNL_ARG_DST, &step.dst_md, dst};
-        if (const Tensor* b = ctx.optional_input(2 + 2 * k))
-          onednn::execute_reusing(
-              step.prim, step.scratchpad_md,
-              {src_arg, weights_arg, dst_arg, {DNNL_ARG_BIAS, &step.bias_md, b->raw_data()}});
-        else
-          onednn::execute_reusing(step.prim, step.scratchpad_md, {src_arg, weights_arg, dst_arg});
-        if (activations_[k].applied_after_onednn())
-          ctx.parallel_for(shape_numel(step.out_shape), 1 << 14, [&](int64_t begin, int64_t end) {
-            activations_[k].apply(dst + begin, end - begin);
-          });
-        src = dst;
-      }
+    const float* src = x.data<float>() + first * in_image;
+    for (size_t k = 0; k < p.steps.size(); ++k) {
+      const onednn::ConvPrimitive& step = p.steps[k];
+      const bool last = k + 1 == p.steps.size();
+      float* dst = last ? y.data<float>() + first * out_image : buffers[k % 2];
+      if (last && z)
+        std::memcpy(dst, z + first * out_image,
+                    static_cast<size_t>(p.tile * out_image) * sizeof(float));
+      const onednn::MemoryArg src_arg{DNNL_ARG_SRC, &step.src_md, src};
+      const onednn::MemoryArg weights_arg{DNNL_ARG_WEIGHTS, nullptr, nullptr, weights[k]};
+      const onednn::MemoryArg dst_arg{DNNL_ARG_DST, &step.dst_md, dst};
+      if (const Tensor* b = ctx.optional_input(2 + 2 * k))
+        onednn::execute_reusing(
+            step.prim, step.scratchpad_md,
+            {src_arg, weights_arg, dst_arg, {DNNL_ARG_BIAS, &step.bias_md, b->raw_data()}});
+      else
+        onednn::execute_reusing(step.prim, step.scratchpad_md, {src_arg, weights_arg, dst_arg});
+      if (activations_[k].applied_after_onednn())  // split over threads unless tiles are
+        ctx.parallel_for(shape_numel(step.out_shape), 1 << 14, [&](int64_t begin, int64_t end) {
+          activations_[k].apply(dst + begin, end - begin);
+        });
+      src = dst;
     }
   }
 
