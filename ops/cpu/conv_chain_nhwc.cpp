@@ -120,15 +120,6 @@ struct ChainPrimitives {
   size_t buffer_floats = 0;                  // the largest value between two steps, per tile
 };
 
-/// A float32 buffer of this thread's, grown on demand, for the values between steps (slots 0
-/// and 1 alternate); kept between calls.
-float* step_buffer(int slot, size_t floats) {
-  thread_local std::vector<float> buffers[2];
-  std::vector<float>& b = buffers[slot];
-  if (b.size() < floats) b.resize(floats);
-  return b.data();
-}
-
 class ConvChainOnednnKernel : public OpKernel {
  public:
   explicit ConvChainOnednnKernel(const KernelInfo& info) : unfused_(info, "") {
@@ -274,7 +265,8 @@ class ConvChainOnednnKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const int64_t first = t * p.tile;
     const int64_t in_image = x.numel() / x.dim(0), out_image = y.numel() / y.dim(0);
-    float* buffers[2] = {step_buffer(0, p.buffer_floats), step_buffer(1, p.buffer_floats)};
+    float* buffers[2] = {onednn::aligned_thread_buffer<ChainPrimitives>(0, p.buffer_floats),
+                         onednn::aligned_thread_buffer<ChainPrimitives>(1, p.buffer_floats)};
     const float* src = x.data<float>() + first * in_image;
     for (size_t k = 0; k < p.steps.size(); ++k) {
       const onednn::ConvPrimitive& step = p.steps[k];

@@ -83,13 +83,11 @@ struct ConvNhwcPrimitive : onednn::ConvPrimitive {
   memory::desc nhwc_src_md, nhwc_dst_md;
 };
 
-/// A float32 buffer of this thread's, grown on demand, for one of a blocked convolution's
-/// activations (slot 0: input, 1: output); kept between calls like execute_reusing's objects.
+/// This thread's buffer for one of a blocked convolution's activations (slot 0: input, 1:
+/// output).
 float* blocked_buffer(int slot, size_t bytes) {
-  thread_local std::vector<float> buffers[2];
-  std::vector<float>& b = buffers[slot];
-  if (b.size() * sizeof(float) < bytes) b.resize((bytes + sizeof(float) - 1) / sizeof(float));
-  return b.data();
+  return onednn::aligned_thread_buffer<ConvNhwcPrimitive>(
+      slot, (bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 class ConvNhwcKernel : public OpKernel {

@@ -3,6 +3,7 @@
 // memory descriptors for Tensors, a per-kernel primitive cache keyed by shapes, and the
 // reference kernel a fast path falls back to for shapes oneDNN rejects.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,20 @@ struct MemoryArg {
 /// primitives, each holding its primitive alive, then starts over.
 void execute_reusing(const dnnl::primitive& prim, const dnnl::memory::desc& scratchpad,
                      std::initializer_list<MemoryArg> args);
+
+/// A float buffer of this thread's for `Owner`'s slot `slot` (0 or 1), of at least `floats`
+/// floats, 64-byte aligned as the allocator's tensors are (oneDNN's vector loads and stores of a
+/// misaligned buffer split cache lines); grown on demand and kept between calls, like
+/// execute_reusing's objects. Each Owner type has its own buffers.
+template <class Owner>
+float* aligned_thread_buffer(int slot, size_t floats) {
+  constexpr size_t kAlignFloats = 64 / sizeof(float);
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < floats + kAlignFloats) b.resize(floats + kAlignFloats);
+  const auto address = reinterpret_cast<uintptr_t>(b.data());
+  return b.data() + ((64 - address % 64) % 64) / sizeof(float);
+}
 
 /// Copies `from` into `to` (different layouts) with a reorder using a caller scratchpad.
 inline void reorder_into(const dnnl::memory& from, const dnnl::memory& to) {

@@ -92,3 +92,33 @@ TEST(OnednnExecuteReusing, ManyPrimitivesStartTheCacheOver) {
 
 }  // namespace
 }  // namespace dprun
+
+namespace dprun {
+namespace {
+
+struct BufferOwnerA {};
+struct BufferOwnerB {};
+
+TEST(AlignedThreadBuffer, SixtyFourByteAlignedPerSlotOwnerAndThread) {
+  std::vector<float*> seen;
+  for (size_t floats : {1u, 17u, 1000u, 100000u}) {
+    float* a0 = onednn::aligned_thread_buffer<BufferOwnerA>(0, floats);
+    float* a1 = onednn::aligned_thread_buffer<BufferOwnerA>(1, floats);
+    float* b0 = onednn::aligned_thread_buffer<BufferOwnerB>(0, floats);
+    for (float* p : {a0, a1, b0}) EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << floats;
+    EXPECT_NE(a0, a1);
+    EXPECT_NE(a0, b0);
+    a0[floats - 1] = 1.f;  // the whole extent is usable
+    a1[floats - 1] = 2.f;
+    EXPECT_EQ(a0[floats - 1], 1.f);
+  }
+  // Kept between calls once large enough; another thread has its own.
+  float* kept = onednn::aligned_thread_buffer<BufferOwnerA>(0, 10);
+  EXPECT_EQ(onednn::aligned_thread_buffer<BufferOwnerA>(0, 100000), kept);
+  float* other = nullptr;
+  std::thread([&] { other = onednn::aligned_thread_buffer<BufferOwnerA>(0, 10); }).join();
+  EXPECT_NE(other, kept);
+}
+
+}  // namespace
+}  // namespace dprun
