@@ -53,29 +53,8 @@ class ConcatThenConv {
  public:
   /// `impl`: the ConvNHWC implementation to run ("" for the best that accepts the node).
   ConcatThenConv(const KernelInfo& info, const std::string& impl)
-      : group_(info.node.attr_int("group", 1)) {
-    conv_ = info.node;
-    conv_.op_type = "ConvNHWC";
-    conv_.inputs = {conv_.name + "/concatenation", info.node.inputs.at(0)};
-    if (info.node.inputs.size() > 1 && !info.node.inputs[1].empty())
-      conv_.inputs.push_back(info.node.inputs[1]);
-    KernelInfo conv_info{conv_,      info.opset, info.device_type, {std::nullopt}, {},
-                         info.graph, {},         info.plan_options};
-    for (size_t i = 1; i < conv_.inputs.size(); ++i) {
-      const size_t source = i - 1;  // W and B are inputs 0 and 1 of the fused node
-      conv_info.input_types.push_back(source < info.input_types.size() ? info.input_types[source]
-                                                                       : std::nullopt);
-      if (auto it = info.constant_inputs.find(source); it != info.constant_inputs.end())
-        conv_info.constant_inputs.emplace(i, it->second);
-    }
-    std::string why;
-    kernel_ = KernelRegistry::instance().create(conv_info, &why, impl);
-    if (!kernel_) info.node.fail("no ConvNHWC kernel to run it with: ", why);
-  }
-
-  // kernel_ refers to conv_: neither may move.
-  ConcatThenConv(const ConcatThenConv&) = delete;
-  ConcatThenConv& operator=(const ConcatThenConv&) = delete;
+      : conv_(info, conv_node(info.node), conv_sources(info.node), impl),
+        group_(info.node.attr_int("group", 1)) {}
 
   void compute(KernelContext& ctx) const {
     const int64_t channels = concatenated_channels(ctx, group_);
@@ -99,17 +78,25 @@ class ConcatThenConv {
       }
     });
     std::vector<const Tensor*> inputs = {&cat, &ctx.input(0)};
-    if (conv_.inputs.size() > 2) inputs.push_back(&ctx.input(1));
-    std::vector<Tensor> outputs(1);
-    KernelContext inner(conv_, ctx.execution(), inputs, outputs);
-    inner.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
-    kernel_->compute(inner);
-    ctx.set_output(0, std::move(outputs[0]));
+    if (conv_.node().inputs.size() > 2) inputs.push_back(&ctx.input(1));
+    ctx.set_output(0, conv_.run(ctx, inputs));
   }
 
  private:
-  Node conv_;  // the ConvNHWC node kernel_ runs
-  std::unique_ptr<OpKernel> kernel_;
+  /// The ConvNHWC of the node's attributes over "<name>/concatenation", W and B (if any).
+  static Node conv_node(const Node& fused) {
+    Node conv = fused;
+    conv.op_type = "ConvNHWC";
+    conv.inputs = {fused.name + "/concatenation", fused.inputs.at(0)};
+    if (fused.inputs.size() > 1 && !fused.inputs[1].empty()) conv.inputs.push_back(fused.inputs[1]);
+    return conv;
+  }
+  static std::vector<size_t> conv_sources(const Node& fused) {
+    if (fused.inputs.size() > 1 && !fused.inputs[1].empty()) return {PartKernel::kInner, 0, 1};
+    return {PartKernel::kInner, 0};
+  }
+
+  PartKernel conv_;
   int64_t group_;
 };
 
@@ -131,12 +118,12 @@ class ConcatConvOnednnKernel : public OpKernel {
   }
 
   void compute(KernelContext& ctx) const override {
-    const int64_t channels = concatenated_channels(ctx, group_);
+    concatenated_channels(ctx, group_);  // the parts fit each other and W, or it reports why
     const Tensor& w = ctx.input(0);
     const Tensor* b = ctx.optional_input(1);
     const Tensor& first = ctx.input(kFirstPart);
     if (first.dtype() != DType::Float32 || w.dtype() != DType::Float32 || w.rank() != 4 ||
-        w.dim(1) != channels || group_ != 1 || weights_.size() != ctx.input_count() - kFirstPart ||
+        group_ != 1 ||
         (b && (b->dtype() != DType::Float32 || b->rank() != 1 || b->dim(0) != w.dim(0))) ||
         (!attrs_.kernel_shape.empty() &&
          attrs_.kernel_shape != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end())))

@@ -27,61 +27,47 @@ constexpr size_t kAddend = 3;  // Z
 /// (with broadcasting), then the activation.
 class ConvThenAdd {
  public:
-  ConvThenAdd(const KernelInfo& info, const std::string& impl) : activation_(info.node) {
-    if (info.node.inputs.size() != 4) info.node.fail("expects X, W, B (or none) and Z");
-    conv_ = info.node;
-    add_.name = info.node.name + "/add";
-    add_.op_type = "Add";
-    add_.inputs = {info.node.name + "/convolution", info.node.inputs[kAddend]};
-    add_.outputs = info.node.outputs;
-    build(info, impl);
-  }
-  ConvThenAdd(const ConvThenAdd&) = delete;  // the kernels refer to conv_ and add_
-  ConvThenAdd& operator=(const ConvThenAdd&) = delete;
+  ConvThenAdd(const KernelInfo& info, const std::string& impl)
+      : conv_(info, conv_node(info.node), conv_sources(info.node), impl),
+        add_(info, add_node(info.node), {PartKernel::kInner, kAddend}, impl),
+        activation_(info.node) {}
 
   void compute(KernelContext& ctx) const {
     std::vector<const Tensor*> conv_inputs = {&ctx.input(0), &ctx.input(1)};
     if (const Tensor* b = ctx.optional_input(2)) conv_inputs.push_back(b);
-    std::vector<Tensor> conv_out(1);
-    KernelContext conv_ctx(conv_, ctx.execution(), conv_inputs, conv_out);
-    conv_ctx.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
-    conv_kernel_->compute(conv_ctx);
-    std::vector<const Tensor*> add_inputs = {&conv_out[0], &ctx.input(kAddend)};
-    std::vector<Tensor> sum(1);
-    KernelContext add_ctx(add_, ctx.execution(), add_inputs, sum);
-    add_kernel_->compute(add_ctx);
-    activation_.apply(sum[0]);
-    ctx.set_output(0, std::move(sum[0]));
+    const Tensor convolution = conv_.run(ctx, conv_inputs);
+    Tensor sum = add_.run(ctx, {&convolution, &ctx.input(kAddend)});
+    activation_.apply(sum);
+    ctx.set_output(0, std::move(sum));
   }
 
  private:
-  /// conv_ (from the node's copy) and the two kernels.
-  void build(const KernelInfo& info, const std::string& impl) {
-    conv_.op_type = "ConvNHWC";
-    conv_.outputs = {add_.inputs[0]};
+  /// The ConvNHWC of the node's attributes, without the activation, writing
+  /// "<name>/convolution".
+  static Node conv_node(const Node& fused) {
+    if (fused.inputs.size() != 4) fused.fail("expects X, W, B (or none) and Z");
+    Node conv = fused;
+    conv.op_type = "ConvNHWC";
+    conv.outputs = {fused.name + "/convolution"};
     for (const char* attr : {"activation", "activation_min", "activation_max"})
-      conv_.attributes.erase(attr);
-    conv_.inputs.resize(info.node.inputs[2].empty() ? 2 : 3);
-    KernelInfo conv_info{conv_,      info.opset, info.device_type, info.input_types, {},
-                         info.graph, {},         info.plan_options};
-    conv_info.input_types.resize(conv_.inputs.size());
-    for (const auto& [index, value] : info.constant_inputs)
-      if (index < conv_.inputs.size()) conv_info.constant_inputs.emplace(index, value);
-    std::string why;
-    conv_kernel_ = KernelRegistry::instance().create(conv_info, &why, impl);
-    if (!conv_kernel_) info.node.fail("no ConvNHWC kernel to run it with: ", why);
-    // The Add of the model's ai.onnx opset (outside a model: the caller's opset).
-    const int64_t opset = info.graph ? info.graph->opset("") : info.opset;
-    std::vector<std::optional<TensorType>> add_types = {std::nullopt, std::nullopt};
-    if (info.input_types.size() > kAddend) add_types[1] = info.input_types[kAddend];
-    KernelInfo add_info{add_,       opset, info.device_type, add_types, {},
-                        info.graph, {},    info.plan_options};
-    add_kernel_ = KernelRegistry::instance().create(add_info, &why, impl);
-    if (!add_kernel_) info.node.fail("no Add kernel to run it with: ", why);
+      conv.attributes.erase(attr);
+    conv.inputs.resize(fused.inputs[2].empty() ? 2 : 3);
+    return conv;
+  }
+  static std::vector<size_t> conv_sources(const Node& fused) {
+    if (fused.inputs.size() > 2 && fused.inputs[2].empty()) return {0, 1};
+    return {0, 1, 2};
+  }
+  static Node add_node(const Node& fused) {
+    Node add;
+    add.name = fused.name + "/add";
+    add.op_type = "Add";
+    add.inputs = {fused.name + "/convolution", fused.inputs.at(kAddend)};
+    add.outputs = fused.outputs;
+    return add;
   }
 
-  Node conv_, add_;
-  std::unique_ptr<OpKernel> conv_kernel_, add_kernel_;
+  PartKernel conv_, add_;
   FusedActivation activation_;
 };
 

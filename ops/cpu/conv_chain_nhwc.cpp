@@ -62,52 +62,34 @@ std::vector<Node> chain_steps(const Node& fused) {
 /// The steps' own kernels (of `impl`, "" for the best), run in turn over the whole batch.
 class StepsInTurn {
  public:
-  StepsInTurn(const KernelInfo& info, const std::string& impl) : steps_(chain_steps(info.node)) {
-    for (size_t k = 0; k < steps_.size(); ++k) {
-      KernelInfo step_info{steps_[k],  info.opset, info.device_type, {}, {},
-                           info.graph, {},         info.plan_options};
-      for (size_t i = 0; i < steps_[k].inputs.size(); ++i) {
-        // The fused node's input index of step k's input i (X, W, B, then Z).
-        const size_t source = i == 0  ? (k == 0 ? 0 : SIZE_MAX)
-                              : i < 3 ? 2 * k + i
-                                      : info.node.inputs.size() - 1;
-        step_info.input_types.push_back(source < info.input_types.size() ? info.input_types[source]
-                                                                         : std::nullopt);
-        if (auto it = info.constant_inputs.find(source); it != info.constant_inputs.end())
-          step_info.constant_inputs.emplace(i, it->second);
-      }
-      std::string why;
-      kernels_.push_back(KernelRegistry::instance().create(step_info, &why, impl));
-      if (!kernels_.back())
-        info.node.fail("no ", steps_[k].op_type, " kernel for step ", k, ": ", why);
+  StepsInTurn(const KernelInfo& info, const std::string& impl) {
+    const std::vector<Node> nodes = chain_steps(info.node);
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      // The fused node's inputs that step k reads: X (the first step's only), W, B, then Z.
+      std::vector<size_t> sources = {k == 0 ? 0 : PartKernel::kInner, 1 + 2 * k};
+      if (nodes[k].inputs.size() > 2) sources.push_back(2 + 2 * k);
+      if (nodes[k].inputs.size() > 3) sources.push_back(info.node.inputs.size() - 1);
+      steps_.emplace_back(info, nodes[k], sources, impl);
     }
   }
-  StepsInTurn(const StepsInTurn&) = delete;  // the kernels refer to steps_
-  StepsInTurn& operator=(const StepsInTurn&) = delete;
 
   void compute(KernelContext& ctx) const {
     Tensor value;
     for (size_t k = 0; k < steps_.size(); ++k) {
+      const size_t count = steps_[k].node().inputs.size();
       std::vector<const Tensor*> inputs = {k == 0 ? &ctx.input(0) : &value, &ctx.input(1 + 2 * k)};
-      if (const Tensor* b = ctx.optional_input(2 + 2 * k))
-        inputs.push_back(b);
-      else if (steps_[k].inputs.size() == 4)
-        inputs.push_back(nullptr);
-      if (steps_[k].inputs.size() == 4) inputs.push_back(&ctx.input(ctx.input_count() - 1));
-      std::vector<Tensor> out(1);
-      KernelContext step(steps_[k], ctx.execution(), inputs, out);
-      step.set_parameters_version(ctx.parameters_version());  // packed weights stay cached
-      kernels_[k]->compute(step);
-      value = std::move(out[0]);
+      if (count > 2) inputs.push_back(ctx.optional_input(2 + 2 * k));
+      if (count > 3) inputs.push_back(&ctx.input(ctx.input_count() - 1));
+      value = steps_[k].run(ctx, inputs);
     }
     ctx.set_output(0, std::move(value));
   }
 
-  const std::vector<Node>& steps() const { return steps_; }
+  const Node& step(size_t k) const { return steps_[k].node(); }
+  size_t size() const { return steps_.size(); }
 
  private:
-  std::vector<Node> steps_;
-  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<PartKernel> steps_;
 };
 
 /// Every step's convolution for one set of shapes, on `tile` images at a time.
@@ -123,8 +105,8 @@ struct ChainPrimitives {
 class ConvChainOnednnKernel : public OpKernel {
  public:
   explicit ConvChainOnednnKernel(const KernelInfo& info) : unfused_(info, "") {
-    for (size_t k = 0; k < unfused_.steps().size(); ++k) {
-      const Node& step = unfused_.steps()[k];
+    for (size_t k = 0; k < unfused_.size(); ++k) {
+      const Node& step = unfused_.step(k);
       attrs_.emplace_back();
       attrs_.back().parse(step);
       activations_.emplace_back(step);
@@ -155,8 +137,8 @@ class ConvChainOnednnKernel : public OpKernel {
  private:
   /// Whether a step may be a Winograd convolution (onednn::may_run_winograd).
   bool has_winograd_step(const KernelInfo& info) const {
-    for (size_t k = 0; k < unfused_.steps().size(); ++k)
-      if (onednn::may_run_winograd(info, unfused_.steps()[k], 1 + 2 * k)) return true;
+    for (size_t k = 0; k < unfused_.size(); ++k)
+      if (onednn::may_run_winograd(info, unfused_.step(k), 1 + 2 * k)) return true;
     return false;
   }
 
@@ -193,7 +175,7 @@ class ConvChainOnednnKernel : public OpKernel {
       const Shape& in = shapes.back();
       if (in[2] != w.dim(1) * groups_[k]) return p;  // the unfused kernels report it
       const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-      geometry.push_back(attrs_[k].resolve(unfused_.steps()[k], {in[0], in[1]}, kernel));
+      geometry.push_back(attrs_[k].resolve(unfused_.step(k), {in[0], in[1]}, kernel));
       shapes.push_back({geometry.back().out[0], geometry.back().out[1], w.dim(0)});
     }
     p->out_shape = {n, shapes.back()[0], shapes.back()[1], shapes.back()[2]};

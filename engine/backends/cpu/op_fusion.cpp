@@ -300,6 +300,16 @@ std::optional<size_t> channel_concat_reader(const Matcher& m, size_t i, const ch
   return reader;
 }
 
+/// `graph` with each pattern's fusions applied in turn, each pass over the previous one's
+/// result; nullptr when none matches.
+std::shared_ptr<Graph> apply_in_turn(const Graph& graph, std::initializer_list<Pattern> patterns) {
+  std::shared_ptr<Graph> result;
+  for (Pattern pattern : patterns)
+    if (std::shared_ptr<Graph> next = apply_fusions(result ? *result : graph, pattern))
+      result = next;
+  return result;
+}
+
 /// Concat along NHWC channels -> BatchNormalizationNHWC(X = the concatenation, its only reader).
 std::optional<Fusion> match_concat_norm(const Matcher& m, size_t i) {
   auto reader = channel_concat_reader(m, i, "BatchNormalizationNHWC");
@@ -465,23 +475,15 @@ std::optional<Fusion> match_conv_chain(const Matcher& m, size_t i) {
 }  // namespace
 
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
-  // Pools first: a Concat they move past may then join its new reader.
-  std::shared_ptr<Graph> pooled = apply_fusions(graph, match_pool_through_concat);
-  std::shared_ptr<Graph> joined = apply_fusions(pooled ? *pooled : graph, match_concat_reader);
-  const Graph& current = joined ? *joined : pooled ? *pooled : graph;
-  std::shared_ptr<Graph> added = apply_fusions(current, match_conv_add);
-  // Chains last: a ConvAddNHWC may end one.
-  std::shared_ptr<Graph> chained = apply_fusions(added ? *added : current, match_conv_chain);
-  if (chained) return chained;
-  if (added) return added;
-  return joined ? joined : pooled;
+  // Pools first: a Concat they move past may then join its new reader. Chains last: a
+  // ConvAddNHWC may end one.
+  return apply_in_turn(
+      graph, {match_pool_through_concat, match_concat_reader, match_conv_add, match_conv_chain});
 }
 
 std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
   // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.
-  std::shared_ptr<Graph> chained = apply_fusions(graph, match_chain);
-  std::shared_ptr<Graph> activated = apply_fusions(chained ? *chained : graph, match_activation);
-  return activated ? activated : chained;
+  return apply_in_turn(graph, {match_chain, match_activation});
 }
 
 }  // namespace dprun
