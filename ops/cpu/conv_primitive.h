@@ -1,6 +1,8 @@
 #pragma once
 // The oneDNN forward convolution shared by the NCHW (conv_onednn.cpp) and NHWC
 // (conv_nhwc.cpp) Conv kernels: they differ only in the activation layouts they ask for.
+#include <string>
+
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 
@@ -40,6 +42,7 @@ struct ConvPrimitive {
   dnnl::memory::desc bias_md;          // plain [M]; empty without a bias
   dnnl::memory::desc scratchpad_md;
   Shape out_shape;
+  std::string impl;  // oneDNN's name for the implementation it picked ("ref:any" is the slow one)
 };
 
 /// Fills `p` with a float32 inference convolution from `src` to `dst` (fixed layouts, or
@@ -72,6 +75,7 @@ inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src
     p.src_md = pd.src_desc();
     p.weights_md = pd.weights_desc();
     p.dst_md = pd.dst_desc();
+    p.impl = pd.impl_info_str();
     p.prim = dnnl::convolution_forward(pd);
     p.usable = true;
   } catch (const dnnl::error&) {

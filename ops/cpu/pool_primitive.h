@@ -1,6 +1,7 @@
 #pragma once
 // The oneDNN pooling shared by the NCHW (pool_onednn.cpp) and NHWC (conv_nhwc.cpp) MaxPool and
 // AveragePool kernels: they differ only in the activation layouts they ask for.
+#include <string>
 #include <vector>
 
 #include "ops/cpu/conv_util.h"
@@ -14,11 +15,13 @@ struct PoolPrimitive {
   dnnl::pooling_v2_forward prim;
   dnnl::memory::desc src_md, dst_md, scratchpad_md;
   Shape out_shape;
+  std::string impl;  // oneDNN's name for the implementation it picked
 };
 
 /// Fills `p` with a float32 inference pooling from `src` to `dst` over spatial sizes `in` and
-/// the resolved window geometry `g`. Leaves p.usable false for cases oneDNN would compute
-/// differently (averages with dilation; count_include_pad windows past the end padding).
+/// the resolved window geometry `g` (`dst` may leave its layout to oneDNN: format_tag::any). Leaves
+/// p.usable false for cases oneDNN would compute differently (averages with dilation;
+/// count_include_pad windows past the end padding).
 inline void build_pool_primitive(PoolPrimitive& p, const dnnl::memory::desc& src,
                                  const dnnl::memory::desc& dst, const std::vector<int64_t>& in,
                                  const WindowGeometry& g, bool is_max, bool count_include_pad) {
@@ -41,8 +44,9 @@ inline void build_pool_primitive(PoolPrimitive& p, const dnnl::memory::desc& src
                                         to_dims(g.strides), to_dims(g.kernel), dil,
                                         to_dims(g.pads_begin), pad_r);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, concurrent_attr(), cpu_engine());
-    p.src_md = src;
-    p.dst_md = dst;
+    p.src_md = pd.src_desc();
+    p.dst_md = pd.dst_desc();
+    p.impl = pd.impl_info_str();
     p.scratchpad_md = pd.scratchpad_desc();
     p.prim = dnnl::pooling_v2_forward(pd);
     p.usable = true;

@@ -1,6 +1,6 @@
 #pragma once
-// The unfused form of the CPU rewrites' fused nodes (ConcatConvNHWC, ConvAddNHWC,
-// ConvChainNHWC): each part of the fused node run by its own kernel, which is both the fused
+// The unfused form of the CPU rewrites' fused nodes (ConcatConvNHWC, ConvAddNHWC, ConvChainNHWC,
+// NchwConvMaxPoolNHWC): each part of the fused node run by its own kernel, which is both the fused
 // node's reference and its fast path's fallback.
 #include <cstdint>
 #include <memory>

@@ -167,15 +167,9 @@ TEST(ChannelConcatFusion, ConcatenationReadElsewhereIsKept) {
 }
 
 Node concat_conv_node(const std::string& activation) {
-  Node n = named_node("ConcatConvNHWC", {"w", "b", "p0", "p1", "p2"}, {"y"},
-                      {{"pads", ints({1, 1, 0, 1})}, {"strides", ints({1, 2})}});
-  n.domain = kLayoutDomain;
-  if (!activation.empty()) {
-    n.attributes["activation"] = Attribute::of_string(activation);
-    n.attributes["activation_min"] = Attribute::of_float(-0.1f);
-    n.attributes["activation_max"] = Attribute::of_float(0.3f);
-  }
-  return n;
+  return testing::fused_test_node("ConcatConvNHWC", {"w", "b", "p0", "p1", "p2"}, {"y"},
+                                  {{"pads", ints({1, 1, 0, 1})}, {"strides", ints({1, 2})}},
+                                  activation);
 }
 
 /// Parts of 3, 5 and 8 channels at 2 x 11 x 10, weights [4, 16, 3, 2] and a bias.

@@ -111,16 +111,10 @@ TEST(ConvAddFusion, ConvolutionsThatKeepTheirAddAlone) {
 }
 
 Node conv_add_node(const std::string& activation) {
-  Node n = named_node(
+  return testing::fused_test_node(
       "ConvAddNHWC", {"x", "w", "b", "z"}, {"y"},
-      {{"pads", ints({0, 1, 1, 0})}, {"strides", ints({2, 1})}, {"group", Attribute::of_int(2)}});
-  n.domain = kLayoutDomain;
-  if (!activation.empty()) {
-    n.attributes["activation"] = Attribute::of_string(activation);
-    n.attributes["activation_min"] = Attribute::of_float(-0.1f);
-    n.attributes["activation_max"] = Attribute::of_float(0.3f);
-  }
-  return n;
+      {{"pads", ints({0, 1, 1, 0})}, {"strides", ints({2, 1})}, {"group", Attribute::of_int(2)}},
+      activation);
 }
 
 TEST(ConvAddFusion, KernelMatchesTheConvolutionPlusTheAddend) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/model.h"
 #include "op_test_util.h"
 
@@ -20,6 +21,21 @@ inline Node named_node(const std::string& op, std::vector<std::string> in,
   Node n = make_node(op, std::move(in), std::move(out));
   n.name = op + "_" + n.outputs[0];
   n.attributes = std::move(attrs);
+  return n;
+}
+
+/// A named_node of the "dprun" domain with, unless `activation` is empty, that fused activation
+/// (Clip's bounds -0.1 and 0.3, those of fused_activation_references(-0.1, 0.3)).
+inline Node fused_test_node(const std::string& op, std::vector<std::string> in,
+                            std::vector<std::string> out, std::map<std::string, Attribute> attrs,
+                            const std::string& activation) {
+  Node n = named_node(op, std::move(in), std::move(out), std::move(attrs));
+  n.domain = kLayoutDomain;
+  if (!activation.empty()) {
+    n.attributes["activation"] = Attribute::of_string(activation);
+    n.attributes["activation_min"] = Attribute::of_float(-0.1f);
+    n.attributes["activation_max"] = Attribute::of_float(0.3f);
+  }
   return n;
 }
 

@@ -278,26 +278,31 @@ std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern) {
   return out;
 }
 
+/// The only reader of `value` when it is a node of the "dprun" domain's `op` with one output
+/// that reads `value` as its input 0 (X) and as no other input.
+std::optional<size_t> x_reader(const Matcher& m, const std::string& value, const char* op) {
+  auto reader = m.only_reader(value);
+  if (!reader) return std::nullopt;
+  const Node& r = m.graph().nodes[*reader];
+  if (r.domain != kLayoutDomain || r.op_type != op || r.outputs.size() != 1 || r.inputs.empty() ||
+      r.inputs[0] != value)
+    return std::nullopt;
+  for (size_t k = 1; k < r.inputs.size(); ++k)
+    if (r.inputs[k] == value) return std::nullopt;
+  return reader;
+}
+
 /// The reader of Concat node `i` when the Concat joins NHWC values along channels (axis 3 or -1)
 /// and `reader_op` (a channels-last op of the "dprun" domain, reading the concatenation as its
 /// input 0 and nowhere else) is the only reader of its result.
 std::optional<size_t> channel_concat_reader(const Matcher& m, size_t i, const char* reader_op) {
-  const Graph& g = m.graph();
-  const Node& concat = g.nodes[i];
+  const Node& concat = m.graph().nodes[i];
   if (!concat.domain.empty() || concat.op_type != "Concat" || concat.outputs.size() != 1 ||
       concat.inputs.empty())
     return std::nullopt;
   const int64_t axis = concat.attr_int("axis", 1);
   if (axis != 3 && axis != -1) return std::nullopt;
-  auto reader = m.only_reader(concat.outputs[0]);
-  if (!reader) return std::nullopt;
-  const Node& r = g.nodes[*reader];
-  if (r.domain != kLayoutDomain || r.op_type != reader_op || r.outputs.size() != 1 ||
-      r.inputs.empty() || r.inputs[0] != concat.outputs[0])
-    return std::nullopt;
-  for (size_t k = 1; k < r.inputs.size(); ++k)
-    if (r.inputs[k] == concat.outputs[0]) return std::nullopt;
-  return reader;
+  return x_reader(m, concat.outputs[0], reader_op);
 }
 
 /// `graph` with each pattern's fusions applied in turn, each pass over the previous one's
@@ -415,17 +420,14 @@ std::optional<Fusion> match_conv_add(const Matcher& m, size_t i) {
 /// The ConvNHWC or ConvAddNHWC that reads `value` as its X, nowhere else, and is its only
 /// reader.
 std::optional<size_t> chained_conv(const Matcher& m, const std::string& value) {
-  auto reader = m.only_reader(value);
-  if (!reader) return std::nullopt;
-  const Node& n = m.graph().nodes[*reader];
-  const bool conv = n.op_type == "ConvNHWC" && n.inputs.size() >= 2 && n.inputs.size() <= 3;
-  const bool conv_add = n.op_type == "ConvAddNHWC" && n.inputs.size() == 4;
-  if (n.domain != kLayoutDomain || (!conv && !conv_add) || n.outputs.size() != 1 ||
-      n.inputs[0] != value)
-    return std::nullopt;
-  for (size_t k = 1; k < n.inputs.size(); ++k)
-    if (n.inputs[k] == value) return std::nullopt;
-  return reader;
+  if (auto conv = x_reader(m, value, "ConvNHWC"); conv &&
+                                                  m.graph().nodes[*conv].inputs.size() >= 2 &&
+                                                  m.graph().nodes[*conv].inputs.size() <= 3)
+    return conv;
+  if (auto conv_add = x_reader(m, value, "ConvAddNHWC");
+      conv_add && m.graph().nodes[*conv_add].inputs.size() == 4)
+    return conv_add;
+  return std::nullopt;
 }
 
 /// ConvNHWC -> ConvNHWC -> ... (-> ConvAddNHWC), each value between two of them read only by
@@ -472,13 +474,49 @@ std::optional<Fusion> match_conv_chain(const Matcher& m, size_t i) {
   return Fusion{steps, fused};
 }
 
+/// Transpose(X, perm [0, 2, 3, 1]) -> ConvNHWC of one group whose weights' shape [M, C, kh, kw]
+/// is known, with C <= 4 and kh * kw <= 9 -> MaxPoolNHWC, each the only reader of the value
+/// before it, as its X: NchwConvMaxPoolNHWC(X, W, B or "") with the ConvNHWC's attributes and
+/// the MaxPoolNHWC's prefixed "pool:" (a network's first convolution and pool, as in SqueezeNet;
+/// the kernel convolves the NCHW input into oneDNN's blocked layout, which for so few input
+/// channels beats the NHWC convolution; for ResNet's 7x7 window it does not).
+std::optional<Fusion> match_nchw_conv_pool(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& transpose = g.nodes[i];
+  if (!transpose.domain.empty() || transpose.op_type != "Transpose" ||
+      transpose.inputs.size() != 1 || transpose.outputs.size() != 1 ||
+      transpose.attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 3, 1})
+    return std::nullopt;
+  auto conv = x_reader(m, transpose.outputs[0], "ConvNHWC");
+  if (!conv) return std::nullopt;
+  const Node& c = g.nodes[*conv];
+  if (c.inputs.size() < 2 || c.inputs.size() > 3 || c.attr_int("group", 1) != 1)
+    return std::nullopt;
+  auto w = g.type_of(c.inputs[1]);
+  if (!w || !w->shape || w->shape->size() != 4) return std::nullopt;
+  for (const auto& d : *w->shape)
+    if (!d.is_known()) return std::nullopt;
+  const SymbolicShape& dims = *w->shape;
+  if (dims[1].value > 4 || dims[2].value * dims[3].value > 9) return std::nullopt;
+  auto pool = x_reader(m, c.outputs[0], "MaxPoolNHWC");
+  if (!pool) return std::nullopt;
+  const Node& p = g.nodes[*pool];
+  Node fused = c;
+  fused.name = p.name;
+  fused.op_type = "NchwConvMaxPoolNHWC";
+  fused.inputs = {transpose.inputs[0], c.inputs[1], c.inputs.size() > 2 ? c.inputs[2] : ""};
+  fused.outputs = p.outputs;
+  for (const auto& [key, value] : p.attributes) fused.attributes["pool:" + key] = value;
+  return Fusion{{i, *conv, *pool}, fused};
+}
+
 }  // namespace
 
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph) {
   // Pools first: a Concat they move past may then join its new reader. Chains last: a
   // ConvAddNHWC may end one.
-  return apply_in_turn(
-      graph, {match_pool_through_concat, match_concat_reader, match_conv_add, match_conv_chain});
+  return apply_in_turn(graph, {match_pool_through_concat, match_concat_reader, match_conv_add,
+                               match_conv_chain, match_nchw_conv_pool});
 }
 
 std::shared_ptr<Graph> fuse_ops(const Graph& graph) {

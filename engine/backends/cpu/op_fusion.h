@@ -41,7 +41,13 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph);
 /// Then a ConvNHWC without an activation whose result's only reader is an Add becomes
 /// ConvAddNHWC(X, W, B or "", Z), Z the Add's other operand, with the ConvNHWC's attributes
 /// and, when the Add's only reader is a Relu, Sigmoid or erf-form Gelu, that activation: the
-/// convolution is added to Z as it is written (residual blocks).
+/// convolution is added to Z as it is written (residual blocks). Then convolutions in a chain,
+/// each value between two read only by the next as its X, become ConvChainNHWC, run a few
+/// images at a time. Last, Transpose(X, perm [0, 2, 3, 1]) -> ConvNHWC of one group, weights
+/// [M, C <= 4, kh, kw] with kh * kw <= 9 -> MaxPoolNHWC, each the only reader of the value before
+/// it, becomes NchwConvMaxPoolNHWC(X, W, B or "") with the ConvNHWC's attributes and the
+/// MaxPoolNHWC's prefixed "pool:": the NCHW input is convolved into oneDNN's blocked layout and
+/// pooled there (a network's first layers, as in SqueezeNet).
 std::shared_ptr<Graph> fuse_channels_last_ops(const Graph& graph);
 
 }  // namespace dprun
