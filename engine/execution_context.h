@@ -47,6 +47,11 @@ class ExecutionContext {
   /// the whole range on the calling thread.
   virtual void parallel_for(int64_t n, int64_t grain,
                             const std::function<void(int64_t, int64_t)>& fn) const;
+  /// Runs fn on the calling thread with the context's intra-op parallelism turned off: inside,
+  /// parallel_for runs serially and, on a CPU device, work that follows the thread's OpenMP
+  /// thread count (oneDNN primitives, created or executed there) sees one thread. For work too
+  /// small to repay splitting it. This base version just runs fn.
+  virtual void run_on_one_thread(const std::function<void()>& fn) const { fn(); }
   /// Blocks until all work queued on this context has finished (kernels on a GPU stream are
   /// asynchronous; CPU kernels finish before they return, so there it returns at once).
   virtual void synchronize() = 0;

@@ -128,6 +128,13 @@ class ConcatConvOnednnKernel : public OpKernel {
         (!attrs_.kernel_shape.empty() &&
          attrs_.kernel_shape != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end())))
       return unfused_.compute(ctx);  // runs it, or reports what is wrong
+    onednn::run_sized(ctx, onednn::nhwc_conv_multiply_adds(first, w, attrs_.strides),
+                      [&] { run(ctx, w, b); });
+  }
+
+ private:
+  /// The oneDNN path, on the threads run_sized gives it.
+  void run(KernelContext& ctx, const Tensor& w, const Tensor* b) const {
     auto p = cache_.get(key(ctx), [&] { return build(ctx, b != nullptr); });
     if (!p->usable) return unfused_.compute(ctx);
     Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
@@ -147,7 +154,6 @@ class ConcatConvOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
- private:
   /// The cache key: every part's shape, then W's and B's.
   static std::vector<int64_t> key(const KernelContext& ctx) {
     std::vector<int64_t> key;

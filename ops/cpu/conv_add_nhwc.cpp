@@ -96,6 +96,14 @@ class ConvAddOnednnKernel : public OpKernel {
         (!attrs_.kernel_shape.empty() &&
          attrs_.kernel_shape != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end())))
       return unfused_.compute(ctx);  // runs it, or reports what is wrong
+    onednn::run_sized(ctx, onednn::nhwc_conv_multiply_adds(x, w, attrs_.strides),
+                      [&] { run(ctx, x, w, b, z); });
+  }
+
+ private:
+  /// The oneDNN path, on the threads run_sized gives it.
+  void run(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b,
+           const Tensor& z) const {
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable || z.shape() != p->out_shape) return unfused_.compute(ctx);
@@ -113,7 +121,6 @@ class ConvAddOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
- private:
   std::shared_ptr<const onednn::ConvPrimitive> build(const KernelContext& ctx, const Tensor& x,
                                                      const Tensor& w, bool has_bias) const {
     auto p = std::make_shared<onednn::ConvPrimitive>();

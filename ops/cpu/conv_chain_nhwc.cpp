@@ -127,11 +127,13 @@ class ConvChainOnednnKernel : public OpKernel {
         key.insert(key.end(), t->shape().begin(), t->shape().end());
       key.push_back(-1);
     }
-    key.push_back(ctx.threads());  // the tiling depends on it
-    auto p = cache_.get(key, [&] { return build(ctx); });
-    if (!p->usable || (sum_ && ctx.input(ctx.input_count() - 1).shape() != p->out_shape))
-      return unfused_.compute(ctx);
-    run(ctx, *p);
+    onednn::run_sized(ctx, multiply_adds(ctx), [&] {
+      key.push_back(ctx.threads());  // the tiling depends on it
+      auto p = cache_.get(key, [&] { return build(ctx); });
+      if (!p->usable || (sum_ && ctx.input(ctx.input_count() - 1).shape() != p->out_shape))
+        return unfused_.compute(ctx);
+      run(ctx, *p);
+    });
   }
 
  private:
@@ -140,6 +142,20 @@ class ConvChainOnednnKernel : public OpKernel {
     for (size_t k = 0; k < unfused_.size(); ++k)
       if (onednn::may_run_winograd(info, unfused_.step(k), 1 + 2 * k)) return true;
     return false;
+  }
+
+  /// The chain's multiply-adds, near enough for onednn::run_sized: each step's input pixels
+  /// follow from the strides before it.
+  double multiply_adds(const KernelContext& ctx) const {
+    const Tensor& x = ctx.input(0);
+    double pixels = static_cast<double>(x.dim(1)) * static_cast<double>(x.dim(2)), sum = 0;
+    for (size_t k = 0; k < weights_.size(); ++k) {
+      const double step =
+          onednn::conv_multiply_adds(x.dim(0), 1, ctx.input(1 + 2 * k).shape(), attrs_[k].strides);
+      sum += step * pixels;
+      for (int64_t s : attrs_[k].strides) pixels /= static_cast<double>(std::max<int64_t>(s, 1));
+    }
+    return sum;
   }
 
   /// float32 throughout, 4-D X and weights, 1-D biases of the weights' output channels.

@@ -114,6 +114,13 @@ class ConvNhwcKernel : public OpKernel {
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
     if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
       return reference_->compute(ctx);
+    onednn::run_sized(ctx, onednn::nhwc_conv_multiply_adds(x, w, attrs_.strides),
+                      [&] { run(ctx, x, w, b); });
+  }
+
+ private:
+  /// The oneDNN path, on the threads run_sized gives it.
+  void run(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b) const {
     auto p = cache_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
                         [&] { return build(ctx, x, w, b != nullptr); });
     if (!p->usable) return reference_->compute(ctx);
@@ -144,7 +151,6 @@ class ConvNhwcKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
- private:
   std::shared_ptr<const ConvNhwcPrimitive> build(const KernelContext& ctx, const Tensor& x,
                                                  const Tensor& w, bool has_bias) const {
     auto p = std::make_shared<ConvNhwcPrimitive>();

@@ -1,7 +1,9 @@
 #pragma once
 // The oneDNN forward convolution shared by the NCHW (conv_onednn.cpp) and NHWC
 // (conv_nhwc.cpp) Conv kernels: they differ only in the activation layouts they ask for.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
@@ -12,6 +14,23 @@ namespace dprun::onednn {
 inline dnnl::memory::desc nhwc_desc(int64_t n, int64_t c, int64_t h, int64_t w) {
   return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32,
                             dnnl::memory::format_tag::nhwc);
+}
+
+/// A convolution's multiply-adds, near enough for run_sized: `images` x `pixels` input pixels
+/// each, over the product of `strides` (empty: 1), times the product of W's dims [M, C / group,
+/// k...].
+inline double conv_multiply_adds(int64_t images, int64_t pixels, const Shape& weights,
+                                 const std::vector<int64_t>& strides) {
+  double multiply_adds = static_cast<double>(images) * static_cast<double>(pixels);
+  for (int64_t s : strides) multiply_adds /= static_cast<double>(std::max<int64_t>(s, 1));
+  for (int64_t d : weights) multiply_adds *= static_cast<double>(d);
+  return multiply_adds;
+}
+
+/// conv_multiply_adds of an NHWC X [N, H, W, C] and W.
+inline double nhwc_conv_multiply_adds(const Tensor& x, const Tensor& w,
+                                      const std::vector<int64_t>& strides) {
+  return conv_multiply_adds(x.dim(0), x.dim(1) * x.dim(2), w.shape(), strides);
 }
 
 /// Whether the plan lets ConvNHWC use Winograd (--allow-winograd) and `conv`, whose weights are

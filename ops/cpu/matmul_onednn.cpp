@@ -51,6 +51,14 @@ class MatMulOnednnKernel : public OpKernel {
       std::fill(y.data<float>(), y.data<float>() + y.numel(), 0.f);
       return;
     }
+    const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
+    onednn::run_sized(ctx, multiply_adds, [&] { run(ctx, s, a, b, bias, y); });
+  }
+
+ private:
+  /// The oneDNN path, on the threads run_sized gives it.
+  void run(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b,
+           const Tensor* bias, Tensor& y) const {
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
     if (!p->usable) return reference_->compute(ctx);
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
@@ -65,7 +73,6 @@ class MatMulOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
- private:
   std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const size_t rank = s.a.size();
@@ -142,6 +149,13 @@ class GemmOnednnKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
     if (y.numel() == 0) return;
     if (s.k == 0 || !std::isfinite(attrs_.alpha)) return reference_->compute(ctx);
+    onednn::run_sized(ctx, static_cast<double>(s.m) * s.n * s.k, [&] { run(ctx, s, a, b, c, y); });
+  }
+
+ private:
+  /// The oneDNN path, on the threads run_sized gives it.
+  void run(KernelContext& ctx, const GemmShapes& s, const Tensor& a, const Tensor& b,
+           const Tensor* c, Tensor& y) const {
     auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
                         [&] { return build(s, c); });
     if (!p->usable) return reference_->compute(ctx);
@@ -172,7 +186,6 @@ class GemmOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
- private:
   std::shared_ptr<const MatMulPrimitive> build(const GemmShapes& s, const Tensor* c) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const int64_t m = s.m, k = s.k, n = s.n;

@@ -127,10 +127,16 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
     const Tensor* b = ctx.optional_input(2);
     std::vector<int64_t> key = onednn::shape_key(
         {&ctx.input(0).shape(), &ctx.input(1).shape(), b ? &b->shape() : nullptr});
-    key.push_back(ctx.threads());  // the tiling depends on it
-    auto p = cache_.get(key, [&] { return build(ctx); });
-    if (!p->usable) return unfused_.compute(ctx);
-    run(ctx, *p);
+    const Tensor& x = ctx.input(0);
+    onednn::run_sized(ctx,
+                      onednn::conv_multiply_adds(x.dim(0), x.dim(2) * x.dim(3),
+                                                 ctx.input(1).shape(), conv_attrs_.strides),
+                      [&] {
+                        key.push_back(ctx.threads());  // the tiling depends on it
+                        auto p = cache_.get(key, [&] { return build(ctx); });
+                        if (!p->usable) return unfused_.compute(ctx);
+                        run(ctx, *p);
+                      });
   }
 
  private:

@@ -129,6 +129,29 @@ TEST(CpuExecutionContext, ParallelForFinishesEveryChunkThenRethrows) {
   EXPECT_EQ(ran.load(), 4);
 }
 
+TEST(CpuExecutionContext, RunOnOneThreadTurnsParallelismOffAndRestoresIt) {
+  auto context = cpu().create_execution_context(Device::cpu(0), {.threads = 3});
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  context->run_on_one_thread([&] {
+    EXPECT_EQ(context->threads(), 1);
+    EXPECT_EQ(omp_get_max_threads(), 1);  // what oneDNN primitives created here see
+    context->parallel_for(900, 1, [&](int64_t begin, int64_t end) {
+      chunks.emplace_back(begin, end);  // no lock: it must run on this thread alone
+    });
+  });
+  EXPECT_EQ(chunks, (std::vector<std::pair<int64_t, int64_t>>{{0, 900}}));
+  EXPECT_EQ(context->threads(), 3);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  try {
+    context->run_on_one_thread([] { fail("inside"); });
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "inside");
+  }
+  EXPECT_EQ(context->threads(), 3);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+}
+
 TEST(CpuExecutionContext, KernelsSeeTheRunsContext) {
   Model model(probe_graph(), Device::cpu(0));
   Tensor x = Tensor::zeros({1}, DType::Float32);

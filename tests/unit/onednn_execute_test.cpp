@@ -1,11 +1,14 @@
 // onednn::execute_reusing (ops/cpu/onednn_util.h): a thread's memory objects of a primitive are
 // pointed at each call's data, stay apart between threads, and are dropped and remade when the
-// thread's cache starts over.
+// thread's cache starts over; run_sized runs small work on one thread.
 #include <gtest/gtest.h>
+
+#include <omp.h>
 
 #include <thread>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun {
@@ -98,6 +101,28 @@ namespace {
 
 struct BufferOwnerA {};
 struct BufferOwnerB {};
+
+TEST(OnednnRunSized, WorkBelowTheBoundRunsOnOneThread) {
+  auto execution = testing::cpu_execution(2);
+  Node node;
+  node.op_type = "MatMul";
+  std::vector<const Tensor*> inputs;
+  std::vector<Tensor> outputs;
+  KernelContext ctx(node, *execution, inputs, outputs);
+  int openmp_threads = 0, kernel_threads = 0;
+  const auto probe = [&] {
+    openmp_threads = omp_get_max_threads();  // what a oneDNN primitive created here follows
+    kernel_threads = ctx.threads();
+  };
+  onednn::run_sized(ctx, onednn::kSerialMultiplyAdds - 1, probe);
+  EXPECT_EQ(openmp_threads, 1);
+  EXPECT_EQ(kernel_threads, 1);
+  onednn::run_sized(ctx, onednn::kSerialMultiplyAdds, probe);
+  EXPECT_EQ(openmp_threads, 2);
+  EXPECT_EQ(kernel_threads, 2);
+  EXPECT_EQ(ctx.threads(), 2);
+  EXPECT_EQ(omp_get_max_threads(), 2);
+}
 
 TEST(AlignedThreadBuffer, SixtyFourByteAlignedPerSlotOwnerAndThread) {
   std::vector<float*> seen;

@@ -49,7 +49,7 @@ void CpuExecutionContext::parallel_for(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t threads = std::min<int64_t>(threads_, (n + grain - 1) / grain);
-  if (threads <= 1 || omp_in_parallel()) {
+  if (threads <= 1 || serial_depth_ > 0 || omp_in_parallel()) {
     fn(0, n);
     return;
   }
@@ -69,6 +69,21 @@ void CpuExecutionContext::parallel_for(int64_t n, int64_t grain,
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+void CpuExecutionContext::run_on_one_thread(const std::function<void()>& fn) const {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  ++serial_depth_;
+  try {
+    fn();
+  } catch (...) {
+    --serial_depth_;
+    omp_set_num_threads(saved);
+    throw;
+  }
+  --serial_depth_;
+  omp_set_num_threads(saved);
 }
 
 }  // namespace dprun

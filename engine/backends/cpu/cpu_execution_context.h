@@ -20,15 +20,19 @@ class CpuExecutionContext final : public ExecutionContext {
   ~CpuExecutionContext() override;
 
   Device device() const override { return device_; }
-  int threads() const override { return threads_; }
+  /// The configured threads, or 1 inside run_on_one_thread.
+  int threads() const override { return serial_depth_ > 0 ? 1 : threads_; }
   /// Splits [0, n) evenly over min(threads(), ceil(n / grain)) OpenMP threads.
   void parallel_for(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t)>& fn) const override;
+  /// Sets the thread's OpenMP thread count to 1 while fn runs (restored even if it throws).
+  void run_on_one_thread(const std::function<void()>& fn) const override;
   void synchronize() override {}
 
  private:
   Device device_;
   int threads_ = 1;
+  mutable int serial_depth_ = 0;  // run_on_one_thread calls in progress
   int saved_threads_ = 1;
 };
 
