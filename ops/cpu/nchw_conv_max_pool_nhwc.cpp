@@ -124,19 +124,10 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
 
   void compute(KernelContext& ctx) const override {
     if (!fits(ctx)) return unfused_.compute(ctx);  // runs it, or reports what is wrong
-    const Tensor* b = ctx.optional_input(2);
-    std::vector<int64_t> key = onednn::shape_key(
-        {&ctx.input(0).shape(), &ctx.input(1).shape(), b ? &b->shape() : nullptr});
     const Tensor& x = ctx.input(0);
-    onednn::run_sized(ctx,
-                      onednn::conv_multiply_adds(x.dim(0), x.dim(2) * x.dim(3),
-                                                 ctx.input(1).shape(), conv_attrs_.strides),
-                      [&] {
-                        key.push_back(ctx.threads());  // the tiling depends on it
-                        auto p = cache_.get(key, [&] { return build(ctx); });
-                        if (!p->usable) return unfused_.compute(ctx);
-                        run(ctx, *p);
-                      });
+    const double multiply_adds = onednn::conv_multiply_adds(
+        x.dim(0), x.dim(2) * x.dim(3), ctx.input(1).shape(), conv_attrs_.strides);
+    onednn::run_sized(ctx, multiply_adds, [&] { run(ctx); });
   }
 
  private:
@@ -211,7 +202,19 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
 
   static bool is_reference(const std::string& impl) { return impl.rfind("ref", 0) == 0; }
 
-  void run(KernelContext& ctx, const ConvPoolPrimitives& p) const {
+  /// The oneDNN path, on the threads run_sized gives it; the tiling depends on them.
+  void run(KernelContext& ctx) const {
+    const Tensor* b = ctx.optional_input(2);
+    std::vector<int64_t> key = onednn::shape_key(
+        {&ctx.input(0).shape(), &ctx.input(1).shape(), b ? &b->shape() : nullptr});
+    key.push_back(ctx.threads());
+    auto p = cache_.get(key, [&] { return build(ctx); });
+    if (!p->usable) return unfused_.compute(ctx);
+    run_batch(ctx, *p);
+  }
+
+  /// Every tile of the batch, whole tiles per thread or in turn.
+  void run_batch(KernelContext& ctx, const ConvPoolPrimitives& p) const {
     Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
     const dnnl::memory weights =
         weights_.get(ctx, ctx.input(1), p.conv.user_weights_md, p.conv.weights_md);
