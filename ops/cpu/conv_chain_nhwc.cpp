@@ -95,8 +95,7 @@ class StepsInTurn {
 /// Every step's convolution for one set of shapes, on `tile` images at a time.
 struct ChainPrimitives {
   bool usable = false;
-  int64_t tile = 1;
-  bool tiles_per_thread = false;  // each thread runs whole tiles, else oneDNN's threads each step
+  onednn::ImageTiles tiles;
   std::vector<onednn::ConvPrimitive> steps;  // out_shape: the step's output for `tile` images
   Shape out_shape;                           // the chain's output for the whole batch
   size_t buffer_floats = 0;                  // the largest value between two steps, per tile
@@ -199,17 +198,10 @@ class ConvChainOnednnKernel : public OpKernel {
     size_t widest = 0;
     for (size_t k = 1; k + 1 < shapes.size(); ++k)
       widest = std::max(widest, static_cast<size_t>(shape_numel(shapes[k])));
-    // With several threads and at least as many images, each thread takes whole tiles.
-    const int64_t threads = ctx.threads();
-    p->tiles_per_thread = threads > 1 && n >= threads;
-    p->tile = 1;
-    for (int64_t t = n; t >= 1; --t)
-      if (n % t == 0 && static_cast<size_t>(t) * widest * sizeof(float) <= kTileBytes &&
-          (!p->tiles_per_thread || n / t >= threads)) {
-        p->tile = t;
-        break;
-      }
-    p->buffer_floats = static_cast<size_t>(p->tile) * widest;
+    p->tiles = onednn::ImageTiles::of(n, static_cast<int64_t>(widest * sizeof(float)), kTileBytes,
+                                      ctx.threads());
+    const int64_t tile = p->tiles.tile;
+    p->buffer_floats = static_cast<size_t>(tile) * widest;
     p->steps.resize(weights_.size());
     for (size_t k = 0; k < weights_.size(); ++k) {
       const bool last = k + 1 == weights_.size();
@@ -220,12 +212,12 @@ class ConvChainOnednnKernel : public OpKernel {
       attr.set_post_ops(ops);
       const Shape& in = shapes[k];
       const Shape& out = shapes[k + 1];
-      onednn::build_conv_primitive(p->steps[k], onednn::nhwc_desc(p->tile, in[2], in[0], in[1]),
-                                   onednn::nhwc_desc(p->tile, out[2], out[0], out[1]),
+      onednn::build_conv_primitive(p->steps[k], onednn::nhwc_desc(tile, in[2], in[0], in[1]),
+                                   onednn::nhwc_desc(tile, out[2], out[0], out[1]),
                                    ctx.input(1 + 2 * k).shape(), groups_[k],
                                    ctx.optional_input(2 + 2 * k) != nullptr, geometry[k], attr);
       if (!p->steps[k].usable) return p;
-      p->steps[k].out_shape = {p->tile, out[0], out[1], out[2]};
+      p->steps[k].out_shape = {tile, out[0], out[1], out[2]};
     }
     p->usable = true;
     return p;
@@ -244,16 +236,7 @@ class ConvChainOnednnKernel : public OpKernel {
     for (size_t k = 0; k < p.steps.size(); ++k)
       weights.push_back(weights_[k]->get(ctx, ctx.input(1 + 2 * k), p.steps[k].user_weights_md,
                                          p.steps[k].weights_md));
-    const int64_t tiles = x.dim(0) / p.tile;
-    auto run_tiles = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) run_tile(ctx, p, weights, t, z, y);
-    };
-    // Whole tiles per thread, each primitive on its thread alone (oneDNN runs one thread inside
-    // a parallel region), or the tiles in turn with oneDNN's threads inside each primitive.
-    if (p.tiles_per_thread)
-      ctx.parallel_for(tiles, 1, run_tiles);
-    else
-      run_tiles(0, tiles);
+    p.tiles.for_each(ctx, x.dim(0), [&](int64_t t) { run_tile(ctx, p, weights, t, z, y); });
   }
 
   /// The chain on tile `t`, the values between steps in this thread's buffers.
@@ -261,7 +244,7 @@ class ConvChainOnednnKernel : public OpKernel {
                 const std::vector<dnnl::memory>& weights, int64_t t, const float* z,
                 Tensor& y) const {
     const Tensor& x = ctx.input(0);
-    const int64_t first = t * p.tile;
+    const int64_t first = t * p.tiles.tile;
     const int64_t in_image = x.numel() / x.dim(0), out_image = y.numel() / y.dim(0);
     float* buffers[2] = {onednn::aligned_thread_buffer<ChainPrimitives>(0, p.buffer_floats),
                          onednn::aligned_thread_buffer<ChainPrimitives>(1, p.buffer_floats)};
@@ -272,7 +255,7 @@ class ConvChainOnednnKernel : public OpKernel {
       float* dst = last ? y.data<float>() + first * out_image : buffers[k % 2];
       if (last && z)
         std::memcpy(dst, z + first * out_image,
-                    static_cast<size_t>(p.tile * out_image) * sizeof(float));
+                    static_cast<size_t>(p.tiles.tile * out_image) * sizeof(float));
       const onednn::MemoryArg src_arg{DNNL_ARG_SRC, &step.src_md, src};
       const onednn::MemoryArg weights_arg{DNNL_ARG_WEIGHTS, nullptr, nullptr, weights[k]};
       const onednn::MemoryArg dst_arg{DNNL_ARG_DST, &step.dst_md, dst};

@@ -103,11 +103,10 @@ class TransposeConvPool {
 /// The primitives for one set of shapes, on `tile` images at a time.
 struct ConvPoolPrimitives {
   bool usable = false;
-  int64_t tile = 1;
-  bool tiles_per_thread = false;  // each thread runs whole tiles, else oneDNN's threads each step
-  onednn::ConvPrimitive conv;     // NCHW to oneDNN's blocked layout
-  onednn::PoolPrimitive pool;     // blocked to blocked
-  dnnl::primitive to_nhwc;        // the pooled tile into the NHWC output
+  onednn::ImageTiles tiles;
+  onednn::ConvPrimitive conv;  // NCHW to oneDNN's blocked layout
+  onednn::PoolPrimitive pool;  // blocked to blocked
+  dnnl::primitive to_nhwc;     // the pooled tile into the NHWC output
   memory::desc to_nhwc_scratchpad_md, nhwc_md;
   Shape out_shape;  // NHWC, the whole batch
 };
@@ -164,15 +163,8 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
     p->out_shape = {n, pg.out[0], pg.out[1], m};
     if (shape_numel(p->out_shape) == 0) return p;  // the unfused kernels handle empty outputs
     const int64_t image_bytes = m * g.out[0] * g.out[1] * static_cast<int64_t>(sizeof(float));
-    const int64_t threads = ctx.threads();
-    p->tiles_per_thread = threads > 1 && n >= threads;
-    for (int64_t t = n; t >= 1; --t)
-      if (n % t == 0 && (t == 1 || t * image_bytes <= kTileBytes) &&
-          (!p->tiles_per_thread || n / t >= threads)) {
-        p->tile = t;
-        break;
-      }
-    const int64_t tile = p->tile;
+    p->tiles = onednn::ImageTiles::of(n, image_bytes, kTileBytes, ctx.threads());
+    const int64_t tile = p->tiles.tile;
     const auto blocked = [](const memory::dims& dims) {
       return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
     };
@@ -218,23 +210,14 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
     const dnnl::memory weights =
         weights_.get(ctx, ctx.input(1), p.conv.user_weights_md, p.conv.weights_md);
-    const int64_t tiles = p.out_shape[0] / p.tile;
-    auto run_tiles = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) run_tile(ctx, p, weights, t, y);
-    };
-    // Whole tiles per thread, each primitive on its thread alone (oneDNN runs one thread inside
-    // a parallel region), or the tiles in turn with oneDNN's threads inside each primitive.
-    if (p.tiles_per_thread)
-      ctx.parallel_for(tiles, 1, run_tiles);
-    else
-      run_tiles(0, tiles);
+    p.tiles.for_each(ctx, p.out_shape[0], [&](int64_t t) { run_tile(ctx, p, weights, t, y); });
   }
 
   /// Convolution, pool and reorder of tile `t`, the blocked values in this thread's buffers.
   void run_tile(KernelContext& ctx, const ConvPoolPrimitives& p, const dnnl::memory& weights,
                 int64_t t, Tensor& y) const {
     const Tensor& x = ctx.input(0);
-    const int64_t first = t * p.tile;
+    const int64_t first = t * p.tiles.tile;
     const int64_t in_image = x.numel() / x.dim(0), out_image = y.numel() / y.dim(0);
     const size_t conv_floats = p.conv.dst_md.get_size() / sizeof(float);
     float* convolved = onednn::aligned_thread_buffer<ConvPoolPrimitives>(0, conv_floats);

@@ -127,6 +127,42 @@ void run_sized(KernelContext& ctx, double multiply_adds, F&& fn) {
     fn();
 }
 
+/// How a kernel that runs its primitives a few images at a time splits a batch: `tile` images
+/// per call, the largest divisor of the batch whose per-call value between primitives takes at
+/// most the kernel's byte bound (one image when even that is wider); with several threads and at
+/// least as many images, each thread runs whole tiles (`per_thread`, oneDNN then runs one thread
+/// inside each primitive), else the tiles run in turn with oneDNN's threads inside each.
+struct ImageTiles {
+  int64_t tile = 1;
+  bool per_thread = false;
+
+  /// The tiling of `images` images of `image_bytes` each, within `max_bytes` per tile, on
+  /// `threads` threads.
+  static ImageTiles of(int64_t images, int64_t image_bytes, int64_t max_bytes, int threads) {
+    ImageTiles tiles;
+    tiles.per_thread = threads > 1 && images >= threads;
+    for (int64_t t = images; t > 1; --t)
+      if (images % t == 0 && t * image_bytes <= max_bytes &&
+          (!tiles.per_thread || images / t >= threads)) {
+        tiles.tile = t;
+        break;
+      }
+    return tiles;
+  }
+
+  /// Runs run_tile(t) for every tile t of `images` images, per_thread or in turn.
+  template <class RunTile>
+  void for_each(KernelContext& ctx, int64_t images, const RunTile& run_tile) const {
+    const auto run_tiles = [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) run_tile(t);
+    };
+    if (per_thread)
+      ctx.parallel_for(images / tile, 1, run_tiles);
+    else
+      run_tiles(0, images / tile);
+  }
+};
+
 /// Copies `from` into `to` (different layouts) with a reorder using a caller scratchpad.
 inline void reorder_into(const dnnl::memory& from, const dnnl::memory& to) {
   dnnl::reorder::primitive_desc pd(from, to, concurrent_attr());

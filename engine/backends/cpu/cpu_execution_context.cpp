@@ -72,18 +72,20 @@ void CpuExecutionContext::parallel_for(int64_t n, int64_t grain,
 }
 
 void CpuExecutionContext::run_on_one_thread(const std::function<void()>& fn) const {
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  ++serial_depth_;
-  try {
-    fn();
-  } catch (...) {
-    --serial_depth_;
-    omp_set_num_threads(saved);
-    throw;
-  }
-  --serial_depth_;
-  omp_set_num_threads(saved);
+  // Restores the thread count and the depth when fn returns or throws.
+  struct Serial {
+    int& depth;
+    int saved = omp_get_max_threads();
+    explicit Serial(int& d) : depth(d) {
+      omp_set_num_threads(1);
+      ++depth;
+    }
+    ~Serial() {
+      --depth;
+      omp_set_num_threads(saved);
+    }
+  } serial(serial_depth_);
+  fn();
 }
 
 }  // namespace dprun

@@ -420,12 +420,10 @@ std::optional<Fusion> match_conv_add(const Matcher& m, size_t i) {
 /// The ConvNHWC or ConvAddNHWC that reads `value` as its X, nowhere else, and is its only
 /// reader.
 std::optional<size_t> chained_conv(const Matcher& m, const std::string& value) {
-  if (auto conv = x_reader(m, value, "ConvNHWC"); conv &&
-                                                  m.graph().nodes[*conv].inputs.size() >= 2 &&
-                                                  m.graph().nodes[*conv].inputs.size() <= 3)
+  const auto inputs = [&](size_t node) { return m.graph().nodes[node].inputs.size(); };
+  if (auto conv = x_reader(m, value, "ConvNHWC"); conv && inputs(*conv) >= 2 && inputs(*conv) <= 3)
     return conv;
-  if (auto conv_add = x_reader(m, value, "ConvAddNHWC");
-      conv_add && m.graph().nodes[*conv_add].inputs.size() == 4)
+  if (auto conv_add = x_reader(m, value, "ConvAddNHWC"); conv_add && inputs(*conv_add) == 4)
     return conv_add;
   return std::nullopt;
 }
