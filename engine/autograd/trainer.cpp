@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "engine/parallel/comm.h"
-#include "engine/parallel/device_worker.h"
 #include "engine/parallel/replicate.h"
 #include "engine/parallel/run_in_parts.h"
 
@@ -127,11 +126,7 @@ double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
     model_->mark_parameters_changed();
     return loss;
   }
-  // The whole step runs on device_ids[0]'s worker, which takes its own share of every
-  // hand-off inline: the caller is woken once per step.
-  double loss = 0;
-  run_on_worker(devices_[0], [&] { loss = fused_step(inputs, target, optimizer); });
-  return loss;
+  return fused_step(inputs, target, optimizer);
 }
 
 double Trainer::fused_step(const std::vector<Tensor>& inputs, const Tensor& target,

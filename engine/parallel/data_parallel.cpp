@@ -6,7 +6,6 @@
 
 #include "engine/backend.h"
 #include "engine/parallel/comm.h"
-#include "engine/parallel/device_worker.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
 #include "engine/warning.h"
@@ -158,43 +157,29 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
   return weights;
 }
 
-void DataParallel::on_first_device(const std::function<void()>& fn) const {
-  // The scatter, the hand-offs and the gather run on device_ids[0]'s worker, which runs its
-  // own replica inline: the caller's thread is woken once, when everything is done.
-  if (options_.device_ids.size() > 1)
-    run_on_worker(options_.device_ids[0], fn);
-  else
-    fn();
-}
-
 std::vector<Tensor> DataParallel::forward(const std::vector<Tensor>& inputs) {
+  // Everything runs on the calling thread, which also runs device_ids[0]'s replica
+  // (run_on_workers): only the other devices' replicas are handed off.
   std::lock_guard lock(mutex_);
-  std::vector<Tensor> result;
-  on_first_device([&] {
-    DataParallelRun run;
-    std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
-    if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
-      last_run_ = run;
-      result = std::move(outputs[0]);
-      return;
-    }
-    auto start = std::chrono::steady_clock::now();
-    result = gather_or_sum(outputs);
-    run.gather_seconds = seconds_since(start);
+  DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  if (options_.device_ids.size() <= 1) {  // no devices or one: nothing to gather
     last_run_ = run;
-  });
+    return std::move(outputs[0]);
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> result = gather_or_sum(outputs);
+  run.gather_seconds = seconds_since(start);
+  last_run_ = run;
   return result;
 }
 
 std::vector<std::vector<Tensor>> DataParallel::forward_per_replica(
     const std::vector<Tensor>& inputs) {
   std::lock_guard lock(mutex_);
-  std::vector<std::vector<Tensor>> outputs;
-  on_first_device([&] {
-    DataParallelRun run;
-    outputs = run_replicas(inputs, run);
-    last_run_ = run;
-  });
+  DataParallelRun run;
+  std::vector<std::vector<Tensor>> outputs = run_replicas(inputs, run);
+  last_run_ = run;
   return outputs;
 }
 

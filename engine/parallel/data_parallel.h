@@ -1,7 +1,6 @@
 #pragma once
 // DataParallel: PyTorch nn.DataParallel semantics for a Model, plus what dprun adds
 // (replica caching, per-input split rules, even/weighted chunking, full error reports).
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,8 +86,6 @@ class DataParallel {
   std::vector<std::shared_ptr<Model>> ensure_replicas(const std::vector<Device>& devices,
                                                       DataParallelRun& run);
   std::vector<double> measure_weights(const std::vector<Tensor>& inputs);
-  /// Runs fn on device_ids[0]'s worker when there are several devices, else here.
-  void on_first_device(const std::function<void()>& fn) const;
   /// Scatter, replicas and parallel_apply (mutex_ held); fills `run` but for gather timings.
   std::vector<std::vector<Tensor>> run_replicas(const std::vector<Tensor>& inputs,
                                                 DataParallelRun& run);

@@ -36,6 +36,13 @@ bool spin_until(Ready&& ready) {
 
 thread_local DeviceWorker* current_worker = nullptr;
 
+// Whether a caller waiting on `busy_workers` workers may poll for their results: only while a
+// core is free for it.
+bool may_spin_while(size_t busy_workers) {
+  static const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  return busy_workers < hardware;
+}
+
 }  // namespace
 
 DeviceWorker* DeviceWorker::current() {
@@ -95,63 +102,51 @@ DeviceWorker& device_worker(Device device) {
   return *slot;
 }
 
-void wait_for_task(std::future<void>& done, bool spin) {
-  if (spin)
-    spin_until([&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
-  done.get();
-}
-
-bool may_spin_while(size_t busy_workers) {
-  static const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-  return busy_workers < hardware;
-}
-
 std::vector<std::exception_ptr> run_on_workers(const std::vector<Device>& devices,
                                                const std::function<void(size_t)>& task) {
   const size_t n = devices.size();
   std::vector<std::exception_ptr> failures(n);
-  std::vector<std::future<void>> done(n);
-  const DeviceWorker* self = DeviceWorker::current();
-  // One task for a caller that is no worker: run below, on this thread (see the header).
-  const bool hand_off = n > 1 || self != nullptr;
-  size_t queued = 0;
-  for (size_t i = 0; i < n && hand_off; ++i) {
-    if (self && self->device() == devices[i]) continue;  // below, on this thread
-    // The tasks refer to the caller's frame: one that cannot be queued runs below instead of
-    // throwing, so that every queued one is joined.
-    try {
-      done[i] = device_worker(devices[i]).submit([&task, i] { task(i); });
-      ++queued;
-    } catch (...) {
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (done[i].valid()) continue;
+  auto run_task = [&](size_t i) {
     try {
       task(i);
     } catch (...) {
       failures[i] = std::current_exception();
     }
-  }
-  const bool spin = may_spin_while(queued);
+  };
+  // Queued tasks count down as they finish, their last touch of this frame: a spinning caller
+  // sees the end on one cache line, without the futures' locking. The futures serve a caller
+  // that blocks.
+  std::atomic<size_t> running = 0;
+  std::vector<std::future<void>> done(n);
+  const DeviceWorker* self = DeviceWorker::current();
   for (size_t i = 0; i < n; ++i) {
-    if (!done[i].valid()) continue;
+    if (self ? self->device() == devices[i] : i == 0) continue;  // below, on this thread
+    // The tasks refer to this frame: one that cannot be queued runs below instead of
+    // throwing, so that every queued one is joined.
+    running.fetch_add(1, std::memory_order_relaxed);
     try {
-      wait_for_task(done[i], spin);
+      done[i] = device_worker(devices[i]).submit([&run_task, &running, i] {
+        run_task(i);
+        running.fetch_sub(1, std::memory_order_release);
+      });
     } catch (...) {
-      failures[i] = std::current_exception();
+      running.fetch_sub(1, std::memory_order_relaxed);
     }
   }
-  return failures;
-}
-
-void run_on_worker(Device device, const std::function<void()>& fn) {
-  if (const DeviceWorker* self = DeviceWorker::current(); self && self->device() == device) {
-    fn();
-    return;
+  size_t queued = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i].valid())
+      ++queued;
+    else
+      run_task(i);
   }
-  std::future<void> done = device_worker(device).submit(fn);
-  wait_for_task(done, /*spin=*/false);
+  if (queued == 0) return failures;
+  if (may_spin_while(queued) &&
+      spin_until([&] { return running.load(std::memory_order_acquire) == 0; }))
+    return failures;
+  for (auto& d : done)
+    if (d.valid()) d.wait();
+  return failures;
 }
 
 }  // namespace dprun

@@ -12,11 +12,11 @@
 namespace dprun {
 
 /// Runs fn(begin, end) over [0, n) split into contiguous parts, one per device of `devices`
-/// (CPU devices; others are skipped), each on its device's worker, concurrently. Returns when every
-/// part is done, then rethrows the exception of the first part (in part order) that threw. With
-/// fewer than two CPU devices or n < min_parallel, runs fn(0, n) on the calling thread; with n <=
-/// 0, does nothing. `fn` must only write what its range owns. Called on a device's worker, that
-/// device's part runs on the calling thread (run_on_workers).
+/// (CPU devices; others are skipped), concurrently on the devices' workers, the calling thread
+/// taking one part itself (run_on_workers). Returns when every part is done, then rethrows the
+/// exception of the first part (in part order) that threw. With fewer than two CPU devices or
+/// n < min_parallel, runs fn(0, n) on the calling thread; with n <= 0, does nothing. `fn` must
+/// only write what its range owns.
 void run_in_parts(const std::vector<Device>& devices, int64_t n, int64_t min_parallel,
                   const std::function<void(int64_t, int64_t)>& fn);
 

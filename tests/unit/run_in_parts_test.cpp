@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -29,17 +30,17 @@ Tensor random_floats(Shape shape, uint32_t seed) {
 TEST(RunInParts, SplitsTheRangeInContiguousPartsOnePerDevice) {
   std::vector<Device> devices = parse_device_list("cpu:0,cpu:1,cpu:2");
   std::mutex mutex;
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  std::set<std::thread::id> threads;
+  std::map<std::pair<int64_t, int64_t>, std::thread::id> ranges;
   run_in_parts(devices, 10, 1, [&](int64_t begin, int64_t end) {
     std::lock_guard lock(mutex);
-    ranges.emplace_back(begin, end);
-    threads.insert(std::this_thread::get_id());
+    ranges[{begin, end}] = std::this_thread::get_id();
   });
-  std::sort(ranges.begin(), ranges.end());
-  EXPECT_EQ(ranges, (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 6}, {6, 10}}));
-  EXPECT_EQ(threads.size(), 3u);
-  EXPECT_FALSE(threads.count(std::this_thread::get_id()));  // every part on a worker
+  ASSERT_EQ(ranges.size(), 3u);
+  // The first part on the caller, the others on their devices' workers.
+  EXPECT_EQ(ranges.at({0, 3}), std::this_thread::get_id());
+  EXPECT_NE(ranges.at({3, 6}), std::this_thread::get_id());
+  EXPECT_NE(ranges.at({6, 10}), std::this_thread::get_id());
+  EXPECT_NE(ranges.at({3, 6}), ranges.at({6, 10}));
 }
 
 TEST(RunInParts, SmallRangesAndSingleDevicesRunOnTheCaller) {
