@@ -1,17 +1,18 @@
 // `dprun bench MODEL.onnx`: throughput of data-parallel inference over a device list, with a
-// per-device breakdown, and (--sweep) the scaling table over 1..N devices.
-#include <unistd.h>
-
+// per-device breakdown, the spread of step times, and (--sweep) the scaling table over 1..N
+// devices; --rounds repeats the timing, interleaving the device lists, and keeps each one's best.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
 
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
+#include "tools/bench_rounds.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/format.h"
@@ -21,30 +22,6 @@
 namespace dprun::cli {
 
 namespace {
-
-struct DeviceFigures {
-  Device device;
-  int64_t rows = 0;
-  double busy_ms = 0;  // mean per iteration
-};
-
-struct BenchResult {
-  std::vector<Device> devices;
-  double samples_per_s = 0;
-  double ms_per_iter = 0;
-  std::vector<DeviceFigures> per_device;
-};
-
-void progress(const char* label, int done, int total) {
-  static const bool tty = isatty(STDERR_FILENO);
-  if (!tty) return;
-  const int width = 30;
-  int filled = total ? done * width / total : width;
-  std::fprintf(stderr, "\r%-12s [%s%s] %d/%d", label, std::string(filled, '#').c_str(),
-               std::string(width - filled, ' ').c_str(), done, total);
-  if (done == total) std::fputs("\r\033[K", stderr);
-  std::fflush(stderr);
-}
 
 // Time spent per op type and per node, summed over replicas, from per-node observers.
 class OpProfile {
@@ -119,37 +96,74 @@ class OpProfile {
   std::vector<std::string> order_;
 };
 
-BenchResult bench_devices(const std::shared_ptr<Model>& model, DataParallelOptions options,
-                          const std::vector<Tensor>& inputs, int64_t batch, int warmup, int iters,
-                          const char* label) {
-  DataParallel parallel(model, options);
-  for (int i = 0; i < warmup; ++i) {
-    parallel.forward(inputs);
-    progress(label, i + 1, warmup + iters);
+// The best round's per-device rows, then the step-time spread and the headline line (last, for
+// scripts: "MS ms per iteration, N samples/s").
+void print_result(const BenchResult& result) {
+  const RoundResult& best = result.best();
+  std::printf("%-10s %8s %12s %8s\n", "device", "rows", "busy ms/it", "share");
+  for (const auto& f : best.per_device)
+    std::printf("%-10s %8lld %12.3f %7.1f%%\n", f.device.to_string().c_str(),
+                static_cast<long long>(f.rows), f.busy_ms,
+                best.ms_per_iter > 0 ? 100.0 * f.busy_ms / best.ms_per_iter : 0.0);
+  const StepSpread spread = result.spread();
+  std::printf("step ms: median %.4f, p10 %.4f, p90 %.4f over %zu steps\n", spread.median,
+              spread.p10, spread.p90, spread.steps);
+  if (result.rounds.size() > 1) {
+    std::printf("rounds (samples/s, the best kept):");
+    for (const RoundResult& r : result.rounds) std::printf(" %.1f", r.samples_per_s);
+    std::printf("\n");
   }
-  BenchResult result;
-  result.devices = options.device_ids;
-  std::map<Device, DeviceFigures> figures;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) {
-    parallel.forward(inputs);
-    DataParallelRun run = parallel.last_run();
-    for (size_t r = 0; r < run.timings.size(); ++r) {
-      auto& f = figures[run.timings[r].device];
-      f.device = run.timings[r].device;
-      f.rows = r < run.chunk_rows.size() ? run.chunk_rows[r] : 0;
-      f.busy_ms += run.timings[r].busy_seconds * 1e3 / iters;
+  std::printf("%.3f ms per iteration, %.1f samples/s\n", best.ms_per_iter, best.samples_per_s);
+}
+
+std::string json_numbers(const std::vector<RoundResult>& rounds) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < rounds.size(); ++i) out << (i ? ", " : "") << rounds[i].samples_per_s;
+  out << "]";
+  return out.str();
+}
+
+std::string json_result(const std::string& model_path, int64_t batch, int iters, int warmup,
+                        int threads, const BenchResult& main,
+                        const std::vector<const BenchResult*>& scaling) {
+  const RoundResult& best = main.best();
+  const StepSpread spread = main.spread();
+  std::ostringstream out;
+  out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
+      << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
+      << ",\n  \"rounds\": " << main.rounds.size() << ",\n  \"threads\": " << threads
+      << ",\n  \"devices\": [";
+  for (size_t i = 0; i < main.devices.size(); ++i)
+    out << (i ? ", " : "") << json_string(main.devices[i].to_string());
+  out << "],\n  \"samples_per_s\": " << best.samples_per_s
+      << ",\n  \"ms_per_iter\": " << best.ms_per_iter
+      << ",\n  \"round_samples_per_s\": " << json_numbers(main.rounds)
+      << ",\n  \"step_ms\": {\"p10\": " << spread.p10 << ", \"median\": " << spread.median
+      << ", \"p90\": " << spread.p90 << ", \"steps\": " << spread.steps
+      << "},\n  \"per_device\": [";
+  for (size_t i = 0; i < best.per_device.size(); ++i) {
+    const auto& f = best.per_device[i];
+    out << (i ? ", " : "") << "{\"device\": " << json_string(f.device.to_string())
+        << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms
+        << ", \"share\": " << (best.ms_per_iter > 0 ? f.busy_ms / best.ms_per_iter : 0) << "}";
+  }
+  out << "]";
+  if (!scaling.empty()) {
+    out << ",\n  \"sweep\": [";
+    const double base = scaling[0]->best().samples_per_s;
+    for (size_t k = 0; k < scaling.size(); ++k) {
+      const double rate = scaling[k]->best().samples_per_s;
+      const double speedup = rate / base;
+      out << (k ? ", " : "") << "{\"devices\": " << k + 1 << ", \"samples_per_s\": " << rate
+          << ", \"round_samples_per_s\": " << json_numbers(scaling[k]->rounds)
+          << ", \"median_step_ms\": " << scaling[k]->spread().median << ", \"speedup\": " << speedup
+          << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
     }
-    progress(label, warmup + i + 1, warmup + iters);
+    out << "]";
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.ms_per_iter = seconds * 1e3 / iters;
-  result.samples_per_s = static_cast<double>(batch) * iters / seconds;
-  for (const Device& d : options.device_ids) {
-    auto it = figures.find(d);
-    result.per_device.push_back(it != figures.end() ? it->second : DeviceFigures{d, 0, 0});
-  }
-  return result;
+  out << "\n}\n";
+  return out.str();
 }
 
 }  // namespace
@@ -158,6 +172,7 @@ int bench_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(), {{"iters"},
                              {"warmup"},
+                             {"rounds"},
                              {"json"},
                              {"sweep", false},
                              {"profile", false},
@@ -173,10 +188,12 @@ int bench_command(int argc, char** argv, int first) {
   InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 20, 1, 1000000));
   int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));
+  int rounds = static_cast<int>(args.get_int("rounds", 1, 1, 1000));
   bool sweep = args.has("sweep");
   if (dist) {
     if (args.has("profile") || args.has("profile-nodes"))
       throw UsageError("--profile and --profile-nodes are not available with --distributed");
+    if (args.has("rounds")) throw UsageError("--rounds is not available with --distributed");
     return bench_on_ranks(*dist, model_path, parse_model_options(args), options, input_options,
                           warmup, iters, sweep, args.get("json").value_or(""));
   }
@@ -186,72 +203,56 @@ int bench_command(int argc, char** argv, int first) {
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
   int64_t batch = input_options.batch;
 
-  BenchResult main = bench_devices(model, options, inputs, batch, warmup, iters, "bench");
+  // The device lists to time: the given one, then with --sweep its first 1..N devices. Their
+  // rounds interleave so that a change in the machine's load falls on every list alike.
+  std::vector<std::unique_ptr<DeviceListBench>> benches;
+  benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs, batch));
+  for (size_t k = 1; sweep && k <= options.device_ids.size(); ++k) {
+    DataParallelOptions subset = options;
+    subset.device_ids.assign(options.device_ids.begin(),
+                             options.device_ids.begin() + static_cast<long>(k));
+    if (!subset.weights.empty()) subset.weights.resize(k);
+    benches.push_back(std::make_unique<DeviceListBench>(model, subset, inputs, batch));
+  }
+  auto label = [&](size_t b, const char* what) {
+    return b == 0 ? std::string(what) : "sweep " + std::to_string(b);
+  };
+  for (size_t b = 0; b < benches.size(); ++b) benches[b]->warm(warmup, label(b, "warm-up").c_str());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t b = 0; b < benches.size(); ++b)
+      benches[b]->time_round(iters, label(b, "bench").c_str());
+  const BenchResult& main = benches[0]->result();
+
   if (args.has("profile") || args.has("profile-nodes")) {
     // A separate pass: observers add a little time to every node.
     OpProfile profile;
     DataParallelOptions observed = options;
     observed.observers.push_back(profile.observer());
-    bench_devices(model, observed, inputs, batch, 0, iters, "profile");
+    DeviceListBench(model, observed, inputs, batch).time_round(iters, "profile");
     if (args.has("profile")) profile.print(iters);
     if (args.has("profile-nodes")) profile.print_nodes(iters);
   }
-  std::printf("model %s, batch %lld, %d iterations (+%d warm-up)\n", model_path.c_str(),
-              static_cast<long long>(batch), iters, warmup);
-  std::printf("%-10s %8s %12s %8s\n", "device", "rows", "busy ms/it", "share");
-  for (const auto& f : main.per_device)
-    std::printf("%-10s %8lld %12.3f %7.1f%%\n", f.device.to_string().c_str(),
-                static_cast<long long>(f.rows), f.busy_ms,
-                main.ms_per_iter > 0 ? 100.0 * f.busy_ms / main.ms_per_iter : 0.0);
-  std::printf("%.3f ms per iteration, %.1f samples/s\n", main.ms_per_iter, main.samples_per_s);
+  std::printf("model %s, batch %lld, %d iterations", model_path.c_str(),
+              static_cast<long long>(batch), iters);
+  if (rounds > 1) std::printf(" x %d rounds", rounds);
+  std::printf(" (+%d warm-up)\n", warmup);
+  print_result(main);
 
-  std::vector<BenchResult> scaling;
-  if (sweep) {
-    for (size_t k = 1; k <= options.device_ids.size(); ++k) {
-      DataParallelOptions subset = options;
-      subset.device_ids.assign(options.device_ids.begin(),
-                               options.device_ids.begin() + static_cast<long>(k));
-      if (!subset.weights.empty()) subset.weights.resize(k);
-      std::string label = "sweep " + std::to_string(k);
-      scaling.push_back(bench_devices(model, subset, inputs, batch, warmup, iters, label.c_str()));
-    }
-    std::printf("\n%-8s %12s %9s %11s\n", "devices", "samples/s", "speed-up", "efficiency");
+  std::vector<const BenchResult*> scaling;
+  for (size_t b = 1; b < benches.size(); ++b) scaling.push_back(&benches[b]->result());
+  if (!scaling.empty()) {
+    std::printf("\n%-8s %12s %9s %11s %15s\n", "devices", "samples/s", "speed-up", "efficiency",
+                "median step ms");
+    const double base = scaling[0]->best().samples_per_s;
     for (size_t k = 0; k < scaling.size(); ++k) {
-      double speedup = scaling[k].samples_per_s / scaling[0].samples_per_s;
-      std::printf("%-8zu %12.1f %8.2fx %10.1f%%\n", k + 1, scaling[k].samples_per_s, speedup,
-                  100.0 * speedup / static_cast<double>(k + 1));
+      const double rate = scaling[k]->best().samples_per_s;
+      std::printf("%-8zu %12.1f %8.2fx %10.1f%% %15.4f\n", k + 1, rate, rate / base,
+                  100.0 * rate / base / static_cast<double>(k + 1), scaling[k]->spread().median);
     }
   }
-
-  if (auto path = args.get("json")) {
-    std::ostringstream out;
-    out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
-        << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
-        << ",\n  \"threads\": " << options.threads << ",\n  \"devices\": [";
-    for (size_t i = 0; i < main.devices.size(); ++i)
-      out << (i ? ", " : "") << json_string(main.devices[i].to_string());
-    out << "],\n  \"samples_per_s\": " << main.samples_per_s
-        << ",\n  \"ms_per_iter\": " << main.ms_per_iter << ",\n  \"per_device\": [";
-    for (size_t i = 0; i < main.per_device.size(); ++i) {
-      const auto& f = main.per_device[i];
-      out << (i ? ", " : "") << "{\"device\": " << json_string(f.device.to_string())
-          << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms
-          << ", \"share\": " << (main.ms_per_iter > 0 ? f.busy_ms / main.ms_per_iter : 0) << "}";
-    }
-    out << "]";
-    if (sweep) {
-      out << ",\n  \"sweep\": [";
-      for (size_t k = 0; k < scaling.size(); ++k) {
-        double speedup = scaling[k].samples_per_s / scaling[0].samples_per_s;
-        out << (k ? ", " : "") << "{\"devices\": " << k + 1
-            << ", \"samples_per_s\": " << scaling[k].samples_per_s << ", \"speedup\": " << speedup
-            << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
-      }
-      out << "]";
-    }
-    out << "\n}\n";
-    write_file_atomically(*path, out.str());
-  }
+  if (auto path = args.get("json"))
+    write_file_atomically(
+        *path, json_result(model_path, batch, iters, warmup, options.threads, main, scaling));
   return 0;
 }
 

@@ -48,11 +48,14 @@ run only:
   --iters N              run N times and report the mean time (default 1)
 bench only:
   --iters N --warmup N   timed and untimed iterations (default 20 and 3)
+  --rounds N             time N rounds of --iters and keep the best (default 1); with
+                         --sweep, the device lists take their rounds in turn
   --sweep                also run on the first 1..N devices and print the scaling table
   --profile              also print the time per op type (summed over devices)
   --profile-nodes        also print the time of each node, in execution order, with the
                          input shapes of its first call
-  --json FILE            write samples_per_s, batch, iters, devices and per-device figures
+  --json FILE            write samples_per_s, each round's, the step-time spread, batch,
+                         iters, devices and per-device figures
 
 train options (also --devices, --dim, --split, --split-policy, --weights, --threads,
                --allow-tf32, --allow-winograd):

@@ -1,6 +1,7 @@
 // dprun run / bench across CPU virtual devices, checked through the files they write.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -238,6 +239,70 @@ TEST(BenchCli, JsonAndSweep) {
         "\"per_device\"", "\"rows\": 4", "\"sweep\""})
     EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
   fs::remove_all(dir);
+}
+
+// The numbers of the JSON array that follows the n-th occurrence (from 0) of `key`.
+std::vector<double> json_array(const std::string& json, const std::string& key, int n = 0) {
+  size_t at = 0;
+  for (int i = 0; i <= n; ++i) {
+    at = json.find("\"" + key + "\": [", i ? at + 1 : 0);
+    if (at == std::string::npos) return {};
+  }
+  const size_t open = json.find('[', at), close = json.find(']', open);
+  std::vector<double> values;
+  std::stringstream items(json.substr(open + 1, close - open - 1));
+  for (std::string item; std::getline(items, item, ',');) values.push_back(std::stod(item));
+  return values;
+}
+
+// The number after the n-th occurrence of `key`.
+double json_number(const std::string& json, const std::string& key, int n = 0) {
+  size_t at = 0;
+  for (int i = 0; i <= n; ++i) at = json.find("\"" + key + "\": ", i ? at + 1 : 0);
+  return std::stod(json.substr(at + key.size() + 4));
+}
+
+TEST(BenchCli, RoundsKeepEachDeviceListsBestAndReportEveryRound) {
+  fs::path dir = fresh_dir("bench_rounds");
+  auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
+                     " --devices cpu:0,cpu:1 --batch 4 --iters 2 --warmup 1 --rounds 3 --sweep"
+                     " --json " +
+                     (dir / "b.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("2 iterations x 3 rounds (+1 warm-up)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" over 6 steps\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rounds (samples/s, the best kept): "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("median step ms"), std::string::npos) << r.output;
+  std::string json = read_file(dir / "b.json");
+  EXPECT_NE(json.find("\"rounds\": 3"), std::string::npos) << json;
+  // The given list, then the sweep's one and two devices: three rounds each, the best kept.
+  for (int list = 0; list < 3; ++list) {
+    SCOPED_TRACE(list);
+    std::vector<double> rounds = json_array(json, "round_samples_per_s", list);
+    ASSERT_EQ(rounds.size(), 3u) << json;
+    EXPECT_EQ(json_number(json, "samples_per_s", list),
+              *std::max_element(rounds.begin(), rounds.end()))
+        << json;
+  }
+  const double p10 = json_number(json, "p10"), median = json_number(json, "median"),
+               p90 = json_number(json, "p90");
+  EXPECT_GT(p10, 0);
+  EXPECT_LE(p10, median);
+  EXPECT_LE(median, p90);
+  EXPECT_EQ(json_number(json, "steps"), 6);
+  fs::remove_all(dir);
+}
+
+TEST(BenchCli, RoundsOutsideTheirRangeOrWithDistributedAreUsageErrors) {
+  const std::string model = "bench " + source_path("models/mlp.onnx") + " --devices cpu:0";
+  auto r = run_dprun(model + " --rounds 0");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--rounds must be between 1 and 1000, got 0"), std::string::npos)
+      << r.output;
+  r = run_dprun(model + " --rounds 2 --distributed");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--rounds is not available with --distributed"), std::string::npos)
+      << r.output;
 }
 
 TEST(BenchCli, ProfileListsOpTypes) {

@@ -1,0 +1,69 @@
+#pragma once
+// The timing behind `dprun bench`: one DataParallel per device list, warmed up once, then timed
+// in rounds. Rounds of several device lists interleave (1, 2, .., N devices, then again), so a
+// shared machine's load drifting during a run falls on every list alike; each list keeps its
+// best round, and the step times of all its rounds give the median and spread.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/parallel/data_parallel.h"
+
+namespace dprun::cli {
+
+/// One device's share of a round: rows per step and mean busy milliseconds per step.
+struct DeviceFigures {
+  Device device;
+  int64_t rows = 0;
+  double busy_ms = 0;
+};
+
+/// One timed round of `iters` steps.
+struct RoundResult {
+  double samples_per_s = 0;
+  double ms_per_iter = 0;
+  std::vector<DeviceFigures> per_device;  // in device-list order
+  std::vector<double> step_ms;            // every step, in order
+};
+
+/// Percentiles of step times (nearest rank), in milliseconds.
+struct StepSpread {
+  double p10 = 0, median = 0, p90 = 0;
+  size_t steps = 0;
+};
+
+/// The spread of `step_ms` (all zero when empty).
+StepSpread step_spread(std::vector<double> step_ms);
+
+/// All rounds of one device list.
+struct BenchResult {
+  std::vector<Device> devices;
+  std::vector<RoundResult> rounds;
+  /// The round with the most samples per second. Requires at least one round.
+  const RoundResult& best() const;
+  /// The step times of every round together.
+  StepSpread spread() const;
+};
+
+/// DataParallel inference of one model over one device list, timed round by round.
+class DeviceListBench {
+ public:
+  DeviceListBench(const std::shared_ptr<Model>& model, const DataParallelOptions& options,
+                  const std::vector<Tensor>& inputs, int64_t batch);
+  /// Runs `steps` untimed steps (replicas, primitives and caches are built here).
+  void warm(int steps, const char* label);
+  /// Times `iters` steps and appends the round to result().
+  void time_round(int iters, const char* label);
+  const BenchResult& result() const { return result_; }
+
+ private:
+  DataParallel parallel_;
+  std::vector<Tensor> inputs_;
+  int64_t batch_;
+  BenchResult result_;
+};
+
+/// Draws a progress bar on stderr when it is a terminal.
+void progress(const char* label, int done, int total);
+
+}  // namespace dprun::cli
