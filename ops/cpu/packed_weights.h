@@ -30,17 +30,19 @@ class PackedWeights {
   /// while the caller holds it, even if the entry is replaced meanwhile.
   dnnl::memory get(const KernelContext& ctx, const Tensor& w, const dnnl::memory::desc& user,
                    const dnnl::memory::desc& wanted) const {
-    dnnl::memory plain = wrap(user, w.raw_data());
-    if (user == wanted) return plain;
+    if (user == wanted) return wrap(user, w.raw_data());
     const uint64_t version = ctx.parameters_version();
-    if (!constant_ || version == 0) return to_layout(plain, wanted);
+    if (!constant_ || version == 0) return to_layout(wrap(user, w.raw_data()), wanted);
     std::lock_guard lock(mutex_);
-    std::erase_if(entries_, [](const Entry& e) { return e.storage.expired(); });
+    // A hit creates nothing: it runs on every call of every kernel with constant weights.
     for (const Entry& e : entries_)
-      if (e.data == w.raw_data() && e.version == version && e.layout == wanted) return e.packed;
+      if (e.data == w.raw_data() && e.version == version && !e.storage.expired() &&
+          e.layout == wanted)
+        return e.packed;
+    std::erase_if(entries_, [](const Entry& e) { return e.storage.expired(); });
     // Reordered under the lock: concurrent replicas asking for the same entry wait for one
     // reorder instead of each doing it; other storages wait too, but only once per version.
-    dnnl::memory packed = to_layout(plain, wanted);
+    dnnl::memory packed = to_layout(wrap(user, w.raw_data()), wanted);
     std::erase_if(entries_, [&](const Entry& e) { return e.data == w.raw_data(); });
     entries_.push_back({w.storage_handle(), w.raw_data(), version, wanted, packed});
     return packed;
