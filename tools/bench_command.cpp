@@ -166,6 +166,57 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
   return out.str();
 }
 
+// The device lists to time: the given one, then with --sweep its first 1..N devices; all warmed,
+// then timed `rounds` times in turn so that a change in the machine's load falls on every list
+// alike.
+std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::shared_ptr<Model>& model,
+                                                                const DataParallelOptions& options,
+                                                                const std::vector<Tensor>& inputs,
+                                                                int64_t batch, int warmup,
+                                                                int iters, int rounds, bool sweep) {
+  std::vector<std::unique_ptr<DeviceListBench>> benches;
+  benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs, batch));
+  for (size_t k = 1; sweep && k <= options.device_ids.size(); ++k) {
+    DataParallelOptions subset = options;
+    subset.device_ids.assign(options.device_ids.begin(),
+                             options.device_ids.begin() + static_cast<long>(k));
+    if (!subset.weights.empty()) subset.weights.resize(k);
+    benches.push_back(std::make_unique<DeviceListBench>(model, subset, inputs, batch));
+  }
+  auto label = [&](size_t b, const char* what) {
+    return b == 0 ? std::string(what) : "sweep " + std::to_string(b);
+  };
+  for (size_t b = 0; b < benches.size(); ++b) benches[b]->warm(warmup, label(b, "warm-up").c_str());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t b = 0; b < benches.size(); ++b)
+      benches[b]->time_round(iters, label(b, "bench").c_str());
+  return benches;
+}
+
+// A separate pass with per-node observers (they add a little time to every node), then the
+// per-op and per-node tables asked for.
+void profile_pass(const std::shared_ptr<Model>& model, const DataParallelOptions& options,
+                  const std::vector<Tensor>& inputs, int64_t batch, int iters, bool by_op,
+                  bool by_node) {
+  OpProfile profile;
+  DataParallelOptions observed = options;
+  observed.observers.push_back(profile.observer());
+  DeviceListBench(model, observed, inputs, batch).time_round(iters, "profile");
+  if (by_op) profile.print(iters);
+  if (by_node) profile.print_nodes(iters);
+}
+
+void print_sweep(const std::vector<const BenchResult*>& scaling) {
+  std::printf("\n%-8s %12s %9s %11s %15s\n", "devices", "samples/s", "speed-up", "efficiency",
+              "median step ms");
+  const double base = scaling[0]->best().samples_per_s;
+  for (size_t k = 0; k < scaling.size(); ++k) {
+    const double rate = scaling[k]->best().samples_per_s;
+    std::printf("%-8zu %12.1f %8.2fx %10.1f%% %15.4f\n", k + 1, rate, rate / base,
+                100.0 * rate / base / static_cast<double>(k + 1), scaling[k]->spread().median);
+  }
+}
+
 }  // namespace
 
 int bench_command(int argc, char** argv, int first) {
@@ -203,53 +254,20 @@ int bench_command(int argc, char** argv, int first) {
   std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
   int64_t batch = input_options.batch;
 
-  // The device lists to time: the given one, then with --sweep its first 1..N devices. Their
-  // rounds interleave so that a change in the machine's load falls on every list alike.
-  std::vector<std::unique_ptr<DeviceListBench>> benches;
-  benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs, batch));
-  for (size_t k = 1; sweep && k <= options.device_ids.size(); ++k) {
-    DataParallelOptions subset = options;
-    subset.device_ids.assign(options.device_ids.begin(),
-                             options.device_ids.begin() + static_cast<long>(k));
-    if (!subset.weights.empty()) subset.weights.resize(k);
-    benches.push_back(std::make_unique<DeviceListBench>(model, subset, inputs, batch));
-  }
-  auto label = [&](size_t b, const char* what) {
-    return b == 0 ? std::string(what) : "sweep " + std::to_string(b);
-  };
-  for (size_t b = 0; b < benches.size(); ++b) benches[b]->warm(warmup, label(b, "warm-up").c_str());
-  for (int r = 0; r < rounds; ++r)
-    for (size_t b = 0; b < benches.size(); ++b)
-      benches[b]->time_round(iters, label(b, "bench").c_str());
+  std::vector<std::unique_ptr<DeviceListBench>> benches =
+      time_device_lists(model, options, inputs, batch, warmup, iters, rounds, sweep);
+  if (args.has("profile") || args.has("profile-nodes"))
+    profile_pass(model, options, inputs, batch, iters, args.has("profile"),
+                 args.has("profile-nodes"));
   const BenchResult& main = benches[0]->result();
-
-  if (args.has("profile") || args.has("profile-nodes")) {
-    // A separate pass: observers add a little time to every node.
-    OpProfile profile;
-    DataParallelOptions observed = options;
-    observed.observers.push_back(profile.observer());
-    DeviceListBench(model, observed, inputs, batch).time_round(iters, "profile");
-    if (args.has("profile")) profile.print(iters);
-    if (args.has("profile-nodes")) profile.print_nodes(iters);
-  }
   std::printf("model %s, batch %lld, %d iterations", model_path.c_str(),
               static_cast<long long>(batch), iters);
   if (rounds > 1) std::printf(" x %d rounds", rounds);
   std::printf(" (+%d warm-up)\n", warmup);
   print_result(main);
-
   std::vector<const BenchResult*> scaling;
   for (size_t b = 1; b < benches.size(); ++b) scaling.push_back(&benches[b]->result());
-  if (!scaling.empty()) {
-    std::printf("\n%-8s %12s %9s %11s %15s\n", "devices", "samples/s", "speed-up", "efficiency",
-                "median step ms");
-    const double base = scaling[0]->best().samples_per_s;
-    for (size_t k = 0; k < scaling.size(); ++k) {
-      const double rate = scaling[k]->best().samples_per_s;
-      std::printf("%-8zu %12.1f %8.2fx %10.1f%% %15.4f\n", k + 1, rate, rate / base,
-                  100.0 * rate / base / static_cast<double>(k + 1), scaling[k]->spread().median);
-    }
-  }
+  if (!scaling.empty()) print_sweep(scaling);
   if (auto path = args.get("json"))
     write_file_atomically(
         *path, json_result(model_path, batch, iters, warmup, options.threads, main, scaling));
