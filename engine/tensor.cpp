@@ -28,6 +28,9 @@ Storage::Storage(size_t bytes, std::shared_ptr<Allocator> allocator)
 Storage::Storage(void* external, size_t bytes, Device device)
     : data_(external), bytes_(bytes), device_(device) {}
 
+Storage::Storage(std::shared_ptr<Storage> base, Device device)
+    : data_(base->data()), bytes_(base->bytes()), device_(device), base_(std::move(base)) {}
+
 Storage::Storage(size_t count, DType string_tag) : device_(Device::cpu()), strings_(count) {
   DPRUN_CHECK(string_tag == DType::String, "Storage of objects is only for strings");
   data_ = strings_.data();
@@ -149,6 +152,17 @@ Tensor Tensor::to(Device device, bool copy) const {
   else
     copy_bytes(out.raw_data(), device, raw_data(), this->device(), nbytes());
   return out;
+}
+
+Tensor Tensor::alias_on(Device device) const {
+  DPRUN_CHECK(defined(), "use of an undefined tensor");
+  if (device == this->device()) return *this;
+  DPRUN_CHECK(device.type == DeviceType::CPU && this->device().type == DeviceType::CPU,
+              "alias_on: ", describe(), " cannot be seen from ", device.to_string(),
+              " without a copy; only CPU devices share memory");
+  Tensor alias = *this;
+  alias.storage_ = std::make_shared<Storage>(storage_, device);
+  return alias;
 }
 
 Tensor Tensor::clone() const {

@@ -21,6 +21,9 @@ class Storage {
   Storage(size_t bytes, std::shared_ptr<Allocator> allocator);
   /// Wraps memory owned elsewhere (not freed here); used for zero-copy views of caller data.
   Storage(void* external, size_t bytes, Device device);
+  /// `base`'s memory seen from `device`, a device that shares it (CPU devices all share the
+  /// host's memory); keeps `base` alive and frees nothing itself.
+  Storage(std::shared_ptr<Storage> base, Device device);
   /// Host memory holding `count` std::string objects (the storage of String tensors).
   explicit Storage(size_t count, DType string_tag);
   ~Storage();
@@ -39,6 +42,7 @@ class Storage {
   size_t bytes_ = 0;
   Device device_;
   std::shared_ptr<Allocator> allocator_;  // null for external memory
+  std::shared_ptr<Storage> base_;         // the owner of an alias's memory
   std::vector<std::string> strings_;      // String tensors only
 };
 
@@ -92,6 +96,10 @@ class Tensor {
   Tensor narrow(int64_t axis, int64_t start, int64_t length) const;
   /// A copy on `device` (shares storage when already there and copy is false).
   Tensor to(Device device, bool copy = false) const;
+  /// This tensor's memory seen as a tensor of `device`, without a copy: both devices must be
+  /// CPU devices, which share the host's memory. A write through either is seen by both; the
+  /// alias keeps the memory alive and is never its sole owner. Returns *this on the same device.
+  Tensor alias_on(Device device) const;
   /// A deep copy on the same device.
   Tensor clone() const;
   /// Copies the contents of `src` (same dtype and element count) into this tensor's memory.

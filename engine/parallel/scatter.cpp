@@ -139,7 +139,10 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
       Tensor part = split_dim[i] < 0 ? inputs[i] : inputs[i].narrow(split_dim[i], start, sizes[c]);
       if (!splits.empty() && splits[i].row_share && n > 0)
         part = scaled_scalar(part, static_cast<double>(sizes[c]) / static_cast<double>(n));
-      chunk.push_back(part.to(devices[c]));
+      // CPU devices share the host's memory: another CPU device reads the chunk where it is.
+      const bool shared =
+          part.device().type == DeviceType::CPU && devices[c].type == DeviceType::CPU;
+      chunk.push_back(shared ? part.alias_on(devices[c]) : part.to(devices[c]));
     }
     result.inputs.push_back(std::move(chunk));
     start += sizes[c];

@@ -47,7 +47,9 @@ struct ScatterResult {
 /// work. Otherwise the sizes come from compute_chunk_sizes(policy). `splits` (optional, one
 /// per input) overrides the dim or broadcasts an input. 0-d inputs are broadcast. All split
 /// inputs must have the same size along their split dims: a mismatch is an error naming the
-/// inputs (`names`, optional), where PyTorch would silently truncate.
+/// inputs (`names`, optional), where PyTorch would silently truncate. A chunk of a CPU input
+/// for a CPU device is a view of the input (Tensor::alias_on: CPU devices share the host's
+/// memory) where the rows are contiguous; other chunks are copies on their device.
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
                       int64_t dim, const std::vector<int64_t>& chunk_sizes = {},
                       SplitPolicy policy = SplitPolicy::Chunk,

@@ -52,6 +52,24 @@ TEST(Scatter, FiveRowsOnFourDevicesRunThreeReplicas) {
   EXPECT_EQ(r.inputs[1][0].device(), Device::cpu(1));
 }
 
+TEST(Scatter, ContiguousChunksForCpuDevicesAreViewsOfTheInput) {
+  Tensor input = iota({5, 2});
+  ScatterResult r = scatter({input}, cpus(3), 0);
+  ASSERT_EQ(r.inputs.size(), 3u);
+  const auto* base = static_cast<const float*>(input.raw_data());
+  for (size_t c = 0; c < 3; ++c) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(r.inputs[c][0].device(), Device::cpu(static_cast<int>(c)));
+    EXPECT_EQ(r.inputs[c][0].raw_data(), base + 4 * c);  // rows 0-1, 2-3, 4: no copy
+    EXPECT_FALSE(r.inputs[c][0].is_sole_owner());
+  }
+  // Columns are not contiguous: a copy, on the device it is for.
+  ScatterResult columns = scatter({input}, cpus(2), 1);
+  EXPECT_NE(columns.inputs[1][0].raw_data(), base + 1);
+  EXPECT_EQ(columns.inputs[1][0].device(), Device::cpu(1));
+  EXPECT_EQ(columns.inputs[1][0].data<float>()[0], 1.0f);
+}
+
 TEST(Scatter, NegativeAndInnerDims) {
   ScatterResult r = scatter({iota({2, 6})}, cpus(2), -1);
   ASSERT_EQ(r.inputs.size(), 2u);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "engine/error.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -20,6 +21,33 @@ TEST(Tensor, NarrowOnInnerDimCopies) {
   EXPECT_FALSE(cols.shares_storage_with(t));
   EXPECT_EQ((std::vector<int32_t>(cols.data<int32_t>(), cols.data<int32_t>() + 4)),
             (std::vector<int32_t>{1, 2, 4, 5}));
+}
+
+TEST(Tensor, AliasOnAnotherCpuDeviceSharesTheMemoryAndKeepsItAlive) {
+  Tensor t = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  Tensor rows = t.narrow(0, 1, 1);
+  Tensor alias = rows.alias_on(Device::cpu(3));
+  EXPECT_EQ(alias.device(), Device::cpu(3));
+  EXPECT_EQ(alias.shape(), (Shape{1, 2}));
+  EXPECT_EQ(alias.raw_data(), rows.raw_data());
+  EXPECT_FALSE(alias.is_sole_owner());  // never reused in place for a kernel's output
+  t.data<float>()[2] = 30;
+  EXPECT_EQ(alias.data<float>()[0], 30.0f);  // one memory
+  const void* memory = alias.raw_data();
+  t = Tensor();
+  rows = Tensor();
+  EXPECT_EQ(alias.raw_data(), memory);  // still owned, through the alias
+  EXPECT_EQ(alias.data<float>()[1], 4.0f);
+  // The same device: the tensor itself; a device of another type: refused.
+  EXPECT_TRUE(alias.alias_on(Device::cpu(3)).shares_storage_with(alias));
+  try {
+    alias.alias_on(Device{DeviceType::CUDA, 0});
+    FAIL() << "aliased onto a GPU";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "alias_on: float32[1, 2] on cpu:3 cannot be seen from cuda:0 without a copy; "
+                 "only CPU devices share memory");
+  }
 }
 
 TEST(Tensor, ConcatInverseOfNarrow) {
