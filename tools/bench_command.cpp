@@ -116,12 +116,11 @@ void print_result(const BenchResult& result) {
   std::printf("%.3f ms per iteration, %.1f samples/s\n", best.ms_per_iter, best.samples_per_s);
 }
 
-std::string json_numbers(const std::vector<RoundResult>& rounds) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < rounds.size(); ++i) out << (i ? ", " : "") << rounds[i].samples_per_s;
-  out << "]";
-  return out.str();
+// Each round's samples per second, for the JSON.
+std::vector<double> round_rates(const std::vector<RoundResult>& rounds) {
+  std::vector<double> rates;
+  for (const RoundResult& r : rounds) rates.push_back(r.samples_per_s);
+  return rates;
 }
 
 std::string json_result(const std::string& model_path, int64_t batch, int iters, int warmup,
@@ -130,6 +129,7 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
   const RoundResult& best = main.best();
   const StepSpread spread = main.spread();
   std::ostringstream out;
+  out.precision(9);  // as json_list writes the rounds, so the best equals one of them
   out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
       << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
       << ",\n  \"rounds\": " << main.rounds.size() << ",\n  \"threads\": " << threads
@@ -138,7 +138,7 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
     out << (i ? ", " : "") << json_string(main.devices[i].to_string());
   out << "],\n  \"samples_per_s\": " << best.samples_per_s
       << ",\n  \"ms_per_iter\": " << best.ms_per_iter
-      << ",\n  \"round_samples_per_s\": " << json_numbers(main.rounds)
+      << ",\n  \"round_samples_per_s\": " << json_list(round_rates(main.rounds))
       << ",\n  \"step_ms\": {\"p10\": " << spread.p10 << ", \"median\": " << spread.median
       << ", \"p90\": " << spread.p90 << ", \"steps\": " << spread.steps
       << "},\n  \"per_device\": [";
@@ -156,7 +156,7 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
       const double rate = scaling[k]->best().samples_per_s;
       const double speedup = rate / base;
       out << (k ? ", " : "") << "{\"devices\": " << k + 1 << ", \"samples_per_s\": " << rate
-          << ", \"round_samples_per_s\": " << json_numbers(scaling[k]->rounds)
+          << ", \"round_samples_per_s\": " << json_list(round_rates(scaling[k]->rounds))
           << ", \"median_step_ms\": " << scaling[k]->spread().median << ", \"speedup\": " << speedup
           << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
     }

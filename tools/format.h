@@ -1,6 +1,8 @@
 #pragma once
 // Text helpers for CLI output.
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/tensor.h"
 
@@ -16,5 +18,14 @@ std::string safe_file_name(const std::string& name);
 void write_file_atomically(const std::string& path, const std::string& contents);
 /// JSON string literal with escapes.
 std::string json_string(const std::string& text);
+/// JSON array of numbers, each with 9 significant digits: "[1, 2.5]".
+template <class T>
+std::string json_list(const std::vector<T>& values) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  return out.str() + "]";
+}
 
 }  // namespace dprun::cli

@@ -42,15 +42,6 @@ struct RankWork {
   }
 };
 
-template <class T>
-std::string json_list(const std::vector<T>& values) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "[";
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  return out.str() + "]";
-}
-
 }  // namespace
 
 int run_on_ranks(const DistributedRun& run, const std::string& model_path,
