@@ -25,7 +25,7 @@ struct Result {
   std::string reason;
 };
 
-/// A test's model compiled for the CPU, or the Result (Skipped or Failed) that stops it: a
+/// A test's model compiled for `device`, or the Result (Skipped or Failed) that stops it: a
 /// node without kernel, a non-tensor input or output (`non_tensor` is then true), or any
 /// other load error.
 struct LoadedTest {
@@ -34,7 +34,7 @@ struct LoadedTest {
   std::optional<Result> stop;
   bool non_tensor = false;
 };
-LoadedTest load_test(const std::filesystem::path& dir, const std::string& id);
+LoadedTest load_test(const std::filesystem::path& dir, const std::string& id, Device device);
 
 /// The test_data_set_* folders of a test, sorted.
 std::vector<std::filesystem::path> data_sets(const std::filesystem::path& dir);
@@ -45,12 +45,14 @@ std::vector<std::filesystem::path> numbered_files(const std::filesystem::path& d
 /// mismatch naming output `name`.
 std::string compare(const Tensor& got, const Tensor& want, const std::string& name);
 
-/// Runs every data set of the test with Model::run in this process.
-Result run_test_in_process(const std::filesystem::path& dir, const std::string& id);
+/// Runs every data set of the test with Model::run on `device` in this process (inputs are
+/// read on the host and copied there; nodes without a kernel on that device run on the CPU).
+Result run_test_in_process(const std::filesystem::path& dir, const std::string& id, Device device);
 
 struct ViaCliOptions {
   std::string binary;  // the dprun executable
   int threads = 0;     // --threads for the spawned runs; 0 leaves the default
+  Device device;       // --devices for the spawned runs
 };
 /// Runs every data set of the test through `dprun MODEL --input NAME=FILE.npy ...
 /// --output-dir DIR` in a child process: the .pb inputs are written as .npy files in a

@@ -107,7 +107,7 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
   return {};
 }
 
-LoadedTest load_test(const fs::path& dir, const std::string& id) {
+LoadedTest load_test(const fs::path& dir, const std::string& id, Device device) {
   LoadedTest test;
   try {
     test.graph = load_graph((dir / "model.onnx").string());
@@ -119,15 +119,15 @@ LoadedTest load_test(const fs::path& dir, const std::string& id) {
   test.non_tensor = test.stop.has_value();
   if (test.non_tensor) return test;
   try {
-    test.model = std::make_unique<Model>(test.graph, Device::cpu());
+    test.model = std::make_unique<Model>(test.graph, device);
   } catch (const Error& e) {
     test.stop = Result{id, load_error_status(e), e.what()};
   }
   return test;
 }
 
-Result run_test_in_process(const fs::path& dir, const std::string& id) {
-  LoadedTest test = load_test(dir, id);
+Result run_test_in_process(const fs::path& dir, const std::string& id, Device device) {
+  LoadedTest test = load_test(dir, id, device);
   if (test.stop) return *test.stop;
   auto sets = data_sets(dir);
   if (sets.empty()) return {id, Status::Skipped, "no test_data_set_* folder"};

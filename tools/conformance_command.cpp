@@ -1,8 +1,9 @@
 // `dprun conformance`: runs the ONNX backend test data (model.onnx + test_data_set_*/*.pb),
 // in this process or, with --via-cli, through the dprun executable with .npy files, and
-// compares with the ONNX runner's tolerances (tools/conformance.h). A test is skipped when
-// the model needs something dprun reports as unsupported (a node without kernel, a
-// non-tensor input or output); any other problem is a failure.
+// compares with the ONNX runner's tolerances (tools/conformance.h), on cpu:0 or on the device
+// named by --device. A test is skipped when the model needs something dprun reports as
+// unsupported (a node without kernel, a non-tensor input or output); any other problem is a
+// failure.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/backend.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
 #include "tools/conformance.h"
@@ -30,6 +32,7 @@ struct Options {
   bool verbose = false;
   bool via_cli = false;
   int jobs = 1;
+  Device device;
   ViaCliOptions cli;
 };
 
@@ -62,6 +65,13 @@ Options parse_options(const Args& args) {
     fail(o.root.string(), ": test data folder not found (install libonnx-testdata)");
   o.cli.binary = fs::read_symlink("/proc/self/exe").string();
   o.cli.threads = o.jobs > 1 ? 1 : 0;  // one core each when the runs share the machine
+  try {
+    o.device = Device::parse(args.get("device").value_or("cpu:0"));
+  } catch (const Error& e) {
+    throw UsageError(std::string("--device: ") + e.what());
+  }
+  backend_for(o.device).check_device(o.device);  // "device cuda:0: no CUDA GPU is present"
+  o.cli.device = o.device;
   return o;
 }
 
@@ -83,7 +93,7 @@ std::vector<fs::path> suite_tests(const Options& o, const std::string& suite) {
 
 Result run_one(const Options& o, const fs::path& test, const std::string& suite) {
   std::string id = suite + "/" + test.filename().string();
-  return o.via_cli ? run_test_via_cli(test, id, o.cli) : run_test_in_process(test, id);
+  return o.via_cli ? run_test_via_cli(test, id, o.cli) : run_test_in_process(test, id, o.device);
 }
 
 // Runs `tests` on o.jobs threads; results in the order of `tests`.
@@ -174,7 +184,8 @@ int conformance_command(int argc, char** argv, int first) {
              {"write-passing"},
              {"verbose", false},
              {"via-cli", false},
-             {"jobs"}});
+             {"jobs"},
+             {"device"}});
   if (!args.positionals().empty()) throw UsageError("conformance takes no positional arguments");
   Options o = parse_options(args);
   std::vector<Result> all;

@@ -90,7 +90,8 @@ std::string last_line(const std::string& output) {
 // The dprun arguments for one data set; writes its inputs as .npy files under `folder`.
 std::vector<std::string> cli_arguments(const fs::path& dir, const Graph& graph, const fs::path& set,
                                        const fs::path& folder, const ViaCliOptions& options) {
-  std::vector<std::string> args{(dir / "model.onnx").string(), "--devices", "cpu:0"};
+  std::vector<std::string> args{(dir / "model.onnx").string(), "--devices",
+                                options.device.to_string()};
   if (options.threads > 0) args.insert(args.end(), {"--threads", std::to_string(options.threads)});
   auto input_files = numbered_files(set, "input_");
   for (size_t i = 0; i < input_files.size(); ++i) {
@@ -139,7 +140,7 @@ std::string run_data_set(const fs::path& dir, const Graph& graph, const fs::path
 }  // namespace
 
 Result run_test_via_cli(const fs::path& dir, const std::string& id, const ViaCliOptions& options) {
-  LoadedTest test = load_test(dir, id);
+  LoadedTest test = load_test(dir, id, options.device);
   if (test.non_tensor)
     return {id, Status::NotViaCli,
             test.stop->reason + "; the command line reads and writes tensors only"};

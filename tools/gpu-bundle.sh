@@ -47,10 +47,16 @@ cat >"$bundle/run.sh" <<'EOF'
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: run.sh PROGRAM [ARGS...]" >&2; exit 2; }
+# The folders are looked for once and kept in a file beside this script.
 # find fails when a file vanishes while it looks (other programs' temporary files): ignored.
-cuda_dirs=$( (find / -xdev \( -type f -o -type l \) \( -name 'libcudart.so.13' \
-  -o -name 'libcublas.so.13' -o -name 'libcudnn.so.9' -o -name 'libnccl.so.2' \) \
-  -printf '%h\n' 2>/dev/null || true) | sort -u | paste -sd: -)
+if [ -f "$here/cuda-dirs" ]; then
+  cuda_dirs=$(cat "$here/cuda-dirs")
+else
+  cuda_dirs=$( (find / -xdev \( -type f -o -type l \) \( -name 'libcudart.so.13' \
+    -o -name 'libcublas.so.13' -o -name 'libcudnn.so.9' -o -name 'libnccl.so.2' \) \
+    -printf '%h\n' 2>/dev/null || true) | sort -u | paste -sd: -)
+  echo "$cuda_dirs" >"$here/cuda-dirs.$$" && mv "$here/cuda-dirs.$$" "$here/cuda-dirs"
+fi
 export LD_LIBRARY_PATH="$here/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export DPRUN_SOURCE_DIR=${DPRUN_SOURCE_DIR:-$PWD}
 program=$1

@@ -98,6 +98,8 @@ conformance options:
   --via-cli              run each test through this executable (dprun MODEL --input NAME=FILE.npy
                          ... --output-dir DIR) instead of in this process
   --jobs N               with --via-cli, run N tests at once (default 1)
+  --device DEV           run the tests on DEV (default cpu:0; cuda:0 runs each model on the
+                         GPU, its nodes without a CUDA kernel on the host)
 
 exit status: 0 success, 1 runtime error, 2 usage error
 )";

@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""Verify and time dprun on a GPU machine, from an unpacked tools/gpu-bundle.sh archive.
+
+    python3 bench/peers/gpu_check.py --bundle /tmp/gpu-bundle --models DIR --out DIR
+                                     [--device cuda:0] [--steps tests,conformance,...]
+
+Run from the repository root, with PyTorch, torchvision, onnx and onnxruntime importable.
+DIR holds the zoo models made by `weightless.py strip` (resnet18, mobilenet_v2,
+encoder_base); they get random weights here. Steps (all by default):
+
+  tests        dprun_cuda_tests, every test (none skips where a GPU is present)
+  conformance  dprun conformance --device DEV against tests/conformance_expected.txt
+  models       the bundled models against their PyTorch outputs; the zoo models against
+               ONNX Runtime on the CPU, same file and inputs
+  train        every models/training/*.args case on DEV against PyTorch's losses and
+               trained weights (a multi-device case against dprun on cpu:0: see step_train)
+  bench        dprun bench on DEV against PyTorch eager on the same GPU, float32 (TF32 off)
+               and with TF32 allowed in both
+
+Writes OUT/summary.txt (one line per check, written as each ends, so a run cut short still
+says how far it got) and OUT/<step>.log. --device cpu:0 runs the same checks on the host,
+which is how this script itself is tested where there is no GPU.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ZOO = {  # name: bench arguments
+    "resnet18": ["--batch", "64"],
+    "mobilenet_v2": ["--batch", "64"],
+    "encoder_base": ["--batch", "64", "--symbol", "seq=128"],
+}
+
+
+class Check:
+    def __init__(self, args):
+        self.args = args
+        self.run_sh = os.path.join(args.bundle, "run.sh")
+        os.makedirs(args.out, exist_ok=True)
+        self.summary = open(os.path.join(args.out, "summary.txt"), "a", buffering=1)
+
+    def say(self, line):
+        print(line, flush=True)
+        self.summary.write(line + "\n")
+
+    def dprun(self, program, argv, log, timeout):
+        """Runs a bundle program; returns (exit status, output). The output goes to `log`."""
+        start = time.time()
+        try:
+            p = subprocess.run([self.run_sh, program] + argv, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=timeout)
+            rc, out = p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            rc, out = 124, (e.stdout or b"").decode(errors="replace") if isinstance(
+                e.stdout, bytes) else (e.stdout or "")
+            out += f"\n[timed out after {timeout} s]\n"
+        with open(os.path.join(self.args.out, log), "a") as f:
+            f.write(f"$ {program} {' '.join(argv)}\n{out}\n[rc {rc}, {time.time() - start:.1f} s]\n")
+        return rc, out
+
+
+def last_lines(text, n=3):
+    return " | ".join(line for line in text.strip().splitlines()[-n:])
+
+
+def step_tests_and_conformance(c, steps):
+    """The CUDA tests and the conformance suite run at once: each uses the GPU lightly."""
+    jobs = {}
+    if "tests" in steps and c.args.device.startswith("cuda"):
+        jobs["tests"] = ("dprun_cuda_tests", ["--gtest_brief=1"])
+    if "conformance" in steps:
+        jobs["conformance"] = ("dprun", ["conformance", "--device", c.args.device, "--data",
+                                         os.path.join(c.args.bundle, "data"), "--expected",
+                                         "tests/conformance_expected.txt", "--verbose"])
+    procs = {}
+    for name, (program, argv) in jobs.items():
+        log = open(os.path.join(c.args.out, name + ".log"), "w")
+        procs[name] = (subprocess.Popen([c.run_sh, program] + argv, stdout=log,
+                                        stderr=subprocess.STDOUT), log, time.time())
+    for name, (proc, log, start) in procs.items():
+        try:
+            rc = proc.wait(timeout=max(1, c.args.step_timeout - (time.time() - start)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = 124
+        log.close()
+        text = open(os.path.join(c.args.out, name + ".log"), errors="replace").read()
+        if name == "tests":
+            failed = re.findall(r"^\[  FAILED  \] (\S+)", text, re.M)
+            passed = re.search(r"\[  PASSED  \] (\d+) tests?", text)
+            skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", text)
+            c.say(f"tests: rc {rc} in {time.time() - start:.0f} s; passed "
+                  f"{passed.group(1) if passed else '?'}, skipped "
+                  f"{skipped.group(1) if skipped else 0}, failed {len(set(failed))}"
+                  + (f": {' '.join(sorted(set(failed)))}" if failed else ""))
+        else:
+            fails = re.findall(r"^FAIL (\S+?):", text, re.M)
+            regress = re.findall(r"^\S+ (\S+?):.*\[REGRESSION", text, re.M)
+            totals = re.search(r"^total .*$", text, re.M)
+            c.say(f"conformance on {c.args.device}: rc {rc} in {time.time() - start:.0f} s; "
+                  f"{totals.group(0) if totals else last_lines(text)}; "
+                  f"{len(regress)} expected to pass did not"
+                  + (f": {' '.join(regress[:40])}" if regress else "")
+                  + (f"; failing (not expected): {len(fails) - len(regress)}" if fails else ""))
+
+
+def compare(got, want):
+    """(max abs difference, max |want|, whether within 1e-4 relative of the output's scale)."""
+    if got.shape != want.shape:
+        return None
+    diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0
+    scale = float(np.max(np.abs(want))) if want.size else 0
+    return diff, scale, diff <= 1e-4 * max(scale, 1.0)
+
+
+def run_outputs(c, model, inputs, folder, log):
+    argv = [model, "--devices", c.args.device, "--output-dir", folder]
+    for name, path in inputs.items():
+        argv += ["--input", f"{name}={path}"]
+    return c.dprun("dprun", argv, log, 300)
+
+
+def step_models(c, zoo_dir):
+    for model in ("mlp", "cnn", "transformer"):
+        inputs = {re.sub(rf"^models/{model}\.input\.(.*)\.npy$", r"\1", p): p
+                  for p in sorted(glob.glob(f"models/{model}.input.*.npy"))}
+        with tempfile.TemporaryDirectory() as folder:
+            rc, out = run_outputs(c, f"models/{model}.onnx", inputs, folder, "models.log")
+            if rc:
+                c.say(f"model {model} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
+                continue
+            parts = []
+            for ref in sorted(glob.glob(f"models/{model}.output.*.npy")):
+                name = re.sub(rf"^models/{model}\.output\.(.*)\.npy$", r"\1", ref)
+                r = compare(np.load(os.path.join(folder, name + ".npy")), np.load(ref))
+                parts.append(f"{name} max |diff| {r[0]:.3g} (max |ref| {r[1]:.3g}) "
+                             f"{'ok' if r[2] else 'MISMATCH'}" if r else f"{name} wrong shape")
+            c.say(f"model {model} on {c.args.device} vs PyTorch: " + "; ".join(parts))
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    rng = np.random.default_rng(1)
+    for model in c.zoo:
+        path = os.path.join(zoo_dir, model + ".onnx")
+        if model == "encoder_base":
+            feeds = {"input_ids": rng.integers(0, 30522, (4, 128), dtype=np.int64),
+                     "attention_mask": np.ones((4, 128), np.float32)}
+            feeds["attention_mask"][1, 100:] = 0
+        else:
+            feeds = {"input": rng.standard_normal((4, 3, 224, 224)).astype(np.float32)}
+        with tempfile.TemporaryDirectory() as folder:
+            files = {}
+            for name, value in feeds.items():
+                files[name] = os.path.join(folder, name + ".in.npy")
+                np.save(files[name], value)
+            if ort:
+                session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+                want = session.run(None, feeds)
+                names = [o.name for o in session.get_outputs()]
+                reference = "ONNX Runtime (CPU)"
+            else:  # where ONNX Runtime is missing (Debian 12), dprun on cpu:0
+                cpu = os.path.join(folder, "cpu")
+                os.makedirs(cpu)
+                rc, out = c.dprun("dprun", [path, "--devices", "cpu:0", "--output-dir", cpu] +
+                                  [a for n, f in files.items() for a in ("--input", f"{n}={f}")],
+                                  "models.log", 300)
+                names = sorted(f[:-4] for f in os.listdir(cpu))
+                want = [np.load(os.path.join(cpu, n + ".npy")) for n in names]
+                reference = "dprun on cpu:0"
+            rc, out = run_outputs(c, path, files, folder, "models.log")
+            if rc:
+                c.say(f"zoo {model} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
+                continue
+            parts = []
+            for name, ref in zip(names, want):
+                r = compare(np.load(os.path.join(folder, name + ".npy")), ref)
+                parts.append(f"{name} max |diff| {r[0]:.3g} (max |ref| {r[1]:.3g}) "
+                             f"{'ok' if r[2] else 'MISMATCH'}" if r else f"{name} wrong shape")
+            c.say(f"zoo {model} batch 4 on {c.args.device} vs {reference}: " + "; ".join(parts))
+
+
+def trained_weights(path):
+    import onnx
+    from onnx import numpy_helper
+    return {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+
+
+def train_once(c, name, argv, device, folder):
+    """Runs one training case on `device`; (losses, trained weights) or the error line."""
+    saved, report = os.path.join(folder, device + ".onnx"), os.path.join(folder, device + ".json")
+    rc, out = c.dprun("dprun", ["train", f"models/training/{name}.onnx"] + argv +
+                      ["--devices", device, "--save", saved, "--json", report], "train.log", 300)
+    if rc:
+        return f"rc {rc}: {last_lines(out, 1)}"
+    return np.array(json.load(open(report))["losses"]), trained_weights(saved)
+
+
+def step_train(c):
+    """Each case against PyTorch; a case whose reference ran on several devices (batch
+    statistics per replica) against the same arguments on cpu:0, since one GPU is one device."""
+    for args_file in sorted(glob.glob("models/training/*.args")):
+        name = os.path.basename(args_file)[:-5]
+        argv = open(args_file).read().split()
+        devices = "cpu:0"
+        if "--devices" in argv:
+            at = argv.index("--devices")
+            devices = argv[at + 1]
+            del argv[at:at + 2]
+        with tempfile.TemporaryDirectory() as folder:
+            got = train_once(c, name, argv, c.args.device, folder)
+            if isinstance(got, str):
+                c.say(f"train {name} on {c.args.device}: {got}")
+                continue
+            if "," in devices:
+                want = train_once(c, name, argv, "cpu:0", folder)
+                if isinstance(want, str):
+                    c.say(f"train {name} on cpu:0: {want}")
+                    continue
+                against = "dprun on cpu:0 (PyTorch's reference is for " + devices + ")"
+            else:
+                want = (np.load(f"models/training/{name}.losses.npy"),
+                        trained_weights(f"models/training/{name}.trained.onnx"))
+                against = "PyTorch"
+            ref = want[0].astype(np.float64)
+            loss_rel = float(np.max(np.abs(got[0] - ref) / np.maximum(np.abs(ref), 1e-6)))
+            worst = max(float(np.max(np.abs(got[1][k] - w) / (1e-6 + 1e-4 * np.abs(w))))
+                        for k, w in want[1].items() if w.size and w.dtype.kind == "f")
+            c.say(f"train {name} on {c.args.device} vs {against}: losses max rel diff "
+                  f"{loss_rel:.2g}; weights worst |diff| / (1e-6 + 1e-4 |ref|) {worst:.3g} "
+                  f"{'ok' if loss_rel <= 1e-4 and worst <= 1 else 'OUTSIDE 1e-4'}")
+
+
+def torch_bench(model, feeds, iters, warmup, from_host):
+    """Samples/s of `model` (eval, no grad) on cuda:0; from_host copies the inputs each step."""
+    import torch
+    batch = next(iter(feeds.values())).shape[0]
+    on_gpu = [f.cuda() for f in feeds.values()]
+    host = list(feeds.values())
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*on_gpu)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(iters):
+            xs = [h.cuda() for h in host] if from_host else on_gpu
+            out = model(*xs)
+            first = out[0] if isinstance(out, tuple) else out
+            if from_host:
+                first.cpu()
+        torch.cuda.synchronize()
+        return batch * iters / (time.perf_counter() - start)
+
+
+def torch_model(name):
+    import torch
+    import torchvision
+    sys.path.insert(0, "models")
+    from export_models import TinyTransformer
+    torch.manual_seed(0)
+    if name == "encoder_base":
+        m = TinyTransformer(vocab=30522, d_model=768, max_len=512, nhead=12, dim_ff=3072,
+                            layers=12)
+        feeds = {"ids": torch.randint(0, 30522, (64, 128)), "mask": torch.ones(64, 128)}
+    elif name == "transformer":
+        m = TinyTransformer()
+        feeds = {"ids": torch.randint(0, 1000, (64, 128)), "mask": torch.ones(64, 128)}
+    else:
+        m = getattr(torchvision.models, name)(weights=None)
+        feeds = {"x": torch.randn(64, 3, 224, 224)}
+    return m.eval().cuda(), feeds
+
+
+def step_bench(c, zoo_dir):
+    cases = [(os.path.join(zoo_dir, m + ".onnx"), m, ZOO[m]) for m in c.zoo]
+    cases.append(("models/transformer.onnx", "transformer",
+                  ["--batch", "64", "--symbol", "seq=128"]))
+    iters = ["--iters", str(c.args.iters), "--warmup", "5"]
+    for path, name, extra in cases:
+        for tf32 in (False, True):
+            with tempfile.TemporaryDirectory() as folder:
+                report = os.path.join(folder, "b.json")
+                argv = ["bench", path, "--devices", c.args.device, "--json", report] + extra + \
+                    iters + (["--allow-tf32"] if tf32 else [])
+                rc, out = c.dprun("dprun", argv, "bench.log", 300)
+                if rc:
+                    c.say(f"bench {name}{' tf32' if tf32 else ''}: rc {rc}: {last_lines(out, 1)}")
+                    continue
+                b = json.load(open(report))
+                c.say(f"bench dprun {name} {' '.join(extra)} on {c.args.device}"
+                      f"{' tf32' if tf32 else ''}: {b['samples_per_s']:.1f} samples/s, "
+                      f"median step {b['step_ms']['median']:.3f} ms")
+        with tempfile.TemporaryDirectory() as folder:
+            report = os.path.join(folder, "run.json")
+            rc, out = c.dprun("dprun", [path, "--devices", c.args.device, "--json", report] +
+                              extra, "bench.log", 300)
+            if rc == 0:
+                peak = json.load(open(report)).get("peak_bytes")
+                c.say(f"memory dprun {name} {' '.join(extra)} on {c.args.device}: peak bytes "
+                      f"{peak}")
+    if not c.args.device.startswith("cuda"):
+        return
+    import torch
+    for name in [n for _, n, _ in cases]:
+        model, feeds = torch_model(name)
+        for tf32 in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+            rates = [torch_bench(model, feeds, c.args.iters, 5, h) for h in (False, True)]
+            c.say(f"bench torch {name} batch 64 on cuda{' tf32' if tf32 else ''}: "
+                  f"{rates[0]:.1f} samples/s with inputs on the GPU, {rates[1]:.1f} with "
+                  f"inputs copied from the host and the output back each step")
+        del model
+        torch.cuda.empty_cache()
+
+
+def fill_zoo(c):
+    """The zoo models with random weights, in a folder of their own."""
+    folder = os.path.join(tempfile.gettempdir(), "gpu_check_zoo")
+    os.makedirs(folder, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for model in c.zoo:
+        target = os.path.join(folder, model + ".onnx")
+        if not os.path.exists(target):
+            subprocess.run([sys.executable, os.path.join(here, "weightless.py"), "fill",
+                            os.path.join(c.args.models, model + ".onnx"), target], check=True)
+    return folder
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bundle", required=True)
+    p.add_argument("--models", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--steps", default="tests,conformance,models,train,bench")
+    p.add_argument("--step-timeout", type=int, default=240)
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--zoo", default=",".join(ZOO), help="zoo models to check and time")
+    args = p.parse_args()
+    steps = args.steps.split(",")
+    c = Check(args)
+    c.zoo = [m for m in args.zoo.split(",") if m]
+    start = time.time()
+    zoo = {}
+    # The zoo's weights are made on the host while the tests use the GPU.
+    filler = threading.Thread(target=lambda: zoo.update(folder=fill_zoo(c)))
+    filler.start()
+    if {"tests", "conformance"} & set(steps):
+        step_tests_and_conformance(c, steps)
+    filler.join()
+    zoo = zoo.get("folder")
+    for name, fn in (("models", lambda: step_models(c, zoo)), ("train", lambda: step_train(c)),
+                     ("bench", lambda: step_bench(c, zoo))):
+        if name in steps:
+            t = time.time()
+            try:
+                fn()
+            except Exception as e:  # a broken step must not hide the others' results
+                c.say(f"{name}: the check itself failed: {type(e).__name__}: {e}")
+            c.say(f"[{name} took {time.time() - t:.0f} s]")
+    c.say(f"[all took {time.time() - start:.0f} s]")
+
+
+if __name__ == "__main__":
+    main()
