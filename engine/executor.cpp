@@ -1,5 +1,7 @@
 #include "engine/executor.h"
 
+#include <algorithm>
+
 #include "engine/backend.h"
 
 namespace dprun {
@@ -30,14 +32,9 @@ class HostFallback {
  public:
   explicit HostFallback(int threads) : threads_(threads) {}
 
-  /// Replaces every input by a host copy (kept until the next call).
-  void stage_inputs(const Node& node, std::vector<const Tensor*>& inputs,
-                    const std::vector<SequencePtr>& sequences) {
-    for (const SequencePtr& s : sequences)
-      if (s)
-        node.fail(
-            "has no kernel on this device and takes a sequence; sequences do not move "
-            "between devices, so it cannot fall back to the cpu");
+  /// Replaces every input by a host copy (kept until the next call). Sequences are made and
+  /// read by host kernels only, so they are on the host already.
+  void stage_inputs(std::vector<const Tensor*>& inputs) {
     staged_.clear();
     staged_.reserve(inputs.size());  // the pointers below must stay valid
     for (const Tensor*& t : inputs) {
@@ -55,14 +52,10 @@ class HostFallback {
     return *context_;
   }
 
-  /// Moves the node's outputs to `device`.
-  void return_outputs(const Node& node, Device device, std::vector<Tensor>& outputs,
-                      const std::vector<SequencePtr>& sequences) const {
-    for (const SequencePtr& s : sequences)
-      if (s)
-        node.fail("ran on the cpu and gave a sequence, which cannot move to ", device.to_string());
+  /// Moves the node's tensor outputs to `device`; strings and sequences stay on the host.
+  void return_outputs(Device device, std::vector<Tensor>& outputs) const {
     for (Tensor& t : outputs)
-      if (t.defined()) t = t.to(device);
+      if (t.defined()) t = t.to_unless_string(device);
   }
 
  private:
@@ -70,6 +63,17 @@ class HostFallback {
   std::vector<Tensor> staged_;
   std::unique_ptr<ExecutionContext> context_;
 };
+
+// Whether the step runs on the host: a node without a kernel on the plan's device, or one
+// whose device kernel does not take the dtype this run feeds it (PlanStep::host_kernel).
+bool runs_on_host(const PlanStep& step, DeviceType plan_device,
+                  const std::vector<const Tensor*>& inputs) {
+  if (step.kernel_device != plan_device) return true;
+  if (!step.host_kernel) return false;
+  const Tensor* t = inputs[static_cast<size_t>(step.dtype_input)];
+  return t && std::find(step.device_dtypes.begin(), step.device_dtypes.end(), t->dtype()) ==
+                  step.device_dtypes.end();
+}
 
 }  // namespace
 
@@ -105,7 +109,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     int id = plan.value_id(name);
     DPRUN_CHECK(id >= 0 && graph.initializers.count(name), "'", name,
                 "' is not an overridable input of the model");
-    values[static_cast<size_t>(id)] = tensor.to(device);
+    values[static_cast<size_t>(id)] = tensor.to_unless_string(device);
   }
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Value& feed = feeds[i];
@@ -119,7 +123,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     if (i < required.size() &&
         (feed.tensor.defined() || required[i]->type.dtype != DType::Undefined))
       check_input(*required[i], feed.tensor);
-    if (feed.tensor.defined()) values[id] = feed.tensor.to(device);
+    if (feed.tensor.defined()) values[id] = feed.tensor.to_unless_string(device);
   }
 
   std::vector<const Tensor*> inputs;
@@ -136,8 +140,9 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
       inputs.push_back(t && t->defined() ? t : nullptr);
       input_sequences.push_back(id >= 0 ? sequences[static_cast<size_t>(id)] : nullptr);
     }
-    const bool on_host = step.kernel_device != plan.device_type();
-    if (on_host) host.stage_inputs(node, inputs, input_sequences);
+    const bool on_host = runs_on_host(step, plan.device_type(), inputs);
+    const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
+    if (on_host) host.stage_inputs(inputs);
     outputs.assign(step.outputs.size(), Tensor());
     output_sequences.assign(step.outputs.size(), nullptr);
     KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);
@@ -148,7 +153,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     for (const auto& obs : options.observers)
       if (obs.before) obs.before(node, device, inputs);
     try {
-      step.kernel->compute(ctx);
+      kernel.compute(ctx);
     } catch (const Error& e) {
       std::string what = e.what();
       if (what.rfind(node.describe(), 0) == 0) throw;
@@ -156,7 +161,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     } catch (const std::exception& e) {
       node.fail(e.what());
     }
-    if (on_host) host.return_outputs(node, device, outputs, output_sequences);
+    if (on_host) host.return_outputs(device, outputs);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
       if (!outputs[o].defined() && !output_sequences[o] && !ctx.output_is_none(o) &&

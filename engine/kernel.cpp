@@ -22,7 +22,8 @@ bool KernelRegistry::knows_op(const std::string& domain, const std::string& op_t
 }
 
 std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::string* why,
-                                                 const std::string& impl) const {
+                                                 const std::string& impl,
+                                                 const KernelDef** chosen) const {
   const Node& node = info.node;
   std::string domain = canonical_domain(node.domain);
   std::vector<const KernelDef*> versioned;
@@ -62,7 +63,10 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::st
         }
       }
     }
-    if (auto kernel = def->factory(info)) return kernel;
+    if (auto kernel = def->factory(info)) {
+      if (chosen) *chosen = def;
+      return kernel;
+    }
   }
   set_why(rejected_dtype.empty() ? "no kernel accepts this node's attributes"
                                  : "no kernel for dtype " + rejected_dtype);

@@ -106,9 +106,11 @@ class KernelRegistry {
   /// Adds a definition; returns true so it can initialise a static.
   bool add(KernelDef def);
   /// Builds the kernel for `info`, or returns nullptr with `why` set when none fits.
-  /// When `impl` is non-empty only definitions with that impl name are considered.
+  /// When `impl` is non-empty only definitions with that impl name are considered. `chosen`,
+  /// when given, is set to the definition that built the kernel.
   std::unique_ptr<OpKernel> create(const KernelInfo& info, std::string* why = nullptr,
-                                   const std::string& impl = "") const;
+                                   const std::string& impl = "",
+                                   const KernelDef** chosen = nullptr) const;
   /// True when any definition exists for (domain, op_type) on any device.
   bool knows_op(const std::string& domain, const std::string& op_type) const;
   /// Every registered definition (for listings and tests).

@@ -33,7 +33,7 @@ Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions opt
       version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
-    parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to(device));
+    parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to_unless_string(device));
 }
 
 Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,

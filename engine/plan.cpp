@@ -31,39 +31,68 @@ KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_typ
   return info;
 }
 
-// Builds one node's kernel; on failure returns nullptr and sets `why`.
-std::unique_ptr<OpKernel> build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
-                                       const std::map<std::string, Tensor>& constants,
-                                       const PlanOptions& options, std::string& why) {
+// A node's kernel, and what the planner could not check about it.
+struct BuiltKernel {
+  std::unique_ptr<OpKernel> kernel;
+  /// Set when the kernel's definition accepts only some dtypes of an input whose dtype the
+  /// graph does not give: that input's index, and the accepted dtypes.
+  std::optional<int> unchecked_input;
+  std::vector<DType> accepted;
+};
+
+// Builds one node's kernel; on failure the kernel is nullptr and `why` says why.
+BuiltKernel build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                         const std::map<std::string, Tensor>& constants, const PlanOptions& options,
+                         std::string& why) {
+  BuiltKernel built;
   try {
     KernelInfo info = make_info(graph, node, device_type, constants, options);
-    auto kernel = KernelRegistry::instance().create(info, &why);
-    return kernel;
+    const KernelDef* def = nullptr;
+    built.kernel = KernelRegistry::instance().create(info, &why, "", &def);
+    if (!built.kernel || def->dtypes.empty()) return built;
+    const size_t input = static_cast<size_t>(def->dtype_input);
+    const bool known = input < info.input_types.size() && info.input_types[input] &&
+                       info.input_types[input]->dtype != DType::Undefined;
+    if (!known && input < node.inputs.size()) {
+      built.unchecked_input = def->dtype_input;
+      built.accepted = def->dtypes;
+    }
   } catch (const Error& e) {
     why = e.what();
-    return nullptr;
+    built.kernel = nullptr;
   }
+  return built;
 }
 
-// The node's kernel on `device_type`, else (off the CPU) its CPU kernel; `placed` says which
-// (unset when neither exists) and `why` why `device_type` has none.
-std::unique_ptr<OpKernel> place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
-                                       const std::map<std::string, Tensor>& constants,
-                                       const PlanOptions& options,
-                                       std::optional<DeviceType>& placed, std::string& why) {
+// Fills the step's kernel: the node's kernel on `device_type`, else (off the CPU) its CPU
+// kernel, and, for a device kernel whose input dtype the planner could not check, the CPU
+// kernel the run falls back to for other dtypes. `placed` says where the kernel runs (unset
+// when neither exists) and `why` why `device_type` has none.
+void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
+                  const std::map<std::string, Tensor>& constants, const PlanOptions& options,
+                  PlanStep& step, std::optional<DeviceType>& placed, std::string& why) {
   placed.reset();
-  if (auto kernel = build_kernel(graph, node, device_type, constants, options, why)) {
+  BuiltKernel built = build_kernel(graph, node, device_type, constants, options, why);
+  if (built.kernel) {
     placed = device_type;
-    return kernel;
+    step.kernel = std::move(built.kernel);
+    if (device_type == DeviceType::CPU || !built.unchecked_input) return;
+    std::string cpu_why;
+    step.host_kernel =
+        build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why).kernel;
+    if (step.host_kernel) {
+      step.dtype_input = *built.unchecked_input;
+      step.device_dtypes = std::move(built.accepted);
+    }
+    return;
   }
-  if (device_type == DeviceType::CPU) return nullptr;
+  if (device_type == DeviceType::CPU) return;
   std::string cpu_why;
-  auto kernel = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why);
-  if (kernel)
+  step.kernel = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why).kernel;
+  if (step.kernel)
     placed = DeviceType::CPU;
   else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
     why += "; on the cpu: " + cpu_why;
-  return kernel;
 }
 
 // An input slot may be written over when its value dies here and is read through no other
@@ -84,7 +113,8 @@ std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_typ
   const std::map<std::string, Tensor> constants = constant_node_values(graph);
   for (const Node& node : graph.nodes) {
     NodePlacement p{.node = &node};
-    place_kernel(graph, node, device_type, constants, PlanOptions{}, p.device, p.why_not);
+    PlanStep step;
+    place_kernel(graph, node, device_type, constants, PlanOptions{}, step, p.device, p.why_not);
     placements.push_back(std::move(p));
   }
   return placements;
@@ -145,7 +175,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : intern(out));
     std::string why;
     std::optional<DeviceType> placed;
-    step.kernel = place_kernel(graph, node, device_type, constants, options, placed, why);
+    place_kernel(graph, node, device_type, constants, options, step, placed, why);
     if (step.kernel)
       step.kernel_device = *placed;
     else

@@ -21,6 +21,13 @@ struct PlanStep {
   /// Where the kernel runs: the plan's device type, or CPU for a node that has no kernel
   /// there (a host fallback).
   DeviceType kernel_device = DeviceType::CPU;
+  /// For a kernel off the CPU that accepts only `device_dtypes` for input `dtype_input`, where
+  /// the graph does not give that input's dtype (a value no inference reached, such as the
+  /// integer counts of a gradient graph): the node's CPU kernel, which a run that feeds
+  /// another dtype runs as a host fallback. Null otherwise.
+  std::unique_ptr<OpKernel> host_kernel;
+  std::vector<DType> device_dtypes;
+  int dtype_input = 0;
   std::vector<int> inputs;           // value ids; -1 for an omitted optional input
   std::vector<int> outputs;          // value ids; -1 for an omitted output
   std::vector<bool> outputs_wanted;  // an output nobody reads need not be computed

@@ -144,6 +144,10 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   return out;
 }
 
+Tensor Tensor::to_unless_string(Device device) const {
+  return dtype_ == DType::String ? *this : to(device);
+}
+
 Tensor Tensor::to(Device device, bool copy) const {
   if (!copy && device == this->device()) return *this;
   Tensor out = empty(shape_, dtype_, device);

@@ -96,6 +96,9 @@ class Tensor {
   Tensor narrow(int64_t axis, int64_t start, int64_t length) const;
   /// A copy on `device` (shares storage when already there and copy is false).
   Tensor to(Device device, bool copy = false) const;
+  /// to(device), except that a string tensor stays on the host: strings have no device
+  /// representation, and only host kernels read them.
+  Tensor to_unless_string(Device device) const;
   /// This tensor's memory seen as a tensor of `device`, without a copy: both devices must be
   /// CPU devices, which share the host's memory. A write through either is seen by both; the
   /// alias keeps the memory alive and is never its sole owner. Returns *this on the same device.

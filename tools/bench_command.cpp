@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
 #include "tools/bench_rounds.h"
@@ -23,12 +24,16 @@ namespace dprun::cli {
 
 namespace {
 
-// Time spent per op type and per node, summed over replicas, from per-node observers.
+// Time spent per op type and per node, summed over replicas, from per-node observers. On a
+// device that queues its work (a GPU) the observers wait for the device before and after each
+// node, so each node's time is its own and not its launch's; the waits themselves (some
+// microseconds each) are counted in.
 class OpProfile {
  public:
   NodeObserver observer() {
     NodeObserver obs;
-    obs.before = [this](const Node& node, Device, std::span<const Tensor* const> inputs) {
+    obs.before = [this](const Node& node, Device device, std::span<const Tensor* const> inputs) {
+      backend_for(device).synchronize(device);
       started() = std::chrono::steady_clock::now();
       std::lock_guard lock(mutex_);
       if (by_node_.count(node_key(node)) == 0) {
@@ -42,7 +47,8 @@ class OpProfile {
         order_.push_back(node_key(node));
       }
     };
-    obs.after = [this](const Node& node, Device, std::span<const Tensor>) {
+    obs.after = [this](const Node& node, Device device, std::span<const Tensor>) {
+      backend_for(device).synchronize(device);
       double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started()).count();
       std::lock_guard lock(mutex_);

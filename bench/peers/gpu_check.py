@@ -15,7 +15,9 @@ encoder_base); they get random weights here. Steps (all by default):
   train        every models/training/*.args case on DEV against PyTorch's losses and
                trained weights (a multi-device case against dprun on cpu:0: see step_train)
   bench        dprun bench on DEV against PyTorch eager on the same GPU, float32 (TF32 off)
-               and with TF32 allowed in both
+               and with TF32 allowed in both; PyTorch's host-to-GPU copy rates
+  profile      dprun bench --profile (time per op type, the device waited for around each
+               node) for each zoo model, into OUT/profile.log
 
 Writes OUT/summary.txt (one line per check, written as each ends, so a run cut short still
 says how far it got) and OUT/<step>.log. --device cpu:0 runs the same checks on the host,
@@ -310,6 +312,7 @@ def step_bench(c, zoo_dir):
     if not c.args.device.startswith("cuda"):
         return
     import torch
+    torch_copy_rates(c)
     for name in [n for _, n, _ in cases]:
         model, feeds = torch_model(name)
         for tf32 in (False, True):
@@ -321,6 +324,31 @@ def step_bench(c, zoo_dir):
                   f"inputs copied from the host and the output back each step")
         del model
         torch.cuda.empty_cache()
+
+
+def step_profile(c, zoo_dir):
+    for name in c.zoo:
+        rc, out = c.dprun("dprun", ["bench", os.path.join(zoo_dir, name + ".onnx"), "--devices",
+                                    c.args.device, "--iters", "5", "--warmup", "3", "--profile"]
+                          + ZOO[name], "profile.log", 300)
+        c.say(f"profile {name} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
+
+
+def torch_copy_rates(c):
+    """PyTorch's host-to-GPU copy rate for a ResNet batch of 64 (38.5 MB), pageable and pinned."""
+    import torch
+    x = torch.randn(64, 3, 224, 224)
+    rates = []
+    for host in (x, x.pin_memory()):
+        host.cuda()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            host.cuda()
+        torch.cuda.synchronize()
+        rates.append(10 * x.numel() * 4 / (time.perf_counter() - start) / 1e9)
+    c.say(f"copy host to GPU, 38.5 MB, through PyTorch: {rates[0]:.1f} GB/s pageable, "
+          f"{rates[1]:.1f} GB/s pinned")
 
 
 def fill_zoo(c):
@@ -342,7 +370,7 @@ def main():
     p.add_argument("--models", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--steps", default="tests,conformance,models,train,bench")
+    p.add_argument("--steps", default="tests,conformance,models,train,bench,profile")
     p.add_argument("--step-timeout", type=int, default=240)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--zoo", default=",".join(ZOO), help="zoo models to check and time")
@@ -360,7 +388,8 @@ def main():
     filler.join()
     zoo = zoo.get("folder")
     for name, fn in (("models", lambda: step_models(c, zoo)), ("train", lambda: step_train(c)),
-                     ("bench", lambda: step_bench(c, zoo))):
+                     ("bench", lambda: step_bench(c, zoo)),
+                     ("profile", lambda: step_profile(c, zoo))):
         if name in steps:
             t = time.time()
             try:

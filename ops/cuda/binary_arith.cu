@@ -7,12 +7,12 @@
 namespace dprun::cuda_ew {
 namespace {
 
-/// Pow: a float base with a float or integer exponent of its own dtype (opset 12+ allows them
-/// to differ); the output has the base's dtype.
+/// Pow: a float base with an exponent of any numeric dtype (opset 12+ allows them to
+/// differ); the output has the base's dtype.
 class PowKernel : public OpKernel {
  public:
   using Types = FloatTypes;
-  using ExponentTypes = TypeList<float, double, int32_t, int64_t>;
+  using ExponentTypes = NumericTypes;
   explicit PowKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
