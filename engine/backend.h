@@ -45,6 +45,10 @@ class Backend {
   virtual void check_device(Device device) const = 0;
   /// The allocator of one device; the same object on every call for that device.
   virtual std::shared_ptr<Allocator> allocator(Device device) = 0;
+  /// Host memory that this backend's devices copy to and from by DMA (page-locked memory on
+  /// CUDA): the memory of Tensor::pin_memory. nullptr where ordinary host memory does as well
+  /// (the CPU backend) or where no device can use it (no GPU).
+  virtual std::shared_ptr<Allocator> pinned_host_allocator() { return nullptr; }
   /// Copies bytes; at least one of the two devices belongs to this backend. Synchronous
   /// with respect to the host when either side is host memory.
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,

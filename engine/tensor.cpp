@@ -144,6 +144,19 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   return out;
 }
 
+Tensor Tensor::pin_memory(Device device) const {
+  if (!defined() || dtype_ == DType::String || this->device().type != DeviceType::CPU) return *this;
+  std::shared_ptr<Allocator> pinned = backend_for(device).pinned_host_allocator();
+  if (!pinned) return *this;
+  Tensor out;
+  out.numel_ = numel_;
+  out.shape_ = shape_;
+  out.dtype_ = dtype_;
+  out.storage_ = std::make_shared<Storage>(out.nbytes(), std::move(pinned));
+  std::memcpy(out.raw_data(), raw_data(), out.nbytes());
+  return out;
+}
+
 Tensor Tensor::to_unless_string(Device device) const {
   return dtype_ == DType::String ? *this : to(device);
 }

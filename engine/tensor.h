@@ -99,6 +99,10 @@ class Tensor {
   /// to(device), except that a string tensor stays on the host: strings have no device
   /// representation, and only host kernels read them.
   Tensor to_unless_string(Device device) const;
+  /// A host copy in memory that `device` copies from by DMA (torch.Tensor.pin_memory):
+  /// page-locked memory for a GPU. This tensor itself where `device`'s backend has no such
+  /// memory (CPU devices, no GPU present), for strings, and when it is not on the host.
+  Tensor pin_memory(Device device) const;
   /// This tensor's memory seen as a tensor of `device`, without a copy: both devices must be
   /// CPU devices, which share the host's memory. A write through either is seen by both; the
   /// alias keeps the memory alive and is never its sole owner. Returns *this on the same device.

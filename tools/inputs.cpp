@@ -91,4 +91,14 @@ std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& optio
   return inputs;
 }
 
+std::vector<Tensor> pin_for_devices(std::vector<Tensor> inputs,
+                                    const std::vector<Device>& devices) {
+  for (const Device& device : devices) {
+    if (device.type == DeviceType::CPU) continue;
+    for (Tensor& t : inputs) t = t.pin_memory(device);
+    break;
+  }
+  return inputs;
+}
+
 }  // namespace dprun::cli

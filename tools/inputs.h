@@ -19,6 +19,10 @@ struct InputOptions {
 /// missing ones are generated: floats uniform in [-1, 1), integers in [0, 10), bools random,
 /// all from a fixed seed so runs repeat.
 std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options);
+/// The inputs in memory that the first non-CPU device of `devices` copies from by DMA
+/// (Tensor::pin_memory), so that each run's scatter copies them at the link's speed; as they
+/// are when every device is a CPU device.
+std::vector<Tensor> pin_for_devices(std::vector<Tensor> inputs, const std::vector<Device>& devices);
 /// `t` as the dtype a model declares, where the file format cannot say it: a uint16 tensor
 /// (numpy '<u2' or 'V2', or the uint16 of ONNX's bfloat16 test data) is reinterpreted bit for
 /// bit as bfloat16 when `declared` is bfloat16. Any other tensor is returned unchanged.

@@ -77,7 +77,8 @@ int run_command(int argc, char** argv, int first) {
 
   auto model = std::make_shared<Model>(
       load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
-  std::vector<Tensor> inputs = prepare_inputs(*model, input_options);
+  std::vector<Tensor> inputs =
+      pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
   DataParallel parallel(model, options);
 
   std::vector<Tensor> outputs;

@@ -69,6 +69,10 @@ __global__ void binary_kernel(Op op, const TA* __restrict__ a, const TB* __restr
       out[i] = static_cast<TO>(op(a[0], b[i]));
     } else if constexpr (kAccess == Access::ScalarSecond) {
       out[i] = static_cast<TO>(op(a[i], b[0]));
+    } else if constexpr (kAccess == Access::Strided32) {
+      int32_t off[2];
+      input_offsets(ix, static_cast<int32_t>(i), off);
+      out[i] = static_cast<TO>(op(a[off[0]], b[off[1]]));
     } else {
       int64_t off[2];
       input_offsets(ix, i, off);
@@ -84,6 +88,10 @@ __global__ void where_kernel(const bool* __restrict__ cond, const E* __restrict_
   DPRUN_CUDA_GRID_STRIDE(i, n) {
     if constexpr (kAccess == Access::Contiguous) {
       out[i] = cond[i] ? x[i] : y[i];
+    } else if constexpr (kAccess == Access::Strided32) {
+      int32_t off[3];
+      input_offsets(ix, static_cast<int32_t>(i), off);
+      out[i] = cond[off[0]] ? x[off[1]] : y[off[2]];
     } else {
       int64_t off[3];
       input_offsets(ix, i, off);
@@ -122,7 +130,11 @@ void launch_binary(const KernelContext& ctx, const Op& op, const Layout<2>& layo
       launch(std::integral_constant<Access, Access::ScalarSecond>{});
       break;
     case Access::Strided:
-      launch(std::integral_constant<Access, Access::Strided>{});
+    case Access::Strided32:
+      if (fits_32_bit_index(n))
+        launch(std::integral_constant<Access, Access::Strided32>{});
+      else
+        launch(std::integral_constant<Access, Access::Strided>{});
       break;
   }
   check_launch(ctx);

@@ -26,7 +26,16 @@ enum class Access {
   ScalarFirst,   // input 0 is one element, the others contiguous (binary only)
   ScalarSecond,  // input 1 is one element, the others contiguous (binary only)
   Strided,       // the generic path: out index -> per-input offsets through dims and strides
+  /// Strided in 32-bit index arithmetic, which a GPU divides several times faster than 64-bit:
+  /// chosen at launch for outputs of fewer than 2^31 elements (no input offset is larger).
+  /// Layouts never hold it.
+  Strided32,
 };
+
+/// Whether a Strided layout of `numel` output elements launches as Strided32.
+DPRUN_HOST_DEVICE constexpr bool fits_32_bit_index(int64_t numel) {
+  return numel <= int64_t{0x7fffffff};
+}
 
 /// Per-input element strides over the merged output dims (0 where an input broadcasts),
 /// passed to the device by value.
@@ -37,18 +46,22 @@ struct BroadcastIndex {
   int64_t strides[N][kMaxDims] = {};
 };
 
-/// Element offsets of output index i into each of the N inputs (Strided access). The device
-/// kernels run it; host-side tests check it against plain broadcasting.
-template <int N>
-DPRUN_HOST_DEVICE inline void input_offsets(const BroadcastIndex<N>& ix, int64_t i,
-                                            int64_t (&off)[N]) {
+/// Element offsets of output index i into each of the N inputs (Strided access), in the
+/// arithmetic of `Index` (int64_t, or int32_t where fits_32_bit_index). The device kernels run
+/// it; host-side tests check it against plain broadcasting.
+template <class Index, int N>
+DPRUN_HOST_DEVICE inline void input_offsets(const BroadcastIndex<N>& ix, Index i, Index (&off)[N]) {
   for (int k = 0; k < N; ++k) off[k] = 0;
-  for (int d = ix.rank - 1; d >= 0; --d) {
-    const int64_t q = i / ix.dims[d];
-    const int64_t r = i - q * ix.dims[d];
+  for (int d = ix.rank - 1; d > 0; --d) {
+    const Index dim = static_cast<Index>(ix.dims[d]);
+    const Index q = i / dim;
+    const Index r = i - q * dim;
     i = q;
-    for (int k = 0; k < N; ++k) off[k] += r * ix.strides[k][d];
+    for (int k = 0; k < N; ++k) off[k] += r * static_cast<Index>(ix.strides[k][d]);
   }
+  // What is left of i is the outermost dim's index (i < dims[0]): no division needed.
+  if (ix.rank > 0)
+    for (int k = 0; k < N; ++k) off[k] += i * static_cast<Index>(ix.strides[k][0]);
 }
 
 template <int N>

@@ -18,6 +18,9 @@ void launch_where(const KernelContext& ctx, const Layout<3>& layout, const Tenso
   if (layout.access == Access::Contiguous)
     where_kernel<Access::Contiguous>
         <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(c, px, py, po, n, layout.index);
+  else if (fits_32_bit_index(n))
+    where_kernel<Access::Strided32>
+        <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(c, px, py, po, n, layout.index);
   else
     where_kernel<Access::Strided>
         <<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(c, px, py, po, n, layout.index);

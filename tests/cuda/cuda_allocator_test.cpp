@@ -2,12 +2,14 @@
 // the stream they were allocated on, cross-stream frees, and out-of-memory errors.
 #include "engine/backends/cuda/cuda_allocator.h"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "cuda_test_util.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/tensor.h"
 
 namespace dprun {
 namespace {
@@ -104,6 +106,36 @@ TEST(CudaCachingAllocator, TheBackendHasOnePerDevice) {
   EXPECT_EQ(allocator, cuda.allocator(Device::cuda(0)));
   EXPECT_EQ(allocator->device(), Device::cuda(0));
   EXPECT_NE(dynamic_cast<CudaCachingAllocator*>(allocator.get()), nullptr);
+}
+
+Tensor counting(int64_t n) {
+  Tensor t = Tensor::empty({n}, DType::Float32);
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(CudaPinnedHostAllocator, PinMemoryCopiesIntoPageLockedHostMemoryWhereAGpuIsPresent) {
+  const Tensor t = counting(1000);
+  if (!testing::cuda_unusable_reason().empty()) {
+    // No GPU: there is no page-locked memory to be had, and the tensor is kept.
+    EXPECT_EQ(backend_for(DeviceType::CUDA).pinned_host_allocator(), nullptr);
+    EXPECT_EQ(t.pin_memory(Device::cuda(0)).raw_data(), t.raw_data());
+    GTEST_SKIP() << testing::cuda_unusable_reason();
+  }
+  const Tensor pinned = t.pin_memory(Device::cuda(0));
+  EXPECT_NE(pinned.raw_data(), t.raw_data());
+  EXPECT_EQ(pinned.device(), Device::cpu());
+  ASSERT_EQ(pinned.shape(), t.shape());
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(pinned.data<float>()[i], static_cast<float>(i));
+  cudaPointerAttributes attributes{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attributes, pinned.raw_data()), cudaSuccess);
+  EXPECT_EQ(attributes.type, cudaMemoryTypeHost);  // registered with CUDA, not pageable
+  // Its rows reach the GPU and come back unchanged.
+  const Tensor back = pinned.narrow(0, 10, 20).to(Device::cuda(0)).to(Device::cpu());
+  for (int64_t i = 0; i < 20; ++i) ASSERT_EQ(back.data<float>()[i], static_cast<float>(10 + i));
+  // One allocator for every GPU.
+  EXPECT_EQ(backend_for(DeviceType::CUDA).pinned_host_allocator(),
+            backend_for(DeviceType::CUDA).pinned_host_allocator());
 }
 
 }  // namespace

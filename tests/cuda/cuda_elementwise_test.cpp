@@ -324,7 +324,13 @@ void expect_maps_like_broadcasting(const cuda_ew::Layout<N>& layout,
     for (int k = 0; k < N; ++k) off[k] = i;
     if (layout.access == cuda_ew::Access::ScalarFirst) off[0] = 0;
     if (layout.access == cuda_ew::Access::ScalarSecond) off[1] = 0;
-    if (layout.access == cuda_ew::Access::Strided) cuda_ew::input_offsets(layout.index, i, off);
+    if (layout.access == cuda_ew::Access::Strided) {
+      cuda_ew::input_offsets(layout.index, i, off);
+      int32_t narrow[N];  // the arithmetic of Strided32 launches
+      cuda_ew::input_offsets(layout.index, static_cast<int32_t>(i), narrow);
+      for (int k = 0; k < N; ++k)
+        ASSERT_EQ(narrow[k], off[k]) << "32-bit offset of input " << k << " at " << i;
+    }
     for (int k = 0; k < N; ++k)
       ASSERT_EQ(off[k], plain_offset(layout.out_shape, ins[k], i)) << "input " << k << " at " << i;
   }
@@ -378,6 +384,12 @@ TEST(CudaElementwiseLayout, BinaryPicksTheCheapestAccessAndMapsLikeBroadcasting)
     EXPECT_NE(std::string(e.what()).find("cannot be broadcast together"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(CudaElementwiseLayout, StridedLaunchesIn32BitArithmeticBelow2To31Elements) {
+  EXPECT_TRUE(cuda_ew::fits_32_bit_index(0));
+  EXPECT_TRUE(cuda_ew::fits_32_bit_index((int64_t{1} << 31) - 1));
+  EXPECT_FALSE(cuda_ew::fits_32_bit_index(int64_t{1} << 31));
 }
 
 TEST(CudaElementwiseLayout, LegacyBroadcastAlignsBAtTheAxis) {

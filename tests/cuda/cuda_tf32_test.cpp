@@ -78,36 +78,45 @@ TEST(CudaTf32, MatMulAndGemmUseTf32OnlyWhenAllowed) {
   }
 }
 
+// The largest |got - want| over the largest |want|, with want a 3x3 convolution (stride 1,
+// pads 1) of x [N, C, H, W] by w [M, C, 3, 3] summed in double.
+double conv3x3_error(const Tensor& x, const Tensor& w, const Tensor& got) {
+  const int64_t n_ = x.dim(0), c_ = x.dim(1), h_ = x.dim(2), w_ = x.dim(3), m_ = w.dim(0);
+  const float* xs = x.data<float>();
+  const float* ws = w.data<float>();
+  double worst = 0, scale = 1e-30;
+  for (int64_t n = 0; n < n_; ++n)
+    for (int64_t m = 0; m < m_; ++m)
+      for (int64_t i = 0; i < h_; ++i)
+        for (int64_t j = 0; j < w_; ++j) {
+          double want = 0;
+          for (int64_t c = 0; c < c_; ++c)
+            for (int64_t ki = 0; ki < 3; ++ki)
+              for (int64_t kj = 0; kj < 3; ++kj) {
+                const int64_t y = i + ki - 1, x_ = j + kj - 1;
+                if (y < 0 || y >= h_ || x_ < 0 || x_ >= w_) continue;
+                want += static_cast<double>(xs[((n * c_ + c) * h_ + y) * w_ + x_]) *
+                        ws[((m * c_ + c) * 3 + ki) * 3 + kj];
+              }
+          const double g = got.data<float>()[((n * m_ + m) * h_ + i) * w_ + j];
+          worst = std::max(worst, std::abs(g - want));
+          scale = std::max(scale, std::abs(want));
+        }
+  return worst / scale;
+}
+
 TEST(CudaTf32, ConvUsesTf32OnlyWhenAllowed) {
   DPRUN_REQUIRE_CUDA_GPU();
-  // A 1x1 convolution is a product: [N*H*W, C] x [C, M]. The size of a ResNet bottleneck's:
-  // for small ones (2x256x8x8) cuDNN's heuristics rank a float32 algorithm first even with
-  // tensor-op math allowed, and the two runs agree bit for bit.
-  constexpr int64_t kN = 8, kC = 256, kM = 256, kPixels = 28 * 28;
-  const Tensor x = uniform({kN, kC, 28, 28}, 3), w = uniform({kM, kC, 1, 1}, 4);
-  auto graph = make_graph({make_node("Conv", {"x", "w"}, {"y"})},
-                          {{"x", DType::Float32}, {"w", DType::Float32}}, {"y"});
-  // The same product on the host: rows of x as [pixels, C], w as [C, M].
-  Tensor rows = Tensor::empty({kN * kPixels, kC}, DType::Float32);
-  Tensor cols = Tensor::empty({kC, kM}, DType::Float32);
-  for (int64_t n = 0; n < kN; ++n)
-    for (int64_t c = 0; c < kC; ++c)
-      for (int64_t p = 0; p < kPixels; ++p)
-        rows.data<float>()[(n * kPixels + p) * kC + c] =
-            x.data<float>()[(n * kC + c) * kPixels + p];
-  for (int64_t m = 0; m < kM; ++m)
-    for (int64_t c = 0; c < kC; ++c) cols.data<float>()[c * kM + m] = w.data<float>()[m * kC + c];
-  auto as_rows = [](const Tensor& y) {  // [N, M, 28, 28] -> [N * 784, M]
-    Tensor r = Tensor::empty({kN * kPixels, kM}, DType::Float32);
-    for (int64_t n = 0; n < kN; ++n)
-      for (int64_t m = 0; m < kM; ++m)
-        for (int64_t p = 0; p < kPixels; ++p)
-          r.data<float>()[(n * kPixels + p) * kM + m] = y.data<float>()[(n * kM + m) * kPixels + p];
-    return r;
-  };
-  const double exact = matmul_error(rows, cols, as_rows(run_on_gpu(graph, false, {x, w})[0]));
-  const double rounded = matmul_error(rows, cols, as_rows(run_on_gpu(graph, true, {x, w})[0]));
-  EXPECT_LT(exact, 1e-5);
+  // A ResNet-sized 3x3 convolution. (For a small 1x1 one, 2x256x8x8 by 64 channels and even
+  // 8x256x28x28 by 256, cuDNN on an H200 ranks a float32 algorithm fastest with tensor-op math
+  // allowed, and the two runs agree bit for bit.)
+  const Tensor x = uniform({8, 64, 28, 28}, 3), w = uniform({64, 64, 3, 3}, 4);
+  Node conv = make_node("Conv", {"x", "w"}, {"y"});
+  conv.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
+  auto graph = make_graph({conv}, {{"x", DType::Float32}, {"w", DType::Float32}}, {"y"});
+  const double exact = conv3x3_error(x, w, run_on_gpu(graph, false, {x, w})[0]);
+  const double rounded = conv3x3_error(x, w, run_on_gpu(graph, true, {x, w})[0]);
+  EXPECT_LT(exact, 1e-5);  // float32 sums of 576 products
   EXPECT_LT(rounded, 1e-2);
   if (gpu_has_tf32()) {
     EXPECT_GT(rounded, 10 * exact) << "TF32 unused (exact " << exact << ")";

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "engine/backend.h"
 #include "engine/error.h"
 #include "engine/tensor.h"
 
@@ -21,6 +22,14 @@ TEST(Tensor, NarrowOnInnerDimCopies) {
   EXPECT_FALSE(cols.shares_storage_with(t));
   EXPECT_EQ((std::vector<int32_t>(cols.data<int32_t>(), cols.data<int32_t>() + 4)),
             (std::vector<int32_t>{1, 2, 4, 5}));
+}
+
+TEST(Tensor, PinMemoryForACpuDeviceIsTheTensorItself) {
+  Tensor t = Tensor::from_vector<float>({3}, {1, 2, 3});
+  EXPECT_EQ(backend_for(DeviceType::CPU).pinned_host_allocator(), nullptr);
+  EXPECT_EQ(t.pin_memory(Device::cpu(1)).raw_data(), t.raw_data());
+  Tensor words = Tensor::empty({1}, DType::String);
+  EXPECT_EQ(words.pin_memory(Device::cpu(0)).raw_data(), words.raw_data());
 }
 
 TEST(Tensor, AliasOnAnotherCpuDeviceSharesTheMemoryAndKeepsItAlive) {

@@ -119,4 +119,15 @@ AllocatorStats CudaCachingAllocator::stats() const {
   return stats_;
 }
 
+void* CudaPinnedHostAllocator::allocate(size_t bytes) {
+  void* ptr = nullptr;
+  cuda_check(cudaHostAlloc(&ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable),
+             "cudaHostAlloc of ", bytes, " bytes of pinned host memory");
+  return ptr;
+}
+
+void CudaPinnedHostAllocator::deallocate(void* ptr, size_t) {
+  if (ptr) cudaFreeHost(ptr);
+}
+
 }  // namespace dprun

@@ -75,4 +75,15 @@ class CudaCachingAllocator final : public Allocator {
   AllocatorStats stats_;
 };
 
+/// Page-locked host memory (cudaHostAlloc, portable: every GPU copies it by DMA), for host
+/// tensors that feed GPUs: a copy from pageable memory goes through the driver's staging
+/// buffers at a fraction of the link's speed (bench/README.md). Not cached: Tensor::pin_memory
+/// is for tensors made once and copied many times, and page-locking is slow.
+class CudaPinnedHostAllocator final : public Allocator {
+ public:
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+  Device device() const override { return Device::cpu(); }
+};
+
 }  // namespace dprun

@@ -51,6 +51,13 @@ std::shared_ptr<Allocator> CudaBackend::allocator(Device device) {
   return slot;
 }
 
+std::shared_ptr<Allocator> CudaBackend::pinned_host_allocator() {
+  if (device_count() == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (!pinned_) pinned_ = std::make_shared<CudaPinnedHostAllocator>();
+  return pinned_;
+}
+
 void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
                        size_t bytes) {
   if (bytes == 0) return;

@@ -22,6 +22,8 @@ class CudaBackend : public Backend {
   /// cuda:N: only K CUDA GPU(s) are present (cuda:0..cuda:K-1)" past the last one.
   void check_device(Device device) const override;
   std::shared_ptr<Allocator> allocator(Device device) override;
+  /// A CudaPinnedHostAllocator shared by every GPU; nullptr where no GPU is present.
+  std::shared_ptr<Allocator> pinned_host_allocator() override;
   /// cudaMemcpyAsync (cudaMemcpyPeerAsync between GPUs) on the calling thread's current stream
   /// of the GPU side (the destination's when both are GPUs). Waits for the copy when either
   /// side is host memory, when the GPUs differ, or when no execution context is current;
@@ -49,6 +51,7 @@ class CudaBackend : public Backend {
   CudaBackend() = default;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Allocator>> allocators_;
+  std::shared_ptr<Allocator> pinned_;
   CudaStreamPool streams_;
 };
 
