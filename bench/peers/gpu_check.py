@@ -116,12 +116,13 @@ def step_tests_and_conformance(c, steps):
 
 
 def compare(got, want):
-    """(max abs difference, max |want|, whether within 1e-4 relative of the output's scale)."""
+    """(max abs difference, max |want|, whether within 1e-4 of the output's largest value;
+    random weights can leave a deep network's outputs tiny, so the bound is relative only)."""
     if got.shape != want.shape:
         return None
     diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0
     scale = float(np.max(np.abs(want))) if want.size else 0
-    return diff, scale, diff <= 1e-4 * max(scale, 1.0)
+    return diff, scale, diff <= 1e-4 * scale
 
 
 def run_outputs(c, model, inputs, folder, log):
