@@ -95,7 +95,11 @@ std::vector<Tensor> pin_for_devices(std::vector<Tensor> inputs,
                                     const std::vector<Device>& devices) {
   for (const Device& device : devices) {
     if (device.type == DeviceType::CPU) continue;
-    for (Tensor& t : inputs) t = t.pin_memory(device);
+    try {
+      for (Tensor& t : inputs) t = t.pin_memory(device);
+    } catch (const Error&) {
+      // No page-locked memory to be had: the inputs stay pageable, and copies run slower.
+    }
     break;
   }
   return inputs;

@@ -21,7 +21,7 @@ struct InputOptions {
 std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options);
 /// The inputs in memory that the first non-CPU device of `devices` copies from by DMA
 /// (Tensor::pin_memory), so that each run's scatter copies them at the link's speed; as they
-/// are when every device is a CPU device.
+/// are when every device is a CPU device or no page-locked memory can be had.
 std::vector<Tensor> pin_for_devices(std::vector<Tensor> inputs, const std::vector<Device>& devices);
 /// `t` as the dtype a model declares, where the file format cannot say it: a uint16 tensor
 /// (numpy '<u2' or 'V2', or the uint16 of ONNX's bfloat16 test data) is reinterpreted bit for

@@ -210,16 +210,21 @@ inline Tensor workspace(const KernelContext& ctx, size_t bytes) {
   return Tensor::empty({static_cast<int64_t>(bytes)}, DType::UInt8, ctx.device());
 }
 
-/// The first algorithm of cuDNN's heuristic ranking (`perf`, `count` entries) that can run and,
-/// unless `allow_tf32`, does not use tensor-op math; fails naming `what` when there is none.
+/// Whether a ranked algorithm can run and, unless `allow_tf32`, uses no tensor-op math.
+template <class Perf>
+bool acceptable(const Perf& perf, bool allow_tf32) {
+  return perf.status == CUDNN_STATUS_SUCCESS &&
+         (allow_tf32 || (perf.mathType != CUDNN_TENSOR_OP_MATH &&
+                         perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+}
+
+/// The first acceptable algorithm of cuDNN's ranking (`perf`, `count` entries); fails naming
+/// `what` when there is none.
 template <class Perf>
 const Perf& pick_algorithm(const Perf* perf, int count, const KernelContext& ctx, const char* what,
                            bool allow_tf32 = false) {
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        (allow_tf32 || (perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
-                        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
-      return perf[i];
+    if (acceptable(perf[i], allow_tf32)) return perf[i];
   ctx.fail("cuDNN offers no ", what, " algorithm", allow_tf32 ? "" : " without tensor-op math",
            " for this shape");
 }
