@@ -115,6 +115,10 @@ std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_typ
     NodePlacement p{.node = &node};
     PlanStep step;
     place_kernel(graph, node, device_type, constants, PlanOptions{}, step, p.device, p.why_not);
+    if (step.host_kernel) {
+      p.device_dtypes = step.device_dtypes;
+      p.dtype_input = step.dtype_input;
+    }
     placements.push_back(std::move(p));
   }
   return placements;

@@ -84,6 +84,11 @@ struct NodePlacement {
   std::optional<DeviceType> device;
   /// Why the requested device type has no kernel for it (empty when it has one).
   std::string why_not;
+  /// For a node on the requested device whose input `dtype_input` has no dtype in the graph:
+  /// the dtypes its kernel there takes; a run that feeds another runs the node on the CPU
+  /// (PlanStep::host_kernel). Empty otherwise.
+  std::vector<DType> device_dtypes;
+  int dtype_input = 0;
 };
 
 /// The placement of every node of `graph` (in graph order) when it is compiled for

@@ -48,6 +48,14 @@ void print_placement(const Graph& graph, Device device) {
     std::printf("  %-4s %s (%s)\n", p.device ? "cpu" : "none", p.node->describe().c_str(),
                 p.why_not.c_str());
   }
+  for (const NodePlacement& p : placements) {
+    if (p.device_dtypes.empty()) continue;
+    std::string accepted;
+    for (DType t : p.device_dtypes)
+      accepted += (accepted.empty() ? "" : ", ") + std::string(dtype_name(t));
+    std::printf("  %-4s %s (on the cpu when input %d is not %s: its dtype is not in the graph)\n",
+                name.c_str(), p.node->describe().c_str(), p.dtype_input, accepted.c_str());
+  }
 }
 
 }  // namespace
