@@ -320,6 +320,15 @@ def step_bench(c, zoo_dir):
     if not c.args.device.startswith("cuda"):
         return
     import torch
+    if torch.cuda.device_count() > 1:  # DataParallel across the GPUs: 1, 2, .. N of them
+        for path, name, extra in cases[:1]:
+            batch = str(64 * torch.cuda.device_count())
+            rc, out = c.dprun("dprun", ["bench", path, "--devices", "all", "--sweep", "--batch",
+                                        batch, "--iters", str(c.args.iters), "--rounds", "3"],
+                              "bench.log", 300)
+            c.say(f"scaling dprun {name} batch {batch} over {torch.cuda.device_count()} GPUs: "
+                  f"rc {rc}: " + " | ".join(out.strip().splitlines()[-torch.cuda.device_count()
+                                                                     - 2:]))
     torch_copy_rates(c)
     for name in [n for _, n, _ in cases]:
         model, feeds = torch_model(name)
