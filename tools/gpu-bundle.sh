@@ -55,7 +55,9 @@ else
   cuda_dirs=$( (find / -xdev \( -type f -o -type l \) \( -name 'libcudart.so.13' \
     -o -name 'libcublas.so.13' -o -name 'libcudnn.so.9' -o -name 'libnccl.so.2' \) \
     -printf '%h\n' 2>/dev/null || true) | sort -u | paste -sd: -)
-  echo "$cuda_dirs" >"$here/cuda-dirs.$$" && mv "$here/cuda-dirs.$$" "$here/cuda-dirs"
+  # Kept only where the bundle's folder is writable.
+  { echo "$cuda_dirs" >"$here/cuda-dirs.$$" && mv "$here/cuda-dirs.$$" "$here/cuda-dirs"; } \
+    2>/dev/null || rm -f "$here/cuda-dirs.$$" 2>/dev/null || true
 fi
 export LD_LIBRARY_PATH="$here/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export DPRUN_SOURCE_DIR=${DPRUN_SOURCE_DIR:-$PWD}
