@@ -151,8 +151,12 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
   for (size_t i = 0; i < best.per_device.size(); ++i) {
     const auto& f = best.per_device[i];
     out << (i ? ", " : "") << "{\"device\": " << json_string(f.device.to_string())
-        << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms
-        << ", \"share\": " << (best.ms_per_iter > 0 ? f.busy_ms / best.ms_per_iter : 0) << "}";
+        << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms << ", \"share\": "
+        << (best.ms_per_iter > 0 ? f.busy_ms / best.ms_per_iter : 0)
+        // What the device's allocator held at most since the process started (every list of
+        // a sweep, the warm-up and the profile pass included).
+        << ", \"peak_bytes\": " << backend_for(f.device).allocator(f.device)->stats().peak_in_use
+        << "}";
   }
   out << "]";
   if (!scaling.empty()) {

@@ -238,6 +238,22 @@ TEST(BenchCli, JsonAndSweep) {
        {"\"samples_per_s\"", "\"batch\": 8", "\"iters\": 3", "\"devices\": [\"cpu:0\", \"cpu:1\"]",
         "\"per_device\"", "\"rows\": 4", "\"sweep\""})
     EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
+  // cpu:0 holds the model's parameters (every list's replica 0 shares them); cpu:1 a copy for
+  // each two-device list timed, the given one and the sweep's.
+  size_t parameter_bytes = 0;
+  const Model mlp = load_model(source_path("models/mlp.onnx"), Device::cpu());
+  for (const Tensor& p : mlp.parameters()) parameter_bytes += p.nbytes();
+  std::smatch peaks;
+  ASSERT_TRUE(std::regex_search(
+      json, peaks,
+      std::regex(
+          R"("device": "cpu:0", .*"peak_bytes": (\d+)\}, \{"device": "cpu:1", .*"peak_bytes": (\d+)\})")))
+      << json;
+  const size_t cpu0 = std::stoull(peaks[1].str()), cpu1 = std::stoull(peaks[2].str());
+  EXPECT_GE(cpu0, parameter_bytes);
+  EXPECT_LT(cpu0, 2 * parameter_bytes);
+  EXPECT_GE(cpu1, 2 * parameter_bytes);
+  EXPECT_LT(cpu1, 3 * parameter_bytes);
   fs::remove_all(dir);
 }
 
