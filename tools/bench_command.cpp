@@ -176,9 +176,10 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
   return out.str();
 }
 
-// The device lists to time: the given one, then with --sweep its first 1..N devices; all warmed,
-// then timed `rounds` times in turn so that a change in the machine's load falls on every list
-// alike.
+// The device lists to time: the given one, then with --sweep its first 1..N-1 devices (the
+// sweep's N devices are the given list itself, so no device holds a second replica of it); all
+// warmed, then timed `rounds` times in turn so that a change in the machine's load falls on
+// every list alike.
 std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::shared_ptr<Model>& model,
                                                                 const DataParallelOptions& options,
                                                                 const std::vector<Tensor>& inputs,
@@ -186,7 +187,7 @@ std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::share
                                                                 int iters, int rounds, bool sweep) {
   std::vector<std::unique_ptr<DeviceListBench>> benches;
   benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs, batch));
-  for (size_t k = 1; sweep && k <= options.device_ids.size(); ++k) {
+  for (size_t k = 1; sweep && k < options.device_ids.size(); ++k) {
     DataParallelOptions subset = options;
     subset.device_ids.assign(options.device_ids.begin(),
                              options.device_ids.begin() + static_cast<long>(k));
@@ -276,8 +277,9 @@ int bench_command(int argc, char** argv, int first) {
   if (rounds > 1) std::printf(" x %d rounds", rounds);
   std::printf(" (+%d warm-up)\n", warmup);
   print_result(main);
-  std::vector<const BenchResult*> scaling;
+  std::vector<const BenchResult*> scaling;  // 1..N devices, the given list last
   for (size_t b = 1; b < benches.size(); ++b) scaling.push_back(&benches[b]->result());
+  if (sweep) scaling.push_back(&main);
   if (!scaling.empty()) print_sweep(scaling);
   if (auto path = args.get("json"))
     write_file_atomically(
