@@ -62,8 +62,9 @@ class Check:
                                stderr=subprocess.STDOUT, text=True, timeout=timeout)
             rc, out = p.returncode, p.stdout
         except subprocess.TimeoutExpired as e:
-            rc, out = 124, (e.stdout or b"").decode(errors="replace") if isinstance(
-                e.stdout, bytes) else (e.stdout or "")
+            # The partial output comes back as bytes even where the run asked for text.
+            partial = e.stdout or b""
+            rc, out = 124, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
             out += f"\n[timed out after {timeout} s]\n"
         with open(os.path.join(self.args.out, log), "a") as f:
             f.write(f"$ {program} {' '.join(argv)}\n{out}\n[rc {rc}, {time.time() - start:.1f} s]\n")
