@@ -68,7 +68,7 @@ class Backend {
       Device device, const ExecutionConfig& config) = 0;
   /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
   /// whose new nodes this backend has kernels for (CPU: fuse_ops, then rewrite_channels_last;
-  /// engine/backends/cpu/op_fusion.h and layout_rewrite.h). A copy keeps the graph's inputs,
+  /// engine/rewrites/op_fusion.h and layout_rewrite.h). A copy keeps the graph's inputs,
   /// outputs and initializers with their names and types, so a model's parameters and feeds are the
   /// same either way. This default returns `graph`.
   virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,

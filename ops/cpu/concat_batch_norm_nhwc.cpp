@@ -1,6 +1,6 @@
 // ConcatBatchNormalizationNHWC(scale, B, mean, var, parts...): inference BatchNormalization of
 // the concatenation of NHWC parts along channels, applied while the parts are copied
-// (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h). Each element goes through the same
+// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). Each element goes through the same
 // simd::affine as BatchNormalizationNHWC, so the fused node gives the unfused pair's bits.
 #include <algorithm>
 #include <cstring>
@@ -81,7 +81,7 @@ class ConcatBatchNormNhwcKernel : public OpKernel {
   FusedActivation activation_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "ConcatBatchNormalizationNHWC",
                        .dtypes = kFloatTypes,
                        .dtype_input = 4,

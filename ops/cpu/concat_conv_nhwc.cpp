@@ -1,5 +1,5 @@
 // ConcatConvNHWC(W, B, parts...): ConvNHWC (one group) of the concatenation of NHWC parts along
-// channels (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h). A convolution is linear in
+// channels (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). A convolution is linear in
 // its input channels, so the oneDNN path runs one convolution per part, over that part's slice of
 // W's input channels, each after the first adding its result to the output (oneDNN's sum
 // post-op, the fused activation after the last): the concatenation is never written. Splitting
@@ -210,11 +210,11 @@ class ConcatConvOnednnKernel : public OpKernel {
   std::vector<std::unique_ptr<onednn::PackedWeights>> weights_;  // one per part
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "ConcatConvNHWC",
                        .dtype_input = static_cast<int>(kFirstPart),
                        .factory = make_kernel<UnfusedReferenceKernel<ConcatThenConv>>});
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "ConcatConvNHWC",
                        .dtypes = {DType::Float32},
                        .dtype_input = static_cast<int>(kFirstPart),

@@ -1,5 +1,5 @@
 // ConvChainNHWC(X, W0, B0, W1, B1, ..., [Z]): convolutions in a chain, each reading the one
-// before it and read by nothing else (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h),
+// before it and read by nothing else (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h),
 // as MobileNetV2's expansion, depthwise and projection convolutions. Attribute "steps" counts
 // them; step k's ConvNHWC attributes carry the prefix "<k>:". With "sum" = 1 the last step is a
 // ConvAddNHWC and the last input its addend Z.
@@ -42,7 +42,7 @@ std::vector<Node> chain_steps(const Node& fused) {
   for (size_t k = 0; k < nodes.size(); ++k) {
     Node& n = nodes[k];
     n.name = fused.name;
-    n.domain = kLayoutDomain;
+    n.domain = kRewriteDomain;
     n.op_type = sum && k + 1 == nodes.size() ? "ConvAddNHWC" : "ConvNHWC";
     n.inputs = {k == 0 ? fused.inputs[0] : fused.name + "/" + std::to_string(k - 1),
                 fused.inputs[1 + 2 * k], fused.inputs[2 + 2 * k]};
@@ -283,10 +283,10 @@ class ConvChainOnednnKernel : public OpKernel {
   onednn::ShapeCache<ChainPrimitives> cache_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "ConvChainNHWC",
                        .factory = make_kernel<UnfusedReferenceKernel<StepsInTurn>>});
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "ConvChainNHWC",
                        .dtypes = {DType::Float32},
                        .priority = 10,

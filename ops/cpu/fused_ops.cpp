@@ -1,4 +1,4 @@
-// Reference kernels of the ops the CPU op fusion introduces (engine/backends/cpu/op_fusion.h),
+// Reference kernels of the ops the CPU op fusion introduces (engine/rewrites/op_fusion.h),
 // domain "dprun": MatMulBias(A, B, bias) = MatMul(A, B) + bias and FusedGemm = Gemm, each then
 // its fused activation (ops/cpu/fused_activation.h), and Gelu(x) in its erf form
 // (math::GeluErfForm). The oneDNN MatMulBias and FusedGemm are in matmul_onednn.cpp.
@@ -77,16 +77,16 @@ class FusedGemmKernel : public OpKernel {
   FusedActivation activation_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "MatMulBias",
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<MatMulBiasKernel>});
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "FusedGemm",
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<FusedGemmKernel>});
 DPRUN_REGISTER_KERNEL(
-    {.domain = kLayoutDomain,
+    {.domain = kRewriteDomain,
      .op_type = "Gelu",
      .factory = make_kernel<ew::UnaryKernel<math::GeluErfForm, ew::Types::Float>>});
 

@@ -1,6 +1,6 @@
 // NchwConvMaxPoolNHWC(X, W, B): MaxPoolNHWC(ConvNHWC(Transpose(X, perm [0, 2, 3, 1]), W, B)), a
 // network's first convolution, over an NCHW input of a few channels, and the max pool after it
-// (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h). The ConvNHWC attributes are the
+// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). The ConvNHWC attributes are the
 // node's own; the MaxPoolNHWC's carry the prefix "pool:". X is NCHW, the output NHWC.
 //
 // oneDNN convolves a few-channel NCHW input into its blocked layout (nChw16c) much faster than
@@ -70,7 +70,7 @@ class TransposeConvPool {
   static Node conv_node(const Node& fused) {
     Node conv;
     conv.name = fused.name;
-    conv.domain = kLayoutDomain;
+    conv.domain = kRewriteDomain;
     conv.op_type = "ConvNHWC";
     conv.inputs = {fused.name + "/nhwc", fused.inputs[1]};
     if (fused.inputs.size() > 2 && !fused.inputs[2].empty()) conv.inputs.push_back(fused.inputs[2]);
@@ -87,7 +87,7 @@ class TransposeConvPool {
   static Node pool_node(const Node& fused) {
     Node pool;
     pool.name = fused.name + "/pool";
-    pool.domain = kLayoutDomain;
+    pool.domain = kRewriteDomain;
     pool.op_type = "MaxPoolNHWC";
     pool.inputs = {fused.name + "/convolution"};
     pool.outputs = fused.outputs;
@@ -250,10 +250,10 @@ class NchwConvMaxPoolOnednnKernel : public OpKernel {
   onednn::ShapeCache<ConvPoolPrimitives> cache_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "NchwConvMaxPoolNHWC",
                        .factory = make_kernel<UnfusedReferenceKernel<TransposeConvPool>>});
-DPRUN_REGISTER_KERNEL({.domain = kLayoutDomain,
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "NchwConvMaxPoolNHWC",
                        .dtypes = {DType::Float32},
                        .priority = 10,

@@ -361,7 +361,7 @@ struct Gelu {
 
 /// The erf form of Gelu as exporters write it before Gelu-20, 0.5 * x * (1 + erf(x / sqrt 2)),
 /// evaluated the same way (Erf's rational approximation, 4x cheaper than the erfc of Gelu):
-/// the CPU op fusion's Gelu (engine/backends/cpu/op_fusion.h) computes what the fused nodes did.
+/// the CPU op fusion's Gelu (engine/rewrites/op_fusion.h) computes what the fused nodes did.
 struct GeluErfForm {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {

@@ -1,5 +1,5 @@
 // The channels-last fusions that start from a Concat along channels (fuse_channels_last_ops,
-// engine/backends/cpu/op_fusion.h): pools moved before the Concat, ConcatConvNHWC, and the
+// engine/backends/cpu/channels_last_fusion.h): pools moved before the Concat, ConcatConvNHWC, and the
 // graphs they leave alone; results against the plain graph and the unfused channels-last graph.
 #include <gtest/gtest.h>
 
@@ -228,7 +228,7 @@ TEST(ChannelConcatFusion, KernelRunsOtherDtypesOnTheConcatenation) {
     for (int64_t i = 0; i < t.numel(); ++i) wide.data<double>()[i] = t.data<float>()[i];
     t = wide;
   }
-  const Tensor got = testing::run_node(concat_conv_node(""), in, 1, kLayoutDomain)[0];
+  const Tensor got = testing::run_node(concat_conv_node(""), in, 1, kRewriteDomain)[0];
   ASSERT_EQ(got.dtype(), DType::Float64);
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < want.numel(); ++i)
@@ -243,7 +243,7 @@ std::string concat_conv_error(const Shape& last_shape) {
   std::vector<Tensor> in = concat_conv_inputs();
   in.erase(in.begin() + 1);
   in.back() = random_floats(last_shape, 26);
-  return testing::run_node_error(n, in, 1, kLayoutDomain);
+  return testing::run_node_error(n, in, 1, kRewriteDomain);
 }
 
 TEST(ChannelConcatFusion, KernelNamesPartsThatDoNotFit) {

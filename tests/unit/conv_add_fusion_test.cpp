@@ -1,4 +1,4 @@
-// ConvAddNHWC (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h): a ConvNHWC whose result
+// ConvAddNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): a ConvNHWC whose result
 // only an Add reads, with the activation after the Add; which graphs fuse, results against the
 // plain graph, and the kernel against the convolution plus Z computed by hand.
 #include <gtest/gtest.h>
@@ -148,14 +148,14 @@ TEST(ConvAddFusion, AllowWinogradLeavesTheConvolutionToConvNhwc) {
   // A 3x3 stride-1 convolution, 48 -> 48 channels at 30 x 30 (within ConvNHWC's Winograd
   // bound): with allow_winograd the fused node gives the bits of ConvNHWC's result plus Z.
   Node n = named_node("ConvAddNHWC", {"x", "w", "", "z"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   const std::vector<Tensor> in = {random_floats({1, 30, 30, 48}, 41),
                                   random_floats({48, 48, 3, 3}, 42),
                                   random_floats({1, 30, 30, 48}, 43)};
   const PlanOptions winograd{.allow_winograd = true};
   const Tensor got = testing::run_impl(n, in, 1, "onednn", 1, winograd)[0];
   Node conv = named_node("ConvNHWC", {"x", "w"}, {"c"}, {{"pads", ints({1, 1, 1, 1})}});
-  conv.domain = kLayoutDomain;
+  conv.domain = kRewriteDomain;
   Tensor want = testing::run_impl(conv, {in[0], in[1]}, 1, "onednn", 1, winograd)[0];
   for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += in[2].data<float>()[i];
   ASSERT_EQ(got.shape(), want.shape());
@@ -167,7 +167,7 @@ TEST(ConvAddFusion, KernelReportsAConvolutionThatDoesNotFit) {
   n.name = "block";
   const std::vector<Tensor> in = {random_floats({2, 9, 8, 5}, 31), random_floats({6, 2, 3, 2}, 32),
                                   random_floats({6}, 33), random_floats({2, 4, 8, 6}, 34)};
-  EXPECT_EQ(testing::run_node_error(n, in, 1, kLayoutDomain),
+  EXPECT_EQ(testing::run_node_error(n, in, 1, kRewriteDomain),
             "[ConvAddNHWC] node 'block': [Conv] node 'block': X [2, 5, 9, 8] and W [6, 2, 3, 2] "
             "do not agree for group=2");
 }

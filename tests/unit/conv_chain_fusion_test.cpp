@@ -1,4 +1,4 @@
-// ConvChainNHWC (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h): convolutions in a
+// ConvChainNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): convolutions in a
 // chain run a few images at a time; which graphs chain, results against the plain graph, and the
 // kernel's tiles against the steps run in turn over the batch.
 #include <gtest/gtest.h>
@@ -104,7 +104,7 @@ Node chain_node(bool sum) {
                        {"1:pads", ints({1, 1, 1, 1})},
                        {"1:strides", ints({2, 2})},
                        {"1:activation", Attribute::of_string("Relu")}});
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   if (sum) n.inputs.push_back("z");
   return n;
 }
@@ -145,7 +145,7 @@ TEST(ConvChainFusion, AllowWinogradRunsTheStepsInTurn) {
                        {"0:pads", ints({1, 1, 1, 1})},
                        {"0:activation", Attribute::of_string("Relu")},
                        {"1:pads", ints({1, 1, 1, 1})}});
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   const std::vector<Tensor> in = {random_floats({1, 30, 30, 48}, 21),
                                   random_floats({48, 48, 3, 3}, 22),
                                   random_floats({48, 48, 3, 3}, 23)};
@@ -155,7 +155,7 @@ TEST(ConvChainFusion, AllowWinogradRunsTheStepsInTurn) {
       named_node("ConvNHWC", {"x", "w0"}, {"h"},
                  {{"pads", ints({1, 1, 1, 1})}, {"activation", Attribute::of_string("Relu")}});
   Node second = named_node("ConvNHWC", {"h", "w1"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
-  first.domain = second.domain = kLayoutDomain;
+  first.domain = second.domain = kRewriteDomain;
   const Tensor h = testing::run_impl(first, {in[0], in[1]}, 1, "onednn", 1, winograd)[0];
   const Tensor want = testing::run_impl(second, {h, in[2]}, 1, "onednn", 1, winograd)[0];
   ASSERT_EQ(chained.shape(), want.shape());
@@ -168,12 +168,12 @@ TEST(ConvChainFusion, KernelNamesWhatDoesNotFit) {
   n.inputs.pop_back();
   std::vector<Tensor> in = chain_inputs(false);
   in.pop_back();
-  EXPECT_EQ(testing::run_node_error(n, in, 1, kLayoutDomain),
+  EXPECT_EQ(testing::run_node_error(n, in, 1, kRewriteDomain),
             "1 node has no cpu kernel: [ConvChainNHWC] node 'block' ([ConvChainNHWC] node "
             "'block': expects X, a weight and a bias (or \"\") per step of 3, got 6 inputs)");
   in = chain_inputs(false);
   in[3] = random_floats({64, 2, 3, 3}, 18);  // a depthwise weight of 2 input channels
-  EXPECT_EQ(testing::run_node_error(chain_node(false), in, 1, kLayoutDomain),
+  EXPECT_EQ(testing::run_node_error(chain_node(false), in, 1, kRewriteDomain),
             "[ConvChainNHWC] node 'ConvChainNHWC_y': [Conv] node 'ConvChainNHWC_y': X [3, 64, 40, "
             "36] and W [64, 2, 3, 3] do not agree for group=64");
 }

@@ -212,7 +212,7 @@ TEST(CpuBackend, GraphRewriteIsTheChannelsLastPass) {
   std::shared_ptr<const Graph> rewritten = cpu().rewrite_graph(graph, {.layout = true});
   ASSERT_NE(rewritten, graph);
   int nhwc = 0;
-  for (const Node& n : rewritten->nodes) nhwc += n.domain == kLayoutDomain;
+  for (const Node& n : rewritten->nodes) nhwc += n.domain == kRewriteDomain;
   EXPECT_EQ(nhwc, 1);
   EXPECT_EQ(cpu().rewrite_graph(graph, {.layout = false}), graph);
   std::shared_ptr<const Graph> probe = probe_graph();  // nothing qualifies: used as it is

@@ -30,7 +30,7 @@ inline Node fused_test_node(const std::string& op, std::vector<std::string> in,
                             std::vector<std::string> out, std::map<std::string, Attribute> attrs,
                             const std::string& activation) {
   Node n = named_node(op, std::move(in), std::move(out), std::move(attrs));
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   if (!activation.empty()) {
     n.attributes["activation"] = Attribute::of_string(activation);
     n.attributes["activation_min"] = Attribute::of_float(-0.1f);

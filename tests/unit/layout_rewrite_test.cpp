@@ -112,7 +112,7 @@ TEST(LayoutRewrite, ResidualChainStaysChannelsLast) {
                                       "GlobalAveragePoolNHWC", "Transpose", "Flatten", "Gemm"}));
   EXPECT_EQ(r->nodes[0].attr_ints("perm"), (std::vector<int64_t>{0, 2, 3, 1}));
   EXPECT_EQ(r->nodes[5].attr_ints("perm"), (std::vector<int64_t>{0, 3, 1, 2}));
-  EXPECT_EQ(r->nodes[1].domain, kLayoutDomain);
+  EXPECT_EQ(r->nodes[1].domain, kRewriteDomain);
   EXPECT_EQ(r->nodes[1].attr_string("activation", ""), "Relu");
   EXPECT_EQ(r->nodes[2].attr_string("activation", ""), "");
   EXPECT_EQ(r->opset("dprun"), 1);
@@ -244,7 +244,7 @@ TEST(LayoutRewrite, GroupedDepthwisePoolsConcatSameResults) {
   ASSERT_NE(r, nullptr);
   int nhwc_ops = 0;
   for (const Node& n : r->nodes) {
-    nhwc_ops += n.domain == kLayoutDomain;
+    nhwc_ops += n.domain == kRewriteDomain;
     if (n.op_type == "Concat") {
       EXPECT_EQ(n.attr_int("axis"), 3);
     }
@@ -264,13 +264,13 @@ TEST(LayoutRewrite, OtherDtypesRunThroughTheReference) {
   // reference between transposes.
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 13;
-  g->opset_imports[kLayoutDomain] = 1;
+  g->opset_imports[kRewriteDomain] = 1;
   g->inputs = {{"x", TensorType{DType::Float64, std::nullopt}}};
   Tensor w = Tensor::empty({3, 2, 2, 2}, DType::Float64);
   for (int64_t i = 0; i < w.numel(); ++i) w.data<double>()[i] = 0.1 * static_cast<double>(i % 7);
   g->initializers["w"] = w;
   Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"strides", ints({1, 2})}});
-  conv.domain = kLayoutDomain;
+  conv.domain = kRewriteDomain;
   g->nodes = {conv};
   g->outputs = {{"y", TensorType{DType::Float64, std::nullopt}}};
   Tensor x = Tensor::empty({1, 3, 4, 2}, DType::Float64);  // NHWC, C = 2
@@ -373,7 +373,7 @@ TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
   const auto references = testing::fused_activation_references(-0.1, 0.3);
   auto conv_node = [](const std::string& kind) {
     Node conv = node("ConvNHWC", {"x", "w"}, {"y"}, {{"pads", ints({1, 1, 1, 1})}});
-    conv.domain = kLayoutDomain;
+    conv.domain = kRewriteDomain;
     if (kind.empty()) return conv;
     conv.attributes["activation"] = Attribute::of_string(kind);
     conv.attributes["activation_min"] = Attribute::of_float(-0.1f);
@@ -412,7 +412,7 @@ TEST(LayoutRewrite, WinogradConvolutionOnlyWhenAllowedAndWithinItsBound) {
   auto conv = [](int64_t stride) {
     Node n = node("ConvNHWC", {"x", "w", "b"}, {"y"},
                   {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({stride, stride})}});
-    n.domain = kLayoutDomain;
+    n.domain = kRewriteDomain;
     n.attributes["activation"] = Attribute::of_string("Relu");
     return n;
   };
@@ -611,12 +611,12 @@ TEST(LayoutRewrite, AConcatReadElsewhereKeepsItsOwnNode) {
 std::string concat_norm_error(const Shape& second_shape) {
   Node n = node("ConcatBatchNormalizationNHWC", {"s", "b", "m", "v", "p0", "p1"}, {"y"});
   n.name = "dense1";
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   const Tensor params = random_tensor({5}, 90);
   return testing::run_node_error(n,
                                  {params, params, params, params, random_tensor({1, 2, 2, 2}, 91),
                                   random_tensor(second_shape, 92)},
-                                 1, kLayoutDomain);
+                                 1, kRewriteDomain);
 }
 
 TEST(LayoutRewrite, ConcatBatchNormNamesPartsThatDoNotFit) {

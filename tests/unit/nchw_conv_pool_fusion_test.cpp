@@ -1,4 +1,4 @@
-// NchwConvMaxPoolNHWC (fuse_channels_last_ops, engine/backends/cpu/op_fusion.h): a first
+// NchwConvMaxPoolNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): a first
 // convolution over an NCHW input of few channels and the max pool after it; which graphs fuse,
 // results against the plain graph, and the kernel against the plain Conv and MaxPool kernels.
 #include <gtest/gtest.h>
@@ -183,7 +183,7 @@ TEST(NchwConvPoolFusion, Float64RunsThePartsInTurn) {
     wide.push_back(Tensor::empty(t.shape(), DType::Float64));
     for (int64_t i = 0; i < t.numel(); ++i) wide.back().data<double>()[i] = t.data<float>()[i];
   }
-  const Tensor got = testing::run_node(stem_node("", true), wide, 1, kLayoutDomain)[0];
+  const Tensor got = testing::run_node(stem_node("", true), wide, 1, kRewriteDomain)[0];
   ASSERT_EQ(got.dtype(), DType::Float64);
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < want.numel(); ++i)
@@ -195,12 +195,12 @@ TEST(NchwConvPoolFusion, KernelReportsWhatDoesNotFit) {
   n.name = "stem";
   const std::vector<Tensor> in = {random_floats({1, 4, 23, 21}, 41),
                                   random_floats({16, 3, 3, 3}, 42), random_floats({16}, 43)};
-  EXPECT_EQ(testing::run_node_error(n, in, 1, kLayoutDomain),
+  EXPECT_EQ(testing::run_node_error(n, in, 1, kRewriteDomain),
             "[NchwConvMaxPoolNHWC] node 'stem': [Conv] node 'stem': X [1, 4, 23, 21] and W "
             "[16, 3, 3, 3] do not agree for group=1");
   Node one_input = n;
   one_input.inputs = {"x"};
-  EXPECT_EQ(testing::run_node_error(one_input, {in[0]}, 1, kLayoutDomain),
+  EXPECT_EQ(testing::run_node_error(one_input, {in[0]}, 1, kRewriteDomain),
             "1 node has no cpu kernel: [NchwConvMaxPoolNHWC] node 'stem' ([NchwConvMaxPoolNHWC] "
             "node 'stem': expects X, W and an optional B, got 1 inputs)");
 }

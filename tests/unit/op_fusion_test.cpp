@@ -1,6 +1,6 @@
-// The CPU op fusion (engine/backends/cpu/op_fusion.h) and its kernels: which chains are fused,
+// The CPU op fusion (engine/rewrites/op_fusion.h) and its kernels: which chains are fused,
 // which are left alone, and equal results with and without the fusion.
-#include "engine/backends/cpu/op_fusion.h"
+#include "engine/rewrites/op_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -97,12 +97,12 @@ TEST(OpFusion, MatMulTakesItsBiasAdd) {
     ASSERT_NE(r, nullptr);
     // The Relu, the bias Add's only reader, is applied by the MatMulBias too.
     EXPECT_EQ(op_types(*r), (std::vector<std::string>{"MatMulBias"}));
-    EXPECT_EQ(r->nodes[0].domain, kLayoutDomain);
+    EXPECT_EQ(r->nodes[0].domain, kRewriteDomain);
     EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"x", "w", "bias"}));
     EXPECT_EQ(r->nodes[0].outputs, (std::vector<std::string>{"y"}));
     EXPECT_EQ(r->nodes[0].attr_string("activation", ""), "Relu");
     EXPECT_EQ(r->initializers.size(), g->initializers.size());
-    EXPECT_EQ(r->opset(kLayoutDomain), 1);
+    EXPECT_EQ(r->opset(kRewriteDomain), 1);
     expect_same_results(g, {random_tensor({2, 3, 4}, 3)});
   }
 }
@@ -141,7 +141,7 @@ TEST(OpFusion, MatMulBiasNeedsAPrivateProductAndConstantOperands) {
 
 TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
   Node n = testing::make_node("MatMulBias", {"a", "b", "bias"}, {"y"});
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   for (const Shape& a_shape : {Shape{7, 9}, Shape{2, 3, 9}, Shape{9}}) {
     SCOPED_TRACE(shape_to_string(a_shape));
     const std::vector<Tensor> inputs = {random_tensor(a_shape, 11), random_tensor({9, 6}, 12),
@@ -195,7 +195,7 @@ TEST(OpFusion, GemmTakesAnActivationOnlyWhenItIsTheOnlyReader) {
   auto r = fuse_ops(*g);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(op_types(*r), (std::vector<std::string>{"FusedGemm", "Gemm", "Sigmoid", "Neg"}));
-  EXPECT_EQ(r->nodes[0].domain, kLayoutDomain);
+  EXPECT_EQ(r->nodes[0].domain, kRewriteDomain);
   EXPECT_EQ(r->nodes[0].attr_string("activation", ""), "Relu");
   EXPECT_EQ(r->nodes[0].attr_int("transB", 0), 1);
   EXPECT_EQ(r->nodes[0].attr_float("alpha", 1.f), 0.5f);
@@ -212,7 +212,7 @@ TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {
                                       random_tensor({7}, 43)};
   for (const char* op : {"MatMulBias", "FusedGemm"}) {
     Node plain = testing::make_node(op, {"a", "b", "c"}, {"y"});
-    plain.domain = kLayoutDomain;
+    plain.domain = kRewriteDomain;
     const Tensor product = testing::run_impl(plain, inputs, 13, "reference")[0];
     ASSERT_EQ(product.shape(), (Shape{5, 7}));
     for (const auto& [kind, unused] : FusedActivation::names()) {
@@ -268,7 +268,7 @@ TEST(OpFusion, GeluChainsBecomeOneNode) {
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(op_types(*r), (std::vector<std::string>{"Constant", "Constant", "Constant",
                                                       "Constant", "Gelu", "Neg"}));
-    EXPECT_EQ(r->nodes[4].domain, kLayoutDomain);
+    EXPECT_EQ(r->nodes[4].domain, kRewriteDomain);
     EXPECT_EQ(r->nodes[4].inputs, (std::vector<std::string>{"x"}));
     EXPECT_EQ(r->nodes[4].outputs, (std::vector<std::string>{"gelu"}));
     expect_same_results(g, {random_tensor({3, 50}, 21, 6.f)});
@@ -288,7 +288,7 @@ TEST(OpFusion, GeluNeedsItsConstantsAndPrivateValues) {
 
 TEST(OpFusion, GeluKernelMatchesTheFormulaEverywhere) {
   Node n = testing::make_node("Gelu", {"x"}, {"y"});
-  n.domain = kLayoutDomain;
+  n.domain = kRewriteDomain;
   Tensor x = Tensor::empty({2001}, DType::Float32);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = -10.f + 0.01f * float(i);
   const Tensor y = testing::run_impl(n, {x}, 1, "reference")[0];

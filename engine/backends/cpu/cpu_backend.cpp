@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/backends/cpu/channels_last_fusion.h"
 #include "engine/backends/cpu/cpu_cores.h"
 #include "engine/backends/cpu/cpu_execution_context.h"
 #include "engine/backends/cpu/layout_rewrite.h"
-#include "engine/backends/cpu/op_fusion.h"
 #include "engine/error.h"
+#include "engine/rewrites/op_fusion.h"
 
 namespace dprun {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backends/cpu/graph_patterns.h"
+#include "engine/rewrites/graph_patterns.h"
 
 namespace dprun {
 namespace {
@@ -298,7 +298,7 @@ class Emitter {
       if (rewritten[i]) nhwc_.insert(graph_.nodes[i].outputs[0]);
     out_ = std::make_shared<Graph>(graph_);
     out_->nodes.clear();
-    out_->opset_imports[kLayoutDomain] = 1;
+    out_->opset_imports[kRewriteDomain] = 1;
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
       const Node& n = graph_.nodes[i];
       if (!rewritten[i]) {
@@ -352,7 +352,7 @@ class Emitter {
     if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
         n.op_type == "GlobalAveragePool" || n.op_type == "BatchNormalization") {
       m.op_type = n.op_type + "NHWC";
-      m.domain = kLayoutDomain;
+      m.domain = kRewriteDomain;
     } else if (n.op_type == "Concat") {
       int64_t axis = n.attr_int("axis", 1);
       if (axis < 0) axis += 4;

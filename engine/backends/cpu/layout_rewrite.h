@@ -6,11 +6,9 @@
 #include <memory>
 
 #include "engine/graph.h"
+#include "engine/rewrites/rewrite_domain.h"
 
 namespace dprun {
-
-/// The domain and opset of the NHWC ops the rewrite introduces.
-inline constexpr const char* kLayoutDomain = "dprun";
 
 /// Returns a rewritten copy of `graph` in which 4-D float32 Conv (with initializer weights)
 /// becomes ConvNHWC, pools on NHWC data become MaxPoolNHWC/AveragePoolNHWC/

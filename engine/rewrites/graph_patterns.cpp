@@ -1,4 +1,4 @@
-#include "engine/backends/cpu/graph_patterns.h"
+#include "engine/rewrites/graph_patterns.h"
 
 #include <set>
 

@@ -1,28 +1,12 @@
 #pragma once
-// Op fusion: chains of ONNX nodes that the CPU runs faster as one kernel, rewritten into nodes of
-// the "dprun" domain (the layout rewrite's domain, engine/backends/cpu/layout_rewrite.h) that
-// ops/cpu registers. Part of the CPU backend's graph rewrite (CpuBackend::rewrite_graph), before
-// the layout rewrite.
+// Fusions over the CPU backend's channels-last graph (rewrite_channels_last's output): nodes
+// of the rewrite domain that ops/cpu registers. Part of CpuBackend::rewrite_graph, after the
+// layout rewrite.
 #include <memory>
 
 #include "engine/graph.h"
 
 namespace dprun {
-
-/// Returns a rewritten copy of `graph` with these chains fused, or nullptr when none matches:
-/// - MatMul(A, B) followed by Add(., bias), B a 2-D initializer [K, N] and bias a 1-D
-///   initializer [N] (either Add operand order), becomes MatMulBias(A, B, bias): oneDNN adds the
-///   bias while it writes the product, saving a pass over the output;
-/// - the erf form of GELU as exporters write it for opsets before Gelu-20,
-///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
-///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
-/// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
-///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
-///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
-/// Every value a fused chain hides must be read only inside the chain and not be a graph output;
-/// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
-/// initializers. Subgraphs are not touched.
-std::shared_ptr<Graph> fuse_ops(const Graph& graph);
 
 /// Fusions over the channels-last graph (rewrite_channels_last's output), after the layout
 /// rewrite; returns nullptr when none matches. Each starts from a Concat along the channels of

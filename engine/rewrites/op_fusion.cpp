@@ -1,0 +1,116 @@
+#include "engine/rewrites/op_fusion.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/rewrites/fusion_matcher.h"
+
+namespace dprun {
+namespace {
+
+std::optional<Fusion> match_matmul_bias(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& matmul = g.nodes[i];
+  if (matmul.inputs.size() != 2 || !g.initializers.count(matmul.inputs[1])) return std::nullopt;
+  auto b = g.type_of(matmul.inputs[1]);
+  if (!b || !b->shape || b->shape->size() != 2 || !(*b->shape)[1].is_known()) return std::nullopt;
+  const int64_t n = (*b->shape)[1].value;
+  if (!has_type(g, matmul.inputs[1], {(*b->shape)[0].value, n})) return std::nullopt;
+  auto add = m.only_reader(matmul.outputs[0], "Add");
+  if (!add) return std::nullopt;
+  auto bias = m.other_operand(*add, matmul.outputs[0]);
+  if (!bias || !g.initializers.count(*bias) || !has_type(g, *bias, {n})) return std::nullopt;
+  return Fusion{
+      {i, *add},
+      fused_node(g.nodes[*add], "MatMulBias", {matmul.inputs[0], matmul.inputs[1], *bias})};
+}
+
+/// The erf form of GELU, found from its Erf node `i`.
+std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const std::string& scaled = g.nodes[i].inputs[0];
+  if (g.nodes[i].inputs.size() != 1 || !m.only_reader(scaled, "Erf")) return std::nullopt;
+  // x / sqrt(2), or x * (1 / sqrt(2)) with the operands in either order.
+  std::optional<std::string> x;
+  size_t scale = 0;
+  if (auto div = m.producer(scaled, "Div")) {
+    const Node& d = g.nodes[*div];
+    if (d.inputs.size() == 2 && m.is_constant_near(d.inputs[1], std::sqrt(2.0))) x = d.inputs[0];
+    scale = *div;
+  } else if (auto mul = m.producer(scaled, "Mul")) {
+    for (size_t k = 0; k < 2 && !x; ++k) {
+      auto other = m.other_operand(*mul, g.nodes[*mul].inputs[k]);
+      if (other && m.is_constant_near(g.nodes[*mul].inputs[k], std::sqrt(0.5))) x = other;
+    }
+    scale = *mul;
+  }
+  if (!x) return std::nullopt;
+  // 1 + erf(.)
+  auto plus_one = m.only_reader(g.nodes[i].outputs[0], "Add");
+  if (!plus_one) return std::nullopt;
+  auto one = m.other_operand(*plus_one, g.nodes[i].outputs[0]);
+  if (!one || !m.is_constant_near(*one, 1.0)) return std::nullopt;
+  const std::string& bracket = g.nodes[*plus_one].outputs[0];
+  auto times = m.only_reader(bracket, "Mul");
+  if (!times) return std::nullopt;
+  auto factor = m.other_operand(*times, bracket);
+  if (!factor) return std::nullopt;
+  if (*factor == *x) {  // (x * bracket) * 0.5
+    auto half_mul = m.only_reader(g.nodes[*times].outputs[0], "Mul");
+    if (!half_mul) return std::nullopt;
+    auto half = m.other_operand(*half_mul, g.nodes[*times].outputs[0]);
+    if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
+    return Fusion{{scale, i, *plus_one, *times, *half_mul},
+                  fused_node(g.nodes[*half_mul], "Gelu", {*x})};
+  }
+  // (x * 0.5) * bracket: the halving Mul reads x, and only `times` reads its result.
+  auto half_mul = m.producer(*factor, "Mul");
+  if (!half_mul || !m.only_reader(*factor, "Mul")) return std::nullopt;
+  auto half = m.other_operand(*half_mul, *x);
+  if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
+  return Fusion{{scale, *half_mul, i, *plus_one, *times},
+                fused_node(g.nodes[*times], "Gelu", {*x})};
+}
+
+/// MatMulBias or Gemm (from Gemm-7 on: FusedGemm reads Gemm's attributes as they are since)
+/// followed by an activation that is its result's only reader: the activation becomes a oneDNN
+/// post-op of the product.
+std::optional<Fusion> match_activation(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& producer = g.nodes[i];
+  const bool gemm = producer.domain.empty() && producer.op_type == "Gemm" && g.opset("") >= 7;
+  const bool matmul_bias = producer.domain == kRewriteDomain && producer.op_type == "MatMulBias";
+  if ((!gemm && !matmul_bias) || producer.outputs.size() != 1 || producer.has_attr("activation"))
+    return std::nullopt;
+  auto reader = m.only_reader(producer.outputs[0]);
+  if (!reader) return std::nullopt;
+  const std::string activation = activation_of(g.nodes[*reader]);
+  if (activation.empty()) return std::nullopt;
+  Node fused = producer;
+  fused.name = g.nodes[*reader].name;
+  fused.domain = kRewriteDomain;
+  if (gemm) fused.op_type = "FusedGemm";
+  fused.attributes["activation"] = Attribute::of_string(activation);
+  fused.outputs = g.nodes[*reader].outputs;
+  return Fusion{{i, *reader}, fused};
+}
+
+/// The chains of several ops: MatMul with its bias, and GELU.
+std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
+  const Node& n = m.graph().nodes[i];
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op_type == "MatMul") return match_matmul_bias(m, i);
+  if (n.op_type == "Erf") return match_gelu(m, i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
+  // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.
+  return apply_in_turn(graph, {match_chain, match_activation});
+}
+
+}  // namespace dprun

@@ -1,0 +1,29 @@
+#pragma once
+// Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
+// rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout and device: the CPU
+// backend applies it before its layout rewrite, the CUDA backend alone; each registers kernels
+// for every node it introduces (ops/cpu/fused_ops.cpp and matmul_onednn.cpp,
+// ops/cuda/fused_gemm.cpp).
+#include <memory>
+
+#include "engine/graph.h"
+
+namespace dprun {
+
+/// Returns a rewritten copy of `graph` with these chains fused, or nullptr when none matches:
+/// - MatMul(A, B) followed by Add(., bias), B a 2-D initializer [K, N] and bias a 1-D
+///   initializer [N] (either Add operand order), becomes MatMulBias(A, B, bias): the bias is
+///   added while the product is written (a oneDNN post-op, a cuBLASLt epilogue), saving a pass
+///   over the output;
+/// - the erf form of GELU as exporters write it for opsets before Gelu-20,
+///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
+///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
+/// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
+///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
+///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
+/// Every value a fused chain hides must be read only inside the chain and not be a graph output;
+/// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
+/// initializers. Subgraphs are not touched.
+std::shared_ptr<Graph> fuse_ops(const Graph& graph);
+
+}  // namespace dprun
