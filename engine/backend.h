@@ -22,8 +22,8 @@ class Tensor;
 struct GraphRewriteOptions {
   /// Rewrites that change data layouts (CPU: the channels-last rewrite of convolution chains).
   bool layout = true;
-  /// Rewrites that fuse chains of ops into one kernel (CPU: fuse_ops, MatMul with its bias and
-  /// the erf form of GELU).
+  /// Rewrites that fuse chains of ops into one kernel (CPU and CUDA: fuse_ops, MatMul with its
+  /// bias and the erf form of GELU).
   bool fusion = true;
 };
 
@@ -68,9 +68,9 @@ class Backend {
       Device device, const ExecutionConfig& config) = 0;
   /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
   /// whose new nodes this backend has kernels for (CPU: fuse_ops, then rewrite_channels_last;
-  /// engine/rewrites/op_fusion.h and layout_rewrite.h). A copy keeps the graph's inputs,
-  /// outputs and initializers with their names and types, so a model's parameters and feeds are the
-  /// same either way. This default returns `graph`.
+  /// CUDA: fuse_ops; engine/rewrites/op_fusion.h, engine/backends/cpu/layout_rewrite.h). A copy
+  /// keeps the graph's inputs, outputs and initializers with their names and types, so a model's
+  /// parameters and feeds are the same either way. This default returns `graph`.
   virtual std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
                                                      const GraphRewriteOptions& options) const;
 

@@ -19,8 +19,8 @@ struct ModelOptions {
   /// the rewritten nodes; turn it off to observe the original ones.
   bool channels_last = true;
   /// Let the device's backend fuse chains of ops into one kernel (GraphRewriteOptions::fusion).
-  /// On CPU that is fuse_ops (engine/rewrites/op_fusion.h): MatMul with its bias Add, and
-  /// the erf form of GELU. The environment variable DPRUN_NO_FUSION=1 turns it off for every
+  /// On CPU and CUDA that is fuse_ops (engine/rewrites/op_fusion.h): MatMul with its bias Add,
+  /// and the erf form of GELU. The environment variable DPRUN_NO_FUSION=1 turns it off for every
   /// model.
   bool fuse_ops = true;
   /// How the plan's kernels may compute (PlanOptions: TF32 on GPUs, off by default).

@@ -1,5 +1,6 @@
 // `dprun inspect MODEL.onnx [--devices LIST]`: what a model takes, gives, uses, what dprun
-// lacks for it, and on which device each node would run.
+// lacks for it, what each device type's graph rewrite makes of it, and on which device each of
+// the rewritten nodes would run.
 #include <cstdio>
 #include <map>
 #include <set>
@@ -7,6 +8,7 @@
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "engine/plan.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "loader/onnx_loader.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
@@ -25,13 +27,38 @@ std::string unusable_reason(Device device) {
   return "";
 }
 
-// Where each node runs on `device`'s type: the counts, then every node that falls back to the
-// cpu or has no kernel at all. Planning needs no device, so this works where `device` is
-// absent; a note says so.
-void print_placement(const Graph& graph, Device device) {
+// The graph as `type`'s backend compiles it (Backend::rewrite_graph, as a Model does), with a
+// line saying what the rewrite changed: node counts and the nodes it introduced by op. The
+// graph itself where this build has no such backend.
+std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, DeviceType type) {
+  Backend* backend = nullptr;
+  try {
+    backend = &backend_for(type);
+  } catch (const Error&) {
+    return graph;
+  }
+  std::shared_ptr<const Graph> compiled = backend->rewrite_graph(graph, {});
+  if (compiled == graph) return graph;
+  std::map<std::string, int> introduced;
+  for (const Node& node : compiled->nodes)
+    if (node.domain == kRewriteDomain) introduced[node.domain + "::" + node.op_type]++;
+  std::string ops;
+  for (const auto& [op, count] : introduced)
+    ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count);
+  std::printf("rewrite for %s: %zu nodes become %zu (%s)\n",
+              std::string(device_type_name(type)).c_str(), graph->nodes.size(),
+              compiled->nodes.size(), ops.c_str());
+  return compiled;
+}
+
+// Where each node of the graph compiled for `device`'s type runs: the counts, then every node
+// that falls back to the cpu or has no kernel at all. Planning needs no device, so this works
+// where `device` is absent; a note says so.
+void print_placement(std::shared_ptr<const Graph> loaded, Device device) {
   const DeviceType type = device.type;
   const std::string name(device_type_name(type));
-  std::vector<NodePlacement> placements = place_nodes(graph, type);
+  const std::shared_ptr<const Graph> graph = print_rewrite(loaded, type);
+  std::vector<NodePlacement> placements = place_nodes(*graph, type);
   size_t native = 0, fallback = 0, missing = 0;
   for (const NodePlacement& p : placements)
     ++(!p.device ? missing : *p.device == type ? native : fallback);
@@ -120,7 +147,7 @@ int inspect_command(int argc, char** argv, int first) {
   }
   std::set<DeviceType> types;
   for (const Device& d : devices)
-    if (types.insert(d.type).second) print_placement(*graph, d);
+    if (types.insert(d.type).second) print_placement(graph, d);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // CUDA activations: the unary ops of ops/cpu/activations.cpp, with the same functors,
 // attributes and opsets. PRelu (binary, with its legacy per-channel slope) is not covered.
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/unary_functors.h"
 
@@ -35,6 +36,13 @@ DPRUN_REGISTER_KERNEL({.op_type = "Gelu",
                        .dtypes = dtypes(FloatTypes{}),
                        .impl = kImpl,
                        .factory = make_gelu});
+// The op fusion's Gelu (engine/rewrites/op_fusion.h), always the erf form.
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
+                       .op_type = "Gelu",
+                       .device = DeviceType::CUDA,
+                       .dtypes = dtypes(FloatTypes{}),
+                       .impl = kImpl,
+                       .factory = make_kernel<F<math::GeluErfForm>>});
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,12 +1,18 @@
-// Gemm on CUDA (float32): Y = alpha * op(A) op(B) + beta * C. C, broadcast to [M, N] per ONNX
-// unidirectional broadcasting (gemm_util.h), is first written into Y by a small kernel; then
-// cublasSgemm accumulates the product onto it with beta (cublas_gemm.h).
+// Gemm on CUDA (float32): Y = alpha * op(A) op(B) + beta * C, and FusedGemm, the op fusion's
+// Gemm with the activation that read it (engine/rewrites/op_fusion.h). A C that is one row
+// ([N] or [1, N], a linear layer's bias) added whole (beta = 1) is cuBLASLt's bias epilogue,
+// added while the product is written (cublaslt_matmul.h). Any other C, broadcast to [M, N] per
+// ONNX unidirectional broadcasting (gemm_util.h), is first written into Y by a small kernel;
+// then cublasSgemm accumulates the product onto it with beta (cublas_gemm.h).
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/gemm_util.h"
 #include "ops/cuda/cublas_gemm.h"
+#include "ops/cuda/cublaslt_matmul.h"
+#include "ops/cuda/fused_epilogue.h"
 
 namespace dprun {
 namespace {
@@ -22,9 +28,26 @@ __global__ void broadcast_c_kernel(const float* c, int64_t row_stride, int64_t c
   }
 }
 
+/// Whether C adds one row to every row of the [m, n] product, whole: cuBLASLt's bias.
+bool is_row_bias(const Tensor* c, float beta, int64_t n) {
+  if (c == nullptr || beta != 1.f || c->numel() != n) return false;
+  return c->rank() == 1 || (c->rank() == 2 && c->shape()[0] == 1);
+}
+
 class GemmCuda : public OpKernel {
  public:
-  explicit GemmCuda(const KernelInfo& info) : attrs_(info), tf32_(info.plan_options.allow_tf32) {}
+  GemmCuda(const KernelInfo& info, FusedActivationCuda activation)
+      : attrs_(info), tf32_(info.plan_options.allow_tf32), activation_(activation) {}
+
+  static std::unique_ptr<OpKernel> create_gemm(const KernelInfo& info) {
+    return std::make_unique<GemmCuda>(info, FusedActivationCuda::None);
+  }
+
+  /// FusedGemm; nullptr (the CPU kernel runs) for an activation the CUDA kernels do not apply.
+  static std::unique_ptr<OpKernel> create_fused(const KernelInfo& info) {
+    const auto activation = cuda_fused_activation(info.node);
+    return activation ? std::make_unique<GemmCuda>(info, *activation) : nullptr;
+  }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -35,7 +58,30 @@ class GemmCuda : public OpKernel {
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
-    // With beta == 0 cuBLAS does not read Y, so C need not be written into it.
+    if (s.k > 0 && is_row_bias(c, attrs_.beta, s.n)) {
+      const bool relu = activation_ == FusedActivationCuda::Relu;
+      algorithms_.run(cuda, ctx,
+                      {.trans_a = attrs_.trans_a,
+                       .trans_b = attrs_.trans_b,
+                       .tf32 = tf32_,
+                       .relu = relu,
+                       .m = s.m,
+                       .n = s.n,
+                       .k = s.k},
+                      attrs_.alpha, a.data<float>(), b.data<float>(), c->data<float>(),
+                      y.data<float>());
+      if (!relu) apply_fused_activation(ctx, activation_, y.data<float>(), y.numel());
+      return;
+    }
+    product(cuda, ctx, s, a, b, c, y);
+    apply_fused_activation(ctx, activation_, y.data<float>(), y.numel());
+  }
+
+ private:
+  /// Y = alpha * op(A) op(B) + beta * C on cuBLAS, C written into Y first.
+  void product(CudaExecutionContext& cuda, const KernelContext& ctx, const GemmShapes& s,
+               const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y)
+      const {  // With beta == 0 cuBLAS does not read Y, so C need not be written into it.
     const bool add_c = c != nullptr && attrs_.beta != 0.f;
     // An empty inner dimension leaves Y = beta * C.
     const bool empty_sum = s.k == 0;
@@ -63,16 +109,23 @@ class GemmCuda : public OpKernel {
              add_c ? attrs_.beta : 0.f, y.data<float>());
   }
 
- private:
   GemmAttrs attrs_;
   bool tf32_;
+  FusedActivationCuda activation_;
+  LtAlgorithms algorithms_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
                        .since = 1,
                        .device = DeviceType::CUDA,
                        .dtypes = {DType::Float32},
-                       .factory = make_kernel<GemmCuda>});
+                       .factory = GemmCuda::create_gemm});
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
+                       .op_type = "FusedGemm",
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .impl = "cublaslt",
+                       .factory = GemmCuda::create_fused});
 
 }  // namespace
 }  // namespace dprun

@@ -212,8 +212,9 @@ constexpr double kFloor = 0.1;
 
 /// Runs `node` on cuda:0 and cpu:0 with `inputs` and compares every output.
 void expect_cuda_matches_cpu(const Node& node, const std::vector<Tensor>& inputs, int64_t opset) {
-  const std::vector<Tensor> want = testing::run_node(node, inputs, opset);
-  const std::vector<Tensor> got = testing::run_node(node, inputs, opset, "", Device::cuda(0));
+  const std::vector<Tensor> want = testing::run_node(node, inputs, opset, node.domain);
+  const std::vector<Tensor> got =
+      testing::run_node(node, inputs, opset, node.domain, Device::cuda(0));
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].device(), Device::cuda(0));
@@ -258,6 +259,7 @@ Node node_for(const KernelDef& def, size_t inputs, const Attributes& attributes)
     names.back() += std::to_string(i);
   }
   Node node = testing::make_node(def.op_type, names, {"y"});
+  node.domain = def.domain;
   node.attributes = attributes;
   return node;
 }

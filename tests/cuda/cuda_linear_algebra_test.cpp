@@ -71,6 +71,12 @@ void add_gemm_cases(std::vector<CudaCase>& cases) {
   cases.push_back({.name = "Gemm_defaults",
                    .node = node_with("Gemm", {"a", "b", "c"}),
                    .inputs = {floats({m, k}), floats({k, n}), floats({n})}});
+  // A linear layer as exporters write it: B transposed, C one row added whole (cuBLASLt's bias
+  // epilogue), with sizes that leave operands aligned to 4 bytes only.
+  for (const Shape& c : {Shape{7}, Shape{1, 7}})
+    cases.push_back({.name = "Gemm_linear_layer_C_" + dims_name(c),
+                     .node = node_with("Gemm", {"a", "b", "c"}, {{"transB", Attribute::of_int(1)}}),
+                     .inputs = {floats({9, 13}), floats({7, 13}), floats(c)}});
   cases.push_back({.name = "Gemm_beta0",
                    .node = node_with("Gemm", {"a", "b", "c"}, {{"beta", Attribute::of_float(0)}}),
                    .inputs = {floats({m, k}), floats({k, n}), floats({m, n})}});

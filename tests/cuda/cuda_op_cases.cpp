@@ -6,6 +6,7 @@
 #include <random>
 #include <type_traits>
 
+#include "engine/rewrites/rewrite_domain.h"
 #include "op_test_util.h"
 
 namespace dprun::testing {
@@ -105,20 +106,23 @@ void expect_cases_cover_definitions(const std::vector<CudaCase>& cases,
                                     const std::set<std::string>& covered) {
   std::set<std::string> registered;
   for (const KernelDef& def : KernelRegistry::instance().definitions()) {
-    if (def.device != DeviceType::CUDA || !def.domain.empty() || !covered.count(def.op_type))
-      continue;
+    const bool tested_domain = def.domain.empty() || def.domain == kRewriteDomain;
+    if (def.device != DeviceType::CUDA || !tested_domain || !covered.count(def.op_type)) continue;
     registered.insert(def.op_type);
     const bool runs = std::any_of(cases.begin(), cases.end(), [&](const CudaCase& c) {
       const auto input = static_cast<size_t>(def.dtype_input);
-      if (c.node.op_type != def.op_type || c.opset < def.since || c.opset > def.until) return false;
+      if (c.node.op_type != def.op_type || c.node.domain != def.domain || c.opset < def.since ||
+          c.opset > def.until)
+        return false;
       // A definition without dtypes runs for any case (Constant's cases have no inputs).
       if (def.dtypes.empty()) return true;
       if (input >= c.inputs.size()) return false;
       const DType dtype = c.inputs[input].dtype;
       return std::find(def.dtypes.begin(), def.dtypes.end(), dtype) != def.dtypes.end();
     });
-    EXPECT_TRUE(runs) << "no case runs the CUDA " << def.op_type << " kernel (" << def.impl
-                      << ") for opsets " << def.since << ".." << def.until;
+    EXPECT_TRUE(runs) << "no case runs the CUDA " << def.domain << (def.domain.empty() ? "" : ".")
+                      << def.op_type << " kernel (" << def.impl << ") for opsets " << def.since
+                      << ".." << def.until;
   }
   for (const std::string& op : covered)
     EXPECT_TRUE(registered.count(op)) << op << " has no CUDA kernel";
@@ -177,9 +181,9 @@ void expect_cuda_matches_cpu(const CudaCase& c, unsigned seed) {
     ++k;
   }
   const std::vector<Tensor> cpu =
-      run_node(c.node, inputs, c.opset, "", Device::cpu(), initializers);
+      run_node(c.node, inputs, c.opset, c.node.domain, Device::cpu(), initializers);
   const std::vector<Tensor> cuda =
-      run_node(c.node, inputs, c.opset, "", Device::cuda(0), initializers);
+      run_node(c.node, inputs, c.opset, c.node.domain, Device::cuda(0), initializers);
   ASSERT_EQ(cuda.size(), cpu.size());
   for (size_t o = 0; o < cpu.size(); ++o) {
     SCOPED_TRACE("output " + std::to_string(o));

@@ -62,9 +62,9 @@ std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed);
 /// The KernelInfo a CUDA plan would build for the case's node (constant inputs included).
 KernelInfo cuda_kernel_info(const CudaCase& c);
 
-/// Expects every CUDA definition (ai.onnx domain) of the ops in `covered` to be run by a case
-/// of matching opset and dtype (any case of its opsets when it lists no dtypes), and every op
-/// in `covered` to have a CUDA definition.
+/// Expects every CUDA definition (ai.onnx domain, or the graph rewrites' kRewriteDomain) of the
+/// ops in `covered` to be run by a case of its domain, opset and dtype (any case of its opsets
+/// when it lists no dtypes), and every op in `covered` to have a CUDA definition.
 void expect_cases_cover_definitions(const std::vector<CudaCase>& cases,
                                     const std::set<std::string>& covered);
 /// Expects every case to be of a covered op and to find a CUDA kernel in the registry.

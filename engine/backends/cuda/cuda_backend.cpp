@@ -8,6 +8,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/backends/cuda/cuda_stream.h"
 #include "engine/backends/cuda/nccl_collectives.h"
+#include "engine/rewrites/op_fusion.h"
 
 namespace dprun {
 
@@ -115,6 +116,13 @@ void CudaBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
 void CudaBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
                                        const std::vector<Tensor>& outputs) {
   nccl_reduce_add_coalesced(inputs, outputs);
+}
+
+std::shared_ptr<const Graph> CudaBackend::rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                        const GraphRewriteOptions& options) const {
+  if (options.fusion)
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) return fused;
+  return graph;
 }
 
 }  // namespace dprun

@@ -49,6 +49,8 @@ class CudaExecutionContext final : public ExecutionContext {
   cublasHandle_t cublas() { return resources_->cublas(); }
   /// The cuDNN handle bound to stream().
   cudnnHandle_t cudnn() { return resources_->cudnn(); }
+  /// The stream's cuBLASLt handle; pass stream() to each call.
+  cublasLtHandle_t cublas_lt() { return resources_->cublas_lt(); }
 
  private:
   Device device_;

@@ -32,6 +32,16 @@ cublasHandle_t CudaStreamResources::cublas() {
   return cublas_;
 }
 
+cublasLtHandle_t CudaStreamResources::cublas_lt() {
+  if (cublas_lt_ == nullptr) {
+    CudaDeviceGuard guard(device_);
+    cublasLtHandle_t handle = nullptr;
+    cublas_check(cublasLtCreate(&handle), gpu(device_), ": cublasLtCreate");
+    cublas_lt_ = handle;
+  }
+  return cublas_lt_;
+}
+
 cudnnHandle_t CudaStreamResources::cudnn() {
   if (cudnn_ == nullptr) {
     CudaDeviceGuard guard(device_);

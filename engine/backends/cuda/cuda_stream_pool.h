@@ -1,6 +1,7 @@
 #pragma once
-// Streams of one GPU with the cuBLAS and cuDNN handles bound to them, kept for reuse: creating
+// Streams of one GPU with the cuBLAS(Lt) and cuDNN handles bound to them, kept for reuse: creating
 // a stream and its handles costs far more than a run, so execution contexts borrow them.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -28,12 +29,15 @@ class CudaStreamResources {
   cublasHandle_t cublas();
   /// The cuDNN handle bound to stream(). Created on first call, with the device current.
   cudnnHandle_t cudnn();
+  /// A cuBLASLt handle (cuBLASLt takes the stream per call). Created on first call.
+  cublasLtHandle_t cublas_lt();
 
  private:
   int device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
 };
 
 /// The stream resources of every GPU. Thread-safe.

@@ -1,0 +1,44 @@
+#pragma once
+// Row-major float32 products on cuBLASLt with a bias epilogue: d[m, n] = alpha * op(a) op(b)
+// + bias[n] on every row, then Relu where asked, in the one kernel that writes the product
+// (cuBLAS's own GEMMs would need a second pass over d to add the bias). Operands are swapped
+// as in cublas_gemm.h: the row-major d is, read column-major, d^T[n, m] = op(b)^T op(a)^T,
+// whose n rows are exactly what cuBLASLt's bias vector runs along.
+#include <cstdint>
+
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/kernel.h"
+#include "ops/cpu/shape_cache.h"
+
+namespace dprun {
+
+/// One product's shape and epilogue; a is [m, k] ([k, m] when trans_a), b is [k, n] ([n, k]
+/// when trans_b), d and the bias are contiguous. k > 0 (an empty sum has no GEMM to run).
+struct LtProduct {
+  bool trans_a = false, trans_b = false;
+  /// Round the operands to TF32 on tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); sums stay float32.
+  bool tf32 = false;
+  /// Relu after the bias (CUBLASLT_EPILOGUE_RELU_BIAS) instead of the bias alone.
+  bool relu = false;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+/// cuBLASLt's choice for one product: the algorithm and the workspace it needs. Kept per
+/// kernel (LtAlgorithms), since asking cuBLASLt's heuristic costs more than a small product.
+struct LtAlgorithm;
+
+/// The algorithms a kernel's products have used, by shape, epilogue, operand alignment and
+/// GPU. Thread-safe; a kernel shared by replicas on several GPUs keeps one per GPU.
+class LtAlgorithms {
+ public:
+  /// d = alpha * op(a) op(b) + bias (then Relu when p.relu) on the run's stream; the algorithm
+  /// is asked of cuBLASLt's heuristic on first use of the key. Fails naming the node where
+  /// cuBLASLt offers no algorithm or a dimension is beyond its range.
+  void run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p, float alpha,
+           const float* a, const float* b, const float* bias, float* d) const;
+
+ private:
+  ShapeCache<LtAlgorithm> cache_;
+};
+
+}  // namespace dprun

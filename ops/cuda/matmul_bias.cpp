@@ -1,0 +1,79 @@
+// MatMulBias(A, B, bias) on CUDA (float32), the op fusion's MatMul with its bias Add
+// (engine/rewrites/op_fusion.h): A [..., K] times B [K, N] as one [M, K] x [K, N] product over
+// A's rows, the bias added by cuBLASLt's epilogue while the product is written, then the fused
+// activation (Relu in the epilogue too). Shapes and messages follow the CPU kernel
+// (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion never writes, runs on
+// the host.
+#include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/rewrites/rewrite_domain.h"
+#include "ops/cuda/cublaslt_matmul.h"
+#include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/fused_epilogue.h"
+
+namespace dprun {
+namespace {
+
+class MatMulBiasCuda : public OpKernel {
+ public:
+  MatMulBiasCuda(const KernelInfo& info, FusedActivationCuda activation)
+      : activation_(activation), tf32_(info.plan_options.allow_tf32) {}
+
+  /// nullptr (the CPU kernel runs) for an activation the CUDA kernels do not apply or a B
+  /// known not to be 2-D.
+  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
+    const auto activation = cuda_fused_activation(info.node);
+    const size_t b_rank = cudnn::known_rank(info, 1);
+    if (!activation || (b_rank != 0 && b_rank != 2)) return nullptr;
+    return std::make_unique<MatMulBiasCuda>(info, *activation);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor& bias = ctx.input(2);
+    for (const Tensor* t : {&a, &b, &bias})
+      if (t->dtype() != DType::Float32)
+        ctx.fail("expects float32 A, B and bias, got ", t->describe());
+    if (a.rank() < 1 || b.rank() != 2)
+      ctx.fail("takes A of rank 1 or more and B of rank 2, got ", a.describe(), " and ",
+               b.describe());
+    const int64_t k = a.shape().back(), n = b.shape()[1];
+    if (b.shape()[0] != k)
+      ctx.fail("A ", shape_to_string(a.shape()), " and B ", shape_to_string(b.shape()),
+               " do not multiply: ", k, " != ", b.shape()[0]);
+    if (bias.rank() != 1 || bias.numel() != n)
+      ctx.fail("bias has shape ", shape_to_string(bias.shape()), " but the product has ", n,
+               " columns: it must be [", n, "]");
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(n);
+    Tensor& y = ctx.allocate_output(0, out_shape, DType::Float32);
+    if (y.numel() == 0) return;
+    const int64_t m = y.numel() / n;
+    CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
+    FusedActivationCuda after = activation_;
+    if (k == 0) {  // an empty sum: every row is the bias
+      write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
+    } else {
+      const bool relu = activation_ == FusedActivationCuda::Relu;
+      algorithms_.run(cuda, ctx, {.tf32 = tf32_, .relu = relu, .m = m, .n = n, .k = k}, 1.f,
+                      a.data<float>(), b.data<float>(), bias.data<float>(), y.data<float>());
+      if (relu) after = FusedActivationCuda::None;
+    }
+    apply_fused_activation(ctx, after, y.data<float>(), y.numel());
+  }
+
+ private:
+  FusedActivationCuda activation_;
+  bool tf32_;
+  LtAlgorithms algorithms_;
+};
+
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
+                       .op_type = "MatMulBias",
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float32},
+                       .impl = "cublaslt",
+                       .factory = MatMulBiasCuda::create});
+
+}  // namespace
+}  // namespace dprun

@@ -1,0 +1,177 @@
+// The CUDA kernels of the op fusion's products (engine/rewrites/op_fusion.h): MatMulBias on
+// cuBLASLt's bias epilogue and FusedGemm, each with every activation the CUDA kernels apply,
+// compared with the CPU kernels on the same random inputs; and the CUDA backend's rewrite,
+// which fuses a MatMul, its bias Add and a GELU in the erf form that exporters write.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_op_cases.h"
+#include "cuda_test_util.h"
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/plan.h"
+#include "engine/rewrites/rewrite_domain.h"
+#include "graph_test_util.h"
+#include "op_test_util.h"
+
+namespace dprun {
+namespace {
+
+const std::set<std::string> kCoveredOps = {"MatMulBias", "FusedGemm"};
+
+using testing::CudaCase;
+using testing::dims_name;
+using testing::floats;
+using testing::InputSpec;
+using testing::node_with;
+
+/// Every activation value the CUDA kernels take ("" is none).
+const std::vector<std::string> kActivations = {"", "Relu", "Sigmoid", "Gelu"};
+
+Node fused(const std::string& op, std::vector<std::string> inputs, const std::string& activation,
+           std::map<std::string, Attribute> attributes = {}) {
+  if (!activation.empty()) attributes["activation"] = Attribute::of_string(activation);
+  Node n = node_with(op, std::move(inputs), std::move(attributes));
+  n.domain = kRewriteDomain;
+  return n;
+}
+
+std::string suffix(const std::string& activation) {
+  return activation.empty() ? "" : "_" + activation;
+}
+
+void add_matmul_bias_cases(std::vector<CudaCase>& cases) {
+  struct Dims {
+    Shape a;
+    int64_t n;
+  };
+  const std::vector<Dims> dims = {
+      {{2, 3}, 4},     // plain
+      {{5, 2, 3}, 4},  // A's batch dims are rows of one product
+      {{4}, 3},        // 1-D A: one row
+      {{64, 96}, 80},  // several tiles
+      {{7, 33}, 5},    // odd sizes: operands aligned to 4 bytes only
+      {{2, 0}, 4},     // an empty sum: every row is the bias
+  };
+  for (const Dims& d : dims)
+    for (const std::string& act : kActivations) {
+      const int64_t k = d.a.back();
+      // B and the bias are initializers, as the fusion requires of them.
+      InputSpec b = floats({k, d.n}), bias = floats({d.n});
+      b.constant = bias.constant = true;
+      cases.push_back(
+          {.name = "MatMulBias_" + dims_name(d.a) + "_by_" + dims_name({k, d.n}) + suffix(act),
+           .node = fused("MatMulBias", {"a", "b", "bias"}, act),
+           .inputs = {floats(d.a), b, bias},
+           .opset = 1});
+    }
+}
+
+void add_fused_gemm_cases(std::vector<CudaCase>& cases) {
+  const int64_t m = 6, k = 5, n = 7;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const std::string& act : kActivations) {
+        const Shape a = ta ? Shape{k, m} : Shape{m, k}, b = tb ? Shape{n, k} : Shape{k, n};
+        const std::map<std::string, Attribute> attrs = {{"transA", Attribute::of_int(ta)},
+                                                        {"transB", Attribute::of_int(tb)},
+                                                        {"alpha", Attribute::of_float(0.75f)}};
+        const std::string prefix =
+            "FusedGemm_transA" + std::to_string(ta) + "_transB" + std::to_string(tb) + suffix(act);
+        // A row of bias added whole: cuBLASLt's epilogue.
+        cases.push_back({.name = prefix + "_bias_row",
+                         .node = fused("FusedGemm", {"a", "b", "c"}, act, attrs),
+                         .inputs = {floats(a), floats(b), floats({n})},
+                         .opset = 1});
+        // A full C scaled by beta: cuBLAS, then the activation pass.
+        std::map<std::string, Attribute> scaled = attrs;
+        scaled["beta"] = Attribute::of_float(1.5f);
+        cases.push_back({.name = prefix + "_C_scaled",
+                         .node = fused("FusedGemm", {"a", "b", "c"}, act, scaled),
+                         .inputs = {floats(a), floats(b), floats({m, n})},
+                         .opset = 1});
+      }
+  cases.push_back({.name = "FusedGemm_no_C_Relu",
+                   .node = fused("FusedGemm", {"a", "b"}, "Relu"),
+                   .inputs = {floats({m, k}), floats({k, n})},
+                   .opset = 1});
+  cases.push_back({.name = "FusedGemm_bias_1xN_Gelu",
+                   .node = fused("FusedGemm", {"a", "b", "c"}, "Gelu"),
+                   .inputs = {floats({m, k}), floats({k, n}), floats({1, n})},
+                   .opset = 1});
+}
+
+const std::vector<CudaCase>& all_cases() {
+  static const std::vector<CudaCase> cases = [] {
+    std::vector<CudaCase> c;
+    add_matmul_bias_cases(c);
+    add_fused_gemm_cases(c);
+    return c;
+  }();
+  return cases;
+}
+
+DPRUN_CUDA_CASE_TESTS(CudaFusedProduct, all_cases(), kCoveredOps);
+
+TEST(CudaFusedProduct, AnActivationTheCudaKernelsDoNotApplyRunsOnTheHost) {
+  for (const char* op : {"MatMulBias", "FusedGemm"}) {
+    SCOPED_TRACE(op);
+    Node node = fused(op, {"a", "b", "c"}, "Clip");
+    CudaCase c{.name = "clip",
+               .node = node,
+               .inputs = {floats({2, 3}), floats({3, 4}), floats({4})},
+               .opset = 1};
+    std::string why;
+    EXPECT_EQ(KernelRegistry::instance().create(testing::cuda_kernel_info(c), &why), nullptr);
+    EXPECT_EQ(why, "no kernel accepts this node's attributes");
+  }
+}
+
+/// y = GELU(x W + b) with GELU as exporters write it before Gelu-20:
+/// (h * 0.5) * (1 + erf(h / sqrt 2)).
+std::shared_ptr<Graph> linear_gelu_graph(int64_t k, int64_t n) {
+  using testing::make_node;
+  auto g = testing::make_graph(
+      {make_node("MatMul", {"x", "w"}, {"p"}), make_node("Add", {"p", "b"}, {"h"}),
+       make_node("Div", {"h", "sqrt2"}, {"s"}), make_node("Erf", {"s"}, {"e"}),
+       make_node("Add", {"e", "one"}, {"e1"}), make_node("Mul", {"h", "half"}, {"hh"}),
+       make_node("Mul", {"hh", "e1"}, {"y"})},
+      {{"x", DType::Float32}}, {"y"});
+  g->initializers["w"] = testing::random_floats({k, n}, 3);
+  g->initializers["b"] = testing::random_floats({n}, 4);
+  g->initializers["sqrt2"] = Tensor::scalar(static_cast<float>(std::sqrt(2.0)));
+  g->initializers["one"] = Tensor::scalar(1.f);
+  g->initializers["half"] = Tensor::scalar(0.5f);
+  return g;
+}
+
+TEST(CudaFusedProduct, TheCudaRewriteFusesALinearLayerAndItsGelu) {
+  // Rewriting and placing need no GPU.
+  const auto graph = linear_gelu_graph(8, 6);
+  const auto rewritten = backend_for(DeviceType::CUDA).rewrite_graph(graph, GraphRewriteOptions{});
+  ASSERT_EQ(rewritten->nodes.size(), 1u);
+  const Node& node = rewritten->nodes[0];
+  EXPECT_EQ(node.domain, kRewriteDomain);
+  EXPECT_EQ(node.op_type, "MatMulBias");
+  EXPECT_EQ(node.attr_string("activation", ""), "Gelu");
+  EXPECT_EQ(node.outputs, std::vector<std::string>{"y"});
+  const std::vector<NodePlacement> placed = place_nodes(*rewritten, DeviceType::CUDA);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].device, DeviceType::CUDA) << placed[0].why_not;
+  // Without fusion the graph is compiled as it is.
+  EXPECT_EQ(backend_for(DeviceType::CUDA).rewrite_graph(graph, {.fusion = false}), graph);
+
+  DPRUN_REQUIRE_CUDA_GPU();
+  const Tensor x = testing::random_floats({5, 8}, 5);
+  const Tensor want = Model(graph, Device::cpu(), {.fuse_ops = false}).run({x})[0];
+  const Tensor got = Model(graph, Device::cuda(0)).run({x})[0];
+  testing::expect_device_output_matches(got, want, 1.0);
+}
+
+}  // namespace
+}  // namespace dprun
