@@ -50,7 +50,9 @@ class Backend {
   /// (the CPU backend) or where no device can use it (no GPU).
   virtual std::shared_ptr<Allocator> pinned_host_allocator() { return nullptr; }
   /// Copies bytes; at least one of the two devices belongs to this backend. Synchronous
-  /// with respect to the host when either side is host memory.
+  /// with respect to the host when either side is host memory, except that a copy from
+  /// pageable host memory to a device whose execution context is current on the calling thread
+  /// returns once the source is read, the copy ordered before that context's later work (CUDA).
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,
                     size_t bytes) = 0;
   /// Waits until all work queued on the device is done.

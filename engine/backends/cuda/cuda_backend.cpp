@@ -59,6 +59,19 @@ std::shared_ptr<Allocator> CudaBackend::pinned_host_allocator() {
   return pinned_;
 }
 
+namespace {
+/// Whether host memory at `p` is page-locked (cudaHostAlloc, cudaHostRegister); pageable
+/// otherwise.
+bool is_page_locked(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the error: the pointer is simply not CUDA's
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+}  // namespace
+
 void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
                        size_t bytes) {
   if (bytes == 0) return;
@@ -78,8 +91,12 @@ void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src
                "copy of ", bytes, " bytes from ", src_device.to_string(), " to ",
                dst_device.to_string(), ": cudaMemcpyAsync");
   }
-  bool host_side = dst_device.type != DeviceType::CUDA || src_device.type != DeviceType::CUDA;
-  if (host_side || peer || stream == nullptr)
+  const bool from_host = src_device.type != DeviceType::CUDA;
+  const bool to_host = dst_device.type != DeviceType::CUDA;
+  // From pageable memory the call returns once the source is staged, so only a copy to the
+  // host (which is read next) or from page-locked memory (which the caller may reuse at once)
+  // waits; a copy from pageable memory is ordered on the stream like a kernel.
+  if (to_host || (from_host && is_page_locked(src)) || peer || stream == nullptr)
     cuda_check(cudaStreamSynchronize(stream), "copy of ", bytes, " bytes from ",
                src_device.to_string(), " to ", dst_device.to_string(), ": cudaStreamSynchronize");
 }

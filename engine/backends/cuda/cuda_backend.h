@@ -25,9 +25,10 @@ class CudaBackend : public Backend {
   /// A CudaPinnedHostAllocator shared by every GPU; nullptr where no GPU is present.
   std::shared_ptr<Allocator> pinned_host_allocator() override;
   /// cudaMemcpyAsync (cudaMemcpyPeerAsync between GPUs) on the calling thread's current stream
-  /// of the GPU side (the destination's when both are GPUs). Waits for the copy when either
-  /// side is host memory, when the GPUs differ, or when no execution context is current;
-  /// otherwise the copy is ordered on the run's stream like its kernels.
+  /// of the GPU side (the destination's when both are GPUs). Waits for the copy when it is to
+  /// the host, from page-locked host memory, between GPUs, or when no execution context is
+  /// current; otherwise (a copy from pageable memory, which CUDA stages before the call returns,
+  /// or within one GPU) the copy is ordered on the run's stream like its kernels.
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
   /// cudaDeviceSynchronize on the GPU.
