@@ -24,21 +24,34 @@ void check_input(const ValueInfo& info, const Tensor& tensor) {
 
 namespace {
 
+// Whether the step hands input `slot` to its kernel wherever it lives.
+bool in_place(const PlanStep& step, size_t slot) {
+  return slot < step.inputs_in_place.size() && step.inputs_in_place[slot];
+}
+
 // The host side of a run off the CPU: nodes without a kernel on the run's device run their
-// CPU kernel on copies of their inputs, and their outputs are copied back. Copies from the
+// CPU kernel on copies of their inputs, and their outputs are copied back; shape arithmetic
+// runs its CPU kernel on values kept on the host, and keeps its outputs there. Copies from the
 // device are ordered after the kernels queued before them (the run's stream is the thread's
 // current stream) and complete before the host reads them.
 class HostFallback {
  public:
   explicit HostFallback(int threads) : threads_(threads) {}
 
-  /// Replaces every input by a host copy (kept until the next call). Sequences are made and
-  /// read by host kernels only, so they are on the host already.
-  void stage_inputs(std::vector<const Tensor*>& inputs) {
+  /// Replaces every input by a host copy (kept until the next call): the plan's copy of a
+  /// constant input, the value itself where it is on the host already or the kernel reads only
+  /// its dims. Sequences are made and read by host kernels only, so they are on the host.
+  void stage_inputs(const PlanStep& step, std::vector<const Tensor*>& inputs) {
     staged_.clear();
     staged_.reserve(inputs.size());  // the pointers below must stay valid
-    for (const Tensor*& t : inputs) {
-      if (!t) continue;
+    for (size_t slot = 0; slot < inputs.size(); ++slot) {
+      const Tensor*& t = inputs[slot];
+      if (!t || in_place(step, slot)) continue;
+      if (auto c = step.host_constants.find(slot); c != step.host_constants.end()) {
+        t = &c->second;
+        continue;
+      }
+      if (t->device().type == DeviceType::CPU) continue;
       staged_.push_back(t->to(Device::cpu()));
       t = &staged_.back();
     }
@@ -62,6 +75,27 @@ class HostFallback {
   int threads_;
   std::vector<Tensor> staged_;
   std::unique_ptr<ExecutionContext> context_;
+};
+
+// Device copies of the values a device step reads that are on the host (shape arithmetic's
+// results), for the slots whose kernel does not read them there; kept until the next call.
+class DeviceStaging {
+ public:
+  void stage_inputs(const PlanStep& step, Device device, std::vector<const Tensor*>& inputs) {
+    staged_.clear();
+    staged_.reserve(inputs.size());  // the pointers below must stay valid
+    for (size_t slot = 0; slot < inputs.size(); ++slot) {
+      const Tensor*& t = inputs[slot];
+      if (!t || in_place(step, slot) || t->device().type != DeviceType::CPU ||
+          t->dtype() == DType::String)
+        continue;
+      staged_.push_back(t->to(device));
+      t = &staged_.back();
+    }
+  }
+
+ private:
+  std::vector<Tensor> staged_;
 };
 
 // Whether the step runs on the host: a node without a kernel on the plan's device, or one
@@ -131,6 +165,8 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   std::vector<Tensor> outputs;
   std::vector<SequencePtr> output_sequences;
   HostFallback host(options.threads);
+  DeviceStaging to_device;
+  const bool off_cpu = plan.device_type() != DeviceType::CPU;
   for (const PlanStep& step : plan.steps()) {
     const Node& node = graph.nodes[step.node_index];
     inputs.clear();
@@ -142,7 +178,10 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     }
     const bool on_host = runs_on_host(step, plan.device_type(), inputs);
     const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
-    if (on_host) host.stage_inputs(inputs);
+    if (on_host)
+      host.stage_inputs(step, inputs);
+    else if (off_cpu)
+      to_device.stage_inputs(step, device, inputs);
     outputs.assign(step.outputs.size(), Tensor());
     output_sequences.assign(step.outputs.size(), nullptr);
     KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);
@@ -161,7 +200,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     } catch (const std::exception& e) {
       node.fail(e.what());
     }
-    if (on_host) host.return_outputs(device, outputs);
+    if (on_host && !step.shape_arithmetic) host.return_outputs(device, outputs);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
       if (!outputs[o].defined() && !output_sequences[o] && !ctx.output_is_none(o) &&
@@ -195,6 +234,12 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
       }
   }
 
+  // Outputs are on the run's device, shape arithmetic's among them.
+  if (off_cpu)
+    for (int id : plan.output_ids()) {
+      Tensor& out = values[static_cast<size_t>(id)];
+      if (out.defined() && out.device().type == DeviceType::CPU) out = out.to_unless_string(device);
+    }
   // A context made here ends with the run: its work must be finished before the outputs and
   // the released buffers are handed on.
   if (own_context) own_context->synchronize();

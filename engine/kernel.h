@@ -83,6 +83,13 @@ struct KernelDef {
   int dtype_input = 0;
   int priority = 0;  // fast paths register above the reference (0)
   std::string impl = "reference";
+  /// Inputs the kernel reads on the host wherever they live (shapes, axes, sizes, read through
+  /// IntInputReader or read_int64_values): off the CPU, a value the plan keeps on the host
+  /// (plan.h, shape arithmetic) is handed over as it is instead of copied to the device.
+  std::vector<int> host_inputs = {};
+  /// Inputs of which the kernel reads the dtype and dims only, never the data (Shape, Size):
+  /// run on the host in a plan for another device, it gets them where they are, uncopied.
+  std::vector<int> metadata_inputs = {};
   KernelFactory factory;
 };
 

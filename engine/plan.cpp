@@ -1,6 +1,7 @@
 #include "engine/plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -38,7 +39,20 @@ struct BuiltKernel {
   /// graph does not give: that input's index, and the accepted dtypes.
   std::optional<int> unchecked_input;
   std::vector<DType> accepted;
+  /// The definition that built the kernel.
+  const KernelDef* def = nullptr;
 };
+
+// Per input slot of `node`, whether it is one of `slots` (empty when none is).
+std::vector<bool> slots_of(const Node& node, const std::vector<int>& slots) {
+  std::vector<bool> marked;
+  for (int slot : slots) {
+    if (slot < 0 || static_cast<size_t>(slot) >= node.inputs.size()) continue;
+    marked.resize(node.inputs.size(), false);
+    marked[static_cast<size_t>(slot)] = true;
+  }
+  return marked;
+}
 
 // Builds one node's kernel; on failure the kernel is nullptr and `why` says why.
 BuiltKernel build_kernel(const Graph& graph, const Node& node, DeviceType device_type,
@@ -49,6 +63,7 @@ BuiltKernel build_kernel(const Graph& graph, const Node& node, DeviceType device
     KernelInfo info = make_info(graph, node, device_type, constants, options);
     const KernelDef* def = nullptr;
     built.kernel = KernelRegistry::instance().create(info, &why, "", &def);
+    if (built.kernel) built.def = def;
     if (!built.kernel || def->dtypes.empty()) return built;
     const size_t input = static_cast<size_t>(def->dtype_input);
     const bool known = input < info.input_types.size() && info.input_types[input] &&
@@ -76,7 +91,9 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
   if (built.kernel) {
     placed = device_type;
     step.kernel = std::move(built.kernel);
-    if (device_type == DeviceType::CPU || !built.unchecked_input) return;
+    if (device_type == DeviceType::CPU) return;
+    step.inputs_in_place = slots_of(node, built.def->host_inputs);
+    if (!built.unchecked_input) return;
     std::string cpu_why;
     step.host_kernel =
         build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why).kernel;
@@ -88,11 +105,77 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
   }
   if (device_type == DeviceType::CPU) return;
   std::string cpu_why;
-  step.kernel = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why).kernel;
-  if (step.kernel)
+  BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why);
+  step.kernel = std::move(cpu.kernel);
+  if (step.kernel) {
     placed = DeviceType::CPU;
-  else if (cpu_why != why)  // an unknown op is unknown everywhere: say it once
+    step.inputs_in_place = slots_of(node, cpu.def->metadata_inputs);
+  } else if (cpu_why != why) {  // an unknown op is unknown everywhere: say it once
     why += "; on the cpu: " + cpu_why;
+  }
+}
+
+// Whether `value` has a known type small enough to keep on the host as shape arithmetic's
+// result: numeric or bool, of rank 0 or 1.
+bool is_small_typed(const Graph& graph, const std::string& value) {
+  const auto type = graph.type_of(value);
+  return type && type->shape && type->shape->size() <= 1 && type->dtype != DType::Undefined &&
+         type->dtype != DType::String;
+}
+
+// Off the CPU, moves shape arithmetic to the host. A node is shape arithmetic when it reads
+// only the dims of its input (a CPU kernel whose KernelDef::metadata_inputs cover its inputs:
+// Shape, Size), or when every input is shape arithmetic's result or a constant of the plan,
+// at least one being such a result; and every output has a known numeric or bool type of
+// rank 0 or 1. Without types (a graph no inference reached) nothing moves. Nodes with
+// subgraphs stay where they were placed. DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the
+// device (to measure what moving them gains).
+void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
+                            const std::map<std::string, Tensor>& constants,
+                            const PlanOptions& options, std::vector<PlanStep>& steps) {
+  const char* off = std::getenv("DPRUN_NO_SHAPE_ARITHMETIC");
+  if (device_type == DeviceType::CPU || (off && std::string(off) == "1")) return;
+  std::set<std::string> overridable;
+  for (const auto& in : graph.inputs) overridable.insert(in.name);
+  auto is_constant = [&](const std::string& name) {
+    return constants.count(name) || (graph.initializers.count(name) && !overridable.count(name));
+  };
+  std::set<std::string> on_host;  // results of shape arithmetic
+  for (PlanStep& step : steps) {
+    const Node& node = graph.nodes[step.node_index];
+    if (step.kernel_device != device_type || !step.implicit_inputs.empty()) continue;
+    size_t read = 0, from_host = 0, constant = 0;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) continue;
+      ++read;
+      from_host += on_host.count(in);
+      constant += !on_host.count(in) && is_constant(in);
+    }
+    bool small = !node.outputs.empty();
+    for (const auto& out : node.outputs)
+      small = small && (out.empty() || is_small_typed(graph, out));
+    if (!small) continue;
+    const bool from_shapes = from_host > 0 && from_host + constant == read;
+    // One input that is no such result: the node may read only its dims.
+    const bool may_read_dims = read == 1 && from_host + constant == 0;
+    if (!from_shapes && !may_read_dims) continue;
+    std::string why;
+    BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, why);
+    if (!cpu.kernel) continue;
+    std::vector<bool> in_place = slots_of(node, cpu.def->metadata_inputs);
+    if (may_read_dims && std::count(in_place.begin(), in_place.end(), true) != 1)
+      continue;  // its CPU kernel would read the data
+    step.kernel = std::move(cpu.kernel);
+    step.kernel_device = DeviceType::CPU;
+    step.host_kernel.reset();
+    step.device_dtypes.clear();
+    step.inputs_in_place = std::move(in_place);
+    step.shape_arithmetic = true;
+    step.host_constants =
+        make_info(graph, node, DeviceType::CPU, constants, options).constant_inputs;
+    for (const auto& out : node.outputs)
+      if (!out.empty()) on_host.insert(out);
+  }
 }
 
 // An input slot may be written over when its value dies here and is read through no other
@@ -110,16 +193,30 @@ void mark_released_inputs(PlanStep& step) {
 
 std::vector<NodePlacement> place_nodes(const Graph& graph, DeviceType device_type) {
   std::vector<NodePlacement> placements;
+  std::vector<PlanStep> steps;
   const std::map<std::string, Tensor> constants = constant_node_values(graph);
-  for (const Node& node : graph.nodes) {
-    NodePlacement p{.node = &node};
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    NodePlacement p{.node = &graph.nodes[n]};
     PlanStep step;
-    place_kernel(graph, node, device_type, constants, PlanOptions{}, step, p.device, p.why_not);
-    if (step.host_kernel) {
+    step.node_index = n;
+    place_kernel(graph, graph.nodes[n], device_type, constants, PlanOptions{}, step, p.device,
+                 p.why_not);
+    if (p.device) step.kernel_device = *p.device;
+    step.implicit_inputs = implicit_inputs(graph.nodes[n]);
+    placements.push_back(std::move(p));
+    steps.push_back(std::move(step));
+  }
+  place_shape_arithmetic(graph, device_type, constants, PlanOptions{}, steps);
+  for (size_t n = 0; n < steps.size(); ++n) {
+    NodePlacement& p = placements[n];
+    const PlanStep& step = steps[n];
+    if (step.shape_arithmetic) {
+      p.device = DeviceType::CPU;
+      p.shape_arithmetic = true;
+    } else if (step.host_kernel) {
       p.device_dtypes = step.device_dtypes;
       p.dtype_input = step.dtype_input;
     }
-    placements.push_back(std::move(p));
   }
   return placements;
 }
@@ -186,6 +283,7 @@ std::shared_ptr<const Plan> Plan::build(std::shared_ptr<const Graph> graph_ptr,
       missing.push_back(node.describe() + " (" + why + ")");
     plan->steps_.push_back(std::move(step));
   }
+  place_shape_arithmetic(graph, device_type, constants, options, plan->steps_);
   if (!missing.empty()) {
     std::ostringstream msg;
     msg << missing.size() << " node" << (missing.size() > 1 ? "s have" : " has") << " no "

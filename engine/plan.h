@@ -3,7 +3,11 @@
 // the kernel chosen for each node, and when each intermediate value dies. Shared by every
 // replica on devices of that type. On a device type other than the CPU, a node without a
 // kernel for it runs on the host with its CPU kernel (the executor copies its inputs to the
-// host and its outputs back).
+// host and its outputs back), and so does shape arithmetic: nodes that compute small integer
+// tensors from tensor shapes (Shape, then Gather, Unsqueeze, Concat, ...) run on the host and
+// keep their results there, so that a Reshape or Expand on the device reads its target shape
+// without waiting for the device.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +41,16 @@ struct PlanStep {
   std::vector<bool> inputs_released;
   /// Outer-scope values read by the node's subgraphs; their ids close `inputs`.
   std::vector<std::string> implicit_inputs;
+  /// Per input slot: hand the value to the kernel wherever it lives. Set for a device kernel's
+  /// KernelDef::host_inputs and a host kernel's metadata_inputs; any other input of a step off
+  /// the plan's device type is moved to where its kernel runs. Empty: no such slot.
+  std::vector<bool> inputs_in_place;
+  /// Off the CPU: the node is shape arithmetic (place_shape_arithmetic), run by its CPU kernel
+  /// on values kept on the host; its outputs stay there.
+  bool shape_arithmetic = false;
+  /// For shape arithmetic: host copies of its constant inputs by slot (initializers callers
+  /// cannot override, Constant outputs), read instead of their device copies.
+  std::map<size_t, Tensor> host_constants;
 };
 
 class Plan {
@@ -84,6 +98,9 @@ struct NodePlacement {
   std::optional<DeviceType> device;
   /// Why the requested device type has no kernel for it (empty when it has one).
   std::string why_not;
+  /// Set for a node the device type has a kernel for that runs on the host as shape arithmetic
+  /// (PlanStep::shape_arithmetic); `device` is then CPU.
+  bool shape_arithmetic = false;
   /// For a node on the requested device whose input `dtype_input` has no dtype in the graph:
   /// the dtypes its kernel there takes; a run that feeds another runs the node on the CPU
   /// (PlanStep::host_kernel). Empty otherwise.

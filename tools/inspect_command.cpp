@@ -28,7 +28,8 @@ std::string unusable_reason(Device device) {
 }
 
 // The graph as `type`'s backend compiles it (Backend::rewrite_graph, as a Model does), with a
-// line saying what the rewrite changed: node counts and the nodes it introduced by op. The
+// line saying what the rewrite changed: node counts and the nodes it introduced by op, with the
+// activations fused into them. The
 // graph itself where this build has no such backend.
 std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, DeviceType type) {
   Backend* backend = nullptr;
@@ -39,12 +40,23 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
   }
   std::shared_ptr<const Graph> compiled = backend->rewrite_graph(graph, {});
   if (compiled == graph) return graph;
-  std::map<std::string, int> introduced;
+  // By op, then by the activation fused into it ("" for none).
+  std::map<std::string, std::map<std::string, int>> introduced;
   for (const Node& node : compiled->nodes)
-    if (node.domain == kRewriteDomain) introduced[node.domain + "::" + node.op_type]++;
+    if (node.domain == kRewriteDomain)
+      introduced[node.domain + "::" + node.op_type][node.attr_string("activation", "")]++;
   std::string ops;
-  for (const auto& [op, count] : introduced)
-    ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count);
+  for (const auto& [op, activations] : introduced) {
+    int count = 0;
+    std::string fused;
+    for (const auto& [activation, n] : activations) {
+      count += n;
+      if (!activation.empty())
+        fused += (fused.empty() ? "" : ", ") + activation + " " + std::to_string(n);
+    }
+    ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count) +
+           (fused.empty() ? "" : " (" + fused + ")");
+  }
   std::printf("rewrite for %s: %zu nodes become %zu (%s)\n",
               std::string(device_type_name(type)).c_str(), graph->nodes.size(),
               compiled->nodes.size(), ops.c_str());
@@ -59,19 +71,25 @@ void print_placement(std::shared_ptr<const Graph> loaded, Device device) {
   const std::string name(device_type_name(type));
   const std::shared_ptr<const Graph> graph = print_rewrite(loaded, type);
   std::vector<NodePlacement> placements = place_nodes(*graph, type);
-  size_t native = 0, fallback = 0, missing = 0;
+  size_t native = 0, fallback = 0, missing = 0, shape_arithmetic = 0;
   for (const NodePlacement& p : placements)
-    ++(!p.device ? missing : *p.device == type ? native : fallback);
+    ++(!p.device            ? missing
+       : p.shape_arithmetic ? shape_arithmetic
+       : *p.device == type  ? native
+                            : fallback);
   std::printf("placement on %s: %zu node%s on %s", name.c_str(), native, native == 1 ? "" : "s",
               name.c_str());
   if (type != DeviceType::CPU)
     std::printf(", %zu on the cpu (no %s kernel)", fallback, name.c_str());
   if (missing) std::printf(", %zu without any kernel", missing);
   std::printf("\n");
+  if (shape_arithmetic)
+    std::printf("  shape arithmetic on the cpu: %zu node%s, their results kept on the host\n",
+                shape_arithmetic, shape_arithmetic == 1 ? "" : "s");
   if (std::string why = unusable_reason(device); !why.empty())
     std::printf("  note: %s\n", why.c_str());
   for (const NodePlacement& p : placements) {
-    if (p.device && *p.device == type) continue;
+    if ((p.device && *p.device == type) || p.shape_arithmetic) continue;
     std::printf("  %-4s %s (%s)\n", p.device ? "cpu" : "none", p.node->describe().c_str(),
                 p.why_not.c_str());
   }

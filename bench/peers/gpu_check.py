@@ -54,20 +54,24 @@ class Check:
         print(line, flush=True)
         self.summary.write(line + "\n")
 
-    def dprun(self, program, argv, log, timeout):
-        """Runs a bundle program; returns (exit status, output). The output goes to `log`."""
+    def dprun(self, program, argv, log, timeout, env=None):
+        """Runs a bundle program, with `env` added to the environment; returns (exit status,
+        output). The output goes to `log`."""
         start = time.time()
         try:
             p = subprocess.run([self.run_sh, program] + argv, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, timeout=timeout)
+                               stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                               env=dict(os.environ, **(env or {})))
             rc, out = p.returncode, p.stdout
         except subprocess.TimeoutExpired as e:
             # The partial output comes back as bytes even where the run asked for text.
             partial = e.stdout or b""
             rc, out = 124, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
             out += f"\n[timed out after {timeout} s]\n"
+        prefix = " ".join(f"{k}={v}" for k, v in (env or {}).items())
         with open(os.path.join(self.args.out, log), "a") as f:
-            f.write(f"$ {program} {' '.join(argv)}\n{out}\n[rc {rc}, {time.time() - start:.1f} s]\n")
+            f.write(f"$ {prefix + ' ' if prefix else ''}{program} {' '.join(argv)}\n{out}\n"
+                    f"[rc {rc}, {time.time() - start:.1f} s]\n")
         return rc, out
 
 
@@ -291,6 +295,27 @@ def torch_model(name):
     return m.eval().cuda(), feeds
 
 
+# What each graph-level change gains, measured by turning it off (float32): op fusion and
+# shape arithmetic on the host (README.md, CUDA).
+ABLATIONS = {"without fusion": {"DPRUN_NO_FUSION": "1"},
+             "without shape arithmetic on the host": {"DPRUN_NO_SHAPE_ARITHMETIC": "1"}}
+
+
+def bench_once(c, path, name, extra, iters, tf32=False, env=None, label=""):
+    with tempfile.TemporaryDirectory() as folder:
+        report = os.path.join(folder, "b.json")
+        argv = ["bench", path, "--devices", c.args.device, "--json", report] + extra + \
+            iters + (["--allow-tf32"] if tf32 else [])
+        rc, out = c.dprun("dprun", argv, "bench.log", 300, env)
+        tag = f"{name}{' tf32' if tf32 else ''}{' ' + label if label else ''}"
+        if rc:
+            c.say(f"bench {tag}: rc {rc}: {last_lines(out, 1)}")
+            return
+        b = json.load(open(report))
+        c.say(f"bench dprun {tag} {' '.join(extra)} on {c.args.device}: "
+              f"{b['samples_per_s']:.1f} samples/s, median step {b['step_ms']['median']:.3f} ms")
+
+
 def step_bench(c, zoo_dir):
     cases = [(os.path.join(zoo_dir, m + ".onnx"), m, ZOO[m]) for m in c.zoo]
     cases.append(("models/transformer.onnx", "transformer",
@@ -298,18 +323,10 @@ def step_bench(c, zoo_dir):
     iters = ["--iters", str(c.args.iters), "--warmup", "5", "--rounds", "3"]
     for path, name, extra in cases:
         for tf32 in (False, True):
-            with tempfile.TemporaryDirectory() as folder:
-                report = os.path.join(folder, "b.json")
-                argv = ["bench", path, "--devices", c.args.device, "--json", report] + extra + \
-                    iters + (["--allow-tf32"] if tf32 else [])
-                rc, out = c.dprun("dprun", argv, "bench.log", 300)
-                if rc:
-                    c.say(f"bench {name}{' tf32' if tf32 else ''}: rc {rc}: {last_lines(out, 1)}")
-                    continue
-                b = json.load(open(report))
-                c.say(f"bench dprun {name} {' '.join(extra)} on {c.args.device}"
-                      f"{' tf32' if tf32 else ''}: {b['samples_per_s']:.1f} samples/s, "
-                      f"median step {b['step_ms']['median']:.3f} ms")
+            bench_once(c, path, name, extra, iters, tf32)
+        if "--symbol" in extra:  # the transformers, where both changes apply
+            for label, env in ABLATIONS.items():
+                bench_once(c, path, name, extra, iters, env=env, label=label)
         with tempfile.TemporaryDirectory() as folder:
             report = os.path.join(folder, "run.json")
             rc, out = c.dprun("dprun", [path, "--devices", c.args.device, "--json", report] +

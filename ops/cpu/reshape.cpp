@@ -46,7 +46,7 @@ Shape resolve_reshape(const Shape& in, const std::vector<int64_t>& target, bool 
 
 }  // namespace
 
-ReshapeKernel::ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5) {
+ReshapeKernel::ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5), read_(info) {
   const Node& n = info.node;
   if (from_attr_) shape_ = n.attr_ints("shape");
   allowzero_ = n.attr_int("allowzero", 0) != 0;
@@ -54,9 +54,14 @@ ReshapeKernel::ReshapeKernel(const KernelInfo& info) : from_attr_(info.opset < 5
 
 void ReshapeKernel::compute(KernelContext& ctx) const {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> target = from_attr_ ? shape_ : read_int64_values(ctx.input(1), ctx, "shape");
-  if (!from_attr_ && ctx.input(1).rank() != 1)
-    ctx.fail("shape input must be 1-D, got ", ctx.input(1).describe());
+  std::vector<int64_t> target;
+  if (!from_attr_) {
+    const Tensor& shape = read_.tensor(ctx, 1);
+    if (shape.rank() != 1) ctx.fail("shape input must be 1-D, got ", shape.describe());
+    target = read_int64_values(shape, ctx, "shape");
+  } else {
+    target = shape_;
+  }
   ctx.set_output(0, x.reshape(resolve_reshape(x.shape(), target, allowzero_, ctx)));
 }
 
@@ -70,7 +75,7 @@ void FlattenKernel::compute(KernelContext& ctx) const {
   ctx.set_output(0, x.reshape({outer, inner}));
 }
 
-SqueezeKernel::SqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+SqueezeKernel::SqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13), read_(info) {
   if (from_attr_ && info.node.has_attr("axes")) {
     axes_ = info.node.attr_ints("axes");
     has_axes_ = true;
@@ -82,7 +87,7 @@ void SqueezeKernel::compute(KernelContext& ctx) const {
   std::vector<int64_t> axes = axes_;
   bool has_axes = has_axes_;
   if (!from_attr_ && ctx.has_input(1)) {
-    axes = read_int64_values(ctx.input(1), ctx, "axes");
+    axes = read_.values(ctx, 1, "axes");
     has_axes = true;
   }
   const Shape& in = x.shape();
@@ -105,13 +110,15 @@ void SqueezeKernel::compute(KernelContext& ctx) const {
   ctx.set_output(0, x.reshape(out));
 }
 
-UnsqueezeKernel::UnsqueezeKernel(const KernelInfo& info) : from_attr_(info.opset < 13) {
+UnsqueezeKernel::UnsqueezeKernel(const KernelInfo& info)
+    : from_attr_(info.opset < 13), read_(info) {
   if (from_attr_) axes_ = info.node.attr_ints("axes");
 }
 
 void UnsqueezeKernel::compute(KernelContext& ctx) const {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> axes = from_attr_ ? axes_ : read_int64_values(ctx.input(1), ctx, "axes");
+  std::vector<int64_t> axes =
+      from_attr_ ? axes_ : read_int64_values(read_.tensor(ctx, 1), ctx, "axes");
   const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
   for (int64_t a : axes) {

@@ -26,8 +26,10 @@ class SizeKernel : public OpKernel {
   }
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Shape", .since = 1, .factory = make_kernel<ShapeKernel>});
-DPRUN_REGISTER_KERNEL({.op_type = "Size", .since = 1, .factory = make_kernel<SizeKernel>});
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "Shape", .since = 1, .metadata_inputs = {0}, .factory = make_kernel<ShapeKernel>});
+DPRUN_REGISTER_KERNEL(
+    {.op_type = "Size", .since = 1, .metadata_inputs = {0}, .factory = make_kernel<SizeKernel>});
 
 }  // namespace
 }  // namespace dprun

@@ -2,11 +2,12 @@
 // Kernels whose output is input 0 under a new shape, sharing its storage (Tensor::reshape):
 // Reshape, Flatten, Squeeze, Unsqueeze and Identity. They never touch element data, so the
 // same classes serve every device; shape and axes inputs are read on the host
-// (read_int64_values copies them from device memory).
+// (IntInputReader: from the plan's copy of a constant, else copied from device memory).
 #include <cstdint>
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/data_movement.h"
 
 namespace dprun {
 
@@ -21,6 +22,7 @@ class ReshapeKernel : public OpKernel {
   bool from_attr_;
   bool allowzero_ = false;
   std::vector<int64_t> shape_;
+  IntInputReader read_;
 };
 
 class FlattenKernel : public OpKernel {
@@ -42,6 +44,7 @@ class SqueezeKernel : public OpKernel {
   bool from_attr_;
   bool has_axes_ = false;
   std::vector<int64_t> axes_;
+  IntInputReader read_;
 };
 
 class UnsqueezeKernel : public OpKernel {
@@ -52,6 +55,7 @@ class UnsqueezeKernel : public OpKernel {
  private:
   bool from_attr_;
   std::vector<int64_t> axes_;
+  IntInputReader read_;
 };
 
 /// Identity: forwards its input without copying.

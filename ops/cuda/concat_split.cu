@@ -62,6 +62,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "Concat",
 DPRUN_REGISTER_KERNEL({.op_type = "Split",
                        .since = 1,
                        .device = DeviceType::CUDA,
+                       .host_inputs = {1},
                        .factory = make_kernel<SplitCuda>});
 
 }  // namespace

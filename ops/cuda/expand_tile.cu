@@ -9,10 +9,12 @@ namespace {
 DPRUN_REGISTER_KERNEL({.op_type = "Expand",
                        .since = 8,
                        .device = DeviceType::CUDA,
+                       .host_inputs = {1},
                        .factory = make_kernel<ViewCopyKernel<ExpandParams, cuda_view_copy>>});
 DPRUN_REGISTER_KERNEL({.op_type = "Tile",
                        .since = 1,
                        .device = DeviceType::CUDA,
+                       .host_inputs = {1, 2},
                        .factory = make_kernel<ViewCopyKernel<TileParams, cuda_view_copy>>});
 
 }  // namespace

@@ -77,8 +77,11 @@ class PadCuda : public OpKernel {
   PadParams params_;
 };
 
-DPRUN_REGISTER_KERNEL(
-    {.op_type = "Pad", .since = 1, .device = DeviceType::CUDA, .factory = make_kernel<PadCuda>});
+DPRUN_REGISTER_KERNEL({.op_type = "Pad",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .host_inputs = {1, 2, 3},
+                       .factory = make_kernel<PadCuda>});
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -45,6 +45,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "Range",
                        .since = 11,
                        .device = DeviceType::CUDA,
                        .dtypes = dtypes(RangeCuda::Types{}),
+                       .host_inputs = {0, 1, 2},
                        .factory = make_kernel<RangeCuda>});
 
 }  // namespace

@@ -195,6 +195,7 @@ class ReduceCuda : public OpKernel {
                          .since = 1,                                                             \
                          .device = DeviceType::CUDA,                                             \
                          .dtypes = {DType::Float32, DType::Float64, DType::Int32, DType::Int64}, \
+                         .host_inputs = {1},                                                     \
                          .factory = make_kernel<ReduceCuda<op>>})
 
 DPRUN_CUDA_REDUCE("ReduceSum", ReduceOp::Sum);

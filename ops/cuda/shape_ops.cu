@@ -105,6 +105,7 @@ DPRUN_REGISTER_KERNEL(
 DPRUN_REGISTER_KERNEL({.op_type = "ConstantOfShape",
                        .since = 9,
                        .device = DeviceType::CUDA,
+                       .host_inputs = {0},
                        .factory = make_kernel<ConstantOfShapeCuda>});
 
 }  // namespace

@@ -10,6 +10,7 @@ namespace {
 DPRUN_REGISTER_KERNEL({.op_type = "Slice",
                        .since = 1,
                        .device = DeviceType::CUDA,
+                       .host_inputs = {1, 2, 3, 4},
                        .factory = make_kernel<ViewCopyKernel<SliceParams, cuda_view_copy>>});
 
 }  // namespace

@@ -149,7 +149,7 @@ TEST(BundledModels, InspectDevicesSaysWhereEachNodeRuns) {
   auto r = run_dprun("inspect " + source_path("models/mlp.onnx") + " --devices cpu:0,cuda:0");
   ASSERT_EQ(r.status, 0) << r.output;
   // Each backend's rewrite fuses both Gemm + Relu pairs, and placement is of what it compiles.
-  EXPECT_NE(r.output.find("\nrewrite for cpu: 5 nodes become 3 (dprun::FusedGemm 2)\n"
+  EXPECT_NE(r.output.find("\nrewrite for cpu: 5 nodes become 3 (dprun::FusedGemm 2 (Relu 2))\n"
                           "placement on cpu: 3 nodes on cpu\n"),
             std::string::npos)
       << r.output;
@@ -161,7 +161,7 @@ TEST(BundledModels, InspectDevicesSaysWhereEachNodeRuns) {
       return false;
     }
   }();
-  EXPECT_EQ(r.output.find("\nrewrite for cuda: 5 nodes become 3 (dprun::FusedGemm 2)\n"
+  EXPECT_EQ(r.output.find("\nrewrite for cuda: 5 nodes become 3 (dprun::FusedGemm 2 (Relu 2))\n"
                           "placement on cuda: ") != std::string::npos,
             cuda_build)
       << r.output;
