@@ -148,11 +148,9 @@ Tensor Tensor::pin_memory(Device device) const {
   if (!defined() || dtype_ == DType::String || this->device().type != DeviceType::CPU) return *this;
   std::shared_ptr<Allocator> pinned = backend_for(device).pinned_host_allocator();
   if (!pinned) return *this;
-  Tensor out;
-  out.numel_ = numel_;
-  out.shape_ = shape_;
-  out.dtype_ = dtype_;
-  out.storage_ = std::make_shared<Storage>(out.nbytes(), std::move(pinned));
+  Tensor out = *this;  // the shape and dtype; new storage below
+  out.storage_ = std::make_shared<Storage>(nbytes(), std::move(pinned));
+  out.offset_ = 0;
   std::memcpy(out.raw_data(), raw_data(), out.nbytes());
   return out;
 }
