@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "ops/cuda/cublas_gemm.h"
@@ -12,7 +14,9 @@
 namespace dprun {
 
 struct LtAlgorithm {
-  cublasLtMatmulAlgo_t algo;
+  /// False where cuBLASLt offers no algorithm for the key.
+  bool found = false;
+  cublasLtMatmulAlgo_t algo{};
   size_t workspace_bytes = 0;
 };
 
@@ -101,9 +105,11 @@ class Preference {
 
 }  // namespace
 
-void LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p,
+bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p,
                        float alpha, const float* a, const float* b, const float* bias,
                        float* d) const {
+  if (const char* off = std::getenv("DPRUN_NO_CUBLASLT"); off && std::string(off) == "1")
+    return false;
   const int64_t m = cublas_int(p.m, ctx, "M"), n = cublas_int(p.n, ctx, "N"),
                 k = cublas_int(p.k, ctx, "K");
   if (k == 0) ctx.fail("an empty sum has no product to run on cuBLASLt");
@@ -122,25 +128,28 @@ void LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
     const Preference pref(align_a, align_b, align_d);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    cublas_check(cublasLtMatmulAlgoGetHeuristic(cuda.cublas_lt(), desc, a_layout, b_layout,
-                                                d_layout, d_layout, pref, 1, &result, &found),
-                 "cublasLtMatmulAlgoGetHeuristic of [", m, ", ", k, "] x [", k, ", ", n, "]");
-    if (found == 0)
-      ctx.fail("cuBLASLt offers no algorithm for [", m, ", ", k, "] x [", k, ", ", n,
-               "] with a bias epilogue");
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        cuda.cublas_lt(), desc, a_layout, b_layout, d_layout, d_layout, pref, 1, &result, &found);
+    // NOT_SUPPORTED: no algorithm for this product and epilogue.
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED)
+      cublas_check(status, "cublasLtMatmulAlgoGetHeuristic of [", m, ", ", k, "] x [", k, ", ", n,
+                   "]");
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) return std::make_shared<LtAlgorithm>();
     return std::make_shared<LtAlgorithm>(
-        LtAlgorithm{.algo = result.algo, .workspace_bytes = result.workspaceSize});
+        LtAlgorithm{.found = true, .algo = result.algo, .workspace_bytes = result.workspaceSize});
   });
+  if (!algorithm->found) return false;
   Tensor workspace = algorithm->workspace_bytes == 0
-                               ? Tensor()
-                               : Tensor::empty({static_cast<int64_t>(algorithm->workspace_bytes)},
-                                               DType::UInt8, ctx.device());
+                         ? Tensor()
+                         : Tensor::empty({static_cast<int64_t>(algorithm->workspace_bytes)},
+                                         DType::UInt8, ctx.device());
   const float beta = 0.f;  // D is written, not read: C is D and not added
   cublas_check(cublasLtMatmul(cuda.cublas_lt(), desc, &alpha, b, a_layout, a, b_layout, &beta, d,
                               d_layout, d, d_layout, &algorithm->algo,
                               workspace.defined() ? workspace.raw_data() : nullptr,
                               algorithm->workspace_bytes, cuda.stream()),
                "cublasLtMatmul of [", m, ", ", k, "] x [", k, ", ", n, "] with a bias epilogue");
+  return true;
 }
 
 }  // namespace dprun

@@ -1,9 +1,10 @@
 // Gemm on CUDA (float32): Y = alpha * op(A) op(B) + beta * C, and FusedGemm, the op fusion's
 // Gemm with the activation that read it (engine/rewrites/op_fusion.h). A C that is one row
 // ([N] or [1, N], a linear layer's bias) added whole (beta = 1) is cuBLASLt's bias epilogue,
-// added while the product is written (cublaslt_matmul.h). Any other C, broadcast to [M, N] per
-// ONNX unidirectional broadcasting (gemm_util.h), is first written into Y by a small kernel;
-// then cublasSgemm accumulates the product onto it with beta (cublas_gemm.h).
+// added while the product is written (cublaslt_matmul.h). Any other C (or a row where cuBLASLt
+// offers no algorithm), broadcast to [M, N] per ONNX unidirectional broadcasting (gemm_util.h),
+// is first written into Y by a small kernel; then cublasSgemm accumulates the product onto it
+// with beta (cublas_gemm.h).
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/cuda/cuda_check.h"
@@ -58,18 +59,18 @@ class GemmCuda : public OpKernel {
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
-    if (s.k > 0 && is_row_bias(c, attrs_.beta, s.n)) {
-      const bool relu = activation_ == FusedActivationCuda::Relu;
-      algorithms_.run(cuda, ctx,
-                      {.trans_a = attrs_.trans_a,
-                       .trans_b = attrs_.trans_b,
-                       .tf32 = tf32_,
-                       .relu = relu,
-                       .m = s.m,
-                       .n = s.n,
-                       .k = s.k},
-                      attrs_.alpha, a.data<float>(), b.data<float>(), c->data<float>(),
-                      y.data<float>());
+    const bool relu = activation_ == FusedActivationCuda::Relu;
+    if (s.k > 0 && is_row_bias(c, attrs_.beta, s.n) &&
+        algorithms_.run(cuda, ctx,
+                        {.trans_a = attrs_.trans_a,
+                         .trans_b = attrs_.trans_b,
+                         .tf32 = tf32_,
+                         .relu = relu,
+                         .m = s.m,
+                         .n = s.n,
+                         .k = s.k},
+                        attrs_.alpha, a.data<float>(), b.data<float>(), c->data<float>(),
+                        y.data<float>())) {
       if (!relu) apply_fused_activation(ctx, activation_, y.data<float>(), y.numel());
       return;
     }
@@ -80,8 +81,8 @@ class GemmCuda : public OpKernel {
  private:
   /// Y = alpha * op(A) op(B) + beta * C on cuBLAS, C written into Y first.
   void product(CudaExecutionContext& cuda, const KernelContext& ctx, const GemmShapes& s,
-               const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y)
-      const {  // With beta == 0 cuBLAS does not read Y, so C need not be written into it.
+               const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y) const {
+    // With beta == 0 cuBLAS does not read Y, so C need not be written into it.
     const bool add_c = c != nullptr && attrs_.beta != 0.f;
     // An empty inner dimension leaves Y = beta * C.
     const bool empty_sum = s.k == 0;

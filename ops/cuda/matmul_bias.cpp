@@ -1,11 +1,13 @@
 // MatMulBias(A, B, bias) on CUDA (float32), the op fusion's MatMul with its bias Add
 // (engine/rewrites/op_fusion.h): A [..., K] times B [K, N] as one [M, K] x [K, N] product over
 // A's rows, the bias added by cuBLASLt's epilogue while the product is written, then the fused
-// activation (Relu in the epilogue too). Shapes and messages follow the CPU kernel
+// activation (Relu in the epilogue too). Where cuBLASLt offers no algorithm, cuBLAS adds the
+// product onto rows of bias written first. Shapes and messages follow the CPU kernel
 // (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion never writes, runs on
 // the host.
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/cuda/fused_epilogue.h"
@@ -55,9 +57,14 @@ class MatMulBiasCuda : public OpKernel {
       write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
     } else {
       const bool relu = activation_ == FusedActivationCuda::Relu;
-      algorithms_.run(cuda, ctx, {.tf32 = tf32_, .relu = relu, .m = m, .n = n, .k = k}, 1.f,
-                      a.data<float>(), b.data<float>(), bias.data<float>(), y.data<float>());
-      if (relu) after = FusedActivationCuda::None;
+      if (algorithms_.run(cuda, ctx, {.tf32 = tf32_, .relu = relu, .m = m, .n = n, .k = k}, 1.f,
+                          a.data<float>(), b.data<float>(), bias.data<float>(), y.data<float>())) {
+        if (relu) after = FusedActivationCuda::None;
+      } else {  // cuBLAS: the bias written into every row, the product added onto it
+        write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
+        const RowMajorSgemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
+        gemm.run(cuda.cublas(), ctx, 1.f, a.data<float>(), b.data<float>(), 1.f, y.data<float>());
+      }
     }
     apply_fused_activation(ctx, after, y.data<float>(), y.numel());
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -117,6 +118,18 @@ const std::vector<CudaCase>& all_cases() {
 }
 
 DPRUN_CUDA_CASE_TESTS(CudaFusedProduct, all_cases(), kCoveredOps);
+
+TEST(CudaFusedProduct, WithoutCublasLtTheCublasPathMatchesTheCpu) {
+  // Where cuBLASLt offers no algorithm the kernels fall back to cuBLAS with the bias written
+  // first; DPRUN_NO_CUBLASLT=1 takes that path for every case.
+  DPRUN_REQUIRE_CUDA_GPU();
+  ::setenv("DPRUN_NO_CUBLASLT", "1", 1);
+  for (const CudaCase& c : all_cases()) {
+    SCOPED_TRACE(c.name);
+    testing::expect_cuda_matches_cpu(c);
+  }
+  ::unsetenv("DPRUN_NO_CUBLASLT");
+}
 
 TEST(CudaFusedProduct, AnActivationTheCudaKernelsDoNotApplyRunsOnTheHost) {
   for (const char* op : {"MatMulBias", "FusedGemm"}) {
