@@ -3,8 +3,9 @@
 // host tensor) by every later run. A copy per run would queue a host-to-device transfer from
 // pageable memory for every Constant of every run (62 in the transformer); keeping one copy per
 // device costs its bytes once. The kernel is shared by the replicas of a plan, which may run
-// on different GPUs at once, so the copies are keyed by device under a mutex; the first copy
-// synchronizes its stream (Tensor::to), so the value is complete before any stream reads it.
+// on different GPUs at once, so the copies are keyed by device under a mutex; the run that
+// makes a copy waits for it (a copy from pageable memory is ordered on the run's stream only),
+// so the value is complete before any other stream reads it.
 #include <map>
 #include <mutex>
 
@@ -22,7 +23,10 @@ class ConstantCuda : public OpKernel {
     const Device device = ctx.device();
     std::lock_guard lock(mutex_);
     auto it = copies_.find(device.index);
-    if (it == copies_.end()) it = copies_.emplace(device.index, value_.to(device)).first;
+    if (it == copies_.end()) {
+      it = copies_.emplace(device.index, value_.to(device)).first;
+      ctx.execution().synchronize();
+    }
     ctx.set_output(0, it->second);
   }
   DType dtype() const { return value_.dtype(); }

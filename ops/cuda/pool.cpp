@@ -159,8 +159,11 @@ class PoolCudnn : public OpKernel {
           count > 0 ? static_cast<float>(static_cast<double>(window) / static_cast<double>(count))
                     : 0.f;
     }
-    return std::make_shared<Tensor>(
+    auto on_device = std::make_shared<Tensor>(
         Tensor::from_vector<float>(Shape(g.out.begin(), g.out.end()), factor).to(ctx.device()));
+    // Cached for every later run, whatever its stream: the copy must be complete first.
+    ctx.execution().synchronize();
+    return on_device;
   }
 
   PoolBase base_;
