@@ -1,10 +1,9 @@
 #include "engine/model.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <set>
 
 #include "engine/backend.h"
+#include "engine/env_flag.h"
 
 namespace dprun {
 
@@ -15,13 +14,9 @@ std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>
                                               Device device, const ModelOptions& options) {
   Backend& backend = backend_for(device);
   backend.check_device(device);
-  auto env_off = [](const char* name) {
-    const char* value = std::getenv(name);
-    return value && std::strcmp(value, "1") == 0;
-  };
   GraphRewriteOptions rewrite;
-  rewrite.layout = options.channels_last && !env_off("DPRUN_NO_LAYOUT_REWRITE");
-  rewrite.fusion = options.fuse_ops && !env_off("DPRUN_NO_FUSION");
+  rewrite.layout = options.channels_last && !env_flag("DPRUN_NO_LAYOUT_REWRITE");
+  rewrite.fusion = options.fuse_ops && !env_flag("DPRUN_NO_FUSION");
   return backend.rewrite_graph(graph, rewrite);
 }
 }  // namespace

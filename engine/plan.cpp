@@ -1,31 +1,39 @@
 #include "engine/plan.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 
 #include "engine/constant_value.h"
+#include "engine/env_flag.h"
 
 namespace dprun {
 
 namespace {
-// `constants`: the values of the graph's Constant nodes (constant_node_values), which are as
-// fixed as its non-overridable initializers, so kernels see both as constant inputs.
+// The value of `name` when it is a constant of the plan: an initializer that callers cannot
+// override (no graph input of that name), or the output of a Constant node (`constants`,
+// constant_node_values, as fixed as such an initializer); nullptr otherwise.
+const Tensor* plan_constant(const Graph& graph, const std::map<std::string, Tensor>& constants,
+                            const std::string& name) {
+  if (name.empty()) return nullptr;
+  if (auto c = constants.find(name); c != constants.end()) return &c->second;
+  auto it = graph.initializers.find(name);
+  if (it == graph.initializers.end()) return nullptr;
+  for (const auto& in : graph.inputs)
+    if (in.name == name) return nullptr;
+  return &it->second;
+}
+
+// Kernels see the plan's constants (plan_constant) as constant inputs.
 KernelInfo make_info(const Graph& graph, const Node& node, DeviceType device_type,
                      const std::map<std::string, Tensor>& constants, const PlanOptions& options) {
   KernelInfo info{node, graph.opset(node.domain), device_type, {}, {}, &graph};
   info.plan_options = options;
-  std::set<std::string> overridable;
-  for (const auto& in : graph.inputs) overridable.insert(in.name);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const std::string& name = node.inputs[i];
     info.input_types.push_back(name.empty() ? std::nullopt : graph.type_of(name));
-    auto it = graph.initializers.find(name);
-    if (it != graph.initializers.end() && !overridable.count(name))
-      info.constant_inputs.emplace(i, it->second);
-    else if (auto c = constants.find(name); c != constants.end() && !name.empty())
-      info.constant_inputs.emplace(i, c->second);
+    if (const Tensor* c = plan_constant(graph, constants, name))
+      info.constant_inputs.emplace(i, *c);
   }
   info.implicit_inputs = implicit_inputs(node);
   for (const auto& name : info.implicit_inputs) info.input_types.push_back(graph.type_of(name));
@@ -39,8 +47,9 @@ struct BuiltKernel {
   /// graph does not give: that input's index, and the accepted dtypes.
   std::optional<int> unchecked_input;
   std::vector<DType> accepted;
-  /// The definition that built the kernel.
+  /// The definition that built the kernel, and the constant inputs it was given.
   const KernelDef* def = nullptr;
+  std::map<size_t, Tensor> constant_inputs;
 };
 
 // Per input slot of `node`, whether it is one of `slots` (empty when none is).
@@ -63,7 +72,10 @@ BuiltKernel build_kernel(const Graph& graph, const Node& node, DeviceType device
     KernelInfo info = make_info(graph, node, device_type, constants, options);
     const KernelDef* def = nullptr;
     built.kernel = KernelRegistry::instance().create(info, &why, "", &def);
-    if (built.kernel) built.def = def;
+    if (built.kernel) {
+      built.def = def;
+      built.constant_inputs = std::move(info.constant_inputs);
+    }
     if (!built.kernel || def->dtypes.empty()) return built;
     const size_t input = static_cast<size_t>(def->dtype_input);
     const bool known = input < info.input_types.size() && info.input_types[input] &&
@@ -77,6 +89,16 @@ BuiltKernel build_kernel(const Graph& graph, const Node& node, DeviceType device
     built.kernel = nullptr;
   }
   return built;
+}
+
+// Makes `cpu`, the node's CPU kernel, the step's kernel off the CPU: it reads in place the
+// inputs it reads only the dims of, and the run takes no device kernel for any dtype.
+void use_host_kernel(const Node& node, BuiltKernel cpu, PlanStep& step) {
+  step.kernel = std::move(cpu.kernel);
+  step.kernel_device = DeviceType::CPU;
+  step.inputs_in_place = slots_of(node, cpu.def->metadata_inputs);
+  step.host_kernel.reset();
+  step.device_dtypes.clear();
 }
 
 // Fills the step's kernel: the node's kernel on `device_type`, else (off the CPU) its CPU
@@ -106,10 +128,9 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
   if (device_type == DeviceType::CPU) return;
   std::string cpu_why;
   BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, cpu_why);
-  step.kernel = std::move(cpu.kernel);
-  if (step.kernel) {
+  if (cpu.kernel) {
     placed = DeviceType::CPU;
-    step.inputs_in_place = slots_of(node, cpu.def->metadata_inputs);
+    use_host_kernel(node, std::move(cpu), step);
   } else if (cpu_why != why) {  // an unknown op is unknown everywhere: say it once
     why += "; on the cpu: " + cpu_why;
   }
@@ -123,6 +144,14 @@ bool is_small_typed(const Graph& graph, const std::string& value) {
          type->dtype != DType::String;
 }
 
+// Whether the kernel of `def` reads only the dims of every input `node` gives it.
+bool reads_dims_only(const Node& node, const KernelDef& def) {
+  const std::vector<bool> dims_only = slots_of(node, def.metadata_inputs);
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (!node.inputs[i].empty() && (i >= dims_only.size() || !dims_only[i])) return false;
+  return true;
+}
+
 // Off the CPU, moves shape arithmetic to the host. A node is shape arithmetic when it reads
 // only the dims of its input (a CPU kernel whose KernelDef::metadata_inputs cover its inputs:
 // Shape, Size), or when every input is shape arithmetic's result or a constant of the plan,
@@ -133,13 +162,7 @@ bool is_small_typed(const Graph& graph, const std::string& value) {
 void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
                             const std::map<std::string, Tensor>& constants,
                             const PlanOptions& options, std::vector<PlanStep>& steps) {
-  const char* off = std::getenv("DPRUN_NO_SHAPE_ARITHMETIC");
-  if (device_type == DeviceType::CPU || (off && std::string(off) == "1")) return;
-  std::set<std::string> overridable;
-  for (const auto& in : graph.inputs) overridable.insert(in.name);
-  auto is_constant = [&](const std::string& name) {
-    return constants.count(name) || (graph.initializers.count(name) && !overridable.count(name));
-  };
+  if (device_type == DeviceType::CPU || env_flag("DPRUN_NO_SHAPE_ARITHMETIC")) return;
   std::set<std::string> on_host;  // results of shape arithmetic
   for (PlanStep& step : steps) {
     const Node& node = graph.nodes[step.node_index];
@@ -149,7 +172,7 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
       if (in.empty()) continue;
       ++read;
       from_host += on_host.count(in);
-      constant += !on_host.count(in) && is_constant(in);
+      constant += !on_host.count(in) && plan_constant(graph, constants, in) != nullptr;
     }
     bool small = !node.outputs.empty();
     for (const auto& out : node.outputs)
@@ -162,17 +185,10 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
     std::string why;
     BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, why);
     if (!cpu.kernel) continue;
-    std::vector<bool> in_place = slots_of(node, cpu.def->metadata_inputs);
-    if (may_read_dims && std::count(in_place.begin(), in_place.end(), true) != 1)
-      continue;  // its CPU kernel would read the data
-    step.kernel = std::move(cpu.kernel);
-    step.kernel_device = DeviceType::CPU;
-    step.host_kernel.reset();
-    step.device_dtypes.clear();
-    step.inputs_in_place = std::move(in_place);
+    if (may_read_dims && !reads_dims_only(node, *cpu.def)) continue;
+    step.host_constants = std::move(cpu.constant_inputs);
+    use_host_kernel(node, std::move(cpu), step);
     step.shape_arithmetic = true;
-    step.host_constants =
-        make_info(graph, node, DeviceType::CPU, constants, options).constant_inputs;
     for (const auto& out : node.outputs)
       if (!out.empty()) on_host.insert(out);
   }
