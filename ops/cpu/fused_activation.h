@@ -14,33 +14,17 @@
 #include "engine/tensor.h"
 #include "ops/cpu/simd_loops.h"
 #include "ops/math/clip.h"
+#include "ops/math/fused_activation_kind.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
 
-struct FusedActivation {
-  /// Relu, Clip [lo, hi], Sigmoid, Swish (y * sigmoid(y), SiLU), Gelu (the erf form,
-  /// math::GeluErfForm).
-  enum class Kind { None, Relu, Clip, Sigmoid, Swish, Gelu };
-  Kind kind = Kind::None;
-  float lo = 0, hi = 0;
+struct FusedActivation : FusedActivationAttrs {
+  using Kind = FusedActivationKind;
+  using FusedActivationAttrs::FusedActivationAttrs;
 
-  /// Reads the node's attributes; throws naming the node for an unknown activation.
-  explicit FusedActivation(const Node& node)
-      : lo(node.attr_float("activation_min", 0)), hi(node.attr_float("activation_max", 0)) {
-    const std::string name = node.attr_string("activation", "");
-    auto it = names().find(name);
-    if (it == names().end()) node.fail("unknown fused activation '", name, "'");
-    kind = it->second;
-  }
-
-  /// Every value of the "activation" attribute and its kind ("" is Kind::None).
-  static const std::map<std::string, Kind>& names() {
-    static const std::map<std::string, Kind> kinds = {
-        {"", Kind::None},           {"Relu", Kind::Relu},   {"Clip", Kind::Clip},
-        {"Sigmoid", Kind::Sigmoid}, {"Swish", Kind::Swish}, {"Gelu", Kind::Gelu}};
-    return kinds;
-  }
+  /// Every value of the "activation" attribute and its kind (fused_activation_kinds()).
+  static const std::map<std::string, Kind>& names() { return fused_activation_kinds(); }
 
   /// data[i] = activation(data[i]) for i < n; float32 runs the loops of simd_loops.h.
   template <class T>

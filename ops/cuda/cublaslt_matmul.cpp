@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "engine/backends/cuda/cuda_check.h"
+#include "engine/env_flag.h"
 #include "ops/cuda/cublas_gemm.h"
 
 namespace dprun {
@@ -38,14 +37,14 @@ uint32_t alignment_of(const void* p) {
 
 class MatmulDesc {
  public:
-  MatmulDesc(const LtProduct& p, const float* bias) {
+  MatmulDesc(const LtProduct& p, bool relu, const float* bias) {
     const cublasComputeType_t compute = p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublas_check(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     // Swapped operands (the header's note): cuBLASLt's A is our b, its B our a.
     set(CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
     set(CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
     set(CUBLASLT_MATMUL_DESC_EPILOGUE,
-        static_cast<uint32_t>(p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS));
+        static_cast<uint32_t>(relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS));
     set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
   }
   ~MatmulDesc() { cublasLtMatmulDescDestroy(desc_); }
@@ -107,9 +106,8 @@ class Preference {
 
 bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p,
                        float alpha, const float* a, const float* b, const float* bias,
-                       float* d) const {
-  if (const char* off = std::getenv("DPRUN_NO_CUBLASLT"); off && std::string(off) == "1")
-    return false;
+                       const CudaFusedActivation& activation, float* d) const {
+  if (env_flag("DPRUN_NO_CUBLASLT")) return false;
   const int64_t m = cublas_int(p.m, ctx, "M"), n = cublas_int(p.n, ctx, "N"),
                 k = cublas_int(p.k, ctx, "K");
   if (k == 0) ctx.fail("an empty sum has no product to run on cuBLASLt");
@@ -118,11 +116,12 @@ bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
   const MatrixLayout a_layout(p.trans_b ? k : n, p.trans_b ? n : k, p.trans_b ? k : n);
   const MatrixLayout b_layout(p.trans_a ? m : k, p.trans_a ? k : m, p.trans_a ? m : k);
   const MatrixLayout d_layout(n, m, n);
-  const MatmulDesc desc(p, bias);
+  const bool relu = activation.kind == FusedActivationKind::Relu;  // in the epilogue
+  const MatmulDesc desc(p, relu, bias);
   const uint32_t align_a = alignment_of(b), align_b = alignment_of(a), align_d = alignment_of(d),
                  align_bias = alignment_of(bias);
   const ShapeCache<LtAlgorithm>::Key key = {m,         n,       k,          p.trans_a,
-                                            p.trans_b, p.tf32,  p.relu,     align_a,
+                                            p.trans_b, p.tf32,  relu,       align_a,
                                             align_b,   align_d, align_bias, ctx.device().index};
   const auto algorithm = cache_.get(key, [&] {
     const Preference pref(align_a, align_b, align_d);
@@ -149,6 +148,7 @@ bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
                               workspace.defined() ? workspace.raw_data() : nullptr,
                               algorithm->workspace_bytes, cuda.stream()),
                "cublasLtMatmul of [", m, ", ", k, "] x [", k, ", ", n, "] with a bias epilogue");
+  if (!relu) activation.apply(ctx, d, m * n);
   return true;
 }
 

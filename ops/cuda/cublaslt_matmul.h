@@ -1,7 +1,8 @@
 #pragma once
 // Row-major float32 products on cuBLASLt with a bias epilogue: d[m, n] = alpha * op(a) op(b)
-// + bias[n] on every row, then Relu where asked, in the one kernel that writes the product
-// (cuBLAS's own GEMMs would need a second pass over d to add the bias). Operands are swapped
+// + bias[n] on every row, then a fused activation, Relu in the one kernel that writes the
+// product (cuBLAS's own GEMMs would need a second pass over d to add the bias), any other in a
+// pass after it (fused_epilogue.h). Operands are swapped
 // as in cublas_gemm.h: the row-major d is, read column-major, d^T[n, m] = op(b)^T op(a)^T,
 // whose n rows are exactly what cuBLASLt's bias vector runs along.
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/kernel.h"
 #include "ops/cpu/shape_cache.h"
+#include "ops/cuda/fused_epilogue.h"
 
 namespace dprun {
 
@@ -18,8 +20,6 @@ struct LtProduct {
   bool trans_a = false, trans_b = false;
   /// Round the operands to TF32 on tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); sums stay float32.
   bool tf32 = false;
-  /// Relu after the bias (CUBLASLT_EPILOGUE_RELU_BIAS) instead of the bias alone.
-  bool relu = false;
   int64_t m = 0, n = 0, k = 0;
 };
 
@@ -31,13 +31,14 @@ struct LtAlgorithm;
 /// GPU. Thread-safe; a kernel shared by replicas on several GPUs keeps one per GPU.
 class LtAlgorithms {
  public:
-  /// d = alpha * op(a) op(b) + bias (then Relu when p.relu) on the run's stream; the algorithm
-  /// is asked of cuBLASLt's heuristic on first use of the key. Returns false, having queued
-  /// nothing, where cuBLASLt offers no algorithm for the product (remembered for the key) or
+  /// d = activation(alpha * op(a) op(b) + bias) on the run's stream; the algorithm is asked of
+  /// cuBLASLt's heuristic on first use of the key. Returns false, having queued nothing, where
+  /// cuBLASLt offers no algorithm for the product (remembered for the key) or
   /// DPRUN_NO_CUBLASLT=1 is set: the caller then computes it with cuBLAS. Fails naming the node
   /// where a dimension is beyond cuBLAS's range or cuBLASLt fails otherwise.
   bool run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p, float alpha,
-           const float* a, const float* b, const float* bias, float* d) const;
+           const float* a, const float* b, const float* bias, const CudaFusedActivation& activation,
+           float* d) const;
 
  private:
   ShapeCache<LtAlgorithm> cache_;

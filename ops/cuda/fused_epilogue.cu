@@ -1,9 +1,7 @@
 #include "ops/cuda/fused_epilogue.h"
 
-#include <map>
-#include <string>
-
 #include "ops/cuda/elementwise.cuh"
+#include "ops/math/clip.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {
@@ -24,6 +22,12 @@ __global__ void bias_rows_kernel(const float* __restrict__ bias, float* __restri
     y[i] = bias[i % cols];
 }
 
+/// Clip to [lo, hi] (ops/math/clip.h).
+struct ClipTo {
+  float lo, hi;
+  DPRUN_HOST_DEVICE float operator()(float v) const { return math::clip(v, lo, hi); }
+};
+
 template <class Op>
 void launch_in_place(const KernelContext& ctx, Op op, float* data, int64_t n) {
   in_place_kernel<<<cuda_ew::blocks_for(n), cuda_ew::kThreads, 0, cuda_ew::stream_of(ctx)>>>(
@@ -33,28 +37,20 @@ void launch_in_place(const KernelContext& ctx, Op op, float* data, int64_t n) {
 
 }  // namespace
 
-std::optional<FusedActivationCuda> cuda_fused_activation(const Node& node) {
-  static const std::map<std::string, FusedActivationCuda> kinds = {
-      {"", FusedActivationCuda::None},
-      {"Relu", FusedActivationCuda::Relu},
-      {"Sigmoid", FusedActivationCuda::Sigmoid},
-      {"Gelu", FusedActivationCuda::Gelu}};
-  auto it = kinds.find(node.attr_string("activation", ""));
-  if (it == kinds.end()) return std::nullopt;
-  return it->second;
-}
-
-void apply_fused_activation(const KernelContext& ctx, FusedActivationCuda activation, float* data,
-                            int64_t n) {
+void CudaFusedActivation::apply(const KernelContext& ctx, float* data, int64_t n) const {
   if (n == 0) return;
-  switch (activation) {
-    case FusedActivationCuda::None:
+  switch (kind) {
+    case FusedActivationKind::None:
       return;
-    case FusedActivationCuda::Relu:
+    case FusedActivationKind::Relu:
       return launch_in_place(ctx, math::Relu{}, data, n);
-    case FusedActivationCuda::Sigmoid:
+    case FusedActivationKind::Clip:
+      return launch_in_place(ctx, ClipTo{lo, hi}, data, n);
+    case FusedActivationKind::Sigmoid:
       return launch_in_place(ctx, math::Sigmoid{}, data, n);
-    case FusedActivationCuda::Gelu:
+    case FusedActivationKind::Swish:
+      return launch_in_place(ctx, math::Silu{}, data, n);
+    case FusedActivationKind::Gelu:
       return launch_in_place(ctx, math::GeluErfForm{}, data, n);
   }
 }

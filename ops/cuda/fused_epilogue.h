@@ -1,27 +1,24 @@
 #pragma once
 // What the CUDA kernels of fused products (MatMulBias, FusedGemm; engine/rewrites/op_fusion.h)
 // do around the product: the activation fused into them, applied in place where cuBLASLt's
-// epilogue cannot (its GELU is the tanh approximation, and it has no sigmoid), and the rows of
-// bias an empty sum leaves.
+// epilogue cannot (it has Relu, but its GELU is the tanh approximation and it has no sigmoid,
+// SiLU or clip), and the rows of bias an empty sum leaves.
 #include <cstdint>
-#include <optional>
 
 #include "engine/graph.h"
 #include "engine/kernel.h"
+#include "ops/math/fused_activation_kind.h"
 
 namespace dprun {
 
-/// The activation attribute of a fused product: none, or Relu, Sigmoid, Gelu (the erf form,
-/// math::GeluErfForm), as fuse_ops writes them.
-enum class FusedActivationCuda { None, Relu, Sigmoid, Gelu };
+/// A fused product's activation (every kind of fused_activation_kinds()) on float32 device
+/// memory.
+struct CudaFusedActivation : FusedActivationAttrs {
+  using FusedActivationAttrs::FusedActivationAttrs;
 
-/// The node's "activation" attribute, or nullopt for one the CUDA kernels do not apply
-/// (the CPU's Clip and Swish, which only its channels-last rewrite writes).
-std::optional<FusedActivationCuda> cuda_fused_activation(const Node& node);
-
-/// data[i] = activation(data[i]) for i < n, on the run's stream; nothing for None.
-void apply_fused_activation(const KernelContext& ctx, FusedActivationCuda activation, float* data,
-                            int64_t n);
+  /// data[i] = activation(data[i]) for i < n, on the run's stream; nothing for None.
+  void apply(const KernelContext& ctx, float* data, int64_t n) const;
+};
 
 /// y[r, j] = bias[j] for every row r < rows and column j < cols, on the run's stream.
 void write_bias_rows(const KernelContext& ctx, const float* bias, float* y, int64_t rows,

@@ -37,18 +37,9 @@ bool is_row_bias(const Tensor* c, float beta, int64_t n) {
 
 class GemmCuda : public OpKernel {
  public:
-  GemmCuda(const KernelInfo& info, FusedActivationCuda activation)
-      : attrs_(info), tf32_(info.plan_options.allow_tf32), activation_(activation) {}
-
-  static std::unique_ptr<OpKernel> create_gemm(const KernelInfo& info) {
-    return std::make_unique<GemmCuda>(info, FusedActivationCuda::None);
-  }
-
-  /// FusedGemm; nullptr (the CPU kernel runs) for an activation the CUDA kernels do not apply.
-  static std::unique_ptr<OpKernel> create_fused(const KernelInfo& info) {
-    const auto activation = cuda_fused_activation(info.node);
-    return activation ? std::make_unique<GemmCuda>(info, *activation) : nullptr;
-  }
+  /// Gemm, or FusedGemm with its "activation" (Gemm has none).
+  explicit GemmCuda(const KernelInfo& info)
+      : attrs_(info), tf32_(info.plan_options.allow_tf32), activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -59,23 +50,19 @@ class GemmCuda : public OpKernel {
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
-    const bool relu = activation_ == FusedActivationCuda::Relu;
     if (s.k > 0 && is_row_bias(c, attrs_.beta, s.n) &&
         algorithms_.run(cuda, ctx,
                         {.trans_a = attrs_.trans_a,
                          .trans_b = attrs_.trans_b,
                          .tf32 = tf32_,
-                         .relu = relu,
                          .m = s.m,
                          .n = s.n,
                          .k = s.k},
                         attrs_.alpha, a.data<float>(), b.data<float>(), c->data<float>(),
-                        y.data<float>())) {
-      if (!relu) apply_fused_activation(ctx, activation_, y.data<float>(), y.numel());
+                        activation_, y.data<float>()))
       return;
-    }
     product(cuda, ctx, s, a, b, c, y);
-    apply_fused_activation(ctx, activation_, y.data<float>(), y.numel());
+    activation_.apply(ctx, y.data<float>(), y.numel());
   }
 
  private:
@@ -112,7 +99,7 @@ class GemmCuda : public OpKernel {
 
   GemmAttrs attrs_;
   bool tf32_;
-  FusedActivationCuda activation_;
+  CudaFusedActivation activation_;
   LtAlgorithms algorithms_;
 };
 
@@ -120,13 +107,13 @@ DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
                        .since = 1,
                        .device = DeviceType::CUDA,
                        .dtypes = {DType::Float32},
-                       .factory = GemmCuda::create_gemm});
+                       .factory = make_kernel<GemmCuda>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "FusedGemm",
                        .device = DeviceType::CUDA,
                        .dtypes = {DType::Float32},
                        .impl = "cublaslt",
-                       .factory = GemmCuda::create_fused});
+                       .factory = make_kernel<GemmCuda>});
 
 }  // namespace
 }  // namespace dprun

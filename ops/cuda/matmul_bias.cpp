@@ -1,10 +1,10 @@
 // MatMulBias(A, B, bias) on CUDA (float32), the op fusion's MatMul with its bias Add
 // (engine/rewrites/op_fusion.h): A [..., K] times B [K, N] as one [M, K] x [K, N] product over
 // A's rows, the bias added by cuBLASLt's epilogue while the product is written, then the fused
-// activation (Relu in the epilogue too). Where cuBLASLt offers no algorithm, cuBLAS adds the
-// product onto rows of bias written first. Shapes and messages follow the CPU kernel
-// (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion never writes, runs on
-// the host.
+// activation (Relu in the epilogue too). Where cuBLASLt offers no algorithm, and for an empty
+// sum, cuBLAS adds the product onto rows of bias written first. Shapes and messages follow the CPU
+// kernel (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion never writes, runs
+// on the host.
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cuda/cublas_gemm.h"
@@ -17,16 +17,14 @@ namespace {
 
 class MatMulBiasCuda : public OpKernel {
  public:
-  MatMulBiasCuda(const KernelInfo& info, FusedActivationCuda activation)
-      : activation_(activation), tf32_(info.plan_options.allow_tf32) {}
+  explicit MatMulBiasCuda(const KernelInfo& info)
+      : activation_(info.node), tf32_(info.plan_options.allow_tf32) {}
 
-  /// nullptr (the CPU kernel runs) for an activation the CUDA kernels do not apply or a B
-  /// known not to be 2-D.
+  /// nullptr (the CPU kernel runs) for a B known not to be 2-D.
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const auto activation = cuda_fused_activation(info.node);
     const size_t b_rank = cudnn::known_rank(info, 1);
-    if (!activation || (b_rank != 0 && b_rank != 2)) return nullptr;
-    return std::make_unique<MatMulBiasCuda>(info, *activation);
+    if (b_rank != 0 && b_rank != 2) return nullptr;
+    return std::make_unique<MatMulBiasCuda>(info);
   }
 
   void compute(KernelContext& ctx) const override {
@@ -52,25 +50,21 @@ class MatMulBiasCuda : public OpKernel {
     if (y.numel() == 0) return;
     const int64_t m = y.numel() / n;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
-    FusedActivationCuda after = activation_;
-    if (k == 0) {  // an empty sum: every row is the bias
-      write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
-    } else {
-      const bool relu = activation_ == FusedActivationCuda::Relu;
-      if (algorithms_.run(cuda, ctx, {.tf32 = tf32_, .relu = relu, .m = m, .n = n, .k = k}, 1.f,
-                          a.data<float>(), b.data<float>(), bias.data<float>(), y.data<float>())) {
-        if (relu) after = FusedActivationCuda::None;
-      } else {  // cuBLAS: the bias written into every row, the product added onto it
-        write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
-        const RowMajorSgemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
-        gemm.run(cuda.cublas(), ctx, 1.f, a.data<float>(), b.data<float>(), 1.f, y.data<float>());
-      }
+    if (k > 0 &&
+        algorithms_.run(cuda, ctx, {.tf32 = tf32_, .m = m, .n = n, .k = k}, 1.f, a.data<float>(),
+                        b.data<float>(), bias.data<float>(), activation_, y.data<float>()))
+      return;
+    // The bias written into every row (all of an empty sum), cuBLAS adding the product onto it.
+    write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
+    if (k > 0) {
+      const RowMajorSgemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
+      gemm.run(cuda.cublas(), ctx, 1.f, a.data<float>(), b.data<float>(), 1.f, y.data<float>());
     }
-    apply_fused_activation(ctx, after, y.data<float>(), y.numel());
+    activation_.apply(ctx, y.data<float>(), y.numel());
   }
 
  private:
-  FusedActivationCuda activation_;
+  CudaFusedActivation activation_;
   bool tf32_;
   LtAlgorithms algorithms_;
 };
