@@ -10,8 +10,8 @@
 namespace dprun {
 
 namespace {
-std::array<Backend*, 2>& backends() {
-  static std::array<Backend*, 2> table{};
+std::array<Backend*, 3>& backends() {  // by DeviceType
+  static std::array<Backend*, 3> table{};
   return table;
 }
 

@@ -7,7 +7,15 @@
 namespace dprun {
 
 std::string_view device_type_name(DeviceType type) {
-  return type == DeviceType::CPU ? "cpu" : "cuda";
+  switch (type) {
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::CUDA:
+      return "cuda";
+    case DeviceType::Sim:
+      return "sim";
+  }
+  return "unknown";
 }
 
 Device Device::parse(std::string_view text) {
@@ -22,7 +30,8 @@ Device Device::parse(std::string_view text) {
   }
   if (kind == "cpu") return cpu(index);
   if (kind == "cuda" || kind == "gpu") return cuda(index);
-  fail("invalid device '", text, "': expected cpu[:N] or cuda[:N]");
+  if (kind == "sim") return sim(index);
+  fail("invalid device '", text, "': expected cpu[:N], cuda[:N] or sim[:N]");
 }
 
 std::string Device::to_string() const {

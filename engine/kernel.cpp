@@ -12,7 +12,23 @@ KernelRegistry& KernelRegistry::instance() {
 bool KernelRegistry::add(KernelDef def) {
   def.domain = canonical_domain(def.domain);
   defs_.push_back(std::move(def));
+  if (listeners_.empty()) return true;
+  // By index and a copy: a listener may add definitions, which moves defs_ and listeners_.
+  const KernelDef added = defs_.back();
+  for (size_t l = 0; l < listeners_.size(); ++l) {
+    const auto listener = listeners_[l];
+    listener(added);
+  }
   return true;
+}
+
+void KernelRegistry::on_add(std::function<void(const KernelDef&)> listener) {
+  listeners_.push_back(listener);
+  const size_t existing = defs_.size();  // the later ones reach it through add()
+  for (size_t d = 0; d < existing; ++d) {
+    const KernelDef def = defs_[d];
+    listener(def);
+  }
 }
 
 bool KernelRegistry::knows_op(const std::string& domain, const std::string& op_type) const {

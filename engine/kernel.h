@@ -122,9 +122,15 @@ class KernelRegistry {
   bool knows_op(const std::string& domain, const std::string& op_type) const;
   /// Every registered definition (for listings and tests).
   const std::vector<KernelDef>& definitions() const { return defs_; }
+  /// Calls `listener` with every definition added so far and with each one added later, in
+  /// order of addition, whatever the order of static initialisation: for a backend whose
+  /// kernels follow another's (the simulated device mirrors the CUDA backend's). The listener
+  /// may add definitions; it is called for those too.
+  void on_add(std::function<void(const KernelDef&)> listener);
 
  private:
   std::vector<KernelDef> defs_;
+  std::vector<std::function<void(const KernelDef&)>> listeners_;
 };
 
 /// Per-invocation view of one node's inputs and outputs, owned by the executor. It refers to
@@ -176,6 +182,8 @@ class KernelContext {
   bool input_reusable(size_t input, const Shape& shape, DType dtype) const;
   /// Sets output i to an existing tensor (e.g. a reshaped view of an input).
   void set_output(size_t i, Tensor tensor);
+  /// Output i as set so far; an undefined tensor before it is.
+  const Tensor& output(size_t i) const { return outputs_[i]; }
 
   void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
   /// Which input slots allocate_output_reusing may write over (PlanStep::inputs_released);

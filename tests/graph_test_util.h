@@ -87,4 +87,62 @@ inline std::vector<Tensor> run_graph(std::shared_ptr<Graph> g, const std::vector
   return model.run(feeds);
 }
 
+inline TensorType int64s_of_rank(size_t rank, int64_t dim = 1) {
+  return {DType::Int64, SymbolicShape(rank, Dim::known(dim))};
+}
+
+inline Tensor int64_vector(std::vector<int64_t> values) {
+  const auto n = static_cast<int64_t>(values.size());
+  return Tensor::from_vector<int64_t>({n}, values);
+}
+
+/// y = Relu(Reshape(x, [dim 0 of x, -1])), the target computed as exporters write it:
+/// Shape, Gather, Unsqueeze, Concat with a constant. Intermediate types as ONNX inference gives
+/// them, unless `typed` is false.
+inline std::shared_ptr<Graph> flatten_by_shape_graph(bool typed = true) {
+  Node concat = make_node("Concat", {"batch1", "minus_one"}, {"target"});
+  concat.attributes["axis"] = Attribute::of_int(0);
+  auto g = testing::make_graph(
+      {make_node("Shape", {"x"}, {"dims"}), make_node("Gather", {"dims", "zero"}, {"batch"}),
+       make_node("Unsqueeze", {"batch", "axes"}, {"batch1"}), concat,
+       make_node("Reshape", {"x", "target"}, {"flat"}), make_node("Relu", {"flat"}, {"y"})},
+      {{"x", DType::Float32}}, {"y"});
+  g->opset_imports[""] = 17;
+  g->inputs[0].type.shape = SymbolicShape{Dim::named("batch"), Dim::known(3), Dim::known(4)};
+  g->initializers["zero"] = Tensor::scalar(int64_t{0});
+  g->initializers["axes"] = int64_vector({0});
+  g->initializers["minus_one"] = int64_vector({-1});
+  if (typed) {
+    g->value_types["dims"] = int64s_of_rank(1, 3);
+    g->value_types["batch"] = int64s_of_rank(0);
+    g->value_types["batch1"] = int64s_of_rank(1);
+    g->value_types["target"] = int64s_of_rank(1, 2);
+    g->value_types["flat"] = {DType::Float32, SymbolicShape{Dim::named("batch"), Dim::known(12)}};
+  }
+  return g;
+}
+
+/// picked = Gather(x, Shape(s)) for an int64 vector x of 6 and a float32 s of shape [3]: x
+/// read as data and a shape as indices, with the types ONNX inference gives.
+inline std::shared_ptr<Graph> gather_by_shape_graph() {
+  auto g = make_graph(
+      {make_node("Shape", {"s"}, {"dims"}), make_node("Gather", {"x", "dims"}, {"picked"})},
+      {{"x", DType::Int64}, {"s", DType::Float32}}, {"picked"});
+  g->opset_imports[""] = 17;
+  g->inputs[0].type.shape = SymbolicShape{Dim::known(6)};
+  g->inputs[1].type.shape = SymbolicShape{Dim::known(3)};
+  g->value_types["dims"] = int64s_of_rank(1, 1);
+  g->value_types["picked"] = int64s_of_rank(1, 1);
+  return g;
+}
+
+// Shape -> Div: the graph gives no dtype for Shape's output, so the planner cannot tell that
+// the CUDA Div (float32 and float64 only) will meet int64 counts, as in a gradient graph.
+inline std::shared_ptr<Graph> integer_div_graph() {
+  auto graph = make_graph({make_node("Shape", {"x"}, {"s"}), make_node("Div", {"s", "s"}, {"q"})},
+                          {{"x", DType::Float32}}, {"q"});
+  graph->opset_imports[""] = 17;
+  return graph;
+}
+
 }  // namespace dprun::testing

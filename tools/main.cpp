@@ -25,7 +25,10 @@ run and bench options:
   --devices LIST         all | cpu | cpu:0,cpu:1,... | cuda:0,cuda:1,... or bare CUDA ids 0,1
                          (default: all, every GPU when there is one, else one CPU device per
                          core; cpu means one CPU device per core). CUDA devices are refused with
-                         exit status 1 by a build without CUDA or where no GPU is present
+                         exit status 1 by a build without CUDA or where no GPU is present.
+                         sim:0,sim:1,... are simulated accelerators for testing: host memory
+                         behind a device boundary, running the plan a GPU would run with the CPU
+                         kernels (never part of all)
   --dim D                dim to split inputs and gather outputs along (default 0; may be negative)
   --output-device DEV    where outputs are gathered (default: the first device)
   --split NAME=DIM|none  split input NAME along DIM, or give it whole to every device; repeatable
@@ -99,7 +102,8 @@ conformance options:
                          ... --output-dir DIR) instead of in this process
   --jobs N               with --via-cli, run N tests at once (default 1)
   --device DEV           run the tests on DEV (default cpu:0; cuda:0 runs each model on the
-                         GPU, its nodes without a CUDA kernel on the host)
+                         GPU, its nodes without a CUDA kernel on the host; sim:0 on a simulated
+                         accelerator)
 
 exit status: 0 success, 1 runtime error, 2 usage error
 )";

@@ -8,7 +8,8 @@ Run from the repository root, with PyTorch, torchvision, onnx and onnxruntime im
 DIR holds the zoo models made by `weightless.py strip` (resnet18, mobilenet_v2,
 encoder_base); they get random weights here. Steps (all by default):
 
-  tests        dprun_cuda_tests, every test (none skips where a GPU is present)
+  tests        dprun_cuda_tests, every test (none skips where a GPU is present), and the
+               device-parameterized unit tests on CUDA (OnAccelerators/*/cuda)
   conformance  dprun conformance --device DEV against tests/conformance_expected.txt
   models       the bundled models against their PyTorch outputs; the zoo models against
                ONNX Runtime on the CPU, same file and inputs
@@ -84,6 +85,8 @@ def step_tests_and_conformance(c, steps):
     jobs = {}
     if "tests" in steps and c.args.device.startswith("cuda"):
         jobs["tests"] = ("dprun_cuda_tests", ["--gtest_brief=1"])
+        jobs["accelerator_tests"] = ("dprun_unit_tests", ["--gtest_brief=1",
+                                                          "--gtest_filter=OnAccelerators/*/cuda"])
     if "conformance" in steps:
         jobs["conformance"] = ("dprun", ["conformance", "--device", c.args.device, "--data",
                                          os.path.join(c.args.bundle, "data"), "--expected",
@@ -101,11 +104,11 @@ def step_tests_and_conformance(c, steps):
             rc = 124
         log.close()
         text = open(os.path.join(c.args.out, name + ".log"), errors="replace").read()
-        if name == "tests":
+        if name in ("tests", "accelerator_tests"):
             failed = re.findall(r"^\[  FAILED  \] (\S+)", text, re.M)
             passed = re.search(r"\[  PASSED  \] (\d+) tests?", text)
             skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", text)
-            c.say(f"tests: rc {rc} in {time.time() - start:.0f} s; passed "
+            c.say(f"{name}: rc {rc} in {time.time() - start:.0f} s; passed "
                   f"{passed.group(1) if passed else '?'}, skipped "
                   f"{skipped.group(1) if skipped else 0}, failed {len(set(failed))}"
                   + (f": {' '.join(sorted(set(failed)))}" if failed else ""))

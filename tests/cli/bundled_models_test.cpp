@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 #include <regex>
+#include <tuple>
 
 #include "cli_test_util.h"
 #include "cuda_test_util.h"
@@ -24,7 +25,9 @@ struct BundledModel {
   friend void PrintTo(const BundledModel& m, std::ostream* os) { *os << m.name; }
 };
 
-class BundledModels : public ::testing::TestWithParam<BundledModel> {};
+// A model, and the devices it runs on: cpu:0, two simulated accelerators data-parallel (host
+// memory behind a device boundary, the plan a GPU gets), and cuda:0 where a GPU is present.
+class BundledModels : public ::testing::TestWithParam<std::tuple<BundledModel, std::string>> {};
 
 // Worst ratio |got - want| / (1e-4 * |want| + 1e-6 * max|want|): below 1 means every element
 // is within 1e-4 relative error, with an absolute floor of 1e-6 of the tensor's scale for
@@ -42,11 +45,15 @@ double tolerance_ratio(const Tensor& got, const Tensor& want) {
 }
 
 TEST_P(BundledModels, MatchesPyTorch) {
-  const BundledModel& m = GetParam();
-  fs::path out_dir = fs::temp_directory_path() / ("dprun_bundled_" + m.name);
+  const auto& [m, devices] = GetParam();
+  if (devices.starts_with("cuda")) {
+    const std::string why = cuda_unusable_reason();
+    if (!why.empty()) GTEST_SKIP() << "needs a CUDA GPU: " << why;
+  }
+  fs::path out_dir = scratch_path("dprun_bundled_" + m.name);
   fs::remove_all(out_dir);
-  std::string args = source_path("models/" + m.name + ".onnx") + " --devices cpu:0 --output-dir " +
-                     out_dir.string();
+  std::string args = source_path("models/" + m.name + ".onnx") + " --devices " + devices +
+                     " --output-dir " + out_dir.string();
   for (const auto& in : m.inputs)
     args += " --input " + in + "=" + source_path("models/" + m.name + ".input." + in + ".npy");
   CommandResult r = run_dprun(args);
@@ -61,13 +68,19 @@ TEST_P(BundledModels, MatchesPyTorch) {
   fs::remove_all(out_dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BundledModels,
-                         ::testing::Values(BundledModel{"mlp", {"input"}, {"logits"}},
-                                           BundledModel{"cnn", {"image"}, {"logits"}},
-                                           BundledModel{"transformer",
-                                                        {"input_ids", "attention_mask"},
-                                                        {"hidden", "pooled"}}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Models, BundledModels,
+    ::testing::Combine(::testing::Values(BundledModel{"mlp", {"input"}, {"logits"}},
+                                         BundledModel{"cnn", {"image"}, {"logits"}},
+                                         BundledModel{"transformer",
+                                                      {"input_ids", "attention_mask"},
+                                                      {"hidden", "pooled"}}),
+                       ::testing::Values("cpu:0", "sim:0,sim:1", "cuda:0")),
+    [](const auto& info) {
+      std::string devices = std::get<1>(info.param);
+      devices = devices.substr(0, devices.find(':'));  // cpu, sim or cuda
+      return std::get<0>(info.param).name + "_" + devices;
+    });
 
 TEST(BundledModels, RandomInputsFollowBatchAndAreDeterministic) {
   auto first = run_dprun(source_path("models/cnn.onnx") + " --batch 3");

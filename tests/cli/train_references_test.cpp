@@ -3,7 +3,9 @@
 // command line, and its per-step losses and trained initializers (parameters and BatchNorm
 // statistics) are compared with PyTorch's at 1e-4 relative, 1e-6 absolute tolerance (float32
 // math in both; the absolute floor covers parameters whose gradient is rounding noise, such
-// as a bias right before a training-mode BatchNormalization).
+// as a bias right before a training-mode BatchNormalization). Each case runs on the CPU devices
+// its .args names and on as many simulated accelerators (sim:N, the plan and copies a GPU
+// gets, engine/backends/sim).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "cli_test_util.h"
 #include "loader/npy.h"
@@ -50,17 +53,18 @@ std::vector<double> json_losses(const std::string& json) {
   return out;
 }
 
-class TrainReference : public ::testing::TestWithParam<std::string> {};
+class TrainReference : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(TrainReference, MatchesPyTorch) {
-  const std::string name = GetParam();
+  const auto& [name, device_type] = GetParam();
   fs::path dir = source_path("models/training");
-  fs::path out = testing::scratch_path("dprun_train_" + name);
+  fs::path out = testing::scratch_path("dprun_train_" + name + "_" + device_type);
   fs::create_directories(out);
   std::string args = read_text(dir / (name + ".args"));
   args.erase(args.find_last_not_of(" \n") + 1);
   // The files' paths are relative to the repository root.
   args = std::regex_replace(args, std::regex("models/training/"), dir.string() + "/");
+  args = std::regex_replace(args, std::regex("cpu:"), device_type + ":");
   auto r = run_dprun("train " + (dir / (name + ".onnx")).string() + " " + args + " --save " +
                      (out / "trained.onnx").string() + " --json " + (out / "run.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
@@ -89,8 +93,12 @@ TEST_P(TrainReference, MatchesPyTorch) {
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, TrainReference, ::testing::ValuesIn(reference_cases()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Cases, TrainReference,
+                         ::testing::Combine(::testing::ValuesIn(reference_cases()),
+                                            ::testing::Values("cpu", "sim")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,7 @@
 // Models on a GPU: a kernel registered for DeviceType::CUDA runs on its run's stream, inputs
-// and outputs move between host and GPU, and DataParallel spreads over every GPU.
+// and outputs move between host and GPU, and DataParallel spreads over every GPU. The tests of
+// host fallbacks, strings and sequences that run on every accelerator are in
+// tests/unit/accelerator_model_test.cpp.
 #include <gtest/gtest.h>
 
 #include "cuda/cuda_test_kernels.h"
@@ -62,15 +64,7 @@ TEST(CudaModel, ANodeWithoutACudaKernelRunsOnTheHostBetweenGpuNodes) {
   }
 }
 
-// Shape -> Div: the graph gives no dtype for Shape's output, so the planner cannot tell that
-// the CUDA Div (float32 and float64 only) will meet int64 counts, as in a gradient graph.
-std::shared_ptr<Graph> integer_div_graph() {
-  auto graph = testing::make_graph(
-      {testing::make_node("Shape", {"x"}, {"s"}), testing::make_node("Div", {"s", "s"}, {"q"})},
-      {{"x", DType::Float32}}, {"q"});
-  graph->opset_imports[""] = 17;
-  return graph;
-}
+using testing::integer_div_graph;
 
 TEST(CudaModel, ADeviceKernelWhoseInputDtypeIsUnknownKeepsTheCpuKernelForOtherDtypes) {
   // Planning needs no GPU.
@@ -95,51 +89,6 @@ TEST(CudaModel, ADeviceKernelWhoseInputDtypeIsUnknownKeepsTheCpuKernelForOtherDt
   auto typed_plan = Plan::build(typed, DeviceType::CUDA);
   EXPECT_EQ(typed_plan->steps()[0].host_kernel, nullptr);
   EXPECT_TRUE(typed_plan->steps()[0].device_dtypes.empty());
-}
-
-TEST(CudaModel, AnIntegerDivRunsOnTheHostAndStillFailsOnAZeroDivisor) {
-  DPRUN_REQUIRE_CUDA_GPU();
-  Model model(integer_div_graph(), Device::cuda(0));
-  std::vector<Tensor> out = model.run({rows(4, 3)});
-  EXPECT_EQ(out[0].device(), Device::cuda(0));
-  Tensor q = out[0].to(Device::cpu());
-  ASSERT_EQ(q.dtype(), DType::Int64);
-  EXPECT_EQ(q.data<int64_t>()[0], 1);
-  EXPECT_EQ(q.data<int64_t>()[1], 1);
-  try {
-    model.run({Tensor::empty({0, 3}, DType::Float32)});  // 0 / 0
-    FAIL() << "no error for a zero divisor";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "[Div] node 'Div_1': integer division by zero");
-  }
-}
-
-TEST(CudaModel, StringsAndSequencesStayOnTheHost) {
-  DPRUN_REQUIRE_CUDA_GPU();
-  // A string input, a host-only op on it, and a sequence built from GPU values and read back.
-  Node lower = testing::make_node("StringNormalizer", {"words"}, {"lowered"});
-  lower.attributes["case_change_action"] = Attribute::of_string("LOWER");
-  auto graph =
-      testing::make_graph({lower, testing::make_node("SequenceConstruct", {"x", "x"}, {"seq"}),
-                           testing::make_node("ConcatFromSequence", {"seq"}, {"both"})},
-                          {{"words", DType::String}, {"x", DType::Float32}}, {"lowered", "both"});
-  graph->nodes[2].attributes["axis"] = Attribute::of_int(0);
-  graph->opset_imports[""] = 17;
-  Model model(graph, Device::cuda(0));
-  Tensor words = Tensor::empty({2}, DType::String);
-  words.data<std::string>()[0] = "MONDAY";
-  words.data<std::string>()[1] = "Tuesday";
-  std::vector<Tensor> out = model.run(std::vector<Tensor>{words, rows(2, 3)});
-  EXPECT_EQ(out[0].device(), Device::cpu());
-  EXPECT_EQ(out[0].data<std::string>()[0], "monday");
-  EXPECT_EQ(out[0].data<std::string>()[1], "tuesday");
-  EXPECT_EQ(out[1].device(), Device::cuda(0));
-  Tensor both = out[1].to(Device::cpu());
-  ASSERT_EQ(both.shape(), (Shape{4, 3}));
-  for (int64_t i = 0; i < 6; ++i) {
-    EXPECT_EQ(both.data<float>()[i], static_cast<float>(i) * 0.5f);
-    EXPECT_EQ(both.data<float>()[6 + i], static_cast<float>(i) * 0.5f);
-  }
 }
 
 TEST(CudaModel, DataParallelOverEveryGpu) {

@@ -1,15 +1,15 @@
-// DataParallel and training over GPUs against the same work on cpu:0: summed outputs reduced
-// with NCCL, and Trainer steps on cuda:0 and on every GPU (gradients reduced onto cuda:0,
-// the update on the GPU, parameters broadcast back), within 1e-5 relative.
+// DataParallel and training on accelerators against the same work on cpu:0: summed outputs
+// reduced with the backend's collectives (NCCL on GPUs), and Trainer steps on one device and
+// on several (gradients reduced onto the first, the update there, parameters broadcast back),
+// within 1e-5 relative. Runs on the simulated devices everywhere and on CUDA GPUs where present.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "cuda_test_util.h"
+#include "accelerator_test_util.h"
 #include "engine/autograd/trainer.h"
 #include "engine/parallel/data_parallel.h"
-#include "engine/parallel/device_list.h"
 #include "op_test_util.h"
 
 namespace dprun {
@@ -52,22 +52,24 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   }
 }
 
-TEST(CudaDataParallel, SummedOutputsOnEveryGpuMatchTheCpu) {
-  DPRUN_REQUIRE_CUDA_GPU();
+using AcceleratorDataParallel = testing::AcceleratorTest;
+using AcceleratorTrainer = testing::AcceleratorTest;
+
+TEST_P(AcceleratorDataParallel, SummedOutputsOnEveryDeviceMatchTheCpu) {
   Tensor x = random_floats({37, 4}, 5);
   auto cpu_model = std::make_shared<Model>(mlp_graph(), Device::cpu(0));
   std::vector<Tensor> want = cpu_model->run({x});
-  std::vector<Device> gpus = all_devices();
-  auto model = std::make_shared<Model>(mlp_graph(), gpus[0]);
+  std::vector<Device> ids = devices();
+  auto model = std::make_shared<Model>(mlp_graph(), ids[0]);
   DataParallelOptions options;
-  options.device_ids = gpus;
+  options.device_ids = ids;
   options.summed_outputs = {"total"};
   DataParallel parallel(model, options);
   for (int call = 0; call < 2; ++call) {  // the second call reuses the replicas
     std::vector<Tensor> got = parallel.forward({x});
     ASSERT_EQ(got.size(), 2u);
-    EXPECT_EQ(got[0].device(), gpus[0]);
-    EXPECT_EQ(got[1].device(), gpus[0]);
+    EXPECT_EQ(got[0].device(), ids[0]);
+    EXPECT_EQ(got[1].device(), ids[0]);
     expect_close(got[0], want[0], "y");
     expect_close(got[1], want[1], "total");
   }
@@ -108,15 +110,16 @@ void expect_same_training(const Run& got, const Run& want) {
     expect_close(got.parameters[k], want.parameters[k], "parameter " + std::to_string(k));
 }
 
-TEST(CudaTrainer, StepsOnCuda0MatchTheCpu) {
-  DPRUN_REQUIRE_CUDA_GPU();
-  expect_same_training(train({Device::cuda(0)}), train({Device::cpu(0)}));
+TEST_P(AcceleratorTrainer, StepsOnOneDeviceMatchTheCpu) {
+  expect_same_training(train({device()}), train({Device::cpu(0)}));
 }
 
-TEST(CudaTrainer, StepsOnEveryGpuMatchTheCpu) {
-  DPRUN_REQUIRE_CUDA_GPU();
-  expect_same_training(train(all_devices()), train({Device::cpu(0)}));
+TEST_P(AcceleratorTrainer, StepsOnEveryDeviceMatchTheCpu) {
+  expect_same_training(train(devices()), train({Device::cpu(0)}));
 }
+
+DPRUN_ON_ACCELERATORS(AcceleratorDataParallel);
+DPRUN_ON_ACCELERATORS(AcceleratorTrainer);
 
 }  // namespace
 }  // namespace dprun

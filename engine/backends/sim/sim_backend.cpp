@@ -1,0 +1,158 @@
+#include "engine/backends/sim/sim_backend.h"
+
+#include <cstring>
+#include <optional>
+
+#include "engine/collective_lists.h"
+#include "engine/error.h"
+#include "engine/rewrites/op_fusion.h"
+#include "engine/tensor.h"
+
+namespace dprun {
+
+namespace {
+
+struct SimBackendRegistrar {
+  SimBackendRegistrar() { register_backend(DeviceType::Sim, &SimBackend::instance()); }
+} registrar;
+
+// A simulated device's execution resource: the host threads of the CPU device of the same
+// index, under the simulated device's name.
+class SimExecutionContext final : public ExecutionContext {
+ public:
+  SimExecutionContext(Device device, std::unique_ptr<ExecutionContext> host)
+      : device_(device), host_(std::move(host)) {}
+  Device device() const override { return device_; }
+  int threads() const override { return host_->threads(); }
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t)>& fn) const override {
+    host_->parallel_for(n, grain, fn);
+  }
+  void run_on_one_thread(const std::function<void()>& fn) const override {
+    host_->run_on_one_thread(fn);
+  }
+  void synchronize() override {}
+
+ private:
+  Device device_;
+  std::unique_ptr<ExecutionContext> host_;
+};
+
+bool summable(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Int32 ||
+         dtype == DType::Int64;
+}
+
+// Sums `inputs` (host copies, like shapes and dtypes) into `out`, in list order.
+template <class T>
+void sum_into(const std::vector<Tensor>& inputs, Tensor& out) {
+  T* dst = out.data<T>();
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) dst[i] = inputs[0].data<T>()[i];
+  for (size_t d = 1; d < inputs.size(); ++d) {
+    const T* src = inputs[d].data<T>();
+    for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+}
+
+}  // namespace
+
+SimBackend& SimBackend::instance() {
+  static SimBackend backend;
+  return backend;
+}
+
+int SimBackend::device_count() const {
+  return backend_for(DeviceType::CPU).device_count();
+}
+
+void SimBackend::check_device(Device device) const {
+  DPRUN_CHECK(device.type == DeviceType::Sim && device.index >= 0,
+              "not a simulated device: ", device.to_string());
+}
+
+std::shared_ptr<Allocator> SimBackend::allocator(Device device) {
+  check_device(device);
+  std::lock_guard lock(mutex_);
+  auto& memory = memories_[device.index];
+  if (!memory) memory = std::make_shared<SimMemory>(device);
+  return memory;
+}
+
+void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
+                      size_t bytes) {
+  SimAccess to(dst_device);
+  std::optional<SimAccess> from;
+  if (src_device != dst_device) from.emplace(src_device);
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+DeviceProperties SimBackend::properties(Device device, int device_count) const {
+  check_device(device);
+  DeviceProperties p =
+      backend_for(DeviceType::CPU).properties(Device::cpu(device.index), device_count);
+  p.name = device.to_string();
+  return p;
+}
+
+std::unique_ptr<ExecutionContext> SimBackend::create_execution_context(
+    Device device, const ExecutionConfig& config) {
+  check_device(device);
+  return std::make_unique<SimExecutionContext>(
+      device,
+      backend_for(DeviceType::CPU).create_execution_context(Device::cpu(device.index), config));
+}
+
+std::shared_ptr<const Graph> SimBackend::rewrite_graph(std::shared_ptr<const Graph> graph,
+                                                       const GraphRewriteOptions& options) const {
+  if (options.fusion)
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) return fused;
+  return graph;
+}
+
+void SimBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
+                                     const std::vector<std::vector<Tensor>>& destinations) {
+  broadcast_devices(sources, destinations, DeviceType::Sim);
+  for (size_t k = 0; k < sources.size(); ++k)
+    DPRUN_CHECK(sources[k].dtype() != DType::String, "broadcast_coalesced: tensor ", k, " is ",
+                sources[k].describe(), "; device collectives copy tensors of fixed-size elements");
+  for (const auto& list : destinations)
+    for (size_t k = 0; k < sources.size(); ++k) {
+      Tensor destination = list[k];
+      destination.copy_from(sources[k]);
+    }
+}
+
+void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
+                                      const std::vector<Tensor>& outputs) {
+  if (outputs.empty()) return;
+  reduce_add_devices(inputs, outputs, DeviceType::Sim);
+  for (const Tensor& t : outputs)
+    DPRUN_CHECK(summable(t.dtype()), "reduce_add on sim devices: float32, float64, int32 and ",
+                "int64 tensors can be summed, not ", dtype_name(t.dtype()));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::vector<Tensor> parts;
+    for (const auto& list : inputs) parts.push_back(list[k].to(Device::cpu()));
+    Tensor sum = Tensor::empty(outputs[k].shape(), outputs[k].dtype(), Device::cpu());
+    switch (sum.dtype()) {
+      case DType::Float32:
+        sum_into<float>(parts, sum);
+        break;
+      case DType::Float64:
+        sum_into<double>(parts, sum);
+        break;
+      case DType::Int32:
+        sum_into<int32_t>(parts, sum);
+        break;
+      case DType::Int64:
+        sum_into<int64_t>(parts, sum);
+        break;
+      default:
+        break;  // refused above
+    }
+    Tensor out = outputs[k];
+    out.copy_from(sum);
+  }
+}
+
+}  // namespace dprun

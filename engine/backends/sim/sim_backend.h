@@ -1,0 +1,58 @@
+#pragma once
+// The simulated devices sim:0, sim:1, ...: accelerators made of host memory, for testing on
+// machines without a GPU the paths that a GPU takes through the engine. A plan for a sim
+// device is the plan a CUDA GPU would get: the same graph rewrites (op fusion) and, in a build
+// with CUDA, a kernel for exactly the ops, dtypes and nodes the CUDA backend takes
+// (ops/sim/sim_kernels.cpp), each computing with the op's CPU kernel; every other node falls
+// back to the host, and shape arithmetic runs there. Its memory (sim_memory.h) is unreadable to
+// the host except through the device, and its kernels fail on an input that is not in their
+// device's memory, so a missing or extra copy in the executor, the parallel layer or the
+// trainer fails a test here instead of on a GPU. The devices share nothing but their
+// collectives, which copy and sum on the host as NCCL would on GPUs. Not simulated: asynchrony
+// (copies and kernels finish before they return) and device-specific numerics (results are the
+// CPU kernels').
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "engine/backend.h"
+#include "engine/backends/sim/sim_memory.h"
+
+namespace dprun {
+
+class SimBackend : public Backend {
+ public:
+  static SimBackend& instance();
+  DeviceType type() const override { return DeviceType::Sim; }
+  /// As many as the CPU backend has devices; any non-negative index can be used.
+  int device_count() const override;
+  void check_device(Device device) const override;
+  /// The device's SimMemory.
+  std::shared_ptr<Allocator> allocator(Device device) override;
+  /// memcpy with access opened on the simulated side(s); synchronous.
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            size_t bytes) override;
+  void synchronize(Device) override {}
+  /// Named "sim:N", with the compute units of the CPU share of the same index.
+  DeviceProperties properties(Device device, int device_count) const override;
+  /// A CPU execution context for the threads, reporting `device`.
+  std::unique_ptr<ExecutionContext> create_execution_context(
+      Device device, const ExecutionConfig& config) override;
+  /// What the CUDA backend does: fuse_ops when options.fusion.
+  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
+                                             const GraphRewriteOptions& options) const override;
+  /// Checks the lists as NCCL needs them (one device per list, distinct devices, like shapes
+  /// and dtypes) and copies every byte.
+  void broadcast_coalesced(const std::vector<Tensor>& sources,
+                           const std::vector<std::vector<Tensor>>& destinations) override;
+  /// Checks the lists likewise and sums on the host in list order; float32, float64, int32
+  /// and int64.
+  void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
+                            const std::vector<Tensor>& outputs) override;
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::shared_ptr<SimMemory>> memories_;
+};
+
+}  // namespace dprun

@@ -1,0 +1,90 @@
+// The kernels of the simulated devices: one definition for each of the CUDA backend's, with
+// its op, versions, dtypes and host inputs, accepting the nodes the CUDA kernel accepts, and
+// computing with the op's CPU kernel (the optimizers' update kernels: sim_update_kernels.h).
+// A plan for sim:N therefore places every node where a plan for cuda:N would (device, host
+// fallback or shape arithmetic), and what it hands each kernel is checked: an input a CUDA
+// kernel would read from device memory must be in the simulated device's memory. In a build
+// without CUDA there are no definitions to follow, and every node of a sim plan runs on the
+// host.
+#include <algorithm>
+
+#include "engine/backends/sim/sim_memory.h"
+#include "engine/error.h"
+#include "engine/kernel.h"
+#include "ops/sim/sim_update_kernels.h"
+
+namespace dprun {
+
+namespace {
+
+class SimKernel final : public OpKernel {
+ public:
+  SimKernel(std::unique_ptr<OpKernel> host_kernel, std::vector<int> slots_read_anywhere)
+      : host_kernel_(std::move(host_kernel)), read_anywhere_(std::move(slots_read_anywhere)) {}
+
+  void compute(KernelContext& ctx) const override {
+    const Device device = ctx.device();
+    check_inputs(ctx, device);
+    {
+      SimAccess access(device);
+      host_kernel_->compute(ctx);
+    }
+    // A device kernel's outputs are in its device's memory, whatever the CPU kernel made.
+    for (size_t o = 0; o < ctx.output_count(); ++o) {
+      const Tensor& out = ctx.output(o);
+      if (out.defined() && out.dtype() != DType::String && out.device() != device)
+        ctx.set_output(o, out.to(device));
+    }
+  }
+
+ private:
+  void check_inputs(const KernelContext& ctx, Device device) const {
+    for (size_t i = 0; i < ctx.input_count(); ++i) {
+      const Tensor* t = ctx.optional_input(i);
+      if (t == nullptr || t->dtype() == DType::String || t->device() == device ||
+          std::count(read_anywhere_.begin(), read_anywhere_.end(), static_cast<int>(i)))
+        continue;
+      fail("input ", i, " ('", ctx.node().inputs[i], "') is on ", t->device().to_string(),
+           ", not on ", device.to_string(), ": a device kernel reads its inputs from its ",
+           "device's memory");
+    }
+  }
+
+  std::unique_ptr<OpKernel> host_kernel_;
+  std::vector<int> read_anywhere_;  // KernelDef::host_inputs and metadata_inputs
+};
+
+// The simulated device's definition following `cuda`: its CPU kernel, checked and wrapped.
+KernelDef follow(const KernelDef& cuda) {
+  KernelDef def = cuda;
+  def.device = DeviceType::Sim;
+  std::vector<int> anywhere = cuda.host_inputs;
+  anywhere.insert(anywhere.end(), cuda.metadata_inputs.begin(), cuda.metadata_inputs.end());
+  def.factory = [anywhere,
+                 cuda_factory = cuda.factory](const KernelInfo& info) -> std::unique_ptr<OpKernel> {
+    // Where the CUDA kernel declines the node (an attribute or dtype it does not cover), so
+    // does this one, and the node falls back to the host as on a GPU. Building a CUDA kernel
+    // needs no GPU: it is how plans for cuda:N are made on any machine.
+    KernelInfo as_cuda = info;
+    as_cuda.device_type = DeviceType::CUDA;
+    if (!cuda_factory(as_cuda)) return nullptr;
+    KernelInfo on_host = info;
+    on_host.device_type = DeviceType::CPU;
+    std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(on_host);
+    if (!kernel) return nullptr;
+    if (std::unique_ptr<OpKernel> update = sim_update_kernel(kernel)) return update;
+    return std::make_unique<SimKernel>(std::move(kernel), anywhere);
+  };
+  return def;
+}
+
+[[maybe_unused]] const bool following_cuda = [] {
+  KernelRegistry::instance().on_add([](const KernelDef& def) {
+    if (def.device == DeviceType::CUDA) KernelRegistry::instance().add(follow(def));
+  });
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace dprun

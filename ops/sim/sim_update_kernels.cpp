@@ -1,0 +1,55 @@
+#include "ops/sim/sim_update_kernels.h"
+
+#include "engine/autograd/optimizer_update.h"
+#include "engine/backends/sim/sim_memory.h"
+
+namespace dprun {
+
+namespace {
+
+class SimSgdUpdate final : public SgdUpdateKernel {
+ public:
+  explicit SimSgdUpdate(std::unique_ptr<SgdUpdateKernel> host) : host_(std::move(host)) {}
+  void update(ExecutionContext*, const SgdOptions& options, bool first, Tensor& parameter,
+              const Tensor& gradient, Tensor& momentum_buffer, int64_t begin,
+              int64_t end) const override {
+    SimAccess access(parameter.device());
+    host_->update(nullptr, options, first, parameter, gradient, momentum_buffer, begin, end);
+  }
+
+ private:
+  std::unique_ptr<SgdUpdateKernel> host_;
+};
+
+class SimAdamUpdate final : public AdamUpdateKernel {
+ public:
+  explicit SimAdamUpdate(std::unique_ptr<AdamUpdateKernel> host) : host_(std::move(host)) {}
+  void update(ExecutionContext*, const AdamOptions& options, int64_t step, Tensor& parameter,
+              const Tensor& gradient, Tensor& exp_avg, Tensor& exp_avg_sq, int64_t begin,
+              int64_t end) const override {
+    SimAccess access(parameter.device());
+    host_->update(nullptr, options, step, parameter, gradient, exp_avg, exp_avg_sq, begin, end);
+  }
+
+ private:
+  std::unique_ptr<AdamUpdateKernel> host_;
+};
+
+// `kernel` as a K, taking ownership, or nullptr leaving it alone.
+template <class K>
+std::unique_ptr<K> take_as(std::unique_ptr<OpKernel>& kernel) {
+  if (dynamic_cast<K*>(kernel.get()) == nullptr) return nullptr;
+  return std::unique_ptr<K>(static_cast<K*>(kernel.release()));
+}
+
+}  // namespace
+
+std::unique_ptr<OpKernel> sim_update_kernel(std::unique_ptr<OpKernel>& host_kernel) {
+  if (auto sgd = take_as<SgdUpdateKernel>(host_kernel))
+    return std::make_unique<SimSgdUpdate>(std::move(sgd));
+  if (auto adam = take_as<AdamUpdateKernel>(host_kernel))
+    return std::make_unique<SimAdamUpdate>(std::move(adam));
+  return nullptr;
+}
+
+}  // namespace dprun

@@ -1,0 +1,37 @@
+#pragma once
+// The bundled models (models/*.onnx) for in-process tests: their paths and deterministic
+// inputs of any batch size.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace dprun::testing {
+
+/// models/NAME.onnx in the source tree (DPRUN_SOURCE_DIR when set, else the configured one).
+inline std::string bundled_model_path(const std::string& name) {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  return std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/" + name + ".onnx";
+}
+
+/// Deterministic inputs for the model's declared inputs: the first unknown dim is `batch`,
+/// later ones 12 (a sequence length); float32 values in [-1, 1], int64 ids below 1000.
+inline std::vector<Tensor> deterministic_inputs(const Model& model, int64_t batch) {
+  std::vector<Tensor> inputs;
+  for (const TensorType& type : model.input_types()) {
+    Shape shape;
+    for (const Dim& d : *type.shape)
+      shape.push_back(d.is_known() ? d.value : shape.empty() ? batch : 12);
+    Tensor t = Tensor::zeros(shape, type.dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (type.dtype == DType::Float32)
+        t.data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+      if (type.dtype == DType::Int64) t.data<int64_t>()[i] = (i * 13) % 1000;
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+}  // namespace dprun::testing
