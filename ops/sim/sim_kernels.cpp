@@ -26,7 +26,10 @@ class SimKernel final : public OpKernel {
     const Device device = ctx.device();
     check_inputs(ctx, device);
     {
-      SimAccess access(device);
+      // The kernel's operands are open to it, and the outputs it allocates; nothing else is.
+      std::vector<const Tensor*> operands;
+      for (size_t i = 0; i < ctx.input_count(); ++i) operands.push_back(ctx.optional_input(i));
+      SimAccess access(device, data_on(device, operands));
       host_kernel_->compute(ctx);
     }
     // A device kernel's outputs are in its device's memory, whatever the CPU kernel made.

@@ -13,7 +13,8 @@ class SimSgdUpdate final : public SgdUpdateKernel {
   void update(ExecutionContext*, const SgdOptions& options, bool first, Tensor& parameter,
               const Tensor& gradient, Tensor& momentum_buffer, int64_t begin,
               int64_t end) const override {
-    SimAccess access(parameter.device());
+    SimAccess access(parameter.device(),
+                     data_on(parameter.device(), {&parameter, &gradient, &momentum_buffer}));
     host_->update(nullptr, options, first, parameter, gradient, momentum_buffer, begin, end);
   }
 
@@ -27,7 +28,8 @@ class SimAdamUpdate final : public AdamUpdateKernel {
   void update(ExecutionContext*, const AdamOptions& options, int64_t step, Tensor& parameter,
               const Tensor& gradient, Tensor& exp_avg, Tensor& exp_avg_sq, int64_t begin,
               int64_t end) const override {
-    SimAccess access(parameter.device());
+    SimAccess access(parameter.device(),
+                     data_on(parameter.device(), {&parameter, &gradient, &exp_avg, &exp_avg_sq}));
     host_->update(nullptr, options, step, parameter, gradient, exp_avg, exp_avg_sq, begin, end);
   }
 

@@ -69,24 +69,25 @@ TEST(SimMemoryDeathTest, HostCodeThatReadsDeviceMemoryStopsTheProcessSayingWhy) 
       kTouchedMessage);
 }
 
-TEST(SimMemoryDeathTest, AccessEndsWhenTheLastScopeCloses) {
+TEST(SimMemoryDeathTest, AScopeOpensWhatItNamesAndWhatIsAllocatedWhileItLasts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   Tensor t = Tensor::empty({4}, DType::Float32, Device::sim(0));
+  Tensor other = Tensor::empty({1}, DType::Float32, Device::sim(0));
   auto* data = static_cast<float*>(t.raw_data());
   {
-    SimAccess outer(Device::sim(0));
+    SimAccess outer(Device::sim(0), {data + 1});  // any address inside the tensor's memory
     data[0] = 5;
     Tensor made_inside = Tensor::empty({2}, DType::Float32, Device::sim(0));
-    static_cast<float*>(made_inside.raw_data())[1] = 6;  // mapped open while a scope is
-    { SimAccess inner(Device::sim(0)); }
-    data[1] = data[0] + 1;  // the inner scope's end does not close the outer one
+    static_cast<float*>(made_inside.raw_data())[1] = 6;
+    made_inside.copy_from(Tensor::from_vector<float>({2}, {1, 2}));  // a copy's scope ends...
+    static_cast<float*>(made_inside.raw_data())[0] = 3;              // ...leaving it open
+    { SimAccess inner(Device::sim(0), {data}); }
+    data[1] = data[0] + 1;  // the inner scope's end does not close the outer one's
+    // Memory of the device that no scope names stays closed.
+    EXPECT_DEATH(static_cast<float*>(other.raw_data())[0] = 1, kTouchedMessage);
   }
   EXPECT_EQ(host_values<float>(t)[1], 6.0f);  // copies open the memory themselves
   EXPECT_DEATH(data[2] = 1, kTouchedMessage);
-  // Access to one device opens none of another's memory.
-  Tensor other = Tensor::empty({1}, DType::Float32, Device::sim(1));
-  SimAccess access(Device::sim(0));
-  EXPECT_DEATH(static_cast<float*>(other.raw_data())[0] = 1, kTouchedMessage);
 }
 
 TEST(SimMemory, CopiesBetweenHostAndDevicesKeepEveryByte) {

@@ -1,7 +1,6 @@
 #include "engine/backends/sim/sim_backend.h"
 
 #include <cstring>
-#include <optional>
 
 #include "engine/collective_lists.h"
 #include "engine/error.h"
@@ -81,10 +80,15 @@ std::shared_ptr<Allocator> SimBackend::allocator(Device device) {
 
 void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
                       size_t bytes) {
-  SimAccess to(dst_device);
-  std::optional<SimAccess> from;
-  if (src_device != dst_device) from.emplace(src_device);
-  if (bytes) std::memcpy(dst, src, bytes);
+  if (bytes == 0) return;
+  if (dst_device == src_device) {
+    SimAccess both(dst_device, {dst, src});
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  SimAccess to(dst_device, {dst});
+  SimAccess from(src_device, {src});
+  std::memcpy(dst, src, bytes);
 }
 
 DeviceProperties SimBackend::properties(Device device, int device_count) const {

@@ -29,7 +29,7 @@ class SimBackend : public Backend {
   void check_device(Device device) const override;
   /// The device's SimMemory.
   std::shared_ptr<Allocator> allocator(Device device) override;
-  /// memcpy with access opened on the simulated side(s); synchronous.
+  /// memcpy with the source and destination opened on the simulated side(s); synchronous.
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
   void synchronize(Device) override {}

@@ -12,6 +12,7 @@
 
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/tensor.h"
 
 namespace dprun {
 
@@ -70,19 +71,22 @@ size_t mapped_size(size_t bytes) {
 }  // namespace
 
 SimMemory::~SimMemory() {
-  for (const auto& [start, bytes] : mappings_) munmap(start, bytes);
+  for (const auto& [start, mapping] : mappings_)
+    munmap(reinterpret_cast<void*>(start), mapping.bytes);
 }
 
 void* SimMemory::allocate(size_t bytes) {
   install_fault_message();
   const size_t size = mapped_size(bytes);
   std::lock_guard lock(mutex_);
-  const int protection = open_scopes_ > 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
+  const int protection = scopes_ > 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
   void* start = mmap(nullptr, size, protection, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (start == MAP_FAILED)
     fail(device_.to_string(), ": cannot map ", bytes, " bytes: ", std::strerror(errno));
-  note_mapping(reinterpret_cast<uintptr_t>(start), size);
-  mappings_.emplace(start, size);
+  const auto address = reinterpret_cast<uintptr_t>(start);
+  note_mapping(address, size);
+  mappings_[address] = {.bytes = size, .fresh = scopes_ > 0};
+  if (scopes_ > 0) made_in_scope_.push_back(address);
   stats_.in_use += bytes;
   stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
   return start;
@@ -90,9 +94,9 @@ void* SimMemory::allocate(size_t bytes) {
 
 void SimMemory::deallocate(void* ptr, size_t bytes) {
   std::lock_guard lock(mutex_);
-  auto it = mappings_.find(ptr);
+  auto it = mappings_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == mappings_.end()) return;
-  munmap(it->first, it->second);
+  munmap(ptr, it->second.bytes);
   mappings_.erase(it);
   stats_.in_use -= bytes;
 }
@@ -102,33 +106,58 @@ AllocatorStats SimMemory::stats() const {
   return stats_;
 }
 
-void SimMemory::open() {
+std::map<uintptr_t, SimMemory::Mapping>::iterator SimMemory::holding(const void* pointer) {
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = mappings_.upper_bound(address);
+  if (it == mappings_.begin()) return mappings_.end();
+  --it;
+  return address < it->first + it->second.bytes ? it : mappings_.end();
+}
+
+void SimMemory::open(const std::vector<const void*>& pointers) {
   std::lock_guard lock(mutex_);
-  if (open_scopes_ > 0) {
-    ++open_scopes_;
-    return;
-  }
-  for (const auto& [start, bytes] : mappings_)
-    if (mprotect(start, bytes, PROT_READ | PROT_WRITE) != 0)
+  ++scopes_;
+  for (const void* pointer : pointers) {
+    auto it = holding(pointer);
+    if (it == mappings_.end() || it->second.opened++ > 0) continue;
+    if (mprotect(reinterpret_cast<void*>(it->first), it->second.bytes, PROT_READ | PROT_WRITE))
       fail(device_.to_string(), ": cannot open device memory to the host: ", std::strerror(errno));
-  open_scopes_ = 1;
+  }
 }
 
-void SimMemory::close() {
-  std::lock_guard lock(mutex_);
-  if (--open_scopes_ > 0) return;
+void SimMemory::close(const std::vector<const void*>& pointers) {
   // A mapping left open only weakens the check; closing must not throw (SimAccess's destructor).
-  for (const auto& [start, bytes] : mappings_) mprotect(start, bytes, PROT_NONE);
+  std::lock_guard lock(mutex_);
+  for (const void* pointer : pointers) {
+    auto it = holding(pointer);
+    if (it != mappings_.end() && --it->second.opened == 0 && !it->second.fresh)
+      mprotect(reinterpret_cast<void*>(it->first), it->second.bytes, PROT_NONE);
+  }
+  if (--scopes_ > 0) return;
+  for (uintptr_t address : made_in_scope_)
+    if (auto it = mappings_.find(address); it != mappings_.end() && it->second.fresh) {
+      it->second.fresh = false;
+      mprotect(reinterpret_cast<void*>(address), it->second.bytes, PROT_NONE);
+    }
+  made_in_scope_.clear();
 }
 
-SimAccess::SimAccess(Device device) {
+SimAccess::SimAccess(Device device, std::vector<const void*> pointers)
+    : pointers_(std::move(pointers)) {
   if (device.type != DeviceType::Sim) return;
   memory_ = std::static_pointer_cast<SimMemory>(backend_for(device).allocator(device));
-  memory_->open();
+  memory_->open(pointers_);
 }
 
 SimAccess::~SimAccess() {
-  if (memory_) memory_->close();
+  if (memory_) memory_->close(pointers_);
+}
+
+std::vector<const void*> data_on(Device device, const std::vector<const Tensor*>& tensors) {
+  std::vector<const void*> out;
+  for (const Tensor* t : tensors)
+    if (t != nullptr && t->defined() && t->device() == device) out.push_back(t->raw_data());
+  return out;
 }
 
 }  // namespace dprun
