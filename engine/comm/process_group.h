@@ -1,7 +1,9 @@
 #pragma once
 // ProcessGroup: collectives between the ranks of a distributed job, as torch.distributed's
 // process groups. Implementations:
-//   - MPI, one rank per process (engine/comm/mpi_process_group.h), for CPU devices;
+//   - MPI, one rank per process (engine/comm/mpi_process_group.h), over host memory (for
+//     devices that are not the host, DistributedDataParallel and the Reducer stage their
+//     tensors through host copies);
 //   - threads of one process (engine/comm/thread_process_group.h), for tests and for running
 //     the distributed code paths without a launcher.
 // A GPU group over NCCL fits the same interface: all_reduce_sum on device memory, enqueued on

@@ -39,9 +39,9 @@ class Reducer {
   /// Starts a step: no gradient is ready and no bucket started. Throws Error when the previous
   /// step's buckets were started but not waited for.
   void begin_step();
-  /// Gradient `i` is final: copies `gradient` (host memory, the layout's dtype and element
-  /// count) into its bucket and starts every bucket that is now complete, in bucket order. A
-  /// gradient already marked in this step is left as it is.
+  /// Gradient `i` is final: copies `gradient` (on any device, the layout's dtype and element
+  /// count) into its bucket, in host memory, and starts every bucket that is now complete, in
+  /// bucket order. A gradient already marked in this step is left as it is.
   void mark_ready(size_t i, const Tensor& gradient);
   bool is_ready(size_t i) const { return ready_[i]; }
   /// Advances the started all-reduces without blocking: MPI moves a nonblocking collective on

@@ -32,6 +32,20 @@ std::string hex(uint64_t v) {
   return out.str();
 }
 
+// Copies rank 0's `tensor` into every rank's. Process groups move host memory: a tensor on a
+// device goes through a host copy (a GPU's parameters each way, once at the start and for
+// in-place state once per step).
+void broadcast_from_rank0(ProcessGroup& group, const Tensor& tensor) {
+  if (tensor.device().type == DeviceType::CPU) {
+    group.broadcast(tensor, 0);
+    return;
+  }
+  Tensor host = tensor.to(Device::cpu());
+  group.broadcast(host, 0);
+  Tensor target = tensor;  // shares the parameter's storage
+  target.copy_from(host);
+}
+
 }  // namespace
 
 std::vector<int64_t> shard_positions(int64_t batch_rows, int rank, int world_size) {
@@ -49,7 +63,8 @@ uint64_t checksum_tensors(const std::vector<Tensor>& tensors) {
     h ^= w;
     h *= 1099511628211ull;
   };
-  for (const Tensor& t : tensors) {
+  for (const Tensor& tensor : tensors) {
+    const Tensor t = tensor.device().type == DeviceType::CPU ? tensor : tensor.to(Device::cpu());
     mix(t.nbytes());
     const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
     size_t n = t.nbytes(), i = 0;
@@ -123,7 +138,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Model> model,
 
 void DistributedDataParallel::broadcast_parameters() {
   for (const Tensor& p : model_->parameters())
-    if (p.dtype() != DType::String) group_->broadcast(p, 0);
+    if (p.dtype() != DType::String) broadcast_from_rank0(*group_, p);
   model_->mark_parameters_changed();
   broadcast_done_ = true;
 }
@@ -147,7 +162,7 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
   if (!broadcast_done_) broadcast_parameters();
   auto start = Clock::now();
   if (options_.broadcast_buffers && !buffers_.empty()) {
-    for (const auto& name : buffers_) group_->broadcast(model_->parameter(name), 0);
+    for (const auto& name : buffers_) broadcast_from_rank0(*group_, model_->parameter(name));
     model_->mark_parameters_changed();
   }
 
@@ -215,7 +230,7 @@ uint64_t DistributedDataParallel::check_parameters_in_sync() {
   // Each rank's last step updated its in-place state from its own shard: rank 0's is the one
   // kept, as it is the one saved.
   if (options_.broadcast_buffers && !buffers_.empty()) {
-    for (const auto& name : buffers_) group_->broadcast(model_->parameter(name), 0);
+    for (const auto& name : buffers_) broadcast_from_rank0(*group_, model_->parameter(name));
     model_->mark_parameters_changed();
   }
   std::vector<Tensor> state;

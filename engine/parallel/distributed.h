@@ -145,7 +145,8 @@ class DistributedDataParallel {
   DistributedStats stats_;
 };
 
-/// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order.
+/// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order; tensors on a
+/// device are read through a host copy.
 uint64_t checksum_tensors(const std::vector<Tensor>& tensors);
 
 }  // namespace dprun

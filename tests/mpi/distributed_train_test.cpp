@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "engine/parallel/distributed.h"
 #include "loader/npy.h"
@@ -107,9 +108,10 @@ CaseArgs shard_ordered(const CaseArgs& args, int ranks, const fs::path& dir) {
   return out;
 }
 
-std::string devices(int n) {
+// type:0,type:1,... for n devices of `type` (cpu or sim).
+std::string devices(const std::string& type, int n) {
   std::string out;
-  for (int i = 0; i < n; ++i) out += (i ? ",cpu:" : "cpu:") + std::to_string(i);
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + type + ":" + std::to_string(i);
   return out;
 }
 
@@ -124,27 +126,28 @@ std::string losses_of(const fs::path& json) {
 struct Case {
   std::string name;
   int ranks;
+  std::string device_type = "cpu";  // each rank's device, and the single process's devices
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.name << " on " << c.ranks << " ranks";
+  *out << c.name << " on " << c.ranks << " ranks of " << c.device_type;
 }
 
 class DistributedTrain : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DistributedTrain, DeterministicEqualsOneProcessOverAsManyDevicesBitForBit) {
-  const auto [name, ranks] = GetParam();
-  fs::path dir = scratch(name + "_" + std::to_string(ranks));
+  const auto [name, ranks, device_type] = GetParam();
+  fs::path dir = scratch(name + "_" + std::to_string(ranks) + "_" + device_type);
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");
   auto distributed =
-      run_ranks(ranks, "train " + model + data_args(args) + args.rest +
-                           " --devices cpu:0 --distributed --deterministic --save " +
+      run_ranks(ranks, "train " + model + data_args(args) + args.rest + " --devices " +
+                           device_type + ":0 --distributed --deterministic --save " +
                            (dir / "ddp.onnx").string() + " --json " + (dir / "ddp.json").string());
   ASSERT_EQ(distributed.status, 0) << distributed.output;
   CaseArgs ordered = shard_ordered(args, ranks, dir);
   auto single = run_dprun("train " + model + data_args(ordered) + args.rest + " --devices " +
-                          devices(ranks) + " --split-policy even --save " +
+                          devices(device_type, ranks) + " --split-policy even --save " +
                           (dir / "one.onnx").string() + " --json " + (dir / "one.json").string());
   ASSERT_EQ(single.status, 0) << single.output;
 
@@ -162,22 +165,25 @@ TEST_P(DistributedTrain, DeterministicEqualsOneProcessOverAsManyDevicesBitForBit
 
 INSTANTIATE_TEST_SUITE_P(Cases, DistributedTrain,
                          ::testing::Values(Case{"mlp_sgd", 2}, Case{"mlp_sgd", 3},
-                                           Case{"mlp_adamw", 2}, Case{"mlp_nesterov_dp3", 4}),
+                                           Case{"mlp_adamw", 2}, Case{"mlp_nesterov_dp3", 4},
+                                           Case{"mlp_adamw", 2, "sim"}),
                          [](const auto& info) {
                            return info.param.name + "_" + std::to_string(info.param.ranks) +
-                                  "_ranks";
+                                  "_ranks" + (info.param.device_type == "cpu" ? "" : "_of_sim");
                          });
 
-class DefaultMode : public ::testing::TestWithParam<std::string> {};
+// Each rank on cpu:0, or on sim:0 (a simulated accelerator: parameters, gradients and
+// in-place state in device memory, broadcast and summed through host copies).
+class DefaultMode : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(DefaultMode, FourRanksMatchOneDeviceWithinTolerance) {
-  const std::string name = GetParam();
-  fs::path dir = scratch("default_" + name);
+  const auto& [name, rank_device] = GetParam();
+  fs::path dir = scratch("default_" + name + "_" + rank_device.substr(0, 3));
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");
   auto distributed =
-      run_ranks(4, "train " + model + data_args(args) + args.rest +
-                       " --devices cpu:0 --distributed --save " + (dir / "ddp.onnx").string());
+      run_ranks(4, "train " + model + data_args(args) + args.rest + " --devices " + rank_device +
+                       " --distributed --save " + (dir / "ddp.onnx").string());
   ASSERT_EQ(distributed.status, 0) << distributed.output;
   auto single = run_dprun("train " + model + data_args(args) + args.rest +
                           " --devices cpu:0 --save " + (dir / "one.onnx").string());
@@ -195,7 +201,13 @@ TEST_P(DefaultMode, FourRanksMatchOneDeviceWithinTolerance) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, DefaultMode, ::testing::Values("mlp_sgd", "mlp_adam"));
+INSTANTIATE_TEST_SUITE_P(Cases, DefaultMode,
+                         ::testing::Combine(::testing::Values("mlp_sgd", "mlp_adam"),
+                                            ::testing::Values("cpu:0", "sim:0")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  std::get<1>(info.param).substr(0, 3);
+                         });
 
 std::string mlp_args(const fs::path& dir) {
   return "train " + source_path("models/training/mlp_sgd.onnx") + " --target " +
