@@ -118,6 +118,11 @@ TEST_P(AcceleratorTrainer, StepsOnEveryDeviceMatchTheCpu) {
   expect_same_training(train(devices()), train({Device::cpu(0)}));
 }
 
+TEST_P(AcceleratorTrainer, StepsOnADeviceBesideACpuDeviceMatchTheCpu) {
+  // A mixed list: gradients summed on the host and copied to the device, the update there.
+  expect_same_training(train({device(), Device::cpu(1)}), train({Device::cpu(0)}));
+}
+
 DPRUN_ON_ACCELERATORS(AcceleratorDataParallel);
 DPRUN_ON_ACCELERATORS(AcceleratorTrainer);
 
