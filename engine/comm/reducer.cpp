@@ -39,6 +39,9 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
     bytes_ += static_cast<int64_t>(bytes);
   }
   views_.resize(n);
+  staged_views_.resize(n);
+  offsets_.resize(n);
+  for (const GradientLayout& g : gradients) shapes_.push_back(g.shape);
   bucket_of_.resize(n);
   ready_.assign(n, false);
   for (const Span& s : spans) {
@@ -49,11 +52,13 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
     for (size_t i : s.members) {
       int64_t count = shape_numel(gradients[i].shape);
       views_[i] = b.flat.narrow(0, offset, count).reshape(gradients[i].shape);
+      offsets_[i] = offset;
       bucket_of_[i] = buckets_.size();
       offset += count;
     }
     buckets_.push_back(std::move(b));
   }
+  results_ = views_;
 }
 
 void Reducer::begin_step() {
@@ -63,6 +68,7 @@ void Reducer::begin_step() {
     b.pending = b.members;
     b.work.reset();
     b.done = false;
+    b.gathering = false;
   }
   ready_.assign(ready_.size(), false);
   next_ = 0;
@@ -71,15 +77,33 @@ void Reducer::begin_step() {
 void Reducer::mark_ready(size_t i, const Tensor& gradient) {
   DPRUN_CHECK(i < views_.size(), "Reducer: no gradient ", i);
   if (ready_[i]) return;
-  views_[i].copy_from(gradient);
+  target_of(i, gradient.device()).copy_from(gradient);
   ready_[i] = true;
   --buckets_[bucket_of_[i]].pending;
   start_complete_buckets();
 }
 
+Tensor& Reducer::target_of(size_t i, Device device) {
+  Bucket& b = buckets_[bucket_of_[i]];
+  if (!b.gathering) {
+    b.device = device.type == DeviceType::CPU ? Device::cpu() : device;
+    b.gathering = true;
+  }
+  if (b.device.type == DeviceType::CPU) return views_[i];
+  if (!b.staged.defined() || b.staged.device() != b.device) {
+    b.staged = Tensor::empty(b.flat.shape(), b.flat.dtype(), b.device);
+    for (size_t k = 0; k < bucket_of_.size(); ++k)
+      if (bucket_of_[k] == bucket_of_[i])
+        staged_views_[k] =
+            b.staged.narrow(0, offsets_[k], shape_numel(shapes_[k])).reshape(shapes_[k]);
+  }
+  return staged_views_[i];
+}
+
 void Reducer::start_complete_buckets() {
   while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
     Bucket& b = buckets_[next_++];
+    if (b.gathering && b.device.type != DeviceType::CPU) b.flat.copy_from(b.staged);
     b.work = group_->all_reduce_sum(b.flat, options_.order);
   }
 }
@@ -92,7 +116,12 @@ void Reducer::progress() {
 void Reducer::finish_marking() {
   for (size_t i = 0; i < views_.size(); ++i) {
     if (ready_[i]) continue;
-    std::memset(views_[i].raw_data(), 0, views_[i].nbytes());
+    Tensor& target = target_of(
+        i, buckets_[bucket_of_[i]].gathering ? buckets_[bucket_of_[i]].device : Device::cpu());
+    if (target.device().type == DeviceType::CPU)
+      std::memset(target.raw_data(), 0, target.nbytes());
+    else
+      target.copy_from(Tensor::zeros(target.shape(), target.dtype()));
     ready_[i] = true;
     --buckets_[bucket_of_[i]].pending;
   }
@@ -107,6 +136,12 @@ void Reducer::wait() {
     if (!b.done) b.work->wait();
     b.done = true;
   }
+  for (size_t i = 0; i < views_.size(); ++i) {
+    const Bucket& b = buckets_[bucket_of_[i]];
+    results_[i] = b.gathering && b.device.type != DeviceType::CPU ? staged_views_[i] : views_[i];
+  }
+  for (Bucket& b : buckets_)
+    if (b.gathering && b.device.type != DeviceType::CPU) b.staged.copy_from(b.flat);
 }
 
 }  // namespace dprun

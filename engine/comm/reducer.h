@@ -39,9 +39,11 @@ class Reducer {
   /// Starts a step: no gradient is ready and no bucket started. Throws Error when the previous
   /// step's buckets were started but not waited for.
   void begin_step();
-  /// Gradient `i` is final: copies `gradient` (on any device, the layout's dtype and element
-  /// count) into its bucket, in host memory, and starts every bucket that is now complete, in
-  /// bucket order. A gradient already marked in this step is left as it is.
+  /// Gradient `i` is final: copies `gradient` (the layout's dtype and element count) into its
+  /// bucket, in host memory, or, where the bucket's first gradient of the step is on a device,
+  /// into a copy of the bucket on that device (no wait there; the bucket moves to the host in
+  /// one copy when it is complete, and back in one after the sum), and starts every bucket that is
+  /// now complete, in bucket order. A gradient already marked in this step is left as it is.
   void mark_ready(size_t i, const Tensor& gradient);
   bool is_ready(size_t i) const { return ready_[i]; }
   /// Advances the started all-reduces without blocking: MPI moves a nonblocking collective on
@@ -54,27 +56,38 @@ class Reducer {
   /// Waits until every bucket is summed (after finish_marking). Throws Error on a timeout.
   void wait();
 
-  /// Gradient i as a view into its bucket: after wait(), the sum over the ranks.
-  const std::vector<Tensor>& gradients() const { return views_; }
+  /// Gradient i as a view into its bucket, where the bucket's gradients were given (host
+  /// memory or their device): after wait(), the sum over the ranks.
+  const std::vector<Tensor>& gradients() const { return results_; }
   size_t bucket_count() const { return buckets_.size(); }
   /// Bytes all-reduced per step: every gradient's size.
   int64_t bytes_per_step() const { return bytes_; }
 
  private:
   struct Bucket {
-    Tensor flat;
-    size_t pending = 0;  // gradients of the bucket not yet marked in this step
+    Tensor flat;             // host memory: what the process group sums
+    Tensor staged;           // the bucket on a device, kept from step to step
+    Device device;           // where this step's gradients are gathered: the first one's device
+    bool gathering = false;  // `device` is set for this step
+    size_t pending = 0;      // gradients of the bucket not yet marked in this step
     size_t members = 0;
     std::unique_ptr<CollectiveWork> work;
     bool done = false;
   };
   void start_complete_buckets();
+  // Where gradient i of this step goes: its host view, or its view of the bucket's device copy
+  // (made on first use, for `device`).
+  Tensor& target_of(size_t i, Device device);
 
   std::shared_ptr<ProcessGroup> group_;
   ReducerOptions options_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
-  std::vector<Tensor> views_;
+  std::vector<Tensor> views_;         // gradient i in its bucket's host memory
+  std::vector<Tensor> staged_views_;  // gradient i in its bucket's device copy, once made
+  std::vector<Shape> shapes_;
+  std::vector<int64_t> offsets_;  // gradient i's first element in its bucket
+  std::vector<Tensor> results_;   // what gradients() gives
   std::vector<bool> ready_;
   size_t next_ = 0;  // first bucket not started in this step
   int64_t bytes_ = 0;

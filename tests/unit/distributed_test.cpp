@@ -3,6 +3,8 @@
 // and where the gradient buckets start.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -80,26 +82,29 @@ bool same_bytes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   return true;
 }
 
+// Host copies of `tensors`, wherever they live.
 std::vector<Tensor> clones(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> out;
-  for (const Tensor& t : tensors) out.push_back(t.clone());
+  for (const Tensor& t : tensors)
+    out.push_back(t.device().type == DeviceType::CPU ? t.clone() : t.to(Device::cpu()));
   return out;
 }
-
 // Batches of 10 rows over the 25 rows, the last one partial, then wrapping round.
 const std::vector<std::vector<int64_t>> kBatches = {range(0, 10), range(10, 20), range(20, 25),
                                                     range(0, 10)};
 
-class DistributedRanks : public ::testing::TestWithParam<int> {};
+// Ranks on CPU devices, or on simulated accelerators (engine/backends/sim: gradients gathered
+// into each bucket's device copy, which moves to the host once per bucket).
+class DistributedRanks : public ::testing::TestWithParam<std::tuple<int, DeviceType>> {};
 
 TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
-  const int n = GetParam();
+  const auto [n, type] = GetParam();
   Data data;
   // The reference: one process, one device per rank, each batch reordered so that device r's
   // chunk (even split) is rank r's shard.
   std::vector<Device> devices;
-  for (int r = 0; r < n; ++r) devices.push_back(Device::cpu(r));
-  auto reference_model = mlp_on(Device::cpu(0));
+  for (int r = 0; r < n; ++r) devices.push_back({type, r});
+  auto reference_model = mlp_on(devices[0]);
   Trainer reference(reference_model, options_on(devices));
   Sgd reference_sgd(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
   std::vector<double> reference_losses;
@@ -115,9 +120,9 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
   std::vector<std::vector<Tensor>> parameters(static_cast<size_t>(n));
   auto errors = run_ranks(n, [&](ProcessGroup& g) {
     auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
-    auto model = mlp_on(Device::cpu(g.rank()));
-    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group,
-                                {.deterministic = true});
+    const Device rank_device{type, g.rank()};
+    auto model = mlp_on(rank_device);
+    DistributedDataParallel ddp(model, options_on({rank_device}), group, {.deterministic = true});
     EXPECT_TRUE(ddp.overlaps_backward());
     Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1, .momentum = 0.9});
     for (const auto& batch : kBatches) {
@@ -133,12 +138,19 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
   EXPECT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n)));
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(losses[static_cast<size_t>(r)], reference_losses) << "rank " << r;
-    EXPECT_TRUE(same_bytes(parameters[static_cast<size_t>(r)], reference_model->parameters()))
+    EXPECT_TRUE(
+        same_bytes(parameters[static_cast<size_t>(r)], clones(reference_model->parameters())))
         << "rank " << r;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, DistributedRanks, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(Ranks, DistributedRanks,
+                         ::testing::Combine(::testing::Values(2, 3),
+                                            ::testing::Values(DeviceType::CPU, DeviceType::Sim)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "_ranks_of_" +
+                                  std::string(device_type_name(std::get<1>(info.param)));
+                         });
 
 TEST(DistributedDataParallel, UnevenShardsAndARankWithoutRows) {
   // A global batch of 3 rows over 4 ranks: shards of 1, 1, 1 and 0 rows.

@@ -197,6 +197,30 @@ TEST(Reducer, SumsEveryGradientOverTheRanks) {
   EXPECT_EQ(sums[1], expected);
 }
 
+TEST(Reducer, GradientsOnADeviceAreGatheredThereAndMovedOncePerBucket) {
+  auto group = std::make_shared<RecordingGroup>();
+  const Device sim = Device::sim(0);
+  // One bucket of g0 (2 floats) and g1 (3): g1 is given on the device, g0 never (zero).
+  Reducer reducer(group, {{{2}}, {{3}}}, {1, 0}, {.bucket_bytes = 64});
+  ASSERT_EQ(reducer.bucket_count(), 1u);
+  for (int step = 0; step < 2; ++step) {  // the second step reuses the device copy
+    reducer.begin_step();
+    const float base = static_cast<float>(step);
+    reducer.mark_ready(1, Tensor::from_vector<float>({3}, {base + 1, 2, 3}).to(sim));
+    EXPECT_EQ(group->started.size(), static_cast<size_t>(step));  // g0 is still missing
+    reducer.finish_marking();
+    ASSERT_EQ(group->started.size(), static_cast<size_t>(step + 1));
+    // The host bucket the group sums, in ready order: g1, then g0 zeroed on the device.
+    EXPECT_EQ(group->started.back(), (std::vector<float>{base + 1, 2, 3, 0, 0}));
+    reducer.wait();
+    ASSERT_EQ(reducer.gradients().size(), 2u);
+    for (const Tensor& g : reducer.gradients()) EXPECT_EQ(g.device(), sim);
+    EXPECT_EQ(values_of(reducer.gradients()[1].to(Device::cpu())),
+              (std::vector<float>{base + 1, 2, 3}));
+    EXPECT_EQ(values_of(reducer.gradients()[0].to(Device::cpu())), (std::vector<float>{0, 0}));
+  }
+}
+
 TEST(Reducer, RefusesIntegerGradients) {
   auto group = std::make_shared<RecordingGroup>();
   EXPECT_THROW(Reducer(group, {{{2}, DType::Int64}}, {0}), Error);
