@@ -242,6 +242,11 @@ int train_command(int argc, char** argv, int first) {
   data_options.batch = batch;
   data_options.shuffle = args.has("shuffle") || (args.has("epochs") && !args.has("no-shuffle"));
   data_options.seed = static_cast<uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  for (const Device& d : devices)  // batches for an accelerator are gathered where it reads fast
+    if (d.type != DeviceType::CPU) {
+      data_options.pin_for = d;
+      break;
+    }
   TrainingData data(data_options);
   Schedule schedule = parse_schedule(args, data.batches_per_epoch());
 

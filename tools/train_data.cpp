@@ -17,18 +17,21 @@ int64_t resolve_dim(const Tensor& t, int64_t dim, const std::string& what) {
   return d;
 }
 
-}  // namespace
-
-Tensor take_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices) {
-  int64_t d = resolve_dim(t, dim, "a tensor");
+// The shape of `rows` rows of `t` along `dim`.
+Shape rows_shape(const Tensor& t, int64_t dim, size_t rows) {
   Shape shape = t.shape();
+  shape[static_cast<size_t>(resolve_dim(t, dim, "a tensor"))] = static_cast<int64_t>(rows);
+  return shape;
+}
+
+// Copies rows `indices` of `t` along `dim` into `out` (rows_shape(t, dim, indices.size())).
+void copy_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices, Tensor& out) {
+  int64_t d = resolve_dim(t, dim, "a tensor");
+  const Shape& shape = t.shape();
   int64_t rows = shape[static_cast<size_t>(d)];
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= shape[static_cast<size_t>(i)];
   for (int64_t i = d + 1; i < t.rank(); ++i) inner *= shape[static_cast<size_t>(i)];
-  shape[static_cast<size_t>(d)] = static_cast<int64_t>(indices.size());
-  DPRUN_CHECK(t.dtype() != DType::String, "string tensors cannot be batched for training");
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   size_t row_bytes = static_cast<size_t>(inner) * dtype_size(t.dtype());
   const char* src = static_cast<const char*>(t.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
@@ -36,8 +39,9 @@ Tensor take_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indic
     for (size_t k = 0; k < indices.size(); ++k)
       std::memcpy(dst + (static_cast<size_t>(o) * indices.size() + k) * row_bytes,
                   src + static_cast<size_t>(o * rows + indices[k]) * row_bytes, row_bytes);
-  return out;
 }
+
+}  // namespace
 
 TrainingData::TrainingData(const TrainingDataOptions& options) : options_(options) {
   for (const auto& [name, path] : options_.files) {
@@ -97,9 +101,28 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
   Batch b;
   b.rows = static_cast<int64_t>(rows.size());
   b.global_rows = end - start;
-  for (const Tensor& t : inputs_) b.inputs.push_back(take_rows(t, options_.dim, rows));
-  if (target_.defined()) b.target = take_rows(target_, 0, rows);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    b.inputs.push_back(destination(i, inputs_[i], options_.dim, rows.size()));
+    copy_rows(inputs_[i], options_.dim, rows, b.inputs.back());
+  }
+  if (target_.defined()) {
+    b.target = destination(inputs_.size(), target_, 0, rows.size());
+    copy_rows(target_, 0, rows, b.target);
+  }
   return b;
+}
+
+Tensor TrainingData::destination(size_t slot, const Tensor& source, int64_t dim, size_t rows) {
+  DPRUN_CHECK(source.dtype() != DType::String, "string tensors cannot be batched for training");
+  Tensor fresh = Tensor::empty(rows_shape(source, dim, rows), source.dtype());
+  if (!options_.pin_for) return fresh;
+  if (pinned_.size() <= slot) pinned_.resize(slot + 1);
+  Tensor& buffer = pinned_[slot];
+  // Page-locked memory is costly to make: one buffer per slot, made again only for a batch of
+  // another size (the last one of an epoch).
+  if (!buffer.defined() || buffer.shape() != fresh.shape())
+    buffer = fresh.pin_memory(*options_.pin_for);
+  return buffer;
 }
 
 }  // namespace dprun::cli

@@ -3,6 +3,7 @@
 // batches in file order or reshuffled each epoch from a seed.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ struct TrainingDataOptions {
   int64_t batch = 1;
   bool shuffle = false;
   uint64_t seed = 0;
+  /// The accelerator the batches are copied to, if any: each batch is gathered into host
+  /// memory that device copies from by DMA (page-locked on CUDA; see Tensor::pin_memory), one
+  /// buffer per input kept from batch to batch while its shape stays the same. Unset, or a
+  /// device whose backend has no such memory: each batch in new ordinary memory.
+  std::optional<Device> pin_for;
 };
 
 /// One batch, or one rank's shard of it: the inputs in model order and the target (undefined
@@ -44,11 +50,15 @@ class TrainingData {
   /// k*batch .. k*batch+batch-1; with it, the same slice of that epoch's permutation. Of a
   /// distributed run's batch, rank `rank` of `world_size` takes the positions
   /// shard_positions(batch rows, rank, world_size) (engine/parallel/distributed.h): the
-  /// batch's rows rank, rank + world_size, ..., in that order.
+  /// batch's rows rank, rank + world_size, ..., in that order. With `pin_for`, the batch's
+  /// tensors are the buffers the next call writes: use a batch before asking for the next.
   Batch batch(int64_t epoch, int64_t k, int rank = 0, int world_size = 1);
 
  private:
   const std::vector<int64_t>& order_of(int64_t epoch);
+  // Where the rows `rows` of `source` (along `dim`) are gathered: buffer `slot`, made again
+  // when the shape changes, or new ordinary memory.
+  Tensor destination(size_t slot, const Tensor& source, int64_t dim, size_t rows);
 
   TrainingDataOptions options_;
   std::vector<Tensor> inputs_;
@@ -56,9 +66,7 @@ class TrainingData {
   int64_t rows_ = 0;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> order_;
+  std::vector<Tensor> pinned_;  // by slot: the inputs in order, then the target
 };
-
-/// The rows `indices` of `t` along `dim`, in that order, as a new tensor.
-Tensor take_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices);
 
 }  // namespace dprun::cli

@@ -1,0 +1,73 @@
+// The batches of `dprun train` (tools/train_data.h): rows in file order, and for an
+// accelerator one buffer per input reused from batch to batch while its shape stays the same.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "loader/npy.h"
+#include "tools/train_data.h"
+
+namespace dprun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<float> values_of(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+class TrainDataFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dprun_train_data_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    // x: 5 rows of 2 (row r is r, r + 0.5); target: 5 rows of 1 (row r is 10 r).
+    write_npy(Tensor::from_vector<float>({5, 2}, {0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5}),
+              (dir_ / "x.npy").string());
+    write_npy(Tensor::from_vector<float>({5, 1}, {0, 10, 20, 30, 40}), (dir_ / "t.npy").string());
+    options_.input_names = {"x"};
+    options_.files = {{"x", (dir_ / "x.npy").string()}};
+    options_.target_file = (dir_ / "t.npy").string();
+    options_.batch = 2;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  TrainingDataOptions options_;
+};
+
+TEST_F(TrainDataFiles, BatchesFollowTheFileAndTheLastIsPartial) {
+  TrainingData data(options_);
+  EXPECT_EQ(data.batches_per_epoch(), 3);
+  Batch b = data.batch(0, 1);
+  EXPECT_EQ(b.rows, 2);
+  EXPECT_EQ(values_of(b.inputs[0]), (std::vector<float>{2, 2.5, 3, 3.5}));
+  EXPECT_EQ(values_of(b.target), (std::vector<float>{20, 30}));
+  Batch last = data.batch(0, 2);
+  EXPECT_EQ(last.inputs[0].shape(), (Shape{1, 2}));
+  EXPECT_EQ(values_of(last.target), (std::vector<float>{40}));
+  // Without an accelerator every batch is new memory.
+  EXPECT_FALSE(data.batch(0, 0).inputs[0].shares_storage_with(data.batch(0, 1).inputs[0]));
+}
+
+TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays) {
+  options_.pin_for = Device::sim(0);
+  TrainingData data(options_);
+  const Batch first = data.batch(0, 0);
+  const Tensor first_x = first.inputs[0], first_target = first.target;
+  EXPECT_EQ(values_of(first_x), (std::vector<float>{0, 0.5, 1, 1.5}));
+  const Batch second = data.batch(0, 1);
+  EXPECT_TRUE(second.inputs[0].shares_storage_with(first_x));
+  EXPECT_TRUE(second.target.shares_storage_with(first_target));
+  EXPECT_FALSE(second.inputs[0].shares_storage_with(second.target));
+  EXPECT_EQ(values_of(second.inputs[0]), (std::vector<float>{2, 2.5, 3, 3.5}));
+  EXPECT_EQ(values_of(second.target), (std::vector<float>{20, 30}));
+  const Batch last = data.batch(0, 2);  // one row: a buffer of its own size
+  EXPECT_FALSE(last.inputs[0].shares_storage_with(first_x));
+  EXPECT_EQ(values_of(last.inputs[0]), (std::vector<float>{4, 4.5}));
+  EXPECT_EQ(last.inputs[0].device(), Device::cpu());
+}
+
+}  // namespace
+}  // namespace dprun::cli
