@@ -37,11 +37,6 @@ class SimExecutionContext final : public ExecutionContext {
   std::unique_ptr<ExecutionContext> host_;
 };
 
-bool summable(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Int32 ||
-         dtype == DType::Int64;
-}
-
 // Sums `inputs` (host copies, like shapes and dtypes) into `out`, in list order.
 template <class T>
 void sum_into(const std::vector<Tensor>& inputs, Tensor& out) {
@@ -132,28 +127,16 @@ void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& in
   if (outputs.empty()) return;
   reduce_add_devices(inputs, outputs, DeviceType::Sim);
   for (const Tensor& t : outputs)
-    DPRUN_CHECK(summable(t.dtype()), "reduce_add on sim devices: float32, float64, int32 and ",
-                "int64 tensors can be summed, not ", dtype_name(t.dtype()));
+    DPRUN_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::Float64 ||
+                    t.dtype() == DType::Int32 || t.dtype() == DType::Int64,
+                "reduce_add on sim devices: float32, float64, int32 and int64 tensors can be ",
+                "summed, not ", dtype_name(t.dtype()));
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::vector<Tensor> parts;
     for (const auto& list : inputs) parts.push_back(list[k].to(Device::cpu()));
     Tensor sum = Tensor::empty(outputs[k].shape(), outputs[k].dtype(), Device::cpu());
-    switch (sum.dtype()) {
-      case DType::Float32:
-        sum_into<float>(parts, sum);
-        break;
-      case DType::Float64:
-        sum_into<double>(parts, sum);
-        break;
-      case DType::Int32:
-        sum_into<int32_t>(parts, sum);
-        break;
-      case DType::Int64:
-        sum_into<int64_t>(parts, sum);
-        break;
-      default:
-        break;  // refused above
-    }
+    visit_dtype_among<float, double, int32_t, int64_t>(
+        sum.dtype(), [&](auto tag) { sum_into<decltype(tag)>(parts, sum); });
     Tensor out = outputs[k];
     out.copy_from(sum);
   }
