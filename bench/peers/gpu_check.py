@@ -9,7 +9,7 @@ DIR holds the zoo models made by `weightless.py strip` (resnet18, mobilenet_v2,
 encoder_base); they get random weights here. Steps (all by default):
 
   tests        dprun_cuda_tests, every test (none skips where a GPU is present), and the
-               device-parameterized unit tests on CUDA (OnAccelerators/*/cuda)
+               device-parameterized unit tests on CUDA (*/cuda)
   conformance  dprun conformance --device DEV against tests/conformance_expected.txt
   models       the bundled models against their PyTorch outputs; the zoo models against
                ONNX Runtime on the CPU, same file and inputs
@@ -86,7 +86,7 @@ def step_tests_and_conformance(c, steps):
     if "tests" in steps and c.args.device.startswith("cuda"):
         jobs["tests"] = ("dprun_cuda_tests", ["--gtest_brief=1"])
         jobs["accelerator_tests"] = ("dprun_unit_tests", ["--gtest_brief=1",
-                                                          "--gtest_filter=OnAccelerators/*/cuda"])
+                                                          "--gtest_filter=*/cuda"])
     if "conformance" in steps:
         jobs["conformance"] = ("dprun", ["conformance", "--device", c.args.device, "--data",
                                          os.path.join(c.args.bundle, "data"), "--expected",
