@@ -54,7 +54,8 @@ ValidationResult Validation::run(int64_t batch) {
     std::vector<Tensor> feeds = b.inputs;
     if (b.target.defined()) feeds.push_back(b.target);
     std::vector<Tensor> outputs = eval_->run(feeds);
-    loss_sum += outputs[0].item_as_double() * static_cast<double>(b.rows);
+    // The loss may sit on an accelerator.
+    loss_sum += outputs[0].to(Device::cpu()).item_as_double() * static_cast<double>(b.rows);
     rows += b.rows;
     if (is_classification(loss_.kind)) {
       correct += correct_predictions(outputs[1], b.target, loss_.class_dim);
