@@ -114,14 +114,14 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
 
 Tensor TrainingData::destination(size_t slot, const Tensor& source, int64_t dim, size_t rows) {
   DPRUN_CHECK(source.dtype() != DType::String, "string tensors cannot be batched for training");
-  Tensor fresh = Tensor::empty(rows_shape(source, dim, rows), source.dtype());
-  if (!options_.pin_for) return fresh;
+  Shape shape = rows_shape(source, dim, rows);
+  if (!options_.pin_for) return Tensor::empty(std::move(shape), source.dtype());
   if (pinned_.size() <= slot) pinned_.resize(slot + 1);
   Tensor& buffer = pinned_[slot];
   // Page-locked memory is costly to make: one buffer per slot, made again only for a batch of
   // another size (the last one of an epoch).
-  if (!buffer.defined() || buffer.shape() != fresh.shape())
-    buffer = fresh.pin_memory(*options_.pin_for);
+  if (!buffer.defined() || buffer.shape() != shape)
+    buffer = Tensor::empty(std::move(shape), source.dtype()).pin_memory(*options_.pin_for);
   return buffer;
 }
 

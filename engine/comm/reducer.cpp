@@ -41,7 +41,6 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
   views_.resize(n);
   staged_views_.resize(n);
   offsets_.resize(n);
-  for (const GradientLayout& g : gradients) shapes_.push_back(g.shape);
   bucket_of_.resize(n);
   ready_.assign(n, false);
   for (const Span& s : spans) {
@@ -95,7 +94,7 @@ Tensor& Reducer::target_of(size_t i, Device device) {
     for (size_t k = 0; k < bucket_of_.size(); ++k)
       if (bucket_of_[k] == bucket_of_[i])
         staged_views_[k] =
-            b.staged.narrow(0, offsets_[k], shape_numel(shapes_[k])).reshape(shapes_[k]);
+            b.staged.narrow(0, offsets_[k], views_[k].numel()).reshape(views_[k].shape());
   }
   return staged_views_[i];
 }
@@ -103,7 +102,7 @@ Tensor& Reducer::target_of(size_t i, Device device) {
 void Reducer::start_complete_buckets() {
   while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
     Bucket& b = buckets_[next_++];
-    if (b.gathering && b.device.type != DeviceType::CPU) b.flat.copy_from(b.staged);
+    if (b.staged_this_step()) b.flat.copy_from(b.staged);
     b.work = group_->all_reduce_sum(b.flat, options_.order);
   }
 }
@@ -138,10 +137,10 @@ void Reducer::wait() {
   }
   for (size_t i = 0; i < views_.size(); ++i) {
     const Bucket& b = buckets_[bucket_of_[i]];
-    results_[i] = b.gathering && b.device.type != DeviceType::CPU ? staged_views_[i] : views_[i];
+    results_[i] = b.staged_this_step() ? staged_views_[i] : views_[i];
   }
   for (Bucket& b : buckets_)
-    if (b.gathering && b.device.type != DeviceType::CPU) b.staged.copy_from(b.flat);
+    if (b.staged_this_step()) b.staged.copy_from(b.flat);
 }
 
 }  // namespace dprun

@@ -73,6 +73,8 @@ class Reducer {
     size_t members = 0;
     std::unique_ptr<CollectiveWork> work;
     bool done = false;
+    // Whether this step's gradients are gathered in `staged`, on a device.
+    bool staged_this_step() const { return gathering && device.type != DeviceType::CPU; }
   };
   void start_complete_buckets();
   // Where gradient i of this step goes: its host view, or its view of the bucket's device copy
@@ -85,9 +87,8 @@ class Reducer {
   std::vector<size_t> bucket_of_;
   std::vector<Tensor> views_;         // gradient i in its bucket's host memory
   std::vector<Tensor> staged_views_;  // gradient i in its bucket's device copy, once made
-  std::vector<Shape> shapes_;
-  std::vector<int64_t> offsets_;  // gradient i's first element in its bucket
-  std::vector<Tensor> results_;   // what gradients() gives
+  std::vector<int64_t> offsets_;      // gradient i's first element in its bucket
+  std::vector<Tensor> results_;       // what gradients() gives
   std::vector<bool> ready_;
   size_t next_ = 0;  // first bucket not started in this step
   int64_t bytes_ = 0;
