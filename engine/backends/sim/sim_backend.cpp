@@ -76,12 +76,7 @@ std::shared_ptr<Allocator> SimBackend::allocator(Device device) {
 void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_device,
                       size_t bytes) {
   if (bytes == 0) return;
-  if (dst_device == src_device) {
-    SimAccess both(dst_device, {dst, src});
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  SimAccess to(dst_device, {dst});
+  SimAccess to(dst_device, {dst});  // scopes nest: both sides may be the same device
   SimAccess from(src_device, {src});
   std::memcpy(dst, src, bytes);
 }
