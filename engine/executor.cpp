@@ -1,8 +1,10 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/backend.h"
+#include "engine/wait_on_unwind.h"
 
 namespace dprun {
 
@@ -132,6 +134,8 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   }
   DPRUN_CHECK(execution->device() == device, "an execution context of ",
               execution->device().to_string(), " cannot run a plan on ", device.to_string());
+  std::optional<WaitOnUnwind> wait_if_failed;  // a caller's context is the caller's to wait for
+  if (own_context) wait_if_failed.emplace(*own_context);
 
   // Sequences live beside the tensors, in a parallel table indexed by value id.
   std::vector<Tensor> values(plan.value_count());

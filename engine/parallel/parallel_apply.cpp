@@ -6,6 +6,7 @@
 
 #include "engine/backend.h"
 #include "engine/parallel/device_worker.h"
+#include "engine/wait_on_unwind.h"
 
 namespace dprun {
 
@@ -45,6 +46,7 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
         backend_for(devices[i])
             .create_execution_context(devices[i],
                                       {.threads = options.threads, .device_count = device_count});
+    WaitOnUnwind wait_if_failed(*execution);
     RunOptions run;
     run.observers = options.observers;
     run.context = execution.get();

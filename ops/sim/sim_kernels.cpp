@@ -19,8 +19,13 @@ namespace {
 
 class SimKernel final : public OpKernel {
  public:
-  SimKernel(std::unique_ptr<OpKernel> host_kernel, std::vector<int> slots_read_anywhere)
-      : host_kernel_(std::move(host_kernel)), read_anywhere_(std::move(slots_read_anywhere)) {}
+  SimKernel(std::unique_ptr<OpKernel> host_kernel, std::vector<int> host_inputs,
+            std::vector<int> metadata_inputs)
+      : host_kernel_(std::move(host_kernel)),
+        read_anywhere_(std::move(host_inputs)),
+        metadata_(std::move(metadata_inputs)) {
+    read_anywhere_.insert(read_anywhere_.end(), metadata_.begin(), metadata_.end());
+  }
 
   void compute(KernelContext& ctx) const override {
     const Device device = ctx.device();
@@ -30,7 +35,10 @@ class SimKernel final : public OpKernel {
       std::vector<const Tensor*> operands;
       for (size_t i = 0; i < ctx.input_count(); ++i) operands.push_back(ctx.optional_input(i));
       SimAccess access(device, data_on(device, operands));
+      SimWork work(device, ctx.node().op_type + " kernel ('" + ctx.node().name + "')");
+      std::vector<uintptr_t> inputs_memory = book_reads(ctx, work);
       host_kernel_->compute(ctx);
+      book_writes(ctx, work, inputs_memory);
     }
     // A device kernel's outputs are in its device's memory, whatever the CPU kernel made.
     for (size_t o = 0; o < ctx.output_count(); ++o) {
@@ -41,6 +49,36 @@ class SimKernel final : public OpKernel {
   }
 
  private:
+  // Books the reads of the inputs the kernel reads on the device (not those of which it reads
+  // only the shape); returns the mappings they are in.
+  std::vector<uintptr_t> book_reads(const KernelContext& ctx, SimWork& work) const {
+    std::vector<uintptr_t> mappings;
+    auto memory = sim_memory(ctx.device());
+    for (size_t i = 0; i < ctx.input_count(); ++i) {
+      const Tensor* t = ctx.optional_input(i);
+      if (t == nullptr || !t->defined() || t->device() != ctx.device() ||
+          std::count(metadata_.begin(), metadata_.end(), static_cast<int>(i)))
+        continue;
+      work.reads(ctx.device(), t->raw_data());
+      mappings.push_back(memory->mapping_of(t->raw_data()));
+    }
+    return mappings;
+  }
+
+  // Books the writes of the outputs in device memory, except views of an input (a reshape
+  // writes nothing).
+  static void book_writes(KernelContext& ctx, SimWork& work,
+                          const std::vector<uintptr_t>& inputs_memory) {
+    auto memory = sim_memory(ctx.device());
+    for (size_t o = 0; o < ctx.output_count(); ++o) {
+      const Tensor& out = ctx.output(o);
+      if (!out.defined() || out.device() != ctx.device() || out.dtype() == DType::String) continue;
+      const uintptr_t mapping = memory->mapping_of(out.raw_data());
+      if (std::count(inputs_memory.begin(), inputs_memory.end(), mapping) == 0)
+        work.writes(ctx.device(), out.raw_data());
+    }
+  }
+
   void check_inputs(const KernelContext& ctx, Device device) const {
     for (size_t i = 0; i < ctx.input_count(); ++i) {
       const Tensor* t = ctx.optional_input(i);
@@ -55,15 +93,14 @@ class SimKernel final : public OpKernel {
 
   std::unique_ptr<OpKernel> host_kernel_;
   std::vector<int> read_anywhere_;  // KernelDef::host_inputs and metadata_inputs
+  std::vector<int> metadata_;       // KernelDef::metadata_inputs
 };
 
 // The simulated device's definition following `cuda`: its CPU kernel, checked and wrapped.
 KernelDef follow(const KernelDef& cuda) {
   KernelDef def = cuda;
   def.device = DeviceType::Sim;
-  std::vector<int> anywhere = cuda.host_inputs;
-  anywhere.insert(anywhere.end(), cuda.metadata_inputs.begin(), cuda.metadata_inputs.end());
-  def.factory = [anywhere,
+  def.factory = [host_inputs = cuda.host_inputs, metadata_inputs = cuda.metadata_inputs,
                  cuda_factory = cuda.factory](const KernelInfo& info) -> std::unique_ptr<OpKernel> {
     // Where the CUDA kernel declines the node (an attribute or dtype it does not cover), so
     // does this one, and the node falls back to the host as on a GPU. Building a CUDA kernel
@@ -76,7 +113,7 @@ KernelDef follow(const KernelDef& cuda) {
     std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(on_host);
     if (!kernel) return nullptr;
     if (std::unique_ptr<OpKernel> update = sim_update_kernel(kernel)) return update;
-    return std::make_unique<SimKernel>(std::move(kernel), anywhere);
+    return std::make_unique<SimKernel>(std::move(kernel), host_inputs, metadata_inputs);
   };
   return def;
 }

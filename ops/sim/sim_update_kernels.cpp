@@ -1,11 +1,25 @@
 #include "ops/sim/sim_update_kernels.h"
 
+#include <string>
+#include <vector>
+
 #include "engine/autograd/optimizer_update.h"
 #include "engine/backends/sim/sim_memory.h"
 
 namespace dprun {
 
 namespace {
+
+// Books an update kernel's work on the parameter's device: it reads the parameter, the gradient
+// and the state, and writes the parameter and the state.
+void book_update(const Tensor& parameter, const Tensor& gradient,
+                 const std::vector<const Tensor*>& updated, const std::string& what) {
+  const Device device = parameter.device();
+  SimWork work(device, what + " on " + device.to_string());
+  work.reads(device, gradient.raw_data());
+  for (const Tensor* t : updated)
+    if (t->defined()) work.writes(device, t->raw_data());
+}
 
 class SimSgdUpdate final : public SgdUpdateKernel {
  public:
@@ -15,6 +29,7 @@ class SimSgdUpdate final : public SgdUpdateKernel {
               int64_t end) const override {
     SimAccess access(parameter.device(),
                      data_on(parameter.device(), {&parameter, &gradient, &momentum_buffer}));
+    book_update(parameter, gradient, {&parameter, &momentum_buffer}, "an SGD update");
     host_->update(nullptr, options, first, parameter, gradient, momentum_buffer, begin, end);
   }
 
@@ -30,6 +45,7 @@ class SimAdamUpdate final : public AdamUpdateKernel {
               int64_t end) const override {
     SimAccess access(parameter.device(),
                      data_on(parameter.device(), {&parameter, &gradient, &exp_avg, &exp_avg_sq}));
+    book_update(parameter, gradient, {&parameter, &exp_avg, &exp_avg_sq}, "an Adam update");
     host_->update(nullptr, options, step, parameter, gradient, exp_avg, exp_avg_sq, begin, end);
   }
 

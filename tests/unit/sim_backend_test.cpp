@@ -13,15 +13,17 @@
 #include "bundled_model_util.h"
 #include "engine/backend.h"
 #include "engine/backends/sim/sim_memory.h"
-#include "engine/error.h"
 #include "engine/kernel.h"
 #include "engine/parallel/comm.h"
 #include "engine/plan.h"
+#include "error_test_util.h"
 #include "graph_test_util.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun {
 namespace {
+
+using testing::error_of;
 
 constexpr char kTouchedMessage[] =
     "dprun: host code touched simulated device memory outside the device's kernels and copies";
@@ -30,16 +32,6 @@ template <class T>
 std::vector<T> host_values(const Tensor& t) {
   Tensor h = t.to(Device::cpu());
   return std::vector<T>(h.data<T>(), h.data<T>() + h.numel());
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(SimDevice, IsParsedNamedAndServedByItsBackend) {

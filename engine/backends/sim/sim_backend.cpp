@@ -1,7 +1,10 @@
 #include "engine/backends/sim/sim_backend.h"
 
 #include <cstring>
+#include <map>
+#include <string>
 
+#include "engine/backends/sim/sim_streams.h"
 #include "engine/collective_lists.h"
 #include "engine/error.h"
 #include "engine/rewrites/op_fusion.h"
@@ -16,11 +19,11 @@ struct SimBackendRegistrar {
 } registrar;
 
 // A simulated device's execution resource: the host threads of the CPU device of the same
-// index, under the simulated device's name.
+// index, under the simulated device's name, and a stream of its own (sim_streams.h).
 class SimExecutionContext final : public ExecutionContext {
  public:
   SimExecutionContext(Device device, std::unique_ptr<ExecutionContext> host)
-      : device_(device), host_(std::move(host)) {}
+      : device_(device), host_(std::move(host)), stream_(device) {}
   Device device() const override { return device_; }
   int threads() const override { return host_->threads(); }
   void parallel_for(int64_t n, int64_t grain,
@@ -30,11 +33,12 @@ class SimExecutionContext final : public ExecutionContext {
   void run_on_one_thread(const std::function<void()>& fn) const override {
     host_->run_on_one_thread(fn);
   }
-  void synchronize() override {}
+  void synchronize() override { sim_complete(stream_.stream()); }
 
  private:
   Device device_;
   std::unique_ptr<ExecutionContext> host_;
+  SimStreamScope stream_;
 };
 
 // Sums `inputs` (host copies, like shapes and dtypes) into `out`, in list order.
@@ -47,6 +51,44 @@ void sum_into(const std::vector<Tensor>& inputs, Tensor& out) {
     const T* src = inputs[d].data<T>();
     for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
   }
+}
+
+// The part of one collective on each device, booked as NCCL's is: on a stream that waits for
+// the work queued on the calling thread's current stream of the device, and waited for by the
+// host before the collective returns; so, as such, on that current stream and then waited for.
+class CollectiveWork {
+ public:
+  explicit CollectiveWork(std::string what) : what_(std::move(what)) {}
+  class OnDevice {
+   public:
+    OnDevice(Device device, const std::string& what)
+        : device_(device), work_(device, what + " over sim devices") {}
+    void reads(const Tensor& t) { work_.reads(device_, t.raw_data()); }
+    void writes(const Tensor& t) { work_.writes(device_, t.raw_data()); }
+    void wait() { work_.wait(); }
+
+   private:
+    Device device_;
+    SimWork work_;
+  };
+  OnDevice& on(Device device) {
+    return per_device_.try_emplace(device.index, device, what_).first->second;
+  }
+  void wait() {
+    for (auto& [index, work] : per_device_) work.wait();
+  }
+
+ private:
+  std::string what_;
+  std::map<int, OnDevice> per_device_;
+};
+
+// A host copy of `t`'s bytes, read without booking work (the caller booked the collective).
+Tensor bytes_to_host(const Tensor& t) {
+  Tensor host = Tensor::empty(t.shape(), t.dtype(), Device::cpu());
+  SimAccess access(t.device(), {t.raw_data()});
+  std::memcpy(host.raw_data(), t.raw_data(), t.nbytes());
+  return host;
 }
 
 }  // namespace
@@ -78,7 +120,22 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   if (bytes == 0) return;
   SimAccess to(dst_device, {dst});  // scopes nest: both sides may be the same device
   SimAccess from(src_device, {src});
+  // Booked as the CUDA backend queues it: on the current stream of the destination when that is
+  // a device, and waited for when it ends on the host, crosses devices or has no context.
+  const bool to_host = dst_device.type != DeviceType::Sim;
+  const bool peer = !to_host && src_device.type == DeviceType::Sim && src_device != dst_device;
+  SimWork work(to_host ? src_device : dst_device, "a copy of " + std::to_string(bytes) +
+                                                      " bytes from " + src_device.to_string() +
+                                                      " to " + dst_device.to_string());
+  work.reads(src_device, src);
+  work.writes(dst_device, dst);
   std::memcpy(dst, src, bytes);
+  if (to_host || peer || sim_is_default_stream(work.stream())) work.wait();
+}
+
+void SimBackend::synchronize(Device device) {
+  check_device(device);
+  sim_complete_device(device);
 }
 
 DeviceProperties SimBackend::properties(Device device, int device_count) const {
@@ -110,11 +167,18 @@ void SimBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
   for (size_t k = 0; k < sources.size(); ++k)
     DPRUN_CHECK(sources[k].dtype() != DType::String, "broadcast_coalesced: tensor ", k, " is ",
                 sources[k].describe(), "; device collectives copy tensors of fixed-size elements");
+  if (sources.empty()) return;
+  CollectiveWork work("a broadcast");
+  for (const Tensor& source : sources) work.on(source.device()).reads(source);
   for (const auto& list : destinations)
     for (size_t k = 0; k < sources.size(); ++k) {
       Tensor destination = list[k];
-      destination.copy_from(sources[k]);
+      work.on(destination.device()).writes(destination);
+      SimAccess to(destination.device(), {destination.raw_data()});
+      SimAccess from(sources[k].device(), {sources[k].raw_data()});
+      std::memcpy(destination.raw_data(), sources[k].raw_data(), sources[k].nbytes());
     }
+  work.wait();
 }
 
 void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
@@ -126,15 +190,21 @@ void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& in
                     t.dtype() == DType::Int32 || t.dtype() == DType::Int64,
                 "reduce_add on sim devices: float32, float64, int32 and int64 tensors can be ",
                 "summed, not ", dtype_name(t.dtype()));
+  CollectiveWork work("a reduce");
+  for (const auto& list : inputs)
+    for (const Tensor& t : list) work.on(t.device()).reads(t);
+  for (const Tensor& t : outputs) work.on(t.device()).writes(t);
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::vector<Tensor> parts;
-    for (const auto& list : inputs) parts.push_back(list[k].to(Device::cpu()));
+    for (const auto& list : inputs) parts.push_back(bytes_to_host(list[k]));
     Tensor sum = Tensor::empty(outputs[k].shape(), outputs[k].dtype(), Device::cpu());
     visit_dtype_among<float, double, int32_t, int64_t>(
         sum.dtype(), [&](auto tag) { sum_into<decltype(tag)>(parts, sum); });
     Tensor out = outputs[k];
-    out.copy_from(sum);
+    SimAccess access(out.device(), {out.raw_data()});
+    std::memcpy(out.raw_data(), sum.raw_data(), sum.nbytes());
   }
+  work.wait();
 }
 
 }  // namespace dprun

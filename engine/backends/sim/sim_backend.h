@@ -8,9 +8,11 @@
 // the host except through the device, and its kernels fail on an input that is not in their
 // device's memory, so a missing or extra copy in the executor, the parallel layer or the
 // trainer fails a test here instead of on a GPU. The devices share nothing but their
-// collectives, which copy and sum on the host as NCCL would on GPUs. Not simulated: asynchrony
-// (copies and kernels finish before they return) and device-specific numerics (results are the
-// CPU kernels').
+// collectives, which copy and sum on the host as NCCL would on GPUs. Copies and kernels finish
+// before they return, but each is booked on a stream, and work that relies on work of another
+// stream that the host has not waited for fails (sim_streams.h): the ordering faults of
+// asynchronous execution. Not simulated: device-specific numerics (results are the CPU
+// kernels').
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,10 +31,12 @@ class SimBackend : public Backend {
   void check_device(Device device) const override;
   /// The device's SimMemory.
   std::shared_ptr<Allocator> allocator(Device device) override;
-  /// memcpy with the source and destination opened on the simulated side(s); synchronous.
+  /// memcpy with the source and destination opened on the simulated side(s), booked on a
+  /// stream as the CUDA backend queues the copy and waited for where it waits (sim_streams.h).
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
-  void synchronize(Device) override {}
+  /// The host has waited for every stream of `device`.
+  void synchronize(Device device) override;
   /// Named "sim:N", with the compute units of the CPU share of the same index.
   DeviceProperties properties(Device device, int device_count) const override;
   /// A CPU execution context for the threads, reporting `device`.

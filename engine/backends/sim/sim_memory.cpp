@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "engine/backend.h"
 #include "engine/error.h"
@@ -85,7 +87,7 @@ void* SimMemory::allocate(size_t bytes) {
     fail(device_.to_string(), ": cannot map ", bytes, " bytes: ", std::strerror(errno));
   const auto address = reinterpret_cast<uintptr_t>(start);
   note_mapping(address, size);
-  mappings_[address] = {.bytes = size, .fresh = scopes_ > 0};
+  mappings_[address] = {.bytes = size, .fresh = scopes_ > 0, .owner = sim_current_stream(device_)};
   if (scopes_ > 0) made_in_scope_.push_back(address);
   stats_.in_use += bytes;
   stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
@@ -96,9 +98,77 @@ void SimMemory::deallocate(void* ptr, size_t bytes) {
   std::lock_guard lock(mutex_);
   auto it = mappings_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == mappings_.end()) return;
+  check_release(it->second);
   munmap(ptr, it->second.bytes);
   mappings_.erase(it);
   stats_.in_use -= bytes;
+}
+
+namespace {
+
+// The message of a race between `later` and `earlier` work on one mapping.
+std::string race_message(Device device, const std::string& later, SimStreamId later_stream,
+                         const char* verb, const std::string& earlier, SimStreamId earlier_stream,
+                         const char* earlier_verb) {
+  return device.to_string() + ": " + later + " on " + sim_stream_name(later_stream) + " " + verb +
+         " memory that " + earlier + " " + earlier_verb + " on " + sim_stream_name(earlier_stream) +
+         ", and the host has not waited for that stream since: the two race on a GPU";
+}
+
+}  // namespace
+
+void SimMemory::order(const SimStreamPoint& at, const std::shared_ptr<const std::string>& what,
+                      const void* pointer, bool write) {
+  std::lock_guard lock(mutex_);
+  auto it = holding(pointer);
+  if (it == mappings_.end()) return;
+  Mapping& m = it->second;
+  const char* verb = write ? "writes" : "reads";
+  const Access& w = m.last_write;
+  if (w.at.stream != 0 && w.at.stream != at.stream && !sim_done(w.at))
+    fail(race_message(device_, *what, at.stream, verb, *w.what, w.at.stream, "wrote"));
+  if (write) {
+    for (const Access& r : m.reads)
+      if (r.at.stream != at.stream && !sim_done(r.at))
+        fail(race_message(device_, *what, at.stream, verb, *r.what, r.at.stream, "read"));
+    m.last_write = {at, what};
+    m.reads.clear();
+    return;
+  }
+  auto same_stream = std::find_if(m.reads.begin(), m.reads.end(),
+                                  [&](const Access& r) { return r.at.stream == at.stream; });
+  if (same_stream == m.reads.end())
+    m.reads.push_back({at, what});
+  else
+    *same_stream = {at, what};
+}
+
+uintptr_t SimMemory::mapping_of(const void* pointer) {
+  std::lock_guard lock(mutex_);
+  auto it = holding(pointer);
+  return it == mappings_.end() ? 0 : it->first;
+}
+
+void SimMemory::check_release(const Mapping& m) const {
+  // The CUDA allocator reuses a block in its own stream's order, after the freeing stream's work
+  // when that is another execution context's stream, and at once when no context is current.
+  const SimStreamId freeing = sim_current_stream(device_);
+  const bool ordered_after_freeing = !sim_is_default_stream(freeing);
+  auto unordered = [&](const Access& a) {
+    return a.at.stream != 0 && a.at.stream != m.owner &&
+           !(ordered_after_freeing && a.at.stream == freeing) && !sim_done(a.at);
+  };
+  const Access* pending = unordered(m.last_write) ? &m.last_write : nullptr;
+  for (const Access& r : m.reads)
+    if (pending == nullptr && unordered(r)) pending = &r;
+  if (pending == nullptr) return;
+  const std::string message = "dprun: " + device_.to_string() + ": memory freed on " +
+                              sim_stream_name(freeing) + " while " + *pending->what + " on " +
+                              sim_stream_name(pending->at.stream) +
+                              " may still use it (the host has not waited for that stream): a "
+                              "GPU's allocator could hand it to other work first\n";
+  [[maybe_unused]] ssize_t written = write(STDERR_FILENO, message.data(), message.size());
+  std::abort();  // a deallocation cannot throw
 }
 
 AllocatorStats SimMemory::stats() const {
@@ -145,12 +215,36 @@ void SimMemory::close(const std::vector<const void*>& pointers) {
 SimAccess::SimAccess(Device device, std::vector<const void*> pointers)
     : pointers_(std::move(pointers)) {
   if (device.type != DeviceType::Sim) return;
-  memory_ = std::static_pointer_cast<SimMemory>(backend_for(device).allocator(device));
+  memory_ = sim_memory(device);
   memory_->open(pointers_);
 }
 
 SimAccess::~SimAccess() {
   if (memory_) memory_->close(pointers_);
+}
+
+std::shared_ptr<SimMemory> sim_memory(Device device) {
+  return std::static_pointer_cast<SimMemory>(backend_for(device).allocator(device));
+}
+
+SimWork::SimWork(Device device, std::string what)
+    : at_(sim_book(sim_current_stream(device))),
+      what_(std::make_shared<const std::string>(std::move(what))) {}
+
+void SimWork::reads(Device device, const void* data) {
+  access(device, data, false);
+}
+
+void SimWork::writes(Device device, const void* data) {
+  access(device, data, true);
+}
+
+void SimWork::access(Device device, const void* data, bool write) {
+  if (device.type == DeviceType::Sim) sim_memory(device)->order(at_, what_, data, write);
+}
+
+void SimWork::wait() {
+  sim_complete(at_.stream);
 }
 
 std::vector<const void*> data_on(Device device, const std::vector<const Tensor*>& tensors) {

@@ -5,14 +5,21 @@
 // and destination. Host code that reads device memory directly, which on a GPU would read
 // garbage or crash, stops the process with a message saying it touched simulated device
 // memory; so does a kernel that reads device memory it was not given.
+//
+// Each mapping also keeps which work (SimWork) last wrote it and read it since, on which stream
+// (sim_streams.h), so that work reading or writing memory that work on another stream still
+// uses, as far as the host knows, fails as a race on a GPU would, and so does freeing memory
+// that a stream other than the ones the CUDA allocator orders its reuse after still uses.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/allocator.h"
+#include "engine/backends/sim/sim_streams.h"
 
 namespace dprun {
 
@@ -24,8 +31,12 @@ class SimMemory : public Allocator {
   explicit SimMemory(Device device) : device_(device) {}
   ~SimMemory() override;
   /// A new mapping of `bytes` rounded up to whole pages; open while any scope of the device is
-  /// (a kernel's outputs are allocated inside its scope), closed from the last one's end.
+  /// (a kernel's outputs are allocated inside its scope), closed from the last one's end. It
+  /// belongs to the calling thread's current stream of the device, as a CUDA block does.
   void* allocate(size_t bytes) override;
+  /// Unmaps the memory. Stops the process, naming the work, when work the host has not waited
+  /// for still uses it on a stream other than its own and the calling thread's current one (the
+  /// CUDA allocator would hand it out again before that work is done).
   void deallocate(void* ptr, size_t bytes) override;
   Device device() const override { return device_; }
   AllocatorStats stats() const override;
@@ -35,14 +46,32 @@ class SimMemory : public Allocator {
   void open(const std::vector<const void*>& pointers);
   void close(const std::vector<const void*>& pointers);
 
+  /// Checks an access at `at` by the work described by `what` to the mapping holding `pointer`
+  /// against the earlier work on it, then records it. Throws Error when the earlier work is on
+  /// another stream and the host has not waited for it: a read after a write, or a write after
+  /// a read or a write. Does nothing for a pointer outside this device's memory.
+  void order(const SimStreamPoint& at, const std::shared_ptr<const std::string>& what,
+             const void* pointer, bool write);
+  /// The start of the mapping holding `pointer`; 0 when none does.
+  uintptr_t mapping_of(const void* pointer);
+
  private:
+  struct Access {
+    SimStreamPoint at;
+    std::shared_ptr<const std::string> what;
+  };
   struct Mapping {
     size_t bytes = 0;
     int opened = 0;      // scopes naming it
     bool fresh = false;  // made while a scope was open: open until none is
+    SimStreamId owner = 0;
+    Access last_write;          // at.stream == 0 when never written
+    std::vector<Access> reads;  // since the last write, the latest per stream
   };
   // The mapping that holds `pointer`; mappings_.end() when none does.
   std::map<uintptr_t, Mapping>::iterator holding(const void* pointer);
+  // Stops the process when freeing `m` now would let the CUDA allocator reuse it too early.
+  void check_release(const Mapping& m) const;
 
   Device device_;
   mutable std::mutex mutex_;
@@ -65,6 +94,28 @@ class SimAccess {
   std::shared_ptr<SimMemory> memory_;
   std::vector<const void*> pointers_;
 };
+
+/// One piece of work of a simulated device, booked when made on the calling thread's current
+/// stream of `device` (sim_streams.h): a kernel or a copy. reads() and writes() check and record
+/// its accesses to simulated device memory (SimMemory::order: they throw Error naming both
+/// pieces of work and their streams when they race); pointers outside it are ignored.
+class SimWork {
+ public:
+  SimWork(Device device, std::string what);
+  void reads(Device device, const void* data);
+  void writes(Device device, const void* data);
+  /// The host waits for this work and everything booked before it on its stream.
+  void wait();
+  SimStreamId stream() const { return at_.stream; }
+
+ private:
+  void access(Device device, const void* data, bool write);
+  SimStreamPoint at_;
+  std::shared_ptr<const std::string> what_;
+};
+
+/// The memory of simulated `device`.
+std::shared_ptr<SimMemory> sim_memory(Device device);
 
 /// The data of those `tensors` that are defined and on `device`, for a SimAccess.
 std::vector<const void*> data_on(Device device, const std::vector<const Tensor*>& tensors);
