@@ -92,6 +92,9 @@ ConvAlgorithm choose_algorithm(CudaExecutionContext& cuda, const KernelContext& 
         std::none_of(perf, perf + count, [&](const auto& p) { return cudnn::acceptable(p, tf32); }))
       count = 0;
   }
+  // A failed search may leave a CUDA error set, which the next launch check would blame on
+  // another node; the heuristic below answers instead.
+  if (count == 0) cudaGetLastError();
   if (count == 0)
     cudnn_check(
         cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc, w_desc, conv_desc, y_desc,

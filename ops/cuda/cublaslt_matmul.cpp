@@ -120,6 +120,9 @@ bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
   const MatmulDesc desc(p, relu, bias);
   const uint32_t align_a = alignment_of(b), align_b = alignment_of(a), align_d = alignment_of(d),
                  align_bias = alignment_of(bias);
+  // cuBLASLt documents no bias alignment its epilogues accept, and a bias that is a view into a
+  // larger tensor may be 4-byte aligned: that goes the cuBLAS way, the bias added separately.
+  if (align_bias < 16) return false;
   const ShapeCache<LtAlgorithm>::Key key = {m,         n,       k,          p.trans_a,
                                             p.trans_b, p.tf32,  relu,       align_a,
                                             align_b,   align_d, align_bias, ctx.device().index};

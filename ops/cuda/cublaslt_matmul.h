@@ -33,8 +33,9 @@ class LtAlgorithms {
  public:
   /// d = activation(alpha * op(a) op(b) + bias) on the run's stream; the algorithm is asked of
   /// cuBLASLt's heuristic on first use of the key. Returns false, having queued nothing, where
-  /// cuBLASLt offers no algorithm for the product (remembered for the key) or
-  /// DPRUN_NO_CUBLASLT=1 is set: the caller then computes it with cuBLAS. Fails naming the node
+  /// cuBLASLt offers no algorithm for the product (remembered for the key), the bias is less
+  /// than 16-byte aligned, or DPRUN_NO_CUBLASLT=1 is set: the caller then computes it with
+  /// cuBLAS. Fails naming the node
   /// where a dimension is beyond cuBLAS's range or cuBLASLt fails otherwise.
   bool run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p, float alpha,
            const float* a, const float* b, const float* bias, const CudaFusedActivation& activation,

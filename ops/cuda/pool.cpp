@@ -25,6 +25,7 @@
 #include <memory>
 #include <numeric>
 
+#include "engine/backend.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
@@ -104,7 +105,11 @@ class PoolCudnn : public OpKernel {
     if (!kMax) {
       std::vector<int64_t> key = g.in;
       key.push_back(ctx.device().index);
-      factor = factors_.get(key, [&] { return count_factor(ctx, g); });
+      // Runs on other streams may still have reads of a cached factor queued: dropping the
+      // cache waits for the device, or the allocator could hand a factor's memory out under them.
+      factor = factors_.get(
+          key, [&] { return count_factor(ctx, g); },
+          [&] { backend_for(ctx.device()).synchronize(ctx.device()); });
     }
     if (!factor || factor->numel() == 0) {
       pool_forward(cuda, pool, padded.data<float>(), padded_desc, y.data<float>(), y_desc, op);

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "cuda_op_cases.h"
 #include "cuda_test_util.h"
 #include "engine/backend.h"
+#include "engine/kernel.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/rewrites/rewrite_domain.h"
@@ -138,6 +141,45 @@ TEST(CudaFusedProduct, WithoutCublasLtTheCublasPathMatchesTheCpu) {
     testing::expect_cuda_matches_cpu(c);
   }
   ::unsetenv("DPRUN_NO_CUBLASLT");
+}
+
+// The output of `node`'s kernel for `device`, run there on `inputs`.
+Tensor run_kernel_on(Device device, const Node& node, const std::vector<Tensor>& inputs) {
+  KernelInfo info{node, 1, device.type, {}, {}};
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& t : inputs) {
+    SymbolicShape shape;
+    for (int64_t d : t.shape()) shape.push_back(Dim::known(d));
+    info.input_types.push_back(TensorType{t.dtype(), shape});
+    pointers.push_back(&t);
+  }
+  std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(info);
+  if (!kernel) {
+    ADD_FAILURE() << "no " << node.op_type << " kernel for " << device.to_string();
+    return {};
+  }
+  auto context = backend_for(device).create_execution_context(device, {});
+  std::vector<Tensor> outputs(1);
+  KernelContext ctx(node, *context, pointers, outputs);
+  kernel->compute(ctx);
+  context->synchronize();
+  return outputs[0];
+}
+
+TEST(CudaFusedProduct, ABiasLessThan16ByteAlignedTakesTheCublasPath) {
+  // A bias row that is a view 4 bytes into a larger tensor: cuBLASLt's epilogue is not asked
+  // to read it.
+  DPRUN_REQUIRE_CUDA_GPU();
+  const int64_t m = 6, k = 5, n = 7;
+  const Node gemm = fused("FusedGemm", {"a", "b", "c"}, "Relu");
+  const Tensor a = testing::random_floats({m, k}, 11), b = testing::random_floats({k, n}, 12);
+  const Tensor c_all = testing::random_floats({n + 1}, 13);
+  const Tensor c_view = c_all.to(Device::cuda(0)).narrow(0, 1, n);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(c_view.raw_data()) % 16, 4u);
+  const Tensor want = run_kernel_on(Device::cpu(), gemm, {a, b, c_all.narrow(0, 1, n)});
+  const Tensor got =
+      run_kernel_on(Device::cuda(0), gemm, {a.to(Device::cuda(0)), b.to(Device::cuda(0)), c_view});
+  testing::expect_device_output_matches(got, want, 1.0);
 }
 
 /// y = GELU(x W + b) with GELU as exporters write it before Gelu-20:
