@@ -79,6 +79,12 @@ class HostFallback {
   std::unique_ptr<ExecutionContext> context_;
 };
 
+// Hands a device step the plan's host copies of the constants its kernel reads on the host.
+void use_host_constants(const PlanStep& step, std::vector<const Tensor*>& inputs) {
+  for (const auto& [slot, value] : step.host_constants)
+    if (slot < inputs.size() && inputs[slot] != nullptr) inputs[slot] = &value;
+}
+
 // Device copies of the values a device step reads that are on the host (shape arithmetic's
 // results), for the slots whose kernel does not read them there; kept until the next call.
 class DeviceStaging {
@@ -182,10 +188,12 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     }
     const bool on_host = runs_on_host(step, plan.device_type(), inputs);
     const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
-    if (on_host)
+    if (on_host) {
       host.stage_inputs(step, inputs);
-    else if (off_cpu)
+    } else if (off_cpu) {
+      use_host_constants(step, inputs);
       to_device.stage_inputs(step, device, inputs);
+    }
     outputs.assign(step.outputs.size(), Tensor());
     output_sequences.assign(step.outputs.size(), nullptr);
     KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);

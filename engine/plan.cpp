@@ -115,6 +115,12 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
     step.kernel = std::move(built.kernel);
     if (device_type == DeviceType::CPU) return;
     step.inputs_in_place = slots_of(node, built.def->host_inputs);
+    // A constant the kernel reads on the host is handed over from the plan's host copy: on a
+    // GPU, reading the device copy back would wait for the stream.
+    for (int slot : built.def->host_inputs)
+      if (auto c = built.constant_inputs.find(static_cast<size_t>(slot));
+          c != built.constant_inputs.end())
+        step.host_constants.emplace(c->first, c->second);
     if (!built.unchecked_input) return;
     std::string cpu_why;
     step.host_kernel =
@@ -153,12 +159,13 @@ bool reads_dims_only(const Node& node, const KernelDef& def) {
 }
 
 // Off the CPU, moves shape arithmetic to the host. A node is shape arithmetic when it reads
-// only the dims of its input (a CPU kernel whose KernelDef::metadata_inputs cover its inputs:
-// Shape, Size), or when every input is shape arithmetic's result or a constant of the plan,
-// at least one being such a result; and every output has a known numeric or bool type of
-// rank 0 or 1. Without types (a graph no inference reached) nothing moves. Nodes with
-// subgraphs stay where they were placed. DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the
-// device (to measure what moving them gains).
+// only the dims of its input, a constant's included (a CPU kernel whose
+// KernelDef::metadata_inputs cover its inputs: Shape, Size), or when every input is shape
+// arithmetic's result or a constant of the plan, at least one being such a result (a node the
+// device has no kernel for included: integer Div of two sizes then runs on the host without
+// copies); and every output has a known numeric or bool type of rank 0 or 1. Without types (a graph
+// no inference reached) nothing moves. Nodes with subgraphs stay where they were placed.
+// DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the device (to measure what moving them gains).
 void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
                             const std::map<std::string, Tensor>& constants,
                             const PlanOptions& options, std::vector<PlanStep>& steps) {
@@ -166,7 +173,9 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
   std::set<std::string> on_host;  // results of shape arithmetic
   for (PlanStep& step : steps) {
     const Node& node = graph.nodes[step.node_index];
-    if (step.kernel_device != device_type || !step.implicit_inputs.empty()) continue;
+    const bool host_fallback = step.kernel_device == DeviceType::CPU;
+    if ((step.kernel_device != device_type && !host_fallback) || !step.implicit_inputs.empty())
+      continue;
     size_t read = 0, from_host = 0, constant = 0;
     for (const auto& in : node.inputs) {
       if (in.empty()) continue;
@@ -179,9 +188,10 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
       small = small && (out.empty() || is_small_typed(graph, out));
     if (!small) continue;
     const bool from_shapes = from_host > 0 && from_host + constant == read;
-    // One input that is no such result: the node may read only its dims.
-    const bool may_read_dims = read == 1 && from_host + constant == 0;
-    if (!from_shapes && !may_read_dims) continue;
+    // One input that is no such result (a constant's dims are as good): the node may read only
+    // its dims.
+    const bool may_read_dims = read == 1 && from_host == 0;
+    if (!from_shapes && (!may_read_dims || host_fallback)) continue;
     std::string why;
     BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, why);
     if (!cpu.kernel) continue;

@@ -48,8 +48,9 @@ struct PlanStep {
   /// Off the CPU: the node is shape arithmetic (place_shape_arithmetic), run by its CPU kernel
   /// on values kept on the host; its outputs stay there.
   bool shape_arithmetic = false;
-  /// For shape arithmetic: host copies of its constant inputs by slot (initializers callers
-  /// cannot override, Constant outputs), read instead of their device copies.
+  /// Host copies of constant inputs by slot (initializers callers cannot override, Constant
+  /// outputs), read instead of their device copies: every constant input of shape arithmetic,
+  /// and the constants a device kernel reads on the host (KernelDef::host_inputs).
   std::map<size_t, Tensor> host_constants;
 };
 

@@ -59,6 +59,34 @@ inline Node constant_node(const std::string& output, Tensor value) {
   return n;
 }
 
+/// x [N, 4] -> MatMul W1 [4, 8] -> Add b1 -> Relu -> MatMul W2 [8, 3] -> Add b2 -> y [N, 3],
+/// nodes n0..n4, parameters random (seeds 1..4); with `total`, also total = ReduceSum(y), the
+/// 0-d sum of every output (node n5).
+inline std::shared_ptr<Graph> small_mlp_graph(bool total) {
+  auto g = std::make_shared<Graph>();
+  g->name = "mlp";
+  g->opset_imports[""] = 17;
+  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(4)}}});
+  g->initializers["W1"] = random_floats({4, 8}, 1);
+  g->initializers["b1"] = random_floats({8}, 2);
+  g->initializers["W2"] = random_floats({8, 3}, 3);
+  g->initializers["b2"] = random_floats({3}, 4);
+  g->nodes.push_back(make_node("MatMul", {"x", "W1"}, {"h0"}));
+  g->nodes.push_back(make_node("Add", {"h0", "b1"}, {"h1"}));
+  g->nodes.push_back(make_node("Relu", {"h1"}, {"h2"}));
+  g->nodes.push_back(make_node("MatMul", {"h2", "W2"}, {"h3"}));
+  g->nodes.push_back(make_node("Add", {"h3", "b2"}, {"y"}));
+  g->outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(3)}}});
+  if (total) {
+    Node sum = make_node("ReduceSum", {"y"}, {"total"});
+    sum.attributes["keepdims"] = Attribute::of_int(0);
+    g->nodes.push_back(sum);
+    g->outputs.push_back({"total", {DType::Float32, SymbolicShape{}}});
+  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) g->nodes[i].name = "n" + std::to_string(i);
+  return g;
+}
+
 /// A graph over `nodes`; `inputs` are declared with the dtype (and no shape) of the paired
 /// example tensor; `untyped_inputs` are declared without type (sequences, optionals).
 inline std::shared_ptr<Graph> make_graph(std::vector<Node> nodes,

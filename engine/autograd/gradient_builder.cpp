@@ -83,6 +83,7 @@ class GradientBuilder {
 
   std::optional<SymbolicShape> try_shape(const std::string& value, int depth) const {
     if (auto t = graph_.type_of(value); t && t->shape) return t->shape;
+    if (auto it = emitted_types_.find(value); it != emitted_types_.end()) return it->second.shape;
     if (auto it = shape_cache_.find(value); it != shape_cache_.end()) return it->second;
     auto p = producer_.find(value);
     if (p == producer_.end() || depth > 256) return std::nullopt;
@@ -104,6 +105,7 @@ class GradientBuilder {
 
   std::optional<DType> try_dtype(const std::string& value, int depth = 0) const {
     if (auto t = graph_.type_of(value); t && t->dtype != DType::Undefined) return t->dtype;
+    if (auto it = emitted_types_.find(value); it != emitted_types_.end()) return it->second.dtype;
     if (auto it = dtype_cache_.find(value); it != dtype_cache_.end()) return it->second;
     auto p = producer_.find(value);
     if (p == producer_.end() || depth > 256) return std::nullopt;
@@ -179,6 +181,29 @@ class GradientBuilder {
   int64_t onnx_opset() const { return graph_.opset(""); }
 
  private:
+  // Types the emitted values where their ops' rules tell both dtype and shape from the
+  // inputs, in emission (topological) order, once the backward pass is built: the planner
+  // keeps small integer results computed from shapes on the host when it knows their types.
+  // Done after building, so the rules see the same types whichever nodes they emitted.
+  void type_emitted_values() {
+    for (const Node& node : nodes_)
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        const std::optional<DType> dtype = output_dtype(node, i, 0);
+        if (!dtype || *dtype == DType::Undefined) continue;
+        ShapeSource source{[&](const std::string& v) -> std::optional<SymbolicShape> {
+                             if (auto c = constant_value(v)) {
+                               SymbolicShape s;
+                               for (int64_t d : c->shape()) s.push_back(Dim::known(d));
+                               return s;
+                             }
+                             return try_shape(v, 0);
+                           },
+                           [&](const std::string& v) { return constant_value(v); }};
+        if (auto shape = propagate_shape(node, i, source))
+          emitted_types_[node.outputs[i]] = TensorType{*dtype, *shape};
+      }
+  }
+
   // The accumulated gradient of `value` (a Sum node when several contributions arrived).
   std::string accumulated(const std::string& value) {
     auto it = grads_.find(value);
@@ -207,6 +232,7 @@ class GradientBuilder {
   std::unordered_set<std::string> used_, graph_inputs_, depends_on_x_;
   mutable std::unordered_map<std::string, DType> dtype_cache_;
   mutable std::unordered_map<std::string, std::optional<SymbolicShape>> shape_cache_;
+  std::map<std::string, TensorType> emitted_types_;  // set once building is done
   std::unordered_map<std::string, std::vector<std::string>> grads_;
   std::vector<Node> nodes_;
   size_t counter_ = 0;
@@ -326,6 +352,8 @@ GradientResult GradientBuilder::run() {
     }
     result.gradients.push_back(g);
   }
+  type_emitted_values();
+  result.value_types = std::move(emitted_types_);
   result.nodes = std::move(nodes_);
   return result;
 }

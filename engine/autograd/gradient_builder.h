@@ -47,6 +47,8 @@ struct GradientResult {
   /// One per x: the value holding dy/dx (contracted with dY); empty when unreachable and
   /// zeros were not requested.
   std::vector<std::string> gradients;
+  /// Types of the backward nodes' outputs where their ops' rules give both dtype and shape.
+  std::map<std::string, TensorType> value_types;
 };
 
 /// Builds the backward nodes. Throws Error naming the node when a node on a path from an x to

@@ -149,6 +149,7 @@ class Propagator {
     if (op == "Concat") return concat();
     if (op == "Gather") return gather();
     if (op == "Shape") return shape_of();
+    if (op == "Size") return SymbolicShape{};
     if (op == "Expand") return expand();
     if (op == "Constant" && node_.has_attr("value"))
       return from_dims(node_.attr_tensor("value").shape());

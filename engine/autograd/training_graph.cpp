@@ -174,7 +174,8 @@ void write_back_unbiased_running_variance(Graph& graph) {
       graph.nodes.push_back(make_node(op, std::move(inputs), out));
       return out;
     };
-    std::string n = add("Div", {add("Size", {node.inputs[0]}), add("Size", {var_in})});
+    const std::string size_x = add("Size", {node.inputs[0]}), size_var = add("Size", {var_in});
+    const std::string n = add("Div", {size_x, size_var});
     Node cast = make_node("Cast", {n}, unused_name(graph, var_out + "/unbiased/Cast"));
     Attribute to;
     to.kind = Attribute::Kind::Int;
@@ -183,7 +184,14 @@ void write_back_unbiased_running_variance(Graph& graph) {
     std::string n_float = cast.outputs[0];
     graph.nodes.push_back(std::move(cast));
     std::string one = constant_scalar(graph, var_out + "/unbiased/one", 1.0, dtype);
-    std::string denominator = add("Max", {add("Sub", {n_float, one}), one});
+    const std::string shifted = add("Sub", {n_float, one});
+    const std::string denominator = add("Max", {shifted, one});
+    // The sample count and the denominator are scalars computed from sizes: typed, a GPU plan
+    // computes them on the host as shape arithmetic instead of copying sizes back to it.
+    for (const std::string& v : {size_x, size_var, n})
+      graph.value_types[v] = TensorType{DType::Int64, SymbolicShape{}};
+    for (const std::string& v : {n_float, shifted, denominator})
+      graph.value_types[v] = TensorType{dtype, SymbolicShape{}};
     double momentum = node.attr_float("momentum", 0.9f);
     std::string m = constant_scalar(graph, var_out + "/unbiased/momentum", momentum, dtype);
     std::string excess = add("Sub", {var_out, add("Mul", {var_in, m})});
@@ -236,6 +244,7 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
   gspec.zeros_for_unreachable = false;
   GradientResult grads = build_gradient(*graph, gspec);
   graph->nodes.insert(graph->nodes.end(), grads.nodes.begin(), grads.nodes.end());
+  graph->value_types.insert(grads.value_types.begin(), grads.value_types.end());
 
   graph->outputs = {{result.loss, TensorType{loss.dtype, SymbolicShape{}}}};
   for (size_t i = 0; i < candidates.size(); ++i) {

@@ -7,6 +7,9 @@
 // without CUDA there are no definitions to follow, and every node of a sim plan runs on the
 // host.
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "engine/backends/sim/sim_memory.h"
 #include "engine/error.h"
@@ -44,11 +47,27 @@ class SimKernel final : public OpKernel {
     for (size_t o = 0; o < ctx.output_count(); ++o) {
       const Tensor& out = ctx.output(o);
       if (out.defined() && out.dtype() != DType::String && out.device() != device)
-        ctx.set_output(o, out.to(device));
+        ctx.set_output(o, on_device(ctx, o, out));
     }
   }
 
  private:
+  // `out`, a host output, in the device's memory. A kernel without inputs that returns the same
+  // host tensor on every run (Constant) keeps one device copy per device, made by the first run,
+  // which waits for it: what CUDA's Constant kernel does (ops/cuda/constant.cpp).
+  Tensor on_device(KernelContext& ctx, size_t o, const Tensor& out) const {
+    if (ctx.input_count() != 0) return out.to(ctx.device());
+    std::lock_guard lock(mutex_);
+    auto& [host, copy] = copies_[{ctx.device().index, o}];
+    if (!host.defined() || host.raw_data() != out.raw_data() || host.shape() != out.shape() ||
+        host.dtype() != out.dtype()) {
+      host = out;  // held, so its storage is not another tensor's on a later run
+      copy = out.to(ctx.device());
+      ctx.execution().synchronize();
+    }
+    return copy;
+  }
+
   // Books the reads of the inputs the kernel reads on the device (not those of which it reads
   // only the shape); returns the mappings they are in.
   std::vector<uintptr_t> book_reads(const KernelContext& ctx, SimWork& work) const {
@@ -94,6 +113,9 @@ class SimKernel final : public OpKernel {
   std::unique_ptr<OpKernel> host_kernel_;
   std::vector<int> read_anywhere_;  // KernelDef::host_inputs and metadata_inputs
   std::vector<int> metadata_;       // KernelDef::metadata_inputs
+  mutable std::mutex mutex_;
+  // By (device index, output): the host tensor last returned and its device copy.
+  mutable std::map<std::pair<int, size_t>, std::pair<Tensor, Tensor>> copies_;
 };
 
 // The simulated device's definition following `cuda`: its CPU kernel, checked and wrapped.

@@ -144,6 +144,12 @@ const std::map<std::string, OpCase>& cases() {
     t["Mul"] = binary(-5, 5);
     t["Div"] = binary(0.5, 5);
     t["Pow"] = binary(0.5, 2);
+    // ops/cuda/variadic.cu: three inputs broadcast together
+    for (const char* op : {"Sum", "Mean", "Min", "Max"}) {
+      t[op] = binary(-5, 5);
+      t[op].inputs.push_back(Input::Tested);
+    }
+    t["Min"].special = t["Max"].special = true;  // NaN propagates
     // ops/cuda/compare_logic.cu
     for (const char* op :
          {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})

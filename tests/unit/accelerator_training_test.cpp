@@ -10,37 +10,16 @@
 #include "accelerator_test_util.h"
 #include "engine/autograd/trainer.h"
 #include "engine/parallel/data_parallel.h"
+#include "graph_test_util.h"
 #include "op_test_util.h"
 
 namespace dprun {
 namespace {
 
-using testing::make_node;
 using testing::random_floats;
 
-// x [N, 4] -> MatMul W1 [4, 8] -> Add b1 -> Relu -> MatMul W2 [8, 3] -> Add b2 -> y [N, 3],
-// and total = ReduceSum(y), the sum of every output.
 std::shared_ptr<Graph> mlp_graph() {
-  auto g = std::make_shared<Graph>();
-  g->name = "mlp";
-  g->opset_imports[""] = 17;
-  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(4)}}});
-  g->initializers["W1"] = random_floats({4, 8}, 1);
-  g->initializers["b1"] = random_floats({8}, 2);
-  g->initializers["W2"] = random_floats({8, 3}, 3);
-  g->initializers["b2"] = random_floats({3}, 4);
-  g->nodes.push_back(make_node("MatMul", {"x", "W1"}, {"h0"}));
-  g->nodes.push_back(make_node("Add", {"h0", "b1"}, {"h1"}));
-  g->nodes.push_back(make_node("Relu", {"h1"}, {"h2"}));
-  g->nodes.push_back(make_node("MatMul", {"h2", "W2"}, {"h3"}));
-  g->nodes.push_back(make_node("Add", {"h3", "b2"}, {"y"}));
-  Node total = make_node("ReduceSum", {"y"}, {"total"});
-  total.attributes["keepdims"].i = 0;
-  g->nodes.push_back(total);
-  for (size_t i = 0; i < g->nodes.size(); ++i) g->nodes[i].name = "n" + std::to_string(i);
-  g->outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(3)}}});
-  g->outputs.push_back({"total", {DType::Float32, SymbolicShape{}}});
-  return g;
+  return testing::small_mlp_graph(true);
 }
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {

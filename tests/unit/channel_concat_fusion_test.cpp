@@ -1,6 +1,6 @@
 // The channels-last fusions that start from a Concat along channels (fuse_channels_last_ops,
-// engine/backends/cpu/channels_last_fusion.h): pools moved before the Concat, ConcatConvNHWC, and the
-// graphs they leave alone; results against the plain graph and the unfused channels-last graph.
+// engine/backends/cpu/channels_last_fusion.h): pools moved before the Concat, ConcatConvNHWC, and
+// the graphs they leave alone; results against the plain graph and the unfused channels-last graph.
 #include <gtest/gtest.h>
 
 #include <cmath>

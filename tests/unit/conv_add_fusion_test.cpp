@@ -1,6 +1,6 @@
-// ConvAddNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): a ConvNHWC whose result
-// only an Add reads, with the activation after the Add; which graphs fuse, results against the
-// plain graph, and the kernel against the convolution plus Z computed by hand.
+// ConvAddNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): a ConvNHWC
+// whose result only an Add reads, with the activation after the Add; which graphs fuse, results
+// against the plain graph, and the kernel against the convolution plus Z computed by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// ConvChainNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): convolutions in a
-// chain run a few images at a time; which graphs chain, results against the plain graph, and the
-// kernel's tiles against the steps run in turn over the batch.
+// ConvChainNHWC (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h): convolutions
+// in a chain run a few images at a time; which graphs chain, results against the plain graph, and
+// the kernel's tiles against the steps run in turn over the batch.
 #include <gtest/gtest.h>
 
 #include <cstring>

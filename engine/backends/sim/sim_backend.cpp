@@ -131,6 +131,22 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   work.writes(dst_device, dst);
   std::memcpy(dst, src, bytes);
   if (to_host || peer || sim_is_default_stream(work.stream())) work.wait();
+  count(to_host                              ? traffic_.device_to_host
+        : src_device.type != DeviceType::Sim ? traffic_.host_to_device
+        : peer                               ? traffic_.between_devices
+                                             : traffic_.within_device,
+        bytes);
+}
+
+void SimBackend::count(SimTraffic::Count& direction, size_t bytes) {
+  std::lock_guard lock(traffic_mutex_);
+  ++direction.copies;
+  direction.bytes += static_cast<int64_t>(bytes);
+}
+
+SimTraffic SimBackend::traffic() const {
+  std::lock_guard lock(traffic_mutex_);
+  return traffic_;
 }
 
 void SimBackend::synchronize(Device device) {

@@ -13,6 +13,7 @@
 // stream that the host has not waited for fails (sim_streams.h): the ordering faults of
 // asynchronous execution. Not simulated: device-specific numerics (results are the CPU
 // kernels').
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,16 @@
 #include "engine/backends/sim/sim_memory.h"
 
 namespace dprun {
+
+/// Copies the simulated devices have made since the process started, by direction: what a GPU
+/// would move over its links. Counts every copy through SimBackend::copy (collectives apart).
+struct SimTraffic {
+  struct Count {
+    int64_t copies = 0;
+    int64_t bytes = 0;
+  };
+  Count host_to_device, device_to_host, within_device, between_devices;
+};
 
 class SimBackend : public Backend {
  public:
@@ -37,6 +48,8 @@ class SimBackend : public Backend {
             size_t bytes) override;
   /// The host has waited for every stream of `device`.
   void synchronize(Device device) override;
+  /// The copies made so far.
+  SimTraffic traffic() const;
   /// Named "sim:N", with the compute units of the CPU share of the same index.
   DeviceProperties properties(Device device, int device_count) const override;
   /// A CPU execution context for the threads, reporting `device`.
@@ -55,8 +68,12 @@ class SimBackend : public Backend {
                             const std::vector<Tensor>& outputs) override;
 
  private:
+  void count(SimTraffic::Count& direction, size_t bytes);
+
   std::mutex mutex_;
   std::map<int, std::shared_ptr<SimMemory>> memories_;
+  mutable std::mutex traffic_mutex_;
+  SimTraffic traffic_;
 };
 
 }  // namespace dprun

@@ -1,0 +1,130 @@
+// What crosses between the host and the simulated devices (SimBackend::traffic), which is what
+// a GPU would move over its links and, for copies back to the host, wait for: a run copies its
+// input over and nothing back; DataParallel scatters and gathers once per replica; a training
+// step reads back only its loss. And the plan of an MLP's training graph for a GPU keeps no node
+// on the host but its shape arithmetic.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/autograd/optimizer.h"
+#include "engine/autograd/trainer.h"
+#include "engine/autograd/training_graph.h"
+#include "engine/backends/sim/sim_backend.h"
+#include "engine/kernel.h"
+#include "engine/model.h"
+#include "engine/parallel/data_parallel.h"
+#include "engine/plan.h"
+#include "graph_test_util.h"
+#include "op_test_util.h"
+
+namespace dprun {
+namespace {
+
+using testing::random_floats;
+
+std::shared_ptr<Graph> mlp_graph() {
+  return testing::small_mlp_graph(false);
+}
+
+// The copies made while f() runs.
+template <class F>
+SimTraffic traffic_of(F&& f) {
+  const SimTraffic before = SimBackend::instance().traffic();
+  f();
+  const SimTraffic after = SimBackend::instance().traffic();
+  auto minus = [](const SimTraffic::Count& a, const SimTraffic::Count& b) {
+    return SimTraffic::Count{a.copies - b.copies, a.bytes - b.bytes};
+  };
+  return {minus(after.host_to_device, before.host_to_device),
+          minus(after.device_to_host, before.device_to_host),
+          minus(after.within_device, before.within_device),
+          minus(after.between_devices, before.between_devices)};
+}
+
+void expect_count(const SimTraffic::Count& got, int64_t copies, int64_t bytes,
+                  const std::string& what) {
+  EXPECT_EQ(got.copies, copies) << what;
+  EXPECT_EQ(got.bytes, bytes) << what;
+}
+
+const Tensor kRows = random_floats({24, 4}, 6);     // 384 bytes
+const Tensor kTargets = random_floats({24, 3}, 7);  // 288 bytes
+
+TEST(SimTraffic, ARunCopiesItsInputToTheDeviceAndNothingBack) {
+  Model model(mlp_graph(), Device::sim(0));
+  model.run({kRows});  // the first run makes the device's copies of the parameters
+  const SimTraffic t = traffic_of([&] { model.run({kRows}); });
+  expect_count(t.host_to_device, 1, 384, "to the device");
+  expect_count(t.device_to_host, 0, 0, "to the host");
+  expect_count(t.within_device, 0, 0, "within a device");
+}
+
+TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
+  DataParallelOptions options;
+  options.device_ids = {Device::sim(0), Device::sim(1)};
+  DataParallel dp(std::make_shared<Model>(mlp_graph(), Device::sim(0)), options);
+  dp.forward({kRows});
+  const SimTraffic t = traffic_of([&] { dp.forward({kRows}); });
+  expect_count(t.host_to_device, 2, 384, "scatter: a chunk of rows to each device");
+  expect_count(t.within_device, 1, 144, "gather: replica 0's rows into the output");
+  expect_count(t.between_devices, 1, 144, "gather: replica 1's rows onto sim:0");
+  expect_count(t.device_to_host, 0, 0, "to the host");
+}
+
+// One SGD step's copies, after two steps that warm the replicas and the optimizer up.
+SimTraffic training_step_traffic(const std::vector<Device>& devices) {
+  auto model = std::make_shared<Model>(mlp_graph(), devices[0]);
+  TrainerOptions options;
+  options.training.loss.kind = LossKind::Mse;
+  options.parallel.device_ids = devices;
+  Trainer trainer(model, options);
+  Sgd sgd(trainer.parameters(), {.lr = 0.05, .momentum = 0.9});
+  trainer.step({kRows}, kTargets, sgd);
+  trainer.step({kRows}, kTargets, sgd);
+  return traffic_of([&] { trainer.step({kRows}, kTargets, sgd); });
+}
+
+TEST(SimTraffic, ATrainingStepReadsOnlyItsLossBack) {
+  // Per replica, to the device: its rows and targets, its loss weight (4 bytes), and four
+  // small values computed on the host that device kernels read as data (24 bytes: the mean's
+  // element count and the like, shape arithmetic's results). Back: the loss, once.
+  for (const std::vector<Device>& devices :
+       {std::vector<Device>{Device::sim(0)}, std::vector<Device>{Device::sim(0), Device::sim(1)}}) {
+    SCOPED_TRACE(std::to_string(devices.size()) + " device(s)");
+    const auto replicas = static_cast<int64_t>(devices.size());
+    const SimTraffic t = training_step_traffic(devices);
+    expect_count(t.host_to_device, 7 * replicas, 384 + 288 + replicas * (4 + 24), "to the device");
+    expect_count(t.device_to_host, 1, 4, "to the host");
+    expect_count(t.within_device, 0, 0, "within a device");
+    expect_count(t.between_devices, 0, 0, "between devices: NCCL's, not copies");
+  }
+}
+
+// The ops of the nodes of a training graph that a GPU plan runs on the host other than as
+// shape arithmetic.
+std::vector<std::string> host_ops(LossKind loss) {
+  TrainingSpec spec;
+  spec.loss.kind = loss;
+  const TrainingGraph training = build_training_graph(*mlp_graph(), spec);
+  training.graph->sort_topologically();
+  std::vector<std::string> ops;
+  for (const NodePlacement& p : place_nodes(*training.graph, DeviceType::CUDA))
+    if (p.device == DeviceType::CPU && !p.shape_arithmetic) ops.push_back(p.node->op_type);
+  return ops;
+}
+
+TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
+  bool cuda_kernels = false;
+  for (const KernelDef& def : KernelRegistry::instance().definitions())
+    cuda_kernels = cuda_kernels || def.device == DeviceType::CUDA;
+  if (!cuda_kernels) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  // The element count of the mean is integer arithmetic over Size results: on the host, not a
+  // copy back from the device; the gradient's Sum and cross entropy's loss run on the GPU.
+  EXPECT_EQ(host_ops(LossKind::Mse), std::vector<std::string>{});
+  EXPECT_EQ(host_ops(LossKind::CrossEntropy), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace dprun
