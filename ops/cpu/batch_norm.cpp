@@ -9,6 +9,7 @@
 // Before opset 9, spatial=0 gives per-activation parameters of shape [C, D1, ...].
 #include <cmath>
 
+#include "ops/cpu/batch_norm_checks.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -19,27 +20,17 @@ class BatchNormKernel : public OpKernel {
   explicit BatchNormKernel(const KernelInfo& info)
       : epsilon_(info.node.attr_float("epsilon", 1e-5f)),
         momentum_(info.node.attr_float("momentum", 0.9f)),
-        spatial_(info.opset < 9 ? info.node.attr_int("spatial", 1) != 0 : true) {
-    if (info.opset >= 14) {
-      training_ = info.node.attr_int("training_mode", 0) != 0;
-    } else {
-      size_t named = 0;
-      for (const auto& o : info.node.outputs) named += o.empty() ? 0 : 1;
-      training_ = named > 1;
-    }
-  }
+        spatial_(info.opset < 9 ? info.node.attr_int("spatial", 1) != 0 : true),
+        training_(batch_norm_training(info)) {}
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() < 2)
-      ctx.fail("X must have rank >= 2 ([N, C, ...]), got shape ", shape_to_string(x.shape()));
-    const int64_t N = x.shape()[0], C = x.shape()[1];
-    const int64_t S = dims_product(x.shape(), 2, x.rank());
+    const BatchNormDims dims = batch_norm_dims(ctx, x);
+    const int64_t N = dims.n, C = dims.c, S = dims.s;
     // Parameters are per channel, or per activation ([C, D1, ...]) when spatial=0.
     const bool per_activation = !spatial_ && S != 1;
     const int64_t P = per_activation ? C * S : C;
-    const char* names[] = {"scale", "B", "mean", "var"};
-    for (size_t i = 1; i <= 4; ++i) check_param_size(ctx, ctx.input(i), P, names[i - 1], x.shape());
+    check_batch_norm_params(ctx, P, x.shape());
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     visit_float_dtype(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -142,7 +133,7 @@ class BatchNormKernel : public OpKernel {
   float epsilon_;
   float momentum_;
   bool spatial_;
-  bool training_ = false;
+  bool training_;
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",

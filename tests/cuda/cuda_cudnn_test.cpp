@@ -1,7 +1,8 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN), each compared with the CPU kernel on the same
-// random inputs through the shared case table (cuda_op_cases.h): with a GPU, one-node models
-// run on cuda:0 and cpu:0; without one, the table is checked against the registry. The
+// GlobalAveragePool, BatchNormalization, LRN), and BatchNormalization's training-mode kernel
+// (batch_norm_training.cu), each compared with the CPU kernel on the same random inputs
+// through the shared case table (cuda_op_cases.h): with a GPU, one-node models run on cuda:0
+// and cpu:0; without one, the table is checked against the registry. The
 // geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
 // explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode
 // and output_shape. A last test, needing no GPU, checks the attribute combinations that are
@@ -277,6 +278,45 @@ void add_norm_cases(std::vector<CudaCase>& cases) {
          .inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}), floats({ch}, 0.1, 2.0)},
          .opset = c.opset});
   }
+  // Training mode (batch_norm_training.cu): batch statistics, and the statistics outputs of
+  // each opset; before opset 14 the extra outputs are what selects training.
+  struct BnTrainingCase {
+    std::string name;
+    Shape x;
+    int64_t opset;
+    std::vector<std::string> outputs;
+    DType dtype = DType::Float32, stats_dtype = DType::Float32;  // X, scale, B; mean, var
+  };
+  const std::vector<std::string> running = {"y", "running_mean", "running_var"};
+  const std::vector<BnTrainingCase> training = {
+      {"y_only", {2, 3, 4, 5}, 15, {"y"}},
+      {"4d", {2, 3, 4, 5}, 15, running},
+      {"2d", {6, 4}, 15, running},
+      {"3d", {2, 5, 7}, 14, running},
+      {"over_one_block", {8, 3, 64, 64}, 15, running},
+      {"opset9", {2, 3, 4, 4}, 9, {"y", "mean", "var", "saved_mean", "saved_var"}},
+      {"opset7_mean_var", {3, 2, 5}, 7, {"y", "mean", "var"}},
+      {"float64", {2, 3, 4, 5}, 15, running, DType::Float64, DType::Float64},
+      {"float64_stats", {2, 3, 4, 5}, 15, running, DType::Float32, DType::Float64},
+  };
+  for (const BnTrainingCase& c : training) {
+    Attrs attrs;
+    if (c.opset >= 14) attrs["training_mode"] = Attribute::of_int(1);
+    if (c.name != "y_only") {
+      attrs["momentum"] = Attribute::of_float(0.8f);
+      attrs["epsilon"] = Attribute::of_float(1e-3f);
+    }
+    Node node = node_with("BatchNormalization", {"x", "scale", "b", "mean", "var"}, attrs);
+    node.outputs = c.outputs;
+    const int64_t ch = c.x[1];
+    std::vector<testing::InputSpec> inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}),
+                                              floats({ch}, 0.1, 2.0)};
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i].dtype = i < 3 ? c.dtype : c.stats_dtype;
+    cases.push_back({.name = "BatchNormalization_training_" + c.name,
+                     .node = std::move(node),
+                     .inputs = std::move(inputs),
+                     .opset = c.opset});
+  }
   for (int64_t size : {3, 5}) {
     const std::string s = std::to_string(size);
     cases.push_back({.name = "LRN_size" + s,
@@ -330,19 +370,26 @@ TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
   EXPECT_FALSE(runs_on_cuda(node_with("MaxPool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 12));
   EXPECT_FALSE(runs_on_cuda(node_with("AveragePool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 19));
 
-  // BatchNormalization in training mode: opset 14+ by attribute, before by extra outputs.
+  // BatchNormalization: inference on cuDNN; training mode (opset 14+ by attribute, before by
+  // extra outputs) on batch_norm_training.cu, except per-activation parameters (spatial=0
+  // before opset 9) and 16-bit floats.
   const std::vector<testing::InputSpec> bn_inputs = {floats({2, 3, 4}), floats({3}), floats({3}),
                                                      floats({3}), floats({3}, 0.1, 2.0)};
   const std::vector<std::string> bn_in = {"x", "scale", "b", "mean", "var"};
   EXPECT_TRUE(runs_on_cuda(node_with("BatchNormalization", bn_in), bn_inputs, 15));
   Node training = node_with("BatchNormalization", bn_in, {{"training_mode", Attribute::of_int(1)}});
   training.outputs = {"y", "running_mean", "running_var"};
-  EXPECT_FALSE(runs_on_cuda(training, bn_inputs, 15));
+  EXPECT_TRUE(runs_on_cuda(training, bn_inputs, 15));
   Node legacy_training = node_with("BatchNormalization", bn_in);
   legacy_training.outputs = {"y", "mean", "var", "saved_mean", "saved_var"};
-  EXPECT_FALSE(runs_on_cuda(legacy_training, bn_inputs, 9));
+  EXPECT_TRUE(runs_on_cuda(legacy_training, bn_inputs, 9));
   Node per_activation = node_with("BatchNormalization", bn_in, {{"spatial", Attribute::of_int(0)}});
   EXPECT_FALSE(runs_on_cuda(per_activation, bn_inputs, 7));
+  per_activation.outputs = legacy_training.outputs;
+  EXPECT_FALSE(runs_on_cuda(per_activation, bn_inputs, 7));
+  std::vector<testing::InputSpec> half_stats = bn_inputs;
+  half_stats[3].dtype = half_stats[4].dtype = DType::Float16;
+  EXPECT_FALSE(runs_on_cuda(training, half_stats, 15));
 
   // LRN windows wider than cuDNN's CUDNN_LRN_MAX_N.
   EXPECT_FALSE(runs_on_cuda(node_with("LRN", {"x"}, {{"size", Attribute::of_int(17)}}),
@@ -352,7 +399,7 @@ TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
                             {floats({1, 1, 3, 3, 3, 3}), floats({1, 1, 2, 2, 2, 2})}, 17));
 
   // Each of these still has a kernel on the host to fall back on.
-  for (const Node& n : {max_pool, training, legacy_training}) {
+  for (const Node& n : {max_pool, per_activation}) {
     KernelInfo info{n, 15, DeviceType::CPU, {}, {}};
     EXPECT_NE(KernelRegistry::instance().create(info), nullptr) << n.op_type;
   }

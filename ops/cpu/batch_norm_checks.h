@@ -1,0 +1,39 @@
+#pragma once
+// What BatchNormalization's kernels share to agree on a node: whether it is in training mode,
+// and the checks of X and the parameter vectors (so a bad shape fails with the same message on
+// the host, ops/cpu/batch_norm.cpp, and on CUDA, ops/cuda/batch_norm_training.cu).
+#include <cstdint>
+
+#include "engine/kernel.h"
+#include "ops/cpu/reduce_common.h"
+
+namespace dprun {
+
+/// Training mode: training_mode=1 from opset 14; before it, a node naming more than one
+/// output (opsets 1-13 list mean/var/saved_mean/saved_var as training outputs).
+inline bool batch_norm_training(const KernelInfo& info) {
+  if (info.opset >= 14) return info.node.attr_int("training_mode", 0) != 0;
+  size_t named = 0;
+  for (const auto& o : info.node.outputs) named += o.empty() ? 0 : 1;
+  return named > 1;
+}
+
+/// X [N, C, D1, ...] seen as [N, C, S], S = D1 * D2 * ...
+struct BatchNormDims {
+  int64_t n, c, s;
+};
+
+/// X's dims; fails unless X has rank >= 2.
+inline BatchNormDims batch_norm_dims(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() < 2)
+    ctx.fail("X must have rank >= 2 ([N, C, ...]), got shape ", shape_to_string(x.shape()));
+  return {x.shape()[0], x.shape()[1], dims_product(x.shape(), 2, x.rank())};
+}
+
+/// Fails unless scale, B, mean and var (inputs 1 to 4) have `count` elements each.
+inline void check_batch_norm_params(const KernelContext& ctx, int64_t count, const Shape& x_shape) {
+  const char* names[] = {"scale", "B", "mean", "var"};
+  for (size_t i = 1; i <= 4; ++i) check_param_size(ctx, ctx.input(i), count, names[i - 1], x_shape);
+}
+
+}  // namespace dprun
