@@ -1,43 +1,21 @@
 // ScatterND, ScatterElements and the older Scatter (9/10): the output starts as a copy of
 // data, then updates are written (or combined with a reduction) at validated indices. Updates
 // apply in index order so duplicate indices with a reduction accumulate deterministically.
+#include "ops/cpu/scatter.h"
+
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
 namespace {
 
-enum class Reduction { None, Add, Mul, Max, Min };
-
-Reduction parse_reduction(const Node& node) {
-  const std::string r = node.attr_string("reduction", "none");
-  if (r == "none") return Reduction::None;
-  if (r == "add") return Reduction::Add;
-  if (r == "mul") return Reduction::Mul;
-  if (r == "max") return Reduction::Max;
-  if (r == "min") return Reduction::Min;
-  node.fail("unknown reduction '", r, "' (expected none, add, mul, max or min)");
-}
+using Reduction = ScatterReduction;
 
 template <class T>
 T combine(T a, T b, Reduction r) {
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-    return T(combine(static_cast<float>(a), static_cast<float>(b), r));
-  } else if constexpr (std::is_same_v<T, bool>) {
-    // Add/max act as logical or, mul/min as logical and.
-    return (r == Reduction::Add || r == Reduction::Max) ? (a || b) : (a && b);
+    return T(scatter_combine(static_cast<float>(a), static_cast<float>(b), r));
   } else {
-    switch (r) {
-      case Reduction::Add:
-        return static_cast<T>(a + b);
-      case Reduction::Mul:
-        return static_cast<T>(a * b);
-      case Reduction::Max:
-        return std::max(a, b);
-      case Reduction::Min:
-        return std::min(a, b);
-      default:
-        return b;
-    }
+    return scatter_combine(a, b, r);
   }
 }
 
@@ -57,7 +35,8 @@ void apply(void* dst, const void* upd, int64_t count, DType dtype, Reduction red
 
 class ScatterNDKernel : public OpKernel {
  public:
-  explicit ScatterNDKernel(const KernelInfo& info) : reduction_(parse_reduction(info.node)) {}
+  explicit ScatterNDKernel(const KernelInfo& info)
+      : reduction_(parse_scatter_reduction(info.node)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& data = ctx.input(0);
     const Tensor& indices = ctx.input(1);
@@ -108,26 +87,15 @@ class ScatterNDKernel : public OpKernel {
 class ScatterElementsKernel : public OpKernel {
  public:
   explicit ScatterElementsKernel(const KernelInfo& info)
-      : axis_(info.node.attr_int("axis", 0)), reduction_(parse_reduction(info.node)) {}
+      : axis_(info.node.attr_int("axis", 0)), reduction_(parse_scatter_reduction(info.node)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& data = ctx.input(0);
     const Tensor& indices = ctx.input(1);
     const Tensor& updates = ctx.input(2);
     const int64_t r = data.rank();
-    if (r == 0) ctx.fail("data must have rank >= 1, got a scalar");
-    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    if (axis < 0 || axis >= r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
+    const int64_t axis = check_scatter_elements(ctx, data, indices, updates, axis_);
     const Shape& ds = data.shape();
     const Shape& is = indices.shape();
-    if (updates.shape() != is || updates.dtype() != data.dtype())
-      ctx.fail("updates ", updates.describe(), " must match indices shape ", shape_to_string(is),
-               " and data dtype ", dtype_name(data.dtype()));
-    bool ok = indices.rank() == r;
-    for (int64_t d = 0; ok && d < r; ++d)
-      ok = d == axis || is[static_cast<size_t>(d)] <= ds[static_cast<size_t>(d)];
-    if (!ok)
-      ctx.fail("indices ", shape_to_string(is), " do not fit data ", shape_to_string(ds),
-               " (same rank, no larger outside axis ", axis_, ")");
     const std::vector<int64_t> idx =
         read_indices(indices, ds[static_cast<size_t>(axis)], ctx, "index");
     Tensor& y = ctx.allocate_output(0, ds, data.dtype());

@@ -1,9 +1,9 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN), and BatchNormalization's training-mode kernel
-// (batch_norm_training.cu), each compared with the CPU kernel on the same random inputs
-// through the shared case table (cuda_op_cases.h): with a GPU, one-node models run on cuda:0
-// and cpu:0; without one, the table is checked against the registry. The
-// geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
+// GlobalAveragePool, BatchNormalization, LRN), BatchNormalization's training-mode kernel
+// (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
+// CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
+// one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
+// The geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
 // explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode
 // and output_shape. A last test, needing no GPU, checks the attribute combinations that are
 // declined so that their nodes run on the host.
@@ -248,6 +248,76 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
                    .node = node_with("AveragePool", {"x"}, {{"kernel_shape", ints({2, 2})}}),
                    .inputs = {floats({1, 2, 6, 6})},
                    .opset = 7});
+  // MaxPool naming its Indices output (max_pool_indices.cu). Whole values in [-2, 2] tie often,
+  // so both devices must pick the same (the first) maximum of each window.
+  struct IndicesCase {
+    std::string name;
+    Shape x;
+    Attrs attrs;
+    DType dtype = DType::Float32;
+    std::vector<std::string> outputs = {"y", "indices"};
+  };
+  const Attrs k3s2p1 = {
+      {"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}};
+  const std::vector<IndicesCase> indices_table = {
+      {"2d_k3_s1", {2, 3, 7, 8}, {{"kernel_shape", ints({3, 3})}}},
+      {"2d_k3_s2_pads", {2, 3, 9, 8}, k3s2p1},
+      {"2d_asymmetric_pads",
+       {1, 2, 7, 8},
+       {{"kernel_shape", ints({3, 3})}, {"pads", ints({0, 2, 1, 0})}, {"strides", ints({2, 1})}}},
+      {"2d_ceil_mode",
+       {2, 3, 8, 9},
+       {{"kernel_shape", ints({3, 3})},
+        {"strides", ints({2, 2})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+      {"2d_same_lower",
+       {1, 2, 8, 7},
+       {{"kernel_shape", ints({3, 2})},
+        {"strides", ints({2, 2})},
+        {"auto_pad", Attribute::of_string("SAME_LOWER")}}},
+      {"2d_dilations",
+       {1, 2, 9, 10},
+       {{"kernel_shape", ints({2, 3})}, {"dilations", ints({2, 2})}, {"pads", ints({1, 2, 1, 0})}}},
+      // Pads as wide as the window: the corner windows hold no element of X.
+      {"2d_window_in_padding",
+       {1, 2, 5, 5},
+       {{"kernel_shape", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}},
+      {"2d_storage_order1",
+       {2, 2, 6, 7},
+       {{"kernel_shape", ints({2, 3})},
+        {"strides", ints({2, 1})},
+        {"storage_order", Attribute::of_int(1)}}},
+      {"1d_ceil_mode",
+       {2, 3, 10},
+       {{"kernel_shape", ints({3})},
+        {"strides", ints({2})},
+        {"pads", ints({1, 1})},
+        {"ceil_mode", Attribute::of_int(1)}}},
+      {"3d",
+       {1, 2, 5, 6, 4},
+       {{"kernel_shape", ints({2, 3, 2})},
+        {"strides", ints({1, 2, 1})},
+        {"pads", ints({1, 1, 0, 1, 1, 0})}}},
+      {"3d_dilations_storage_order1",
+       {1, 2, 5, 6, 5},
+       {{"kernel_shape", ints({2, 2, 2})},
+        {"dilations", ints({2, 1, 2})},
+        {"storage_order", Attribute::of_int(1)}}},
+      {"float64", {2, 3, 9, 8}, k3s2p1, DType::Float64},
+      {"int8", {2, 3, 9, 8}, k3s2p1, DType::Int8},
+      {"uint8", {2, 3, 9, 8}, k3s2p1, DType::UInt8},
+      {"indices_only", {2, 3, 9, 8}, k3s2p1, DType::Float32, {"", "indices"}},
+      {"many_blocks", {4, 16, 64, 64}, k3s2p1},  // 65536 outputs
+  };
+  for (const IndicesCase& c : indices_table) {
+    Node node = node_with("MaxPool", {"x"}, c.attrs);
+    node.outputs = c.outputs;
+    const double lo = c.dtype == DType::UInt8 ? 0 : -2;
+    cases.push_back(
+        {.name = "MaxPool_indices_" + c.name,
+         .node = std::move(node),
+         .inputs = {{.shape = c.x, .dtype = c.dtype, .lo = lo, .hi = lo + 4, .whole = true}}});
+  }
   for (const std::string op : {"GlobalMaxPool", "GlobalAveragePool"})
     for (const Shape& x : {Shape{2, 3, 5, 6}, Shape{2, 3, 7}, Shape{1, 2, 3, 4, 5}})
       cases.push_back({.name = op + "_" + testing::dims_name(x),
@@ -351,19 +421,31 @@ const std::vector<CudaCase>& all_cases() {
 
 DPRUN_CUDA_CASE_TESTS(CudaCudnn, all_cases(), kCoveredOps);
 
+/// The impl of the CUDA kernel built for the node; empty when none is (it runs on the host).
+std::string cuda_impl(const Node& node, std::vector<testing::InputSpec> inputs, int64_t opset) {
+  const CudaCase c{.name = node.op_type, .node = node, .inputs = std::move(inputs), .opset = opset};
+  const KernelDef* chosen = nullptr;
+  if (!KernelRegistry::instance().create(testing::cuda_kernel_info(c), nullptr, "", &chosen))
+    return "";
+  return chosen->impl;
+}
+
 /// True when a CUDA kernel is built for the node (else it runs on the host).
 bool runs_on_cuda(const Node& node, std::vector<testing::InputSpec> inputs, int64_t opset) {
-  const CudaCase c{.name = node.op_type, .node = node, .inputs = std::move(inputs), .opset = opset};
-  return KernelRegistry::instance().create(testing::cuda_kernel_info(c)) != nullptr;
+  return !cuda_impl(node, std::move(inputs), opset).empty();
 }
 
 TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
   const Attrs window = {{"kernel_shape", ints({2, 2})}};
-  // MaxPool with its Indices output: only the Y output has a cuDNN counterpart.
+  // MaxPool with its Indices output: only the Y output has a cuDNN counterpart, the rest runs
+  // on max_pool_indices.cu, up to 3 spatial dims.
   Node max_pool = node_with("MaxPool", {"x"}, window);
-  EXPECT_TRUE(runs_on_cuda(max_pool, {floats({1, 2, 4, 4})}, 12));
+  EXPECT_EQ(cuda_impl(max_pool, {floats({1, 2, 4, 4})}, 12), "cudnn");
   max_pool.outputs = {"y", "indices"};
-  EXPECT_FALSE(runs_on_cuda(max_pool, {floats({1, 2, 4, 4})}, 12));
+  EXPECT_EQ(cuda_impl(max_pool, {floats({1, 2, 4, 4})}, 12), "indices");
+  Node max_pool_4d = node_with("MaxPool", {"x"}, {{"kernel_shape", ints({2, 2, 2, 2})}});
+  max_pool_4d.outputs = max_pool.outputs;
+  EXPECT_FALSE(runs_on_cuda(max_pool_4d, {floats({1, 1, 3, 3, 3, 3})}, 12));
   // Pooling with dilations (cuDNN pooling has none).
   Attrs dilated = window;
   dilated["dilations"] = ints({2, 1});
@@ -399,7 +481,7 @@ TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
                             {floats({1, 1, 3, 3, 3, 3}), floats({1, 1, 2, 2, 2, 2})}, 17));
 
   // Each of these still has a kernel on the host to fall back on.
-  for (const Node& n : {max_pool, per_activation}) {
+  for (const Node& n : {max_pool_4d, per_activation}) {
     KernelInfo info{n, 15, DeviceType::CPU, {}, {}};
     EXPECT_NE(KernelRegistry::instance().create(info), nullptr) << n.op_type;
   }
