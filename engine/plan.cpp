@@ -143,11 +143,16 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
 }
 
 // Whether `value` has a known type small enough to keep on the host as shape arithmetic's
-// result: numeric or bool, of rank 0 or 1.
-bool is_small_typed(const Graph& graph, const std::string& value) {
+// result: numeric or bool, of rank 0 or 1; or, for a node that runs on the host anyway (no
+// device kernel), of rank 2 with a first dim of at most 8 (NonZero of a mask over a shape: one
+// row per dim of the mask).
+bool is_small_typed(const Graph& graph, const std::string& value, bool host_anyway) {
   const auto type = graph.type_of(value);
-  return type && type->shape && type->shape->size() <= 1 && type->dtype != DType::Undefined &&
-         type->dtype != DType::String;
+  if (!type || !type->shape || type->dtype == DType::Undefined || type->dtype == DType::String)
+    return false;
+  const SymbolicShape& shape = *type->shape;
+  return shape.size() <= 1 ||
+         (host_anyway && shape.size() == 2 && shape[0].is_known() && shape[0].value <= 8);
 }
 
 // Whether the kernel of `def` reads only the dims of every input `node` gives it.
@@ -185,7 +190,7 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
     }
     bool small = !node.outputs.empty();
     for (const auto& out : node.outputs)
-      small = small && (out.empty() || is_small_typed(graph, out));
+      small = small && (out.empty() || is_small_typed(graph, out, host_fallback));
     if (!small) continue;
     const bool from_shapes = from_host > 0 && from_host + constant == read;
     // One input that is no such result (a constant's dims are as good): the node may read only

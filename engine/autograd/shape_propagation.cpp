@@ -150,6 +150,11 @@ class Propagator {
     if (op == "Gather") return gather();
     if (op == "Shape") return shape_of();
     if (op == "Size") return SymbolicShape{};
+    if (op == "NonZero") {  // [rank of the input, number of nonzero elements]
+      auto x = input(0);
+      return x ? Shape_(SymbolicShape{Dim::known(static_cast<int64_t>(x->size())), Dim{}})
+               : std::nullopt;
+    }
     if (op == "Expand") return expand();
     if (op == "Constant" && node_.has_attr("value"))
       return from_dims(node_.attr_tensor("value").shape());

@@ -1,5 +1,7 @@
-// SoftmaxCrossEntropyLoss on CUDA (float32 and float64), with the semantics of ops/cpu/loss.cpp,
-// so that a classifier's training step keeps its logits and loss on the GPU. Scores [N, C] or
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss on CUDA (float32 and float64), with the
+// semantics of ops/cpu/loss.cpp, so that a classifier's training step keeps its logits and loss
+// on the GPU. NegativeLogLikelihoodLoss is the same computation on scores that already are
+// log-probabilities (no shift, no log_prob output). Scores [N, C] or
 // [N, C, d1, ..., dk] are viewed as [N, C, D]; labels (int32 or int64) as [N, D]. As on the CPU:
 // log-softmax over C in the scores' type; per-position loss -lp[n, label, d] * weight[label] in
 // double (0 with weight 0 where label == ignore_index); "sum" and "mean" add those in double,
@@ -135,7 +137,9 @@ __device__ void position_loss(const LossArgs<T, L>& a, int64_t i, double& loss, 
     return;
   }
   const int64_t n = i / a.d, di = i % a.d;
-  const T lp = a.x[(n * a.c + t) * a.d + di] - a.shift[i];  // rounded to T as the CPU's lp is
+  // Rounded to T as the CPU's lp is; NegativeLogLikelihoodLoss reads log-probabilities as given.
+  const T x = a.x[(n * a.c + t) * a.d + di];
+  const T lp = a.shift ? x - a.shift[i] : x;
   wt = a.weight ? static_cast<double>(a.weight[t]) : 1.0;
   // Rounded on its own: the CPU stores each loss before summing, so no fused multiply-add.
   loss = __dmul_rn(-static_cast<double>(lp), wt);
@@ -191,9 +195,12 @@ constexpr int kThreads = 256;
 /// Partial sums of "sum"/"mean": at most this many, so one block adds them.
 constexpr int64_t kMaxPartials = cuda_reduce::kMaxThreads;
 
-class SoftmaxCrossEntropyCuda : public OpKernel {
+/// SoftmaxCrossEntropyLoss when kSoftmax, else NegativeLogLikelihoodLoss (scores are already
+/// log-probabilities: no shift, no log_prob output).
+template <bool kSoftmax>
+class LossCuda : public OpKernel {
  public:
-  explicit SoftmaxCrossEntropyCuda(const KernelInfo& info) : attrs_(info.node) {
+  explicit LossCuda(const KernelInfo& info) : attrs_(info.node) {
     if (auto it = info.constant_inputs.find(1); it != info.constant_inputs.end())
       constant_labels_ = it->second;
   }
@@ -231,9 +238,12 @@ class SoftmaxCrossEntropyCuda : public OpKernel {
            int64_t n, int64_t c, int64_t d) const {
     const cudaStream_t stream = cuda_ew::stream_of(ctx);
     const int64_t positions = n * d;
-    T* lp = ctx.output_wanted(1) ? ctx.allocate_output(1, x.shape(), x.dtype()).data<T>() : nullptr;
-    Tensor shift = Tensor::empty({positions}, x.dtype(), ctx.device());
-    if (positions > 0) {
+    T* lp = kSoftmax && ctx.output_wanted(1)
+                ? ctx.allocate_output(1, x.shape(), x.dtype()).data<T>()
+                : nullptr;
+    Tensor shift;
+    if (kSoftmax) shift = Tensor::empty({positions}, x.dtype(), ctx.device());
+    if (kSoftmax && positions > 0) {
       if (d == 1 && c >= kMinBlockRow)
         shift_rows_kernel<T><<<cuda_reduce::grid_for(n), cuda_reduce::row_threads(c), 0, stream>>>(
             x.data<T>(), shift.data<T>(), lp, n, c);
@@ -246,7 +256,7 @@ class SoftmaxCrossEntropyCuda : public OpKernel {
     auto launch = [&](auto label_tag) {
       using L = decltype(label_tag);
       const LossArgs<T, L> args{.x = x.data<T>(),
-                                .shift = shift.data<T>(),
+                                .shift = kSoftmax ? shift.data<T>() : nullptr,
                                 .labels = target.data<L>(),
                                 .weight = weight ? weight->data<T>() : nullptr,
                                 .c = c,
@@ -288,7 +298,12 @@ DPRUN_REGISTER_KERNEL({.op_type = "SoftmaxCrossEntropyLoss",
                        .since = 12,
                        .device = DeviceType::CUDA,
                        .dtypes = kFloatTypes,
-                       .factory = make_kernel<SoftmaxCrossEntropyCuda>});
+                       .factory = make_kernel<LossCuda<true>>});
+DPRUN_REGISTER_KERNEL({.op_type = "NegativeLogLikelihoodLoss",
+                       .since = 12,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_kernel<LossCuda<false>>});
 
 }  // namespace
 }  // namespace dprun

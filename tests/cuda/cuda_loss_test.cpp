@@ -1,10 +1,10 @@
-// The CUDA SoftmaxCrossEntropyLoss kernel compared with the CPU kernel on the same random
-// inputs: one-node models run on cuda:0 and on cpu:0. Cases cover [N, C] and [N, C, d1, d2]
-// scores, each reduction, with and without weights, an ignore_index that some labels hit (one
-// case where every label does: "mean" is 0 / 0), the log_prob output, float32 and float64
-// scores, int64 and int32 labels, and sizes beyond one block. Labels are random integers in
-// [0, C - 1], or in [ignore_index, C - 1] when ignore_index is -1. Without a GPU the table is
-// still checked against the registry and run on the CPU.
+// The CUDA SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss kernels compared with the CPU
+// kernels on the same random inputs: one-node models run on cuda:0 and on cpu:0. Cases cover
+// [N, C] and [N, C, d1, d2] scores, each reduction, with and without weights, an ignore_index
+// that some labels hit (one case where every label does: "mean" is 0 / 0), the log_prob output,
+// float32 and float64 scores, int64 and int32 labels, and sizes beyond one block. Labels are
+// random integers in [0, C - 1], or in [ignore_index, C - 1] when ignore_index is -1. Without a
+// GPU the table is still checked against the registry and run on the CPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,7 +22,7 @@ namespace dprun {
 namespace {
 
 /// The ops whose CUDA kernels this file covers.
-const std::set<std::string> kCoveredOps = {"SoftmaxCrossEntropyLoss"};
+const std::set<std::string> kCoveredOps = {"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"};
 
 using testing::CudaCase;
 using testing::dims_name;
@@ -42,13 +42,14 @@ struct LossCase {
   int64_t lo = 0;
   std::optional<int64_t> hi;
   bool constant_labels = false;  // an initializer: the CUDA kernel checks it on the host
+  std::string op = "SoftmaxCrossEntropyLoss";  // or NegativeLogLikelihoodLoss (no log_prob)
 };
 
 CudaCase loss_case(const LossCase& l) {
   const int64_t c = l.scores[1];
   Shape label_shape = {l.scores[0]};
   label_shape.insert(label_shape.end(), l.scores.begin() + 2, l.scores.end());
-  std::string name = "SoftmaxCrossEntropyLoss_" + dims_name(l.scores) + "_" + l.reduction;
+  std::string name = l.op + "_" + dims_name(l.scores) + "_" + l.reduction;
   if (l.weights) name += "_weights";
   if (l.ignore_index)
     name += "_ignore" + std::string(*l.ignore_index < 0 ? "m" : "") +
@@ -61,7 +62,7 @@ CudaCase loss_case(const LossCase& l) {
   std::vector<std::string> inputs = {"scores", "labels"};
   if (l.weights) inputs.push_back("weights");
   Node node = testing::make_node(
-      "SoftmaxCrossEntropyLoss", inputs,
+      l.op, inputs,
       l.log_prob ? std::vector<std::string>{"y", "log_prob"} : std::vector<std::string>{"y"});
   node.attributes = {{"reduction", Attribute::of_string(l.reduction)}};
   if (l.ignore_index) node.attributes["ignore_index"] = Attribute::of_int(*l.ignore_index);
@@ -120,6 +121,17 @@ const std::vector<CudaCase>& all_cases() {
                            .dtype = dtype,
                            .label_dtype = dtype == DType::Float32 ? DType::Int64 : DType::Int32,
                            .lo = -1});
+    // NegativeLogLikelihoodLoss: the same kernel on log-probabilities as given.
+    for (const Shape& s : {Shape{16, 10}, Shape{2, 5, 3, 4}})
+      for (const std::string reduction : {"none", "sum", "mean"})
+        table.push_back({.scores = s,
+                         .reduction = reduction,
+                         .weights = reduction != "sum",
+                         .ignore_index = -1,
+                         .dtype = reduction == "sum" ? DType::Float64 : DType::Float32,
+                         .label_dtype = reduction == "none" ? DType::Int32 : DType::Int64,
+                         .lo = -1,
+                         .op = "NegativeLogLikelihoodLoss"});
     std::vector<CudaCase> c;
     for (const LossCase& l : table) c.push_back(loss_case(l));
     return c;

@@ -1,10 +1,13 @@
 // What crosses between the host and the simulated devices (SimBackend::traffic), which is what
 // a GPU would move over its links and, for copies back to the host, wait for: a run copies its
 // input over and nothing back; DataParallel scatters and gathers once per replica; a training
-// step reads back only its loss. And the plan of an MLP's training graph for a GPU keeps no node
-// on the host but its shape arithmetic.
+// step reads back only its loss. And the training graphs of an MLP and of every bundled training
+// case, planned for a GPU, keep no node on the host but their shape arithmetic.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "engine/parallel/data_parallel.h"
 #include "engine/plan.h"
 #include "graph_test_util.h"
+#include "loader/onnx_loader.h"
 #include "op_test_util.h"
 
 namespace dprun {
@@ -115,15 +119,51 @@ std::vector<std::string> host_ops(LossKind loss) {
   return ops;
 }
 
-TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
-  bool cuda_kernels = false;
+bool has_cuda_kernels() {
   for (const KernelDef& def : KernelRegistry::instance().definitions())
-    cuda_kernels = cuda_kernels || def.device == DeviceType::CUDA;
-  if (!cuda_kernels) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+    if (def.device == DeviceType::CUDA) return true;
+  return false;
+}
+
+TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
+  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   // The element count of the mean is integer arithmetic over Size results: on the host, not a
   // copy back from the device; the gradient's Sum and cross entropy's loss run on the GPU.
   EXPECT_EQ(host_ops(LossKind::Mse), std::vector<std::string>{});
   EXPECT_EQ(host_ops(LossKind::CrossEntropy), std::vector<std::string>{});
+}
+
+// Every bundled training case (models/training/*.args): its training graph, built with the
+// case's loss, places no node on the host in a CUDA plan other than shape arithmetic and
+// NonZero.
+TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmeticAndNonZero) {
+  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  const std::filesystem::path dir =
+      std::filesystem::path(DPRUN_SOURCE_DIR_DEFAULT) / "models" / "training";
+  int cases = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".args") continue;
+    SCOPED_TRACE(entry.path().stem().string());
+    std::ifstream args_file(entry.path());
+    std::vector<std::string> args{std::istream_iterator<std::string>(args_file), {}};
+    TrainingSpec spec;
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--loss") spec.loss.kind = parse_loss_kind(args[i + 1]);
+      if (args[i] == "--class-dim") spec.loss.class_dim = std::stoll(args[i + 1]);
+    }
+    auto forward = load_graph((dir / (entry.path().stem().string() + ".onnx")).string());
+    const TrainingGraph training = build_training_graph(*forward, spec);
+    training.graph->sort_topologically();
+    // NonZero's output size depends on its input's values, which a GPU must report to the host
+    // anyway: it may stay there.
+    std::vector<std::string> on_host;
+    for (const NodePlacement& p : place_nodes(*training.graph, DeviceType::CUDA))
+      if (p.device == DeviceType::CPU && !p.shape_arithmetic && p.node->op_type != "NonZero")
+        on_host.push_back(p.node->describe() + ": " + p.why_not);
+    EXPECT_EQ(on_host, std::vector<std::string>{});
+    ++cases;
+  }
+  EXPECT_EQ(cases, 13);
 }
 
 }  // namespace
