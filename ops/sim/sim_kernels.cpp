@@ -25,10 +25,8 @@ class SimKernel final : public OpKernel {
   SimKernel(std::unique_ptr<OpKernel> host_kernel, std::vector<int> host_inputs,
             std::vector<int> metadata_inputs)
       : host_kernel_(std::move(host_kernel)),
-        read_anywhere_(std::move(host_inputs)),
-        metadata_(std::move(metadata_inputs)) {
-    read_anywhere_.insert(read_anywhere_.end(), metadata_.begin(), metadata_.end());
-  }
+        host_inputs_(std::move(host_inputs)),
+        metadata_(std::move(metadata_inputs)) {}
 
   void compute(KernelContext& ctx) const override {
     const Device device = ctx.device();
@@ -75,9 +73,7 @@ class SimKernel final : public OpKernel {
     auto memory = sim_memory(ctx.device());
     for (size_t i = 0; i < ctx.input_count(); ++i) {
       const Tensor* t = ctx.optional_input(i);
-      if (t == nullptr || !t->defined() || t->device() != ctx.device() ||
-          std::count(metadata_.begin(), metadata_.end(), static_cast<int>(i)))
-        continue;
+      if (t == nullptr || !t->defined() || t->device() != ctx.device() || is_metadata(i)) continue;
       work.reads(ctx.device(), t->raw_data());
       mappings.push_back(memory->mapping_of(t->raw_data()));
     }
@@ -98,11 +94,15 @@ class SimKernel final : public OpKernel {
     }
   }
 
+  bool is_metadata(size_t i) const {
+    return std::count(metadata_.begin(), metadata_.end(), static_cast<int>(i)) != 0;
+  }
+
   void check_inputs(const KernelContext& ctx, Device device) const {
     for (size_t i = 0; i < ctx.input_count(); ++i) {
       const Tensor* t = ctx.optional_input(i);
-      if (t == nullptr || t->dtype() == DType::String || t->device() == device ||
-          std::count(read_anywhere_.begin(), read_anywhere_.end(), static_cast<int>(i)))
+      if (t == nullptr || t->dtype() == DType::String || t->device() == device || is_metadata(i) ||
+          std::count(host_inputs_.begin(), host_inputs_.end(), static_cast<int>(i)))
         continue;
       fail("input ", i, " ('", ctx.node().inputs[i], "') is on ", t->device().to_string(),
            ", not on ", device.to_string(), ": a device kernel reads its inputs from its ",
@@ -111,8 +111,8 @@ class SimKernel final : public OpKernel {
   }
 
   std::unique_ptr<OpKernel> host_kernel_;
-  std::vector<int> read_anywhere_;  // KernelDef::host_inputs and metadata_inputs
-  std::vector<int> metadata_;       // KernelDef::metadata_inputs
+  std::vector<int> host_inputs_;  // KernelDef::host_inputs: read wherever they are
+  std::vector<int> metadata_;     // KernelDef::metadata_inputs: only their dims are read
   mutable std::mutex mutex_;
   // By (device index, output): the host tensor last returned and its device copy.
   mutable std::map<std::pair<int, size_t>, std::pair<Tensor, Tensor>> copies_;
