@@ -168,8 +168,8 @@ bool reads_dims_only(const Node& node, const KernelDef& def) {
 // KernelDef::metadata_inputs cover its inputs: Shape, Size), or when every input is shape
 // arithmetic's result or a constant of the plan, at least one being such a result (a node the
 // device has no kernel for included: integer Div of two sizes then runs on the host without
-// copies); and every output has a known numeric or bool type of rank 0 or 1. Without types (a graph
-// no inference reached) nothing moves. Nodes with subgraphs stay where they were placed.
+// copies); and every output is small (is_small_typed). Without types (a graph no inference
+// reached) nothing moves. Nodes with subgraphs stay where they were placed.
 // DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the device (to measure what moving them gains).
 void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
                             const std::map<std::string, Tensor>& constants,
