@@ -7,6 +7,7 @@
 
 #include "engine/comm/host_cores.h"
 #include "engine/comm/mpi_process_group.h"
+#include "engine/comm/nccl_process_group.h"
 #include "engine/comm/rank_failure.h"
 #include "tools/format.h"
 
@@ -44,18 +45,19 @@ struct RankFigures {
 
 std::vector<OptionSpec> distributed_option_specs(bool training) {
   std::vector<OptionSpec> specs = {{"distributed", false}, {"timeout"}};
-  if (training) specs.insert(specs.end(), {{"deterministic", false}, {"bucket-mb"}});
+  if (training)
+    specs.insert(specs.end(), {{"deterministic", false}, {"bucket-mb"}, {"dist-backend"}});
   return specs;
 }
 
 std::optional<DistributedRun> start_distributed(const Args& args) {
   if (!args.has("distributed")) {
-    for (const char* name : {"deterministic", "bucket-mb", "timeout"})
+    for (const char* name : {"deterministic", "bucket-mb", "timeout", "dist-backend"})
       if (args.has(name)) throw UsageError(std::string("--") + name + " needs --distributed");
     return std::nullopt;
   }
   DistributedRun run;
-  ProcessGroupOptions group_options;
+  ProcessGroupOptions& group_options = run.group_options;
   if (args.has("timeout")) group_options.timeout_seconds = positive_number(args, "timeout");
   if (args.has("bucket-mb"))
     run.options.bucket_bytes =
@@ -67,6 +69,20 @@ std::optional<DistributedRun> start_distributed(const Args& args) {
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
     fail("rank ", run.rank(), ": cannot silence stdout");
   return run;
+}
+
+void choose_gradient_backend(DistributedRun& run, const Args& args, Device device) {
+  const bool gpu = device.type == DeviceType::CUDA;
+  const std::string name =
+      args.get("dist-backend").value_or(gpu && nccl_supported() ? "nccl" : "mpi");
+  if (name == "mpi") return;
+  if (name != "nccl") throw UsageError("--dist-backend must be mpi or nccl, got '" + name + "'");
+  if (!gpu)
+    throw UsageError(
+        "--dist-backend nccl sums gradients in GPU memory: the first device must "
+        "be a GPU (cuda:N), not " +
+        device.to_string());
+  run.group = nccl_process_group(run.group, device, run.group_options);
 }
 
 int report_error(const std::exception& error, int exit_code) {

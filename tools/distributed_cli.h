@@ -18,11 +18,13 @@
 
 namespace dprun::cli {
 
-/// --distributed and --timeout; for training also --deterministic and --bucket-mb.
+/// --distributed and --timeout; for training also --deterministic, --bucket-mb and
+/// --dist-backend.
 std::vector<OptionSpec> distributed_option_specs(bool training);
 
 struct DistributedRun {
   std::shared_ptr<ProcessGroup> group;
+  ProcessGroupOptions group_options;
   DistributedOptions options;
   std::vector<int> cores;  // this rank's share of the host's cores
   int rank() const { return group->rank(); }
@@ -36,6 +38,13 @@ struct DistributedRun {
 /// report_error(). Call it before any CPU device is used. Throws Error "this build of dprun has
 /// no MPI support" when built without MPI.
 std::optional<DistributedRun> start_distributed(const Args& args);
+
+/// Collective, for training: the group the gradients are summed over, by --dist-backend.
+/// `nccl` (the default when `device`, the rank's device_ids[0], is a GPU and the build has
+/// CUDA) replaces run.group with an NCCL group on `device` made from the MPI one; `mpi` (the
+/// default otherwise) keeps the MPI group. Throws UsageError for another name or for nccl with
+/// a device that is not a GPU.
+void choose_gradient_backend(DistributedRun& run, const Args& args, Device device);
 
 /// main()'s error report: prints "dprun: MESSAGE" (usage errors, exit_code 2) or
 /// "dprun: error: MESSAGE" and returns exit_code; in a distributed run, as the header says.

@@ -90,6 +90,8 @@ distributed options (run, bench and train; start the ranks with mpirun -np N dpr
   --timeout S            seconds a rank waits for the others before it ends the job (1800)
   --deterministic        train: sum gradients in rank order, bit-identical from run to run
   --bucket-mb F          train: gradient bucket size in MiB (default 25)
+  --dist-backend B       train: mpi or nccl, what sums the gradients over the ranks (nccl, in
+                         GPU memory, when the first device is a GPU; mpi, in host memory, else)
 
 conformance options:
   --data DIR             test data root (default /usr/share/libonnx-testdata/data)

@@ -219,6 +219,7 @@ int train_command(int argc, char** argv, int first) {
   if (writes && !export_path.empty()) check_writable(export_path, "export-training-graph");
 
   const std::vector<Device> devices = options.parallel.device_ids;
+  if (dist) choose_gradient_backend(*dist, args, devices.front());
   auto model = std::make_shared<Model>(
       load_model(model_path, devices.front(), {}, parse_model_options(args)));
   std::unique_ptr<DistributedDataParallel> ddp;
@@ -280,7 +281,9 @@ int train_command(int argc, char** argv, int first) {
         "batch; %zu gradient bucket%s, %s reduction\n",
         dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
         ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
-        dist->options.deterministic ? "rank-order (deterministic)" : "MPI's");
+        dist->options.deterministic        ? "rank-order (deterministic)"
+        : dist->group->backend() == "nccl" ? "NCCL's"
+                                           : "MPI's");
   Progress progress(schedule.steps, data.batches_per_epoch());
   TrainReport report;
   report.devices = devices;

@@ -5,9 +5,11 @@
 //     devices that are not the host, DistributedDataParallel and the Reducer stage their
 //     tensors through host copies);
 //   - threads of one process (engine/comm/thread_process_group.h), for tests and for running
-//     the distributed code paths without a launcher.
-// A GPU group over NCCL fits the same interface: all_reduce_sum on device memory, enqueued on
-// the device's stream, its work completing when the stream reaches it.
+//     the distributed code paths without a launcher; over host memory, or over each rank's
+//     device memory as a stand-in for NCCL;
+//   - NCCL, one GPU per rank (engine/comm/nccl_process_group.h): all-reduces on the GPU's memory,
+//     queued on a stream of the group after the caller's work; the rest goes to the MPI group it
+//     was made from.
 //
 // Matching rules. A collective is matched across ranks by call order within its channel:
 // all_reduce_sum calls form one channel; broadcast, all_gather, gather and barrier form the
@@ -69,13 +71,19 @@ class ProcessGroup {
   /// This process's rank, 0 .. size()-1.
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  /// "mpi" or "threads".
+  /// "mpi", "nccl" or "threads".
   virtual std::string backend() const = 0;
+  /// Where all_reduce_sum's tensors live: host memory (cpu:0, the default), or this rank's
+  /// device for a group that sums in device memory (NCCL's GPU). The Reducer keeps its buckets
+  /// there.
+  virtual Device reduce_device() const { return Device::cpu(); }
 
   /// Starts summing `tensor` over the ranks, in place: once the work completes, every rank's
   /// tensor holds the sum of all ranks' tensors. Every rank passes a float32 or float64 tensor
-  /// in host memory with the same dtype and element count. The tensor must stay untouched until
-  /// the work completes.
+  /// in reduce_device()'s memory with the same dtype and element count. The tensor must stay
+  /// untouched until the work completes. A device tensor is read after the work queued on the
+  /// calling thread's current stream of the device (as NCCL's collectives on PyTorch's current
+  /// stream): work on other streams that writes it must be waited for first.
   virtual std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) = 0;
   /// Copies `root`'s tensor into every other rank's (same dtype and shape everywhere; any dtype
   /// but string, in host memory).

@@ -43,9 +43,10 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
   offsets_.resize(n);
   bucket_of_.resize(n);
   ready_.assign(n, false);
+  const Device home = group_->reduce_device();
   for (const Span& s : spans) {
     Bucket b;
-    b.flat = Tensor::zeros({s.elements}, s.dtype);
+    b.flat = Tensor::zeros({s.elements}, s.dtype, home);
     b.members = s.members.size();
     int64_t offset = 0;
     for (size_t i : s.members) {
@@ -88,7 +89,8 @@ Tensor& Reducer::target_of(size_t i, Device device) {
     b.device = device.type == DeviceType::CPU ? Device::cpu() : device;
     b.gathering = true;
   }
-  if (b.device.type == DeviceType::CPU) return views_[i];
+  // A device group sums the bucket where it is; a host group sums host memory.
+  if (b.flat.device().type != DeviceType::CPU || b.device.type == DeviceType::CPU) return views_[i];
   if (!b.staged.defined() || b.staged.device() != b.device) {
     b.staged = Tensor::empty(b.flat.shape(), b.flat.dtype(), b.device);
     for (size_t k = 0; k < bucket_of_.size(); ++k)

@@ -40,10 +40,12 @@ class Reducer {
   /// step's buckets were started but not waited for.
   void begin_step();
   /// Gradient `i` is final: copies `gradient` (the layout's dtype and element count) into its
-  /// bucket, in host memory, or, where the bucket's first gradient of the step is on a device,
-  /// into a copy of the bucket on that device (no wait there; the bucket moves to the host in
-  /// one copy when it is complete, and back in one after the sum), and starts every bucket that is
-  /// now complete, in bucket order. A gradient already marked in this step is left as it is.
+  /// bucket, and starts every bucket that is now complete, in bucket order. A gradient already
+  /// marked in this step is left as it is. Buckets live where the group sums
+  /// (ProcessGroup::reduce_device). For a group that sums host memory, a bucket whose first
+  /// gradient of the step is on a device is gathered in a copy of the bucket on that device
+  /// instead (no wait there; it moves to the host in one copy when complete, and back in one
+  /// after the sum).
   void mark_ready(size_t i, const Tensor& gradient);
   bool is_ready(size_t i) const { return ready_[i]; }
   /// Advances the started all-reduces without blocking: MPI moves a nonblocking collective on
@@ -56,8 +58,8 @@ class Reducer {
   /// Waits until every bucket is summed (after finish_marking). Throws Error on a timeout.
   void wait();
 
-  /// Gradient i as a view into its bucket, where the bucket's gradients were given (host
-  /// memory or their device): after wait(), the sum over the ranks.
+  /// Gradient i as a view into its bucket (in the group's memory, or, for a host group, where
+  /// the bucket's gradients were given): after wait(), the sum over the ranks.
   const std::vector<Tensor>& gradients() const { return results_; }
   size_t bucket_count() const { return buckets_.size(); }
   /// Bytes all-reduced per step: every gradient's size.
@@ -65,7 +67,7 @@ class Reducer {
 
  private:
   struct Bucket {
-    Tensor flat;             // host memory: what the process group sums
+    Tensor flat;             // what the process group sums, in its reduce_device()'s memory
     Tensor staged;           // the bucket on a device, kept from step to step
     Device device;           // where this step's gradients are gathered: the first one's device
     bool gathering = false;  // `device` is set for this step
@@ -73,19 +75,21 @@ class Reducer {
     size_t members = 0;
     std::unique_ptr<CollectiveWork> work;
     bool done = false;
-    // Whether this step's gradients are gathered in `staged`, on a device.
-    bool staged_this_step() const { return gathering && device.type != DeviceType::CPU; }
+    // Whether this step's gradients are gathered in `staged`, on a device, for a host group.
+    bool staged_this_step() const {
+      return gathering && device.type != DeviceType::CPU && flat.device() != device;
+    }
   };
   void start_complete_buckets();
-  // Where gradient i of this step goes: its host view, or its view of the bucket's device copy
-  // (made on first use, for `device`).
+  // Where gradient i of this step goes: its view of `flat`, or, for a host group, its view of
+  // the bucket's device copy (made on first use, for `device`).
   Tensor& target_of(size_t i, Device device);
 
   std::shared_ptr<ProcessGroup> group_;
   ReducerOptions options_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
-  std::vector<Tensor> views_;         // gradient i in its bucket's host memory
+  std::vector<Tensor> views_;         // gradient i in its bucket's `flat`
   std::vector<Tensor> staged_views_;  // gradient i in its bucket's device copy, once made
   std::vector<int64_t> offsets_;      // gradient i's first element in its bucket
   std::vector<Tensor> results_;       // what gradients() gives

@@ -77,6 +77,7 @@ class Hub {
 };
 
 Bytes bytes_of(const Tensor& t) {
+  if (t.device().type != DeviceType::CPU) return bytes_of(t.to(Device::cpu()));
   const auto* p = static_cast<const uint8_t*>(t.raw_data());
   return Bytes(p, p + t.nbytes());
 }
@@ -98,9 +99,12 @@ class ThreadReduceWork : public CollectiveWork {
             DPRUN_CHECK(parts[r].size() == tensor_.nbytes(), "all_reduce_sum: rank ", r, " gave ",
                         parts[r].size(), " bytes but this rank gave ", tensor_.nbytes());
           // Rank order: start from rank 0's values and add each following rank's.
-          std::memcpy(tensor_.raw_data(), parts[0].data(), parts[0].size());
+          const bool on_host = tensor_.device().type == DeviceType::CPU;
+          Tensor sum = on_host ? tensor_ : Tensor::empty(tensor_.shape(), tensor_.dtype());
+          std::memcpy(sum.raw_data(), parts[0].data(), parts[0].size());
           for (size_t r = 1; r < parts.size(); ++r)
-            add_in_place(tensor_.raw_data(), parts[r].data(), tensor_.numel(), tensor_.dtype());
+            add_in_place(sum.raw_data(), parts[r].data(), sum.numel(), sum.dtype());
+          if (!on_host) tensor_.copy_from(sum);
         });
     return done_;
   }
@@ -113,18 +117,22 @@ class ThreadReduceWork : public CollectiveWork {
 
 class ThreadGroup : public ProcessGroup {
  public:
-  ThreadGroup(std::shared_ptr<Hub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
+  ThreadGroup(std::shared_ptr<Hub> hub, int rank, Device reduce_device)
+      : hub_(std::move(hub)), rank_(rank), reduce_device_(reduce_device) {}
 
   int rank() const override { return rank_; }
   int size() const override { return hub_->size(); }
   std::string backend() const override { return "threads"; }
+  Device reduce_device() const override { return reduce_device_; }
 
   std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder) override {
     DPRUN_CHECK(tensor.dtype() == DType::Float32 || tensor.dtype() == DType::Float64,
                 "all_reduce_sum: only float32 and float64 tensors can be summed, not ",
                 tensor.describe());
-    DPRUN_CHECK(tensor.device().type == DeviceType::CPU,
-                "all_reduce_sum: the tensor must be in host memory, not ", tensor.describe());
+    DPRUN_CHECK(tensor.device() == reduce_device_, "all_reduce_sum: the tensor must be in ",
+                reduce_device_.type == DeviceType::CPU ? std::string("host")
+                                                       : reduce_device_.to_string() + "'s",
+                " memory, not ", tensor.describe());
     uint64_t seq = reduce_seq_++;
     hub_->contribute(kReduce, seq, rank_, bytes_of(tensor));
     return std::make_unique<ThreadReduceWork>(hub_, seq, std::move(tensor));
@@ -185,17 +193,23 @@ class ThreadGroup : public ProcessGroup {
 
   std::shared_ptr<Hub> hub_;
   int rank_;
+  Device reduce_device_;
   uint64_t reduce_seq_ = 0, control_seq_ = 0;
 };
 
 }  // namespace
 
-std::vector<std::shared_ptr<ProcessGroup>> make_thread_process_groups(int size,
-                                                                      ProcessGroupOptions options) {
+std::vector<std::shared_ptr<ProcessGroup>> make_thread_process_groups(
+    int size, ProcessGroupOptions options, std::vector<Device> reduce_devices) {
   DPRUN_CHECK(size >= 1, "a process group needs at least one rank, not ", size);
+  DPRUN_CHECK(reduce_devices.empty() || reduce_devices.size() == static_cast<size_t>(size),
+              "a process group of ", size, " ranks given ", reduce_devices.size(),
+              " devices to sum in");
   auto hub = std::make_shared<Hub>(size, options.timeout_seconds);
   std::vector<std::shared_ptr<ProcessGroup>> groups;
-  for (int r = 0; r < size; ++r) groups.push_back(std::make_shared<ThreadGroup>(hub, r));
+  for (int r = 0; r < size; ++r)
+    groups.push_back(std::make_shared<ThreadGroup>(
+        hub, r, reduce_devices.empty() ? Device::cpu() : reduce_devices[static_cast<size_t>(r)]));
   return groups;
 }
 

@@ -24,8 +24,15 @@
 // step's loss and gradients equal bit for bit those of a single-process Trainer over N devices
 // whose chunks are the ranks' shards in rank order (--split-policy even over data whose batches
 // list shard 0's rows, then shard 1's, ...): both sum the same weighted gradients in the same
-// order (ReduceOrder::RankOrder). Without it the sums follow MPI's algorithm: the same up to
-// float32 rounding of the reduction (for 2 ranks, x0 + x1 = x1 + x0, so still bit for bit).
+// order (ReduceOrder::RankOrder). Without it the sums follow the group's algorithm (MPI's, or
+// NCCL's): the same up to float32 rounding of the reduction (for 2 ranks, x0 + x1 = x1 + x0, so
+// still bit for bit).
+//
+// Where gradients are summed. With an MPI group (host memory), gradients on an accelerator are
+// gathered into a device copy of their bucket, which moves to the host and back once per step.
+// With an NCCL group (engine/comm/nccl_process_group.h) the buckets live in the GPU's memory and
+// never leave it; parameters and in-place state are still broadcast through host copies, over
+// the MPI group the NCCL group was made from.
 //
 // What overlaps. With one local device (or none), every gradient output is copied into its
 // bucket by a node observer as the backward pass produces it, and a bucket's all-reduce starts

@@ -44,7 +44,8 @@ TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
   // Its own file: ctest runs NeedMpiSupport, which writes its file, at the same time.
   fs::path save = fs::temp_directory_path() / "dprun_distributed_usage_error.onnx";
   fs::remove(save);
-  for (const char* option : {"--deterministic", "--bucket-mb 4", "--timeout 60"}) {
+  for (const char* option :
+       {"--deterministic", "--bucket-mb 4", "--timeout 60", "--dist-backend mpi"}) {
     auto r = run_dprun(train_args(save) + " " + option);
     EXPECT_EQ(r.status, 2);
     std::string name = std::string(option).substr(0, std::string(option).find(' '));
@@ -54,6 +55,27 @@ TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output, "dprun: --timeout must be a positive number, got '0'\n");
   EXPECT_FALSE(fs::exists(save));
+}
+
+TEST(DistributedOptions, DistBackendNamesMpiOrNcclOnAGpu) {
+  fs::path save = fs::temp_directory_path() / "dprun_distributed_dist_backend.onnx";
+  fs::remove(save);
+  if (!mpi_supported()) GTEST_SKIP() << "this build of dprun has no MPI support";
+  auto r = run_dprun(train_args(save) + " --distributed --dist-backend gloo");
+  EXPECT_EQ(r.status, 2);
+  // A usage error found after the ranks joined is one rank's: it is named.
+  EXPECT_EQ(r.output, "dprun: rank 0: --dist-backend must be mpi or nccl, got 'gloo'\n");
+  r = run_dprun(train_args(save) + " --distributed --dist-backend nccl");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.output,
+            "dprun: rank 0: --dist-backend nccl sums gradients in GPU memory: the first device "
+            "must be a GPU (cuda:N), not cpu:0\n");
+  EXPECT_FALSE(fs::exists(save));
+  r = run_dprun(train_args(save) + " --distributed --dist-backend mpi");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("distributed over 1 rank (mpi)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MPI's reduction"), std::string::npos) << r.output;
+  fs::remove(save);
 }
 
 }  // namespace

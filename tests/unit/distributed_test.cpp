@@ -93,12 +93,16 @@ std::vector<Tensor> clones(const std::vector<Tensor>& tensors) {
 const std::vector<std::vector<int64_t>> kBatches = {range(0, 10), range(10, 20), range(20, 25),
                                                     range(0, 10)};
 
-// Ranks on CPU devices, or on simulated accelerators (engine/backends/sim: gradients gathered
-// into each bucket's device copy, which moves to the host once per bucket).
-class DistributedRanks : public ::testing::TestWithParam<std::tuple<int, DeviceType>> {};
+// What a rank's group sums in: host memory, or the rank's device (as NCCL its GPU's).
+enum class SumIn { Host, Device };
+
+// Ranks on CPU devices, or on simulated accelerators (engine/backends/sim) with a group that
+// sums host memory (gradients gathered into each bucket's device copy, which moves to the host
+// once per bucket) or the rank's device memory (the buckets live there).
+class DistributedRanks : public ::testing::TestWithParam<std::tuple<int, DeviceType, SumIn>> {};
 
 TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
-  const auto [n, type] = GetParam();
+  const auto [n, type, sum_in] = GetParam();
   Data data;
   // The reference: one process, one device per rank, each batch reordered so that device r's
   // chunk (even split) is rank r's shard.
@@ -118,7 +122,7 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
 
   std::vector<std::vector<double>> losses(static_cast<size_t>(n));
   std::vector<std::vector<Tensor>> parameters(static_cast<size_t>(n));
-  auto errors = run_ranks(n, [&](ProcessGroup& g) {
+  auto body = [&](ProcessGroup& g) {
     auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
     const Device rank_device{type, g.rank()};
     auto model = mlp_on(rank_device);
@@ -134,7 +138,11 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
     ddp.check_parameters_in_sync();
     parameters[static_cast<size_t>(g.rank())] = clones(model->parameters());
     EXPECT_EQ(ddp.stats().steps, 4);
-  });
+    const Device gradients_in = type == DeviceType::CPU ? Device::cpu() : rank_device;
+    for (const Tensor& gradient : ddp.gradients())
+      EXPECT_EQ(gradient.device(), gradients_in) << "rank " << g.rank();
+  };
+  auto errors = run_ranks(n, body, {}, sum_in == SumIn::Device ? devices : std::vector<Device>{});
   EXPECT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n)));
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(losses[static_cast<size_t>(r)], reference_losses) << "rank " << r;
@@ -145,11 +153,18 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DistributedRanks,
-                         ::testing::Combine(::testing::Values(2, 3),
-                                            ::testing::Values(DeviceType::CPU, DeviceType::Sim)),
+                         ::testing::Values(std::tuple{2, DeviceType::CPU, SumIn::Host},
+                                           std::tuple{3, DeviceType::CPU, SumIn::Host},
+                                           std::tuple{2, DeviceType::Sim, SumIn::Host},
+                                           std::tuple{3, DeviceType::Sim, SumIn::Host},
+                                           std::tuple{2, DeviceType::Sim, SumIn::Device},
+                                           std::tuple{3, DeviceType::Sim, SumIn::Device}),
                          [](const auto& info) {
                            return std::to_string(std::get<0>(info.param)) + "_ranks_of_" +
-                                  std::string(device_type_name(std::get<1>(info.param)));
+                                  std::string(device_type_name(std::get<1>(info.param))) +
+                                  (std::get<2>(info.param) == SumIn::Device
+                                       ? "_summing_on_the_device"
+                                       : "");
                          });
 
 TEST(DistributedDataParallel, UnevenShardsAndARankWithoutRows) {

@@ -6,9 +6,11 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/comm/nccl_process_group.h"
 #include "engine/comm/reducer.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/distributed.h"
+#include "error_test_util.h"
 #include "recording_group.h"
 #include "thread_ranks.h"
 
@@ -59,6 +61,54 @@ TEST(ThreadProcessGroup, SumsInRankOrderLikeReduceAdd) {
   });
   EXPECT_EQ(errors, (std::vector<std::string>(3)));
   for (const auto& r : results) EXPECT_EQ(r, expected);
+}
+
+TEST(ThreadProcessGroup, SumsInEachRanksDeviceMemory) {
+  // Rank r sums in sim:r, in rank order as on the host (element 0 cancels only in that order).
+  const std::vector<std::vector<float>> parts = {{1e8f, 0.5f}, {1.0f, 0.25f}, {-1e8f, 2.0f}};
+  std::vector<std::vector<float>> results(3);
+  std::vector<Device> devices(3);
+  auto errors = run_ranks(3,
+                          [&](ProcessGroup& g) {
+                            const auto r = static_cast<size_t>(g.rank());
+                            const Device mine = Device::sim(g.rank());
+                            EXPECT_EQ(g.reduce_device(), mine);
+                            Tensor t = Tensor::from_vector<float>({2}, parts[r]).to(mine);
+                            all_reduce_sum_now(g, t, ReduceOrder::Any);
+                            devices[r] = t.device();
+                            results[r] = values_of(t.to(Device::cpu()));
+                          },
+                          {}, {Device::sim(0), Device::sim(1), Device::sim(2)});
+  EXPECT_EQ(errors, (std::vector<std::string>(3)));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(results[static_cast<size_t>(r)], (std::vector<float>{0.0f, 2.75f})) << "rank " << r;
+    EXPECT_EQ(devices[static_cast<size_t>(r)], Device::sim(r));
+  }
+}
+
+TEST(ThreadProcessGroup, RefusesTensorsOutsideItsMemory) {
+  auto device_group = make_thread_process_groups(1, {}, {Device::sim(0)})[0];
+  EXPECT_EQ(testing::error_of([&] {
+              device_group->all_reduce_sum(Tensor::zeros({2}, DType::Float32), ReduceOrder::Any);
+            }),
+            "all_reduce_sum: the tensor must be in sim:0's memory, not float32[2] on cpu:0");
+  auto host_group = make_thread_process_groups(1)[0];
+  EXPECT_EQ(testing::error_of([&] {
+              host_group->all_reduce_sum(Tensor::zeros({2}, DType::Float32, Device::sim(0)),
+                                         ReduceOrder::Any);
+            }),
+            "all_reduce_sum: the tensor must be in host memory, not float32[2] on sim:0");
+  EXPECT_EQ(testing::error_of([] { make_thread_process_groups(2, {}, {Device::sim(0)}); }),
+            "a process group of 2 ranks given 1 devices to sum in");
+}
+
+TEST(NcclProcessGroup, SumsOnlyInAGpusMemory) {
+  // Checked before NCCL is touched, so this runs without a GPU.
+  auto bootstrap = make_thread_process_groups(1)[0];
+  EXPECT_EQ(testing::error_of([&] { nccl_process_group(bootstrap, Device::cpu(0)); }),
+            nccl_supported() ? "NCCL process group: rank 0 was given cpu:0; NCCL sums in the "
+                               "memory of a GPU (cuda:N)"
+                             : "this build of dprun has no CUDA support, so no NCCL process group");
 }
 
 TEST(ThreadProcessGroup, BroadcastGatherAllGather) {
@@ -218,6 +268,30 @@ TEST(Reducer, GradientsOnADeviceAreGatheredThereAndMovedOncePerBucket) {
     EXPECT_EQ(values_of(reducer.gradients()[1].to(Device::cpu())),
               (std::vector<float>{base + 1, 2, 3}));
     EXPECT_EQ(values_of(reducer.gradients()[0].to(Device::cpu())), (std::vector<float>{0, 0}));
+  }
+}
+
+TEST(Reducer, ADeviceGroupsBucketsLiveInItsMemory) {
+  // A group that sums in sim:0 (as NCCL in its GPU) is given the bucket there, whatever device
+  // the gradients come from, and the results are views of it: nothing is staged on the host.
+  auto group = std::make_shared<RecordingGroup>();
+  group->device = Device::sim(0);
+  Reducer reducer(group, {{{2}}, {{3}}, {{1}}}, {0, 1, 2}, {.bucket_bytes = 64});
+  ASSERT_EQ(reducer.bucket_count(), 1u);
+  for (int step = 0; step < 2; ++step) {
+    reducer.begin_step();
+    const float base = static_cast<float>(step);
+    reducer.mark_ready(0, Tensor::from_vector<float>({2}, {base, 1}));  // from the host
+    reducer.mark_ready(1, Tensor::from_vector<float>({3}, {2, base, 3}).to(Device::sim(0)));
+    reducer.finish_marking();  // gradient 2: zero
+    ASSERT_EQ(group->started.size(), static_cast<size_t>(step + 1));
+    EXPECT_EQ(group->devices.back(), Device::sim(0));
+    EXPECT_EQ(group->started.back(), (std::vector<float>{base, 1, 2, base, 3, 0}));
+    reducer.wait();
+    for (const Tensor& g : reducer.gradients()) EXPECT_EQ(g.device(), Device::sim(0));
+    EXPECT_EQ(values_of(reducer.gradients()[1].to(Device::cpu())),
+              (std::vector<float>{2, base, 3}));
+    EXPECT_EQ(values_of(reducer.gradients()[2].to(Device::cpu())), (std::vector<float>{0}));
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// A one-rank ProcessGroup that records the all-reduces started on it (their values, order and
-// thread) and completes each at once.
+// A one-rank ProcessGroup that records the all-reduces started on it (their values, order,
+// device and thread) and completes each at once. It sums in `device`'s memory (host memory by
+// default).
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -19,9 +20,11 @@ class RecordingGroup : public ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "recording"; }
+  Device reduce_device() const override { return device; }
   std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) override {
-    started.push_back(
-        std::vector<float>(tensor.data<float>(), tensor.data<float>() + tensor.numel()));
+    const Tensor host = tensor.device().type == DeviceType::CPU ? tensor : tensor.to(Device::cpu());
+    started.push_back(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()));
+    devices.push_back(tensor.device());
     orders.push_back(order);
     threads.push_back(std::this_thread::get_id());
     events.push_back("all_reduce_sum of " + std::to_string(tensor.numel()));
@@ -37,7 +40,9 @@ class RecordingGroup : public ProcessGroup {
   void barrier() override {}
   [[noreturn]] void abort(int) override { std::abort(); }
 
+  Device device = Device::cpu();
   std::vector<std::vector<float>> started;
+  std::vector<Device> devices;
   std::vector<ReduceOrder> orders;
   std::vector<std::thread::id> threads;
   std::vector<std::string> events;  // the all-reduces, and whatever a test adds

@@ -1,6 +1,7 @@
 #pragma once
 // Runs a function once per rank of a thread process group, each on its own thread, and
-// returns what each rank threw (empty strings for ranks that returned).
+// returns what each rank threw (empty strings for ranks that returned). With `reduce_devices`,
+// rank r's group sums in reduce_devices[r]'s memory.
 #include <exception>
 #include <functional>
 #include <string>
@@ -13,8 +14,9 @@
 namespace dprun::testing {
 
 inline std::vector<std::string> run_ranks(int size, const std::function<void(ProcessGroup&)>& body,
-                                          ProcessGroupOptions options = {}) {
-  auto groups = make_thread_process_groups(size, options);
+                                          ProcessGroupOptions options = {},
+                                          std::vector<Device> reduce_devices = {}) {
+  auto groups = make_thread_process_groups(size, options, std::move(reduce_devices));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(size));
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)

@@ -1,0 +1,220 @@
+// nccl_process_group.h on the CUDA backend.
+#include "engine/comm/nccl_process_group.h"
+
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "engine/backend.h"
+#include "engine/backends/cuda/cuda_check.h"
+#include "engine/backends/cuda/cuda_devices.h"
+#include "engine/backends/cuda/cuda_stream.h"
+#include "engine/backends/cuda/nccl_collectives.h"
+#include "engine/backends/cuda/rank_order_sum.h"
+
+namespace dprun {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class NcclGroup;
+
+// One all-reduce in flight: done when `done_` (recorded after it on the group's stream) is.
+class NcclWork : public CollectiveWork {
+ public:
+  NcclWork(NcclGroup& group, cudaEvent_t done, Tensor tensor, Tensor scratch)
+      : group_(group), done_(done), tensor_(std::move(tensor)), scratch_(std::move(scratch)) {}
+  ~NcclWork() override;
+  bool test() override;
+  void wait() override;
+
+ private:
+  NcclGroup& group_;
+  cudaEvent_t done_;
+  Tensor tensor_;   // kept alive until the work is done
+  Tensor scratch_;  // RankOrder's gathered parts
+  bool finished_ = false;
+};
+
+class NcclGroup : public ProcessGroup {
+ public:
+  NcclGroup(std::shared_ptr<ProcessGroup> bootstrap, Device device, ProcessGroupOptions options)
+      : bootstrap_(std::move(bootstrap)), device_(device), options_(options) {
+    DPRUN_CHECK(bootstrap_ != nullptr, "NCCL process group: no group to start from");
+    DPRUN_CHECK(device.type == DeviceType::CUDA, "NCCL process group: rank ", bootstrap_->rank(),
+                " was given ", device.to_string(), "; NCCL sums in the memory of a GPU (cuda:N)");
+    backend_for(DeviceType::CUDA).check_device(device);
+    context_ = detail::concat("NCCL rank ", rank(), " of ", size(), " on ", device.to_string());
+    // Rank 0 makes the communicator's id; every rank takes rank 0's from an all-gather.
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    if (rank() == 0) nccl_check(ncclGetUniqueId(&id), context_, ": ncclGetUniqueId");
+    auto ids = bootstrap_->all_gather(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&id), sizeof id));
+    std::memcpy(&id, ids.data(), sizeof id);
+    CudaDeviceGuard guard(device_.index);
+    nccl_check(ncclCommInitRank(&comm_, size(), id, rank()), context_, ": ncclCommInitRank");
+    try {
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), context_,
+                 ": cudaStreamCreateWithFlags");
+      cuda_check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), context_,
+                 ": cudaEventCreateWithFlags");
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~NcclGroup() override { release(); }
+
+  int rank() const override { return bootstrap_->rank(); }
+  int size() const override { return bootstrap_->size(); }
+  std::string backend() const override { return "nccl"; }
+  Device reduce_device() const override { return device_; }
+  const std::string& context() const { return context_; }
+  double timeout_seconds() const { return options_.timeout_seconds; }
+
+  std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) override {
+    DPRUN_CHECK(!aborted_, context_, ": all_reduce_sum after the communicator was aborted");
+    DPRUN_CHECK(tensor.dtype() == DType::Float32 || tensor.dtype() == DType::Float64,
+                "all_reduce_sum: only float32 and float64 tensors can be summed, not ",
+                tensor.describe());
+    DPRUN_CHECK(tensor.device() == device_, "all_reduce_sum on ", context_,
+                ": the tensor must be in ", device_.to_string(), "'s memory, not ",
+                tensor.describe());
+    CudaDeviceGuard guard(device_.index);
+    const auto count = static_cast<size_t>(tensor.numel());
+    const ncclDataType_t type = nccl_sum_type(tensor.dtype());
+    Tensor scratch;
+    if (order == ReduceOrder::RankOrder && size() > 1)  // allocated on the caller's stream
+      scratch = Tensor::empty({static_cast<int64_t>(count) * size()}, tensor.dtype(), device_);
+    cuda_check(cudaEventRecord(ready_, current_stream(device_.index)), context_,
+               ": cudaEventRecord");
+    cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), context_, ": cudaStreamWaitEvent");
+    if (order == ReduceOrder::Any) {
+      nccl_check(
+          ncclAllReduce(tensor.raw_data(), tensor.raw_data(), count, type, ncclSum, comm_, stream_),
+          context_, ": ncclAllReduce of ", tensor.describe());
+    } else if (scratch.defined()) {
+      nccl_check(ncclAllGather(tensor.raw_data(), scratch.raw_data(), count, type, comm_, stream_),
+                 context_, ": ncclAllGather of ", tensor.describe());
+      sum_parts_in_rank_order(tensor.raw_data(), scratch.raw_data(), tensor.numel(), size(),
+                              tensor.dtype(), stream_);
+    }
+    cudaEvent_t done = nullptr;
+    cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), context_,
+               ": cudaEventCreateWithFlags");
+    auto work = std::make_unique<NcclWork>(*this, done, std::move(tensor), std::move(scratch));
+    cuda_check(cudaEventRecord(done, stream_), context_, ": cudaEventRecord");
+    return work;
+  }
+
+  void broadcast(Tensor tensor, int root) override {
+    bootstrap_->broadcast(std::move(tensor), root);
+  }
+  std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
+    return bootstrap_->all_gather(bytes);
+  }
+  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> bytes, int root) override {
+    return bootstrap_->gather(bytes, root);
+  }
+  void barrier() override { bootstrap_->barrier(); }
+  [[noreturn]] void abort(int exit_code) override {
+    bootstrap_->abort(exit_code);
+    std::abort();  // not reached: the bootstrap group's abort() ends the process
+  }
+
+  /// Throws when NCCL reports an asynchronous error (aborting the communicator first).
+  void check_async_error() {
+    ncclResult_t async = ncclSuccess;
+    nccl_check(ncclCommGetAsyncError(comm_, &async), context_, ": ncclCommGetAsyncError");
+    if (async == ncclSuccess || async == ncclInProgress) return;
+    abort_communicator();
+    fail(context_, ": all_reduce_sum failed: ", ncclGetErrorString(async), " (NCCL result ",
+         static_cast<int>(async), ")");
+  }
+  /// Ends the communicator's work, queued or running (a peer is gone or late).
+  void abort_communicator() {
+    if (aborted_) return;
+    aborted_ = true;
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+ private:
+  void release() noexcept {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device_.index);
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (comm_ != nullptr && ncclCommFinalize(comm_) == ncclSuccess) ncclCommDestroy(comm_);
+    comm_ = nullptr;
+    if (ready_ != nullptr) cudaEventDestroy(ready_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    ready_ = nullptr;
+    stream_ = nullptr;
+    if (previous >= 0) cudaSetDevice(previous);
+    cudaGetLastError();
+  }
+
+  std::shared_ptr<ProcessGroup> bootstrap_;
+  Device device_;
+  ProcessGroupOptions options_;
+  std::string context_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;  // the caller's stream, reached before a collective
+  bool aborted_ = false;
+};
+
+NcclWork::~NcclWork() {
+  // Scratch memory goes back to the caching allocator on the caller's stream: it must not be
+  // reused before the gather that writes it is done.
+  if (!finished_ && done_ != nullptr) cudaEventSynchronize(done_);
+  if (done_ != nullptr) cudaEventDestroy(done_);
+}
+
+bool NcclWork::test() {
+  if (finished_) return true;
+  cudaError_t status = cudaEventQuery(done_);
+  if (status == cudaSuccess) return finished_ = true;
+  if (status != cudaErrorNotReady) cuda_check(status, group_.context(), ": all_reduce_sum");
+  cudaGetLastError();  // cudaErrorNotReady is not an error to keep
+  group_.check_async_error();
+  return false;
+}
+
+void NcclWork::wait() {
+  // Polls rather than cudaEventSynchronize, so that the wait can end: back to back, yielding the
+  // core, and once it has lasted 10 s (a rank is behind, nothing is moving) every millisecond.
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(group_.timeout_seconds());
+  while (!test()) {
+    const auto now = Clock::now();
+    if (now > deadline) {
+      group_.abort_communicator();
+      fail(group_.context(), ": all_reduce_sum: the other ranks did not join within ",
+           group_.timeout_seconds(), " s");
+    }
+    if (now - start < std::chrono::seconds(10))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+bool nccl_supported() {
+  return true;
+}
+
+std::shared_ptr<ProcessGroup> nccl_process_group(std::shared_ptr<ProcessGroup> bootstrap,
+                                                 Device device, ProcessGroupOptions options) {
+  return std::make_shared<NcclGroup>(std::move(bootstrap), device, options);
+}
+
+}  // namespace dprun
