@@ -143,16 +143,43 @@ void place_kernel(const Graph& graph, const Node& node, DeviceType device_type,
 }
 
 // Whether `value` has a known type small enough to keep on the host as shape arithmetic's
-// result: numeric or bool, of rank 0 or 1; or, for a node that runs on the host anyway (no
-// device kernel), of rank 2 with a first dim of at most 8 (NonZero of a mask over a shape: one
-// row per dim of the mask).
+// result: integer or bool (dims, axes, masks over them) of rank 0 or 1, or, for a node that runs
+// on the host anyway (no device kernel), of rank 2 with a first dim of at most 8 (NonZero of a
+// mask over a shape: one row per dim of the mask); or floating, of rank 0 or 1 with at most 8
+// elements known from the type (a count cast to float, Resize's scales, Range's bounds). A float
+// made from dims of unknown count (a pooling gradient's zeros) may be large: it is made on the
+// device that computes with it.
 bool is_small_typed(const Graph& graph, const std::string& value, bool host_anyway) {
   const auto type = graph.type_of(value);
   if (!type || !type->shape || type->dtype == DType::Undefined || type->dtype == DType::String)
     return false;
   const SymbolicShape& shape = *type->shape;
+  if (is_floating(type->dtype)) {
+    if (shape.size() > 1) return false;
+    return shape.empty() || (shape[0].is_known() && shape[0].value <= 8);
+  }
   return shape.size() <= 1 ||
          (host_anyway && shape.size() == 2 && shape[0].is_known() && shape[0].value <= 8);
+}
+
+// Whether an output of `node` is typed floating.
+bool has_floating_output(const Graph& graph, const Node& node) {
+  for (const auto& out : node.outputs) {
+    const auto type = out.empty() ? std::nullopt : graph.type_of(out);
+    if (type && is_floating(type->dtype)) return true;
+  }
+  return false;
+}
+
+// Whether the step's device kernel reads every input of `node` on the host (ConstantOfShape,
+// Range). Such a kernel makes floating values (a gradient's seed of ones) on the device at no
+// copy at all; made on the host, they would cost a copy over to the device math that reads them.
+bool reads_only_on_host(const Node& node, const PlanStep& step) {
+  if (step.kernel_device == DeviceType::CPU) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (!node.inputs[i].empty() && !(i < step.inputs_in_place.size() && step.inputs_in_place[i]))
+      return false;
+  return true;
 }
 
 // Whether the kernel of `def` reads only the dims of every input `node` gives it.
@@ -166,9 +193,9 @@ bool reads_dims_only(const Node& node, const KernelDef& def) {
 // Off the CPU, moves shape arithmetic to the host. A node is shape arithmetic when it reads
 // only the dims of its input, a constant's included (a CPU kernel whose
 // KernelDef::metadata_inputs cover its inputs: Shape, Size), or when every input is shape
-// arithmetic's result or a constant of the plan, at least one being such a result (a node the
-// device has no kernel for included: integer Div of two sizes then runs on the host without
-// copies); and every output is small (is_small_typed). Without types (a graph no inference
+// arithmetic's result or a constant of the plan (a node the device has no kernel for included:
+// integer Div of two sizes then runs on the host without copies); and every output is small
+// (is_small_typed). Without types (a graph no inference
 // reached) nothing moves. Nodes with subgraphs stay where they were placed.
 // DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the device (to measure what moving them gains).
 void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
@@ -191,8 +218,13 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
     bool small = !node.outputs.empty();
     for (const auto& out : node.outputs)
       small = small && (out.empty() || is_small_typed(graph, out, host_fallback));
-    if (!small) continue;
-    const bool from_shapes = from_host > 0 && from_host + constant == read;
+    const bool makes_floats = has_floating_output(graph, node);
+    if (!small || (makes_floats && reads_only_on_host(node, step))) continue;
+    // Integer work on constants alone (an Unsqueeze of a constant into a shape's entry) counts
+    // too: its results join computed dims in the shapes that kernels read on the host. Float
+    // work on constants alone stays with the device math that reads it.
+    const bool from_shapes =
+        read > 0 && from_host + constant == read && (from_host > 0 || !makes_floats);
     // One input that is no such result (a constant's dims are as good): the node may read only
     // its dims.
     const bool may_read_dims = read == 1 && from_host == 0;

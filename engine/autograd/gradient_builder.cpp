@@ -171,6 +171,7 @@ class GradientBuilder {
     if (auto it = graph_.initializers.find(value);
         it != graph_.initializers.end() && !graph_inputs_.count(value))
       return it->second;
+    if (auto it = emitted_constants_.find(value); it != emitted_constants_.end()) return it->second;
     auto p = producer_.find(value);
     if (p == producer_.end()) return std::nullopt;
     const Node& node = graph_.nodes[p->second];
@@ -186,6 +187,11 @@ class GradientBuilder {
   // keeps small integer results computed from shapes on the host when it knows their types.
   // Done after building, so the rules see the same types whichever nodes they emitted.
   void type_emitted_values() {
+    // The emitted constants' values (axes, shapes, ones) tell shapes as the graph's do.
+    for (const Node& node : nodes_)
+      if (node.op_type == "Constant" && node.has_attr("value"))
+        emitted_constants_.emplace(node.outputs[0], node.attr_tensor("value"));
+    shape_cache_.clear();  // what was unknown without them may be known now
     for (const Node& node : nodes_)
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         const std::optional<DType> dtype = output_dtype(node, i, 0);
@@ -235,6 +241,9 @@ class GradientBuilder {
   std::map<std::string, TensorType> emitted_types_;  // set once building is done
   std::unordered_map<std::string, std::vector<std::string>> grads_;
   std::vector<Node> nodes_;
+  // Filled once the backward pass is built (type_emitted_values), so that building decides the
+  // same whichever constants it emitted.
+  std::unordered_map<std::string, Tensor> emitted_constants_;
   size_t counter_ = 0;
 };
 

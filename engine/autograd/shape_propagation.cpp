@@ -156,6 +156,7 @@ class Propagator {
                : std::nullopt;
     }
     if (op == "Expand") return expand();
+    if (op == "ConstantOfShape") return constant_of_shape();
     if (op == "Constant" && node_.has_attr("value"))
       return from_dims(node_.attr_tensor("value").shape());
     return std::nullopt;
@@ -431,7 +432,7 @@ class Propagator {
 
   Shape_ shape_of() const {
     auto x = input(0);
-    if (!x) return std::nullopt;
+    if (!x) return SymbolicShape(1);  // 1-D whatever the input: its length is its rank
     int64_t rank = static_cast<int64_t>(x->size());
     auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
     int64_t start = clamp(node_.attr_int("start", 0));
@@ -452,6 +453,19 @@ class Propagator {
     auto length = length_of(1);
     if (!length) return std::nullopt;
     return unknown_dims(std::max(x->size(), static_cast<size_t>(*length)));
+  }
+
+  // ConstantOfShape: its input holds the output's dims; its length is the output's rank.
+  Shape_ constant_of_shape() const {
+    if (auto c = constant(0)) {
+      SymbolicShape dims;
+      for (int64_t k = 0; k < c->numel(); ++k)
+        dims.push_back(Dim::known(static_cast<int64_t>(c->item_as_double(k))));
+      return dims;
+    }
+    auto length = length_of(0);
+    if (!length) return std::nullopt;
+    return unknown_dims(static_cast<size_t>(*length));
   }
 
   const Node& node_;

@@ -30,40 +30,52 @@ class SimKernel final : public OpKernel {
 
   void compute(KernelContext& ctx) const override {
     const Device device = ctx.device();
+    if (ctx.input_count() == 0) return compute_once_per_device(ctx);
     check_inputs(ctx, device);
     {
       // The kernel's operands are open to it, and the outputs it allocates; nothing else is.
       std::vector<const Tensor*> operands;
       for (size_t i = 0; i < ctx.input_count(); ++i) operands.push_back(ctx.optional_input(i));
       SimAccess access(device, data_on(device, operands));
+      SimInPlaceReads in_place(device, data_on(device, read_on_device(ctx)));
       SimWork work(device, ctx.node().op_type + " kernel ('" + ctx.node().name + "')");
       std::vector<uintptr_t> inputs_memory = book_reads(ctx, work);
       host_kernel_->compute(ctx);
       book_writes(ctx, work, inputs_memory);
     }
-    // A device kernel's outputs are in its device's memory, whatever the CPU kernel made.
-    for (size_t o = 0; o < ctx.output_count(); ++o) {
-      const Tensor& out = ctx.output(o);
-      if (out.defined() && out.dtype() != DType::String && out.device() != device)
-        ctx.set_output(o, on_device(ctx, o, out));
-    }
+    move_outputs_to(ctx, device);
   }
 
  private:
-  // `out`, a host output, in the device's memory. A kernel without inputs that returns the same
-  // host tensor on every run (Constant) keeps one device copy per device, made by the first run,
-  // which waits for it: what CUDA's Constant kernel does (ops/cuda/constant.cpp).
-  Tensor on_device(KernelContext& ctx, size_t o, const Tensor& out) const {
-    if (ctx.input_count() != 0) return out.to(ctx.device());
-    std::lock_guard lock(mutex_);
-    auto& [host, copy] = copies_[{ctx.device().index, o}];
-    if (!host.defined() || host.raw_data() != out.raw_data() || host.shape() != out.shape() ||
-        host.dtype() != out.dtype()) {
-      host = out;  // held, so its storage is not another tensor's on a later run
-      copy = out.to(ctx.device());
-      ctx.execution().synchronize();
+  // A device kernel's outputs are in its device's memory, whatever the CPU kernel made.
+  static void move_outputs_to(KernelContext& ctx, Device device) {
+    for (size_t o = 0; o < ctx.output_count(); ++o) {
+      const Tensor& out = ctx.output(o);
+      if (out.defined() && out.dtype() != DType::String && out.device() != device)
+        ctx.set_output(o, out.to(device));
     }
-    return copy;
+  }
+
+  // A kernel without inputs (Constant, whose value the plan fixed) computes its outputs on the
+  // first run on each device, which waits for them, and returns them on every later run: what
+  // CUDA's Constant kernel does (ops/cuda/constant.cpp).
+  void compute_once_per_device(KernelContext& ctx) const {
+    const Device device = ctx.device();
+    std::lock_guard lock(mutex_);
+    auto it = outputs_.find(device.index);
+    if (it == outputs_.end()) {
+      {
+        SimWork work(device, ctx.node().op_type + " kernel ('" + ctx.node().name + "')");
+        host_kernel_->compute(ctx);
+        move_outputs_to(ctx, device);
+        book_writes(ctx, work, {});
+      }
+      ctx.execution().synchronize();
+      std::vector<Tensor> made;
+      for (size_t o = 0; o < ctx.output_count(); ++o) made.push_back(ctx.output(o));
+      it = outputs_.emplace(device.index, std::move(made)).first;
+    }
+    for (size_t o = 0; o < it->second.size(); ++o) ctx.set_output(o, it->second[o]);
   }
 
   // Books the reads of the inputs the kernel reads on the device (not those of which it reads
@@ -94,6 +106,17 @@ class SimKernel final : public OpKernel {
     }
   }
 
+  // The inputs the CUDA kernel reads in device memory: all but those it reads on the host or
+  // only the dims of.
+  std::vector<const Tensor*> read_on_device(const KernelContext& ctx) const {
+    std::vector<const Tensor*> out;
+    for (size_t i = 0; i < ctx.input_count(); ++i)
+      if (!is_metadata(i) &&
+          std::count(host_inputs_.begin(), host_inputs_.end(), static_cast<int>(i)) == 0)
+        out.push_back(ctx.optional_input(i));
+    return out;
+  }
+
   bool is_metadata(size_t i) const {
     return std::count(metadata_.begin(), metadata_.end(), static_cast<int>(i)) != 0;
   }
@@ -114,8 +137,8 @@ class SimKernel final : public OpKernel {
   std::vector<int> host_inputs_;  // KernelDef::host_inputs: read wherever they are
   std::vector<int> metadata_;     // KernelDef::metadata_inputs: only their dims are read
   mutable std::mutex mutex_;
-  // By (device index, output): the host tensor last returned and its device copy.
-  mutable std::map<std::pair<int, size_t>, std::pair<Tensor, Tensor>> copies_;
+  // By device index: the outputs of a kernel without inputs.
+  mutable std::map<int, std::vector<Tensor>> outputs_;
 };
 
 // The simulated device's definition following `cuda`: its CPU kernel, checked and wrapped.

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "bundled_model_util.h"
 #include "engine/autograd/optimizer.h"
 #include "engine/autograd/trainer.h"
 #include "engine/autograd/training_graph.h"
@@ -20,6 +22,7 @@
 #include "engine/parallel/data_parallel.h"
 #include "engine/plan.h"
 #include "graph_test_util.h"
+#include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "op_test_util.h"
 
@@ -77,6 +80,30 @@ TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
   expect_count(t.device_to_host, 0, 0, "to the host");
 }
 
+// Every bundled model (models/*.onnx), a run on sim:0 after one that warms it up: its inputs go
+// over, a copy each, and so does what shape arithmetic computes on the host for a device kernel
+// that reads it as data (the transformer's positions, a Range over its sequence length, for the
+// embedding's Gather); nothing comes back (the outputs stay on the device).
+TEST(SimTraffic, EveryBundledModelRunCopiesItsInputsOverAndNothingBack) {
+  const std::map<std::string, int64_t> to_device = {{"mlp", 1}, {"cnn", 1}, {"transformer", 3}};
+  const std::filesystem::path dir = std::filesystem::path(DPRUN_SOURCE_DIR_DEFAULT) / "models";
+  int models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".onnx") continue;
+    const std::string name = entry.path().stem().string();
+    SCOPED_TRACE(name);
+    Model model(load_model(entry.path().string(), Device::sim(0)));
+    const std::vector<Tensor> inputs = testing::deterministic_inputs(model, 3);
+    model.run(inputs);
+    const SimTraffic t = traffic_of([&] { model.run(inputs); });
+    expect_count(t.device_to_host, 0, 0, "to the host");
+    ASSERT_EQ(to_device.count(name), 1u) << "a new model: add its copies to the table";
+    EXPECT_EQ(t.host_to_device.copies, to_device.at(name));
+    ++models;
+  }
+  EXPECT_EQ(models, 3);
+}
+
 // One SGD step's copies, after two steps that warm the replicas and the optimizer up.
 SimTraffic training_step_traffic(const std::vector<Device>& devices) {
   auto model = std::make_shared<Model>(mlp_graph(), devices[0]);
@@ -91,15 +118,16 @@ SimTraffic training_step_traffic(const std::vector<Device>& devices) {
 }
 
 TEST(SimTraffic, ATrainingStepReadsOnlyItsLossBack) {
-  // Per replica, to the device: its rows and targets, its loss weight (4 bytes), and four
-  // small values computed on the host that device kernels read as data (24 bytes: the mean's
-  // element count and the like, shape arithmetic's results). Back: the loss, once.
+  // Per replica, to the device: its rows and targets, its loss weight (4 bytes), and the
+  // mean's element count (4 bytes: a float that shape arithmetic computes on the host from
+  // sizes). The graph's constants went over once per device, in the warm-up. Back: the loss,
+  // once.
   for (const std::vector<Device>& devices :
        {std::vector<Device>{Device::sim(0)}, std::vector<Device>{Device::sim(0), Device::sim(1)}}) {
     SCOPED_TRACE(std::to_string(devices.size()) + " device(s)");
     const auto replicas = static_cast<int64_t>(devices.size());
     const SimTraffic t = training_step_traffic(devices);
-    expect_count(t.host_to_device, 7 * replicas, 384 + 288 + replicas * (4 + 24), "to the device");
+    expect_count(t.host_to_device, 4 * replicas, 384 + 288 + replicas * (4 + 4), "to the device");
     expect_count(t.device_to_host, 1, 4, "to the host");
     expect_count(t.within_device, 0, 0, "within a device");
     expect_count(t.between_devices, 0, 0, "between devices: NCCL's, not copies");
@@ -133,34 +161,96 @@ TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
   EXPECT_EQ(host_ops(LossKind::CrossEntropy), std::vector<std::string>{});
 }
 
-// Every bundled training case (models/training/*.args): its training graph, built with the
-// case's loss, places no node on the host in a CUDA plan other than shape arithmetic and
-// NonZero.
-TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmeticAndNonZero) {
-  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+// A bundled training case (models/training/NAME.args): its loss, first batch and model.
+struct BundledCase {
+  std::string name;
+  std::filesystem::path model;
+  TrainingSpec spec;
+  std::vector<Tensor> inputs;  // the first batch's rows of each --input, in the model's order
+  Tensor target;               // the first batch's rows of --target, if any
+};
+
+std::vector<BundledCase> bundled_training_cases() {
   const std::filesystem::path dir =
       std::filesystem::path(DPRUN_SOURCE_DIR_DEFAULT) / "models" / "training";
-  int cases = 0;
+  const std::filesystem::path root = dir.parent_path().parent_path();
+  std::vector<BundledCase> cases;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".args") continue;
-    SCOPED_TRACE(entry.path().stem().string());
+    BundledCase c{entry.path().stem().string(), dir / (entry.path().stem().string() + ".onnx")};
     std::ifstream args_file(entry.path());
     std::vector<std::string> args{std::istream_iterator<std::string>(args_file), {}};
-    TrainingSpec spec;
+    int64_t batch = 0;
+    std::vector<std::string> input_files;
+    std::string target_file;
     for (size_t i = 0; i + 1 < args.size(); ++i) {
-      if (args[i] == "--loss") spec.loss.kind = parse_loss_kind(args[i + 1]);
-      if (args[i] == "--class-dim") spec.loss.class_dim = std::stoll(args[i + 1]);
+      const std::string& value = args[i + 1];
+      if (args[i] == "--loss") c.spec.loss.kind = parse_loss_kind(value);
+      if (args[i] == "--class-dim") c.spec.loss.class_dim = std::stoll(value);
+      if (args[i] == "--batch") batch = std::stoll(value);
+      if (args[i] == "--input") input_files.push_back(value.substr(value.find('=') + 1));
+      if (args[i] == "--target") target_file = value;
     }
-    auto forward = load_graph((dir / (entry.path().stem().string() + ".onnx")).string());
+    auto rows = [&](const std::string& file) {
+      Tensor all = read_npy((root / file).string());
+      return all.narrow(0, 0, std::min(batch, all.shape()[0])).clone();
+    };
+    for (const std::string& file : input_files) c.inputs.push_back(rows(file));
+    if (!target_file.empty()) c.target = rows(target_file);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// Every bundled training case: its training graph, built with the case's loss, places no node
+// on the host in a CUDA plan other than shape arithmetic (NonZero of a mask over shapes, the
+// run-time unbroadcasting of a gradient, included).
+TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
+  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  int cases = 0;
+  for (const BundledCase& c : bundled_training_cases()) {
+    SCOPED_TRACE(c.name);
+    const TrainingSpec& spec = c.spec;
+    auto forward = load_graph(c.model.string());
     const TrainingGraph training = build_training_graph(*forward, spec);
     training.graph->sort_topologically();
-    // NonZero's output size depends on its input's values, which a GPU must report to the host
-    // anyway: it may stay there.
     std::vector<std::string> on_host;
     for (const NodePlacement& p : place_nodes(*training.graph, DeviceType::CUDA))
-      if (p.device == DeviceType::CPU && !p.shape_arithmetic && p.node->op_type != "NonZero")
+      if (p.device == DeviceType::CPU && !p.shape_arithmetic)
         on_host.push_back(p.node->describe() + ": " + p.why_not);
     EXPECT_EQ(on_host, std::vector<std::string>{});
+    ++cases;
+  }
+  EXPECT_EQ(cases, 13);
+}
+
+// Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
+// comes back to the host; what goes to the device is the batch, the loss weight, and the small
+// integers shape arithmetic computes on the host for device kernels (one per mean or
+// BatchNormalization gradient: the element count).
+TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
+  // Copies to the device per step: the inputs and target, the loss weight, the counts.
+  const std::map<std::string, int64_t> to_device = {
+      {"mlp_sgd", 3},     {"mlp_nesterov_dp3", 3}, {"mlp_adam", 3},
+      {"mlp_adamw", 3},   {"losses_mse", 4},       {"losses_l1", 4},
+      {"losses_nll", 3},  {"loss_none", 5},        {"losses_bce_with_logits", 4},
+      {"cnn_bn_1dev", 8}, {"cnn_bn_dp3", 8},       {"resnet_mini", 28},
+      {"gpt_adamw", 6}};
+  int cases = 0;
+  for (const BundledCase& c : bundled_training_cases()) {
+    SCOPED_TRACE(c.name);
+    auto model = std::make_shared<Model>(load_model(c.model.string(), Device::sim(0)));
+    TrainerOptions options;
+    options.training = c.spec;
+    options.parallel.device_ids = {Device::sim(0)};
+    Trainer trainer(model, options);
+    Sgd sgd(trainer.parameters(), {.lr = 0.01});
+    trainer.step(c.inputs, c.target, sgd);
+    trainer.step(c.inputs, c.target, sgd);
+    const SimTraffic t = traffic_of([&] { trainer.step(c.inputs, c.target, sgd); });
+    expect_count(t.device_to_host, 1, 4, "to the host: the float32 loss");
+    ASSERT_EQ(to_device.count(c.name), 1u) << "a new case: add its copies to the table";
+    EXPECT_EQ(t.host_to_device.copies, to_device.at(c.name));
     ++cases;
   }
   EXPECT_EQ(cases, 13);

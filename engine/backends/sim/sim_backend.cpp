@@ -123,6 +123,10 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   // Booked as the CUDA backend queues it: on the current stream of the destination when that is
   // a device, and waited for when it ends on the host, crosses devices or has no context.
   const bool to_host = dst_device.type != DeviceType::Sim;
+  if (to_host && SimInPlaceReads::covers(src_device, src)) {  // a kernel reading its operand
+    std::memcpy(dst, src, bytes);
+    return;
+  }
   const bool peer = !to_host && src_device.type == DeviceType::Sim && src_device != dst_device;
   SimWork work(to_host ? src_device : dst_device, "a copy of " + std::to_string(bytes) +
                                                       " bytes from " + src_device.to_string() +

@@ -223,6 +223,36 @@ SimAccess::~SimAccess() {
   if (memory_) memory_->close(pointers_);
 }
 
+namespace {
+// The calling thread's kernel: its device and the mappings of the operands it reads in place.
+struct InPlaceReads {
+  Device device;
+  std::vector<uintptr_t> mappings;
+  bool active = false;
+};
+thread_local InPlaceReads in_place_reads;
+}  // namespace
+
+SimInPlaceReads::SimInPlaceReads(Device device, const std::vector<const void*>& operands) {
+  auto memory = sim_memory(device);
+  in_place_reads.device = device;
+  in_place_reads.mappings.clear();
+  for (const void* p : operands) in_place_reads.mappings.push_back(memory->mapping_of(p));
+  in_place_reads.active = true;
+}
+
+SimInPlaceReads::~SimInPlaceReads() {
+  in_place_reads.active = false;
+  in_place_reads.mappings.clear();
+}
+
+bool SimInPlaceReads::covers(Device device, const void* src) {
+  if (!in_place_reads.active || device != in_place_reads.device) return false;
+  const uintptr_t mapping = sim_memory(device)->mapping_of(src);
+  return mapping != 0 &&
+         std::count(in_place_reads.mappings.begin(), in_place_reads.mappings.end(), mapping) != 0;
+}
+
 std::shared_ptr<SimMemory> sim_memory(Device device) {
   return std::static_pointer_cast<SimMemory>(backend_for(device).allocator(device));
 }

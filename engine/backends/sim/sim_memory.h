@@ -114,6 +114,22 @@ class SimWork {
   std::shared_ptr<const std::string> what_;
 };
 
+/// For its lifetime, the calling thread runs a sim kernel that reads `operands` (data in
+/// `device`'s memory) where they are, as the CUDA kernel it stands for reads them on the GPU.
+/// The CPU code computing the kernel may copy such an operand to the host to read it (an index
+/// list, say): that copy is the simulation's, not one a GPU would make, so SimBackend::copy
+/// neither books it on a stream nor counts it in traffic(). Scopes do not nest.
+class SimInPlaceReads {
+ public:
+  SimInPlaceReads(Device device, const std::vector<const void*>& operands);
+  ~SimInPlaceReads();
+  SimInPlaceReads(const SimInPlaceReads&) = delete;
+  SimInPlaceReads& operator=(const SimInPlaceReads&) = delete;
+
+  /// Whether a copy from `src` on `device` reads an operand of the calling thread's kernel.
+  static bool covers(Device device, const void* src);
+};
+
 /// The memory of simulated `device`.
 std::shared_ptr<SimMemory> sim_memory(Device device);
 
