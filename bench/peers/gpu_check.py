@@ -15,6 +15,8 @@ encoder_base); they get random weights here. Steps (all by default):
                ONNX Runtime on the CPU, same file and inputs
   train        every models/training/*.args case on DEV against PyTorch's losses and
                trained weights (a multi-device case against dprun on cpu:0: see step_train)
+  distributed  dprun train --distributed, one rank without mpirun (gradients summed by NCCL
+               on a GPU), against the same run without --distributed: bit for bit
   bench        dprun bench on DEV against PyTorch eager on the same GPU, float32 (TF32 off)
                and with TF32 allowed in both; PyTorch's host-to-GPU copy rates
   profile      dprun bench --profile (time per op type, the device waited for around each
@@ -256,6 +258,29 @@ def step_train(c):
                   f"{'ok' if loss_rel <= 1e-4 and worst <= 1 else 'OUTSIDE 1e-4'}")
 
 
+def step_distributed(c):
+    """`dprun train --distributed` as a job of one rank (started without mpirun), whose
+    gradients a GPU sums with NCCL (--dist-backend's default there; MPI elsewhere), against the
+    same training without --distributed: one rank's sum is its own gradients, so the two must
+    agree bit for bit."""
+    name = "mlp_sgd"
+    argv = open(f"models/training/{name}.args").read().split()
+    at = argv.index("--devices")
+    del argv[at:at + 2]
+    with tempfile.TemporaryDirectory() as plain_dir, tempfile.TemporaryDirectory() as dist_dir:
+        plain = train_once(c, name, argv, c.args.device, plain_dir)
+        dist = train_once(c, name, argv + ["--distributed"], c.args.device, dist_dir)
+        if isinstance(plain, str) or isinstance(dist, str):
+            c.say(f"distributed {name} on {c.args.device}: plain {plain if isinstance(plain, str) else 'ok'}; "
+                  f"--distributed {dist if isinstance(dist, str) else 'ok'}")
+            return
+        backend = json.load(open(os.path.join(dist_dir, c.args.device + ".json")))["ranks"]["backend"]
+        same = np.array_equal(plain[0], dist[0]) and all(
+            np.array_equal(w, dist[1][k]) for k, w in plain[1].items())
+        c.say(f"distributed {name} on {c.args.device}, 1 rank over {backend}: losses and weights "
+              f"{'bit for bit those of the plain run' if same else 'DIFFER from the plain run'}")
+
+
 def torch_bench(model, feeds, iters, warmup, from_host):
     """Samples/s of `model` (eval, no grad) on cuda:0, the best of three rounds. from_host
     copies the inputs from pinned host memory each step, as `dprun bench` does (its inputs are
@@ -408,7 +433,7 @@ def main():
     p.add_argument("--models", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--steps", default="tests,conformance,models,train,bench,profile")
+    p.add_argument("--steps", default="tests,conformance,models,train,distributed,bench,profile")
     p.add_argument("--step-timeout", type=int, default=240)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--zoo", default=",".join(ZOO), help="zoo models to check and time")
@@ -426,6 +451,7 @@ def main():
     filler.join()
     zoo = zoo.get("folder")
     for name, fn in (("models", lambda: step_models(c, zoo)), ("train", lambda: step_train(c)),
+                     ("distributed", lambda: step_distributed(c)),
                      ("bench", lambda: step_bench(c, zoo)),
                      ("profile", lambda: step_profile(c, zoo))):
         if name in steps:
