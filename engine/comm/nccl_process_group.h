@@ -1,8 +1,8 @@
 #pragma once
-// The process group of a job whose ranks each train on one GPU: gradients are all-reduced by
-// NCCL in GPU memory (torch.distributed's "nccl" backend), everything else (broadcasts,
-// gathers, barriers, abort) goes through the group it was made from, which also carries the
-// NCCL communicator's unique id from rank 0 to the others.
+// The process group of a job whose ranks each train on one GPU: gradients are all-reduced and
+// GPU tensors broadcast by NCCL in GPU memory (torch.distributed's "nccl" backend); everything
+// else (host tensors, gathers, barriers, abort) goes through the group it was made from, which
+// also carries the NCCL communicator's unique id from rank 0 to the others.
 //
 //   auto world = mpi_world_process_group();                  // mpirun -np N ...
 //   auto group = nccl_process_group(world, Device::cuda(0));  // this rank's GPU
@@ -16,6 +16,9 @@
 // a kernel that adds them in rank order, ((x0 + x1) + x2) + ..., the MPI group's rank-order
 // result bit for bit; it moves (n-1) times the tensor per rank where a ring moves 2(n-1)/n, the
 // price of a fixed order.
+//
+// Broadcasts. broadcast of a tensor in the GPU's memory is an ncclBroadcast of its bytes,
+// queued as an all-reduce is, and waited for before it returns.
 //
 // Failures. A wait polls the work's event and NCCL's asynchronous error; when the group's
 // timeout passes first, or NCCL reports an error (a peer gone), the communicator is aborted

@@ -86,7 +86,11 @@ class ProcessGroup {
   /// stream): work on other streams that writes it must be waited for first.
   virtual std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) = 0;
   /// Copies `root`'s tensor into every other rank's (same dtype and shape everywhere; any dtype
-  /// but string, in host memory).
+  /// but string, in host memory or in reduce_device()'s memory) and returns when it is there.
+  /// A device tensor is read after the work queued on the calling thread's current stream, as
+  /// all_reduce_sum's; on a device group it goes the way of the all-reduces (NCCL's
+  /// communicator), so every rank must issue its broadcasts of device tensors in the same order
+  /// relative to its all-reduces (DistributedDataParallel does).
   virtual void broadcast(Tensor tensor, int root) = 0;
   /// Every rank's `bytes` (the same count on every rank), concatenated in rank order.
   virtual std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) = 0;

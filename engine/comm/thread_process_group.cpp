@@ -140,13 +140,23 @@ class ThreadGroup : public ProcessGroup {
 
   void broadcast(Tensor tensor, int root) override {
     check_root(root, "broadcast");
+    DPRUN_CHECK(tensor.device().type == DeviceType::CPU || tensor.device() == reduce_device_,
+                "broadcast: the tensor must be in host memory or ", reduce_device_.to_string(),
+                "'s, not ", tensor.describe());
     uint64_t seq = control_seq_++;
     hub_->contribute(kControl, seq, rank_, rank_ == root ? bytes_of(tensor) : Bytes{});
     hub_->take(kControl, seq, true, "broadcast", [&](const std::vector<Bytes>& parts) {
       const Bytes& from = parts[static_cast<size_t>(root)];
       DPRUN_CHECK(from.size() == tensor.nbytes(), "broadcast: rank ", root, " sent ", from.size(),
                   " bytes but this rank expects ", tensor.nbytes());
-      if (rank_ != root) std::memcpy(tensor.raw_data(), from.data(), from.size());
+      if (rank_ == root) return;
+      if (tensor.device().type == DeviceType::CPU) {
+        std::memcpy(tensor.raw_data(), from.data(), from.size());
+      } else {
+        Tensor host = Tensor::empty(tensor.shape(), tensor.dtype());
+        std::memcpy(host.raw_data(), from.data(), from.size());
+        tensor.copy_from(host);
+      }
     });
   }
 

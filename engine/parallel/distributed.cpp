@@ -32,11 +32,11 @@ std::string hex(uint64_t v) {
   return out.str();
 }
 
-// Copies rank 0's `tensor` into every rank's. Process groups move host memory: a tensor on a
-// device goes through a host copy (a GPU's parameters each way, once at the start and for
-// in-place state once per step).
+// Copies rank 0's `tensor` into every rank's: where it is, when that is host memory or the
+// group's device (NCCL's GPU); otherwise through a host copy (a GPU's parameters each way, once
+// at the start and for in-place state once per step, over an MPI group).
 void broadcast_from_rank0(ProcessGroup& group, const Tensor& tensor) {
-  if (tensor.device().type == DeviceType::CPU) {
+  if (tensor.device().type == DeviceType::CPU || tensor.device() == group.reduce_device()) {
     group.broadcast(tensor, 0);
     return;
   }

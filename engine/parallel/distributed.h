@@ -31,8 +31,7 @@
 // Where gradients are summed. With an MPI group (host memory), gradients on an accelerator are
 // gathered into a device copy of their bucket, which moves to the host and back once per step.
 // With an NCCL group (engine/comm/nccl_process_group.h) the buckets live in the GPU's memory and
-// never leave it; parameters and in-place state are still broadcast through host copies, over
-// the MPI group the NCCL group was made from.
+// never leave it, and parameters and in-place state are broadcast there too.
 //
 // What overlaps. With one local device (or none), every gradient output is copied into its
 // bucket by a node observer as the backward pass produces it, and a bucket's all-reduce starts

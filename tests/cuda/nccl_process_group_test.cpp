@@ -71,6 +71,8 @@ TEST(NcclProcessGroup, OneRankKeepsItsTensorAndPassesControlOn) {
       EXPECT_EQ(host_values<float>(t), host_values<float>(host));
     }
     EXPECT_EQ(all_gather_values<int64_t>(g, 42), std::vector<int64_t>{42});
+    g.broadcast(t, 0);
+    EXPECT_EQ(host_values<float>(t), host_values<float>(host));
     g.barrier();
     EXPECT_EQ(testing::error_of([&] { g.all_reduce_sum(host, ReduceOrder::Any); }),
               "all_reduce_sum on NCCL rank 0 of 1 on cuda:0: the tensor must be in cuda:0's "
@@ -98,6 +100,21 @@ TEST(NcclProcessGroup, TwoRanksSumAsTheHostInRankOrder) {
       EXPECT_EQ(host_values<float>(a), sum32) << "rank " << r;
       EXPECT_EQ(host_values<double>(b), sum64) << "rank " << r;
     }
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+}
+
+TEST(NcclProcessGroup, TwoRanksBroadcastGpuAndHostTensors) {
+  DPRUN_REQUIRE_CUDA_GPUS(2);
+  const std::vector<int64_t> from_rank1 = {1, 11, -7, int64_t{1} << 40};
+  auto errors = run_nccl_ranks(2, [&](ProcessGroup& g, const std::shared_ptr<ProcessGroup>&) {
+    const int64_t r = g.rank();
+    Tensor mine = Tensor::from_vector<int64_t>({4}, {r, 10 + r, -7 * r, r << 40});
+    Tensor on_gpu = mine.to(Device::cuda(g.rank()));
+    g.broadcast(on_gpu, 1);  // NCCL
+    EXPECT_EQ(host_values<int64_t>(on_gpu), from_rank1) << "rank " << r;
+    g.broadcast(mine, 1);  // the bootstrap group
+    EXPECT_EQ(host_values<int64_t>(mine), from_rank1) << "rank " << r;
   });
   EXPECT_EQ(errors, std::vector<std::string>(2));
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -254,13 +255,55 @@ TEST(DistributedDataParallel, RanksWhoseParametersDifferAreNamed) {
   EXPECT_EQ(errors, std::vector<std::string>(3, expected));
 }
 
-TEST(DistributedDataParallel, BroadcastGivesEveryRankRankZerosParameters) {
+// Where each rank trains and what its group works in: CPU devices and host memory, sim
+// devices and host memory (tensors staged through host copies), or sim devices and each rank's
+// device memory (as NCCL on GPUs: tensors broadcast and summed where they are).
+enum class Ranks { OnCpus, OnSimsOverHost, OnSimsOverDevices };
+
+std::string ranks_name(const ::testing::TestParamInfo<Ranks>& info) {
+  switch (info.param) {
+    case Ranks::OnCpus:
+      return "on_cpus";
+    case Ranks::OnSimsOverHost:
+      return "on_sims_over_host_memory";
+    default:
+      return "on_sims_over_device_memory";
+  }
+}
+
+Device rank_device(Ranks ranks, int rank) {
+  return ranks == Ranks::OnCpus ? Device::cpu(rank) : Device::sim(rank);
+}
+
+std::vector<std::string> run_placed_ranks(Ranks ranks, int n,
+                                          const std::function<void(ProcessGroup&)>& body) {
+  std::vector<Device> reduce_devices;
+  if (ranks == Ranks::OnSimsOverDevices)
+    for (int r = 0; r < n; ++r) reduce_devices.push_back(Device::sim(r));
+  return run_ranks(n, body, {}, reduce_devices);
+}
+
+// Element 0 of a parameter, wherever it is.
+float first_value(const Tensor& t) {
+  return t.device().type == DeviceType::CPU ? t.data<float>()[0]
+                                            : t.to(Device::cpu()).data<float>()[0];
+}
+
+class PlacedRanks : public ::testing::TestWithParam<Ranks> {};
+
+TEST_P(PlacedRanks, BroadcastGivesEveryRankRankZerosParameters) {
   std::vector<uint64_t> checksums(2);
-  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+  auto errors = run_placed_ranks(GetParam(), 2, [&](ProcessGroup& g) {
     auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
-    auto model = mlp_on(Device::cpu(g.rank()));
-    if (g.rank() == 1) model->parameter("fc2.weight").data<float>()[0] = 42.0f;
-    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group);
+    const Device device = rank_device(GetParam(), g.rank());
+    auto model = mlp_on(device);
+    if (g.rank() == 1) {
+      Tensor w = model->parameter("fc2.weight");  // shares the parameter's storage
+      Tensor changed = w.to(Device::cpu(), true);
+      changed.data<float>()[0] = 42.0f;
+      w.copy_from(changed);
+    }
+    DistributedDataParallel ddp(model, options_on({device}), group);
     ddp.broadcast_parameters();
     checksums[static_cast<size_t>(g.rank())] = checksum_tensors(model->parameters());
   });
@@ -268,6 +311,11 @@ TEST(DistributedDataParallel, BroadcastGivesEveryRankRankZerosParameters) {
   EXPECT_EQ(checksums[0], checksums[1]);
   EXPECT_EQ(checksums[0], checksum_tensors(mlp_on(Device::cpu(0))->parameters()));
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, PlacedRanks,
+                         ::testing::Values(Ranks::OnCpus, Ranks::OnSimsOverHost,
+                                           Ranks::OnSimsOverDevices),
+                         ranks_name);
 
 // y = BatchNormalization(x) in training mode, trained with an MSE loss: the running mean is
 // in-place state that each rank updates from its own shard.
@@ -296,17 +344,18 @@ std::shared_ptr<Model> batchnorm_on(Device device) {
   return std::make_shared<Model>(g, device);
 }
 
-class BroadcastBuffers : public ::testing::TestWithParam<bool> {};
+class BroadcastBuffers : public ::testing::TestWithParam<std::tuple<bool, Ranks>> {};
 
 TEST_P(BroadcastBuffers, RankZerosRunningStatisticsAreKept) {
-  const bool broadcast = GetParam();
+  const auto [broadcast, ranks] = GetParam();
   // Global batch {0, 2, 100, 300}: rank 0 takes {0, 100} (mean 50), rank 1 {2, 300} (151).
   Tensor x = Tensor::from_vector<float>({4, 1}, {0, 2, 100, 300});
   std::vector<float> means(2);
-  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+  auto errors = run_placed_ranks(ranks, 2, [&](ProcessGroup& g) {
     auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
-    auto model = batchnorm_on(Device::cpu(g.rank()));
-    TrainerOptions options = options_on({Device::cpu(g.rank())});
+    const Device device = rank_device(ranks, g.rank());
+    auto model = batchnorm_on(device);
+    TrainerOptions options = options_on({device});
     options.training.loss.kind = LossKind::Mse;
     DistributedDataParallel ddp(model, options, group, {.broadcast_buffers = broadcast});
     EXPECT_EQ(ddp.trainer().parameter_names(), (std::vector<std::string>{"bias", "scale"}));
@@ -316,10 +365,10 @@ TEST_P(BroadcastBuffers, RankZerosRunningStatisticsAreKept) {
     try {
       ddp.check_parameters_in_sync();
     } catch (...) {
-      means[static_cast<size_t>(g.rank())] = model->parameter("mean").data<float>()[0];
+      means[static_cast<size_t>(g.rank())] = first_value(model->parameter("mean"));
       throw;
     }
-    means[static_cast<size_t>(g.rank())] = model->parameter("mean").data<float>()[0];
+    means[static_cast<size_t>(g.rank())] = first_value(model->parameter("mean"));
   });
   // momentum 0.9: rank 0 holds 10 * 0.9 + 50 * 0.1 = 14, rank 1 10 * 0.9 + 151 * 0.1 = 24.1.
   EXPECT_FLOAT_EQ(means[0], 14.0f);
@@ -333,7 +382,14 @@ TEST_P(BroadcastBuffers, RankZerosRunningStatisticsAreKept) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OnOrOff, BroadcastBuffers, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(OnOrOff, BroadcastBuffers,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(Ranks::OnCpus, Ranks::OnSimsOverHost,
+                                                              Ranks::OnSimsOverDevices)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "on" : "off") + "_" +
+                                  ranks_name({std::get<1>(info.param), info.index});
+                         });
 
 TEST(DistributedDataParallel, OneDeviceStartsEveryBucketDuringTheBackwardPass) {
   Data data;

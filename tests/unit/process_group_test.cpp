@@ -86,6 +86,22 @@ TEST(ThreadProcessGroup, SumsInEachRanksDeviceMemory) {
   }
 }
 
+TEST(ThreadProcessGroup, BroadcastsInEachRanksDeviceMemory) {
+  std::vector<std::vector<int64_t>> results(2);
+  auto errors = run_ranks(
+      2,
+      [&](ProcessGroup& g) {
+        const int64_t r = g.rank();
+        Tensor t = Tensor::from_vector<int64_t>({3}, {r, 10 + r, -7 * r}).to(Device::sim(g.rank()));
+        g.broadcast(t, 1);
+        const Tensor host = t.to(Device::cpu());
+        results[static_cast<size_t>(r)].assign(host.data<int64_t>(), host.data<int64_t>() + 3);
+      },
+      {}, {Device::sim(0), Device::sim(1)});
+  EXPECT_EQ(errors, (std::vector<std::string>(2)));
+  for (const auto& r : results) EXPECT_EQ(r, (std::vector<int64_t>{1, 11, -7}));
+}
+
 TEST(ThreadProcessGroup, RefusesTensorsOutsideItsMemory) {
   auto device_group = make_thread_process_groups(1, {}, {Device::sim(0)})[0];
   EXPECT_EQ(testing::error_of([&] {
@@ -98,6 +114,10 @@ TEST(ThreadProcessGroup, RefusesTensorsOutsideItsMemory) {
                                          ReduceOrder::Any);
             }),
             "all_reduce_sum: the tensor must be in host memory, not float32[2] on sim:0");
+  EXPECT_EQ(testing::error_of([&] {
+              device_group->broadcast(Tensor::zeros({2}, DType::Float32, Device::sim(1)), 0);
+            }),
+            "broadcast: the tensor must be in host memory or sim:0's, not float32[2] on sim:1");
   EXPECT_EQ(testing::error_of([] { make_thread_process_groups(2, {}, {Device::sim(0)}); }),
             "a process group of 2 ranks given 1 devices to sum in");
 }

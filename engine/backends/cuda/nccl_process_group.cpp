@@ -91,9 +91,7 @@ class NcclGroup : public ProcessGroup {
     Tensor scratch;
     if (order == ReduceOrder::RankOrder && size() > 1)  // allocated on the caller's stream
       scratch = Tensor::empty({static_cast<int64_t>(count) * size()}, tensor.dtype(), device_);
-    cuda_check(cudaEventRecord(ready_, current_stream(device_.index)), context_,
-               ": cudaEventRecord");
-    cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), context_, ": cudaStreamWaitEvent");
+    follow_callers_stream();
     if (order == ReduceOrder::Any) {
       nccl_check(
           ncclAllReduce(tensor.raw_data(), tensor.raw_data(), count, type, ncclSum, comm_, stream_),
@@ -104,16 +102,24 @@ class NcclGroup : public ProcessGroup {
       sum_parts_in_rank_order(tensor.raw_data(), scratch.raw_data(), tensor.numel(), size(),
                               tensor.dtype(), stream_);
     }
-    cudaEvent_t done = nullptr;
-    cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), context_,
-               ": cudaEventCreateWithFlags");
-    auto work = std::make_unique<NcclWork>(*this, done, std::move(tensor), std::move(scratch));
-    cuda_check(cudaEventRecord(done, stream_), context_, ": cudaEventRecord");
-    return work;
+    return work_queued(std::move(tensor), std::move(scratch));
   }
 
   void broadcast(Tensor tensor, int root) override {
-    bootstrap_->broadcast(std::move(tensor), root);
+    if (tensor.device().type == DeviceType::CPU)
+      return bootstrap_->broadcast(std::move(tensor), root);
+    DPRUN_CHECK(!aborted_, context_, ": broadcast after the communicator was aborted");
+    DPRUN_CHECK(root >= 0 && root < size(), "broadcast: root ", root,
+                " is not a rank of a group of ", size());
+    DPRUN_CHECK(tensor.device() == device_ && tensor.dtype() != DType::String, "broadcast on ",
+                context_, ": the tensor must be in host memory or ", device_.to_string(),
+                "'s, not ", tensor.describe());
+    CudaDeviceGuard guard(device_.index);
+    follow_callers_stream();
+    nccl_check(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root,
+                             comm_, stream_),
+               context_, ": ncclBroadcast of ", tensor.describe());
+    work_queued(std::move(tensor), {})->wait();
   }
   std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
     return bootstrap_->all_gather(bytes);
@@ -145,6 +151,24 @@ class NcclGroup : public ProcessGroup {
   }
 
  private:
+  // Makes the group's stream wait for the work queued so far on the calling thread's current
+  // stream of the GPU (which writes what the collective reads).
+  void follow_callers_stream() {
+    cuda_check(cudaEventRecord(ready_, current_stream(device_.index)), context_,
+               ": cudaEventRecord");
+    cuda_check(cudaStreamWaitEvent(stream_, ready_, 0), context_, ": cudaStreamWaitEvent");
+  }
+
+  // The work queued on the group's stream so far, done when an event recorded now is.
+  std::unique_ptr<CollectiveWork> work_queued(Tensor tensor, Tensor scratch) {
+    cudaEvent_t done = nullptr;
+    cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), context_,
+               ": cudaEventCreateWithFlags");
+    auto work = std::make_unique<NcclWork>(*this, done, std::move(tensor), std::move(scratch));
+    cuda_check(cudaEventRecord(done, stream_), context_, ": cudaEventRecord");
+    return work;
+  }
+
   void release() noexcept {
     int previous = -1;
     cudaGetDevice(&previous);
