@@ -247,6 +247,7 @@ int bench_command(int argc, char** argv, int first) {
   // Before the devices are parsed: the ranks on a host share its cores.
   std::optional<DistributedRun> dist = start_distributed(args);
   DataParallelOptions options = parse_parallel_options(args);
+  if (dist) options.device_ids = rank_devices(*dist, args, options.device_ids);
   InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 20, 1, 1000000));
   int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));

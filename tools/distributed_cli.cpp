@@ -65,10 +65,18 @@ std::optional<DistributedRun> start_distributed(const Args& args) {
   run.options.deterministic = args.has("deterministic");
   run.group = mpi_world_process_group(group_options);
   active_group() = run.group;
+  run.local = local_ranks(*run.group);
   run.cores = share_host_cores(*run.group);
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
     fail("rank ", run.rank(), ": cannot silence stdout");
   return run;
+}
+
+std::vector<Device> rank_devices(const DistributedRun& run, const Args& args,
+                                 std::vector<Device> devices) {
+  const bool all = args.get("devices").value_or("all") == "all";
+  if (!all || devices.empty() || devices.front().type != DeviceType::CUDA) return devices;
+  return local_share(devices, run.local);
 }
 
 void choose_gradient_backend(DistributedRun& run, const Args& args, Device device) {

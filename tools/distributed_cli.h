@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/comm/local_ranks.h"
 #include "engine/comm/process_group.h"
 #include "engine/parallel/distributed.h"
 #include "tools/cli_args.h"
@@ -26,6 +27,7 @@ struct DistributedRun {
   std::shared_ptr<ProcessGroup> group;
   ProcessGroupOptions group_options;
   DistributedOptions options;
+  LocalRanks local;        // this rank among the ranks of its host
   std::vector<int> cores;  // this rank's share of the host's cores
   int rank() const { return group->rank(); }
   int size() const { return group->size(); }
@@ -38,6 +40,13 @@ struct DistributedRun {
 /// report_error(). Call it before any CPU device is used. Throws Error "this build of dprun has
 /// no MPI support" when built without MPI.
 std::optional<DistributedRun> start_distributed(const Args& args);
+
+/// The devices this rank runs on: with --devices all (or none given) and GPUs, its share of
+/// the host's GPUs (local_share: local rank l of L takes a block of its own, as each process of
+/// a PyTorch job takes cuda:local_rank); anything else as given, CPU devices dividing the
+/// rank's share of the cores. Throws Error when the host has fewer GPUs than ranks.
+std::vector<Device> rank_devices(const DistributedRun& run, const Args& args,
+                                 std::vector<Device> devices);
 
 /// Collective, for training: the group the gradients are summed over, by --dist-backend.
 /// `nccl` (the default when `device`, the rank's device_ids[0], is a GPU and the build has

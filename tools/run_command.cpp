@@ -67,6 +67,7 @@ int run_command(int argc, char** argv, int first) {
   // Before the devices are parsed: the ranks on a host share its cores.
   std::optional<DistributedRun> dist = start_distributed(args);
   DataParallelOptions options = parse_parallel_options(args);
+  if (dist) options.device_ids = rank_devices(*dist, args, options.device_ids);
   InputOptions input_options = parse_input_options(args);
   int iters = static_cast<int>(args.get_int("iters", 1, 1, 1000000));
   std::string output_dir = args.get("output-dir").value_or("");

@@ -202,6 +202,7 @@ int train_command(int argc, char** argv, int first) {
   std::optional<DistributedRun> dist = start_distributed(args);
   const bool writes = !dist || dist->is_root();  // only rank 0 writes files
   TrainerOptions options = parse_trainer_options(args);
+  if (dist) options.parallel.device_ids = rank_devices(*dist, args, options.parallel.device_ids);
   auto save = args.get("save");
   if (!save) throw UsageError("--save OUT.onnx is required");
   if (args.has("shuffle") && args.has("no-shuffle"))

@@ -1,11 +1,10 @@
 #include "engine/comm/host_cores.h"
 
 #include <sched.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <functional>
-#include <string>
+
+#include "engine/comm/local_ranks.h"
 
 namespace dprun {
 
@@ -27,9 +26,7 @@ std::vector<int> cpus_of(const HostMask& m) {
 
 std::vector<int> share_host_cores(ProcessGroup& group) {
   HostMask mine;
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  mine.host = std::hash<std::string>{}(name);
+  mine.host = host_id();
   cpu_set_t set;
   CPU_ZERO(&set);
   DPRUN_CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "cannot read this rank's CPU affinity");

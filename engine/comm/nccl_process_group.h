@@ -41,8 +41,10 @@ bool nccl_supported();
 /// Collective over `bootstrap`'s ranks: every rank calls it with its own GPU (one GPU per rank
 /// and no GPU twice on a host: NCCL's rule). Makes the communicator (ncclCommInitRank) with
 /// the id rank 0 makes and sends over `bootstrap`. The group keeps `bootstrap` for its control
-/// collectives and its abort(). Throws Error when the build has no CUDA, `device` is not a
-/// present GPU, or NCCL fails (naming the rank, the GPU and NCCL's message).
+/// collectives and its abort(). Throws, on every rank together, RankFailure when a rank's
+/// device is not a present GPU and CollectiveError when two ranks of a host were given the same
+/// GPU; Error when the build has no CUDA or NCCL fails (naming the rank, the GPU and NCCL's
+/// message).
 std::shared_ptr<ProcessGroup> nccl_process_group(std::shared_ptr<ProcessGroup> bootstrap,
                                                  Device device, ProcessGroupOptions options = {});
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/backend.h"
 #include "engine/comm/nccl_process_group.h"
 #include "engine/comm/reducer.h"
 #include "engine/parallel/comm.h"
@@ -122,13 +123,41 @@ TEST(ThreadProcessGroup, RefusesTensorsOutsideItsMemory) {
             "a process group of 2 ranks given 1 devices to sum in");
 }
 
-TEST(NcclProcessGroup, SumsOnlyInAGpusMemory) {
-  // Checked before NCCL is touched, so this runs without a GPU.
-  auto bootstrap = make_thread_process_groups(1)[0];
-  EXPECT_EQ(testing::error_of([&] { nccl_process_group(bootstrap, Device::cpu(0)); }),
-            nccl_supported() ? "NCCL process group: rank 0 was given cpu:0; NCCL sums in the "
-                               "memory of a GPU (cuda:N)"
-                             : "this build of dprun has no CUDA support, so no NCCL process group");
+// The NCCL group's checks come before NCCL is touched, so these run without a GPU.
+const char* const kNoNccl = "this build of dprun has no CUDA support, so no NCCL process group";
+
+TEST(NcclProcessGroup, EveryRankNeedsAGpu) {
+  // Rank 1's device is the host: both ranks fail together, naming it.
+  std::vector<Device> devices = {Device::cuda(0), Device::cpu(0)};
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto bootstrap = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    nccl_process_group(bootstrap, devices[static_cast<size_t>(g.rank())]);
+  });
+  if (!nccl_supported()) {
+    EXPECT_EQ(errors, std::vector<std::string>(2, kNoNccl));
+    return;
+  }
+  // Without a GPU, rank 0's cuda:0 is refused as well.
+  const std::string rank1 =
+      "rank 1: NCCL process group: cpu:0 is not a GPU; NCCL sums in the memory of a GPU (cuda:N)";
+  const std::string expected = backend_for(DeviceType::CUDA).device_count() > 0
+                                   ? rank1
+                                   : "rank 0: device cuda:0: no CUDA GPU is present; " + rank1;
+  EXPECT_EQ(errors, std::vector<std::string>(2, expected));
+}
+
+TEST(NcclProcessGroup, RanksOfAHostNeedGpusOfTheirOwn) {
+  // Ranks as threads share this host: ranks 0 and 2 were both given cuda:1.
+  std::vector<Device> devices = {Device::cuda(1), Device::cuda(0), Device::cuda(1)};
+  auto errors = run_ranks(3, [&](ProcessGroup& g) {
+    auto bootstrap = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    nccl_process_group(bootstrap, devices[static_cast<size_t>(g.rank())]);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(
+                        3, nccl_supported() ? "NCCL process group: ranks 0 and 2 run on one host "
+                                              "and were both given cuda:1; NCCL needs a GPU of "
+                                              "its own for each rank"
+                                            : kNoNccl));
 }
 
 TEST(ThreadProcessGroup, BroadcastGatherAllGather) {

@@ -14,6 +14,8 @@
 #include "engine/backends/cuda/cuda_stream.h"
 #include "engine/backends/cuda/nccl_collectives.h"
 #include "engine/backends/cuda/rank_order_sum.h"
+#include "engine/comm/local_ranks.h"
+#include "engine/comm/rank_failure.h"
 
 namespace dprun {
 
@@ -45,9 +47,7 @@ class NcclGroup : public ProcessGroup {
   NcclGroup(std::shared_ptr<ProcessGroup> bootstrap, Device device, ProcessGroupOptions options)
       : bootstrap_(std::move(bootstrap)), device_(device), options_(options) {
     DPRUN_CHECK(bootstrap_ != nullptr, "NCCL process group: no group to start from");
-    DPRUN_CHECK(device.type == DeviceType::CUDA, "NCCL process group: rank ", bootstrap_->rank(),
-                " was given ", device.to_string(), "; NCCL sums in the memory of a GPU (cuda:N)");
-    backend_for(DeviceType::CUDA).check_device(device);
+    check_gpus();
     context_ = detail::concat("NCCL rank ", rank(), " of ", size(), " on ", device.to_string());
     // Rank 0 makes the communicator's id; every rank takes rank 0's from an all-gather.
     ncclUniqueId id;
@@ -151,6 +151,37 @@ class NcclGroup : public ProcessGroup {
   }
 
  private:
+  // Collective: no two ranks of a host were given the same GPU (NCCL's rule), and every rank's
+  // device is a present GPU; otherwise every rank throws the same error, naming the ranks, and
+  // none is left waiting for the others in ncclCommInitRank.
+  void check_gpus() {
+    struct RankGpu {
+      uint64_t host;
+      int32_t type;
+      int32_t index;
+    };
+    const auto all = all_gather_values(
+        *bootstrap_, RankGpu{host_id(), static_cast<int32_t>(device_.type), device_.index});
+    const auto cuda = static_cast<int32_t>(DeviceType::CUDA);
+    for (size_t a = 0; a < all.size(); ++a)
+      for (size_t b = a + 1; b < all.size(); ++b)
+        if (all[a].type == cuda && all[b].type == cuda && all[a].host == all[b].host &&
+            all[a].index == all[b].index)
+          throw CollectiveError(
+              detail::concat("NCCL process group: ranks ", a, " and ", b,
+                             " run on one host and were both given cuda:", all[a].index,
+                             "; NCCL needs a GPU of its own for each rank"));
+    std::exception_ptr error;
+    try {
+      DPRUN_CHECK(device_.type == DeviceType::CUDA, "NCCL process group: ", device_.to_string(),
+                  " is not a GPU; NCCL sums in the memory of a GPU (cuda:N)");
+      backend_for(DeviceType::CUDA).check_device(device_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    throw_if_any_rank_failed(*bootstrap_, error);
+  }
+
   // Makes the group's stream wait for the work queued so far on the calling thread's current
   // stream of the GPU (which writes what the collective reads).
   void follow_callers_stream() {
