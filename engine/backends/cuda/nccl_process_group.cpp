@@ -25,17 +25,22 @@ using Clock = std::chrono::steady_clock;
 
 class NcclGroup;
 
-// One all-reduce in flight: done when `done_` (recorded after it on the group's stream) is.
+// A collective in flight: done when `done_` (recorded after it on the group's stream) is.
 class NcclWork : public CollectiveWork {
  public:
-  NcclWork(NcclGroup& group, cudaEvent_t done, Tensor tensor, Tensor scratch)
-      : group_(group), done_(done), tensor_(std::move(tensor)), scratch_(std::move(scratch)) {}
+  NcclWork(NcclGroup& group, const char* what, cudaEvent_t done, Tensor tensor, Tensor scratch)
+      : group_(group),
+        what_(what),
+        done_(done),
+        tensor_(std::move(tensor)),
+        scratch_(std::move(scratch)) {}
   ~NcclWork() override;
   bool test() override;
   void wait() override;
 
  private:
   NcclGroup& group_;
+  const char* what_;  // "all_reduce_sum" or "broadcast", for errors
   cudaEvent_t done_;
   Tensor tensor_;   // kept alive until the work is done
   Tensor scratch_;  // RankOrder's gathered parts
@@ -102,7 +107,7 @@ class NcclGroup : public ProcessGroup {
       sum_parts_in_rank_order(tensor.raw_data(), scratch.raw_data(), tensor.numel(), size(),
                               tensor.dtype(), stream_);
     }
-    return work_queued(std::move(tensor), std::move(scratch));
+    return work_queued("all_reduce_sum", std::move(tensor), std::move(scratch));
   }
 
   void broadcast(Tensor tensor, int root) override {
@@ -119,7 +124,7 @@ class NcclGroup : public ProcessGroup {
     nccl_check(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root,
                              comm_, stream_),
                context_, ": ncclBroadcast of ", tensor.describe());
-    work_queued(std::move(tensor), {})->wait();
+    work_queued("broadcast", std::move(tensor), {})->wait();
   }
   std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
     return bootstrap_->all_gather(bytes);
@@ -133,13 +138,15 @@ class NcclGroup : public ProcessGroup {
     std::abort();  // not reached: the bootstrap group's abort() ends the process
   }
 
-  /// Throws when NCCL reports an asynchronous error (aborting the communicator first).
-  void check_async_error() {
+  /// Throws when NCCL reports an asynchronous error (aborting the communicator first) or the
+  /// communicator was aborted.
+  void check_async_error(const char* what) {
+    DPRUN_CHECK(!aborted_, context_, ": ", what, ": the communicator was aborted");
     ncclResult_t async = ncclSuccess;
     nccl_check(ncclCommGetAsyncError(comm_, &async), context_, ": ncclCommGetAsyncError");
     if (async == ncclSuccess || async == ncclInProgress) return;
     abort_communicator();
-    fail(context_, ": all_reduce_sum failed: ", ncclGetErrorString(async), " (NCCL result ",
+    fail(context_, ": ", what, " failed: ", ncclGetErrorString(async), " (NCCL result ",
          static_cast<int>(async), ")");
   }
   /// Ends the communicator's work, queued or running (a peer is gone or late).
@@ -191,11 +198,12 @@ class NcclGroup : public ProcessGroup {
   }
 
   // The work queued on the group's stream so far, done when an event recorded now is.
-  std::unique_ptr<CollectiveWork> work_queued(Tensor tensor, Tensor scratch) {
+  std::unique_ptr<CollectiveWork> work_queued(const char* what, Tensor tensor, Tensor scratch) {
     cudaEvent_t done = nullptr;
     cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), context_,
                ": cudaEventCreateWithFlags");
-    auto work = std::make_unique<NcclWork>(*this, done, std::move(tensor), std::move(scratch));
+    auto work =
+        std::make_unique<NcclWork>(*this, what, done, std::move(tensor), std::move(scratch));
     cuda_check(cudaEventRecord(done, stream_), context_, ": cudaEventRecord");
     return work;
   }
@@ -236,9 +244,9 @@ bool NcclWork::test() {
   if (finished_) return true;
   cudaError_t status = cudaEventQuery(done_);
   if (status == cudaSuccess) return finished_ = true;
-  if (status != cudaErrorNotReady) cuda_check(status, group_.context(), ": all_reduce_sum");
+  if (status != cudaErrorNotReady) cuda_check(status, group_.context(), ": ", what_);
   cudaGetLastError();  // cudaErrorNotReady is not an error to keep
-  group_.check_async_error();
+  group_.check_async_error(what_);
   return false;
 }
 
@@ -251,7 +259,7 @@ void NcclWork::wait() {
     const auto now = Clock::now();
     if (now > deadline) {
       group_.abort_communicator();
-      fail(group_.context(), ": all_reduce_sum: the other ranks did not join within ",
+      fail(group_.context(), ": ", what_, ": the other ranks did not join within ",
            group_.timeout_seconds(), " s");
     }
     if (now - start < std::chrono::seconds(10))
