@@ -2,6 +2,8 @@
 // The bundled models (models/*.onnx) for in-process tests: their paths and deterministic
 // inputs of any batch size.
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,18 @@ namespace dprun::testing {
 inline std::string bundled_model_path(const std::string& name) {
   const char* root = std::getenv("DPRUN_SOURCE_DIR");
   return std::string(root ? root : DPRUN_SOURCE_DIR_DEFAULT) + "/models/" + name + ".onnx";
+}
+
+/// Every bundled model (models/*.onnx) by name, for tests that loop over them all.
+inline std::map<std::string, std::string> bundled_model_paths() {
+  const char* root = std::getenv("DPRUN_SOURCE_DIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(root ? root : DPRUN_SOURCE_DIR_DEFAULT) / "models";
+  std::map<std::string, std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".onnx")
+      paths[entry.path().stem().string()] = entry.path().string();
+  return paths;
 }
 
 /// Deterministic inputs for the model's declared inputs: the first unknown dim is `batch`,

@@ -8,6 +8,7 @@
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "engine/plan.h"
+#include "engine/plan_reads.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "loader/onnx_loader.h"
 #include "tools/cli_args.h"
@@ -63,6 +64,24 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
   return compiled;
 }
 
+// What every run reads back from the device (engine/plan_reads.h): each copy makes the host
+// wait for the device.
+void print_device_reads(std::shared_ptr<const Graph> graph, DeviceType type) {
+  std::vector<DeviceRead> reads;
+  try {
+    reads = device_reads_per_run(*Plan::build(graph, type));
+  } catch (const Error&) {
+    return;  // nodes without a kernel anywhere: the placement lists them
+  }
+  const std::string name(device_type_name(type));
+  std::printf("  copies back from %s per run: %zu%s\n", name.c_str(), reads.size(),
+              reads.empty() ? "" : " (the host waits for the device at each)");
+  for (const DeviceRead& r : reads)
+    std::printf("    %s, input %zu of %s%s\n", r.value.c_str(), r.slot,
+                r.reader->describe().c_str(),
+                r.by_device_kernel ? ", which its kernel reads on the host" : "");
+}
+
 // Where each node of the graph compiled for `device`'s type runs: the counts, then every node
 // that falls back to the cpu or has no kernel at all. Planning needs no device, so this works
 // where `device` is absent; a note says so.
@@ -86,6 +105,7 @@ void print_placement(std::shared_ptr<const Graph> loaded, Device device) {
   if (shape_arithmetic)
     std::printf("  shape arithmetic on the cpu: %zu node%s, their results kept on the host\n",
                 shape_arithmetic, shape_arithmetic == 1 ? "" : "s");
+  if (type != DeviceType::CPU) print_device_reads(graph, type);
   if (std::string why = unusable_reason(device); !why.empty())
     std::printf("  note: %s\n", why.c_str());
   for (const NodePlacement& p : placements) {

@@ -200,25 +200,34 @@ TEST(BundledModels, InspectDevicesSaysWhereEachNodeRuns) {
   EXPECT_EQ(r.output.find("  note: " + why + "\n") != std::string::npos, !why.empty()) << r.output;
 }
 
-TEST(BundledModels, InspectNamesNodesWithoutAnyKernel) {
+// y = OP(Relu(x)) for x of `n` floats: node 'relu', then node `name` (OP in `domain`), whose
+// output is of type `y_type`.
+Graph relu_then(const std::string& name, const std::string& op, const std::string& domain,
+                int64_t n, TensorType y_type) {
   Graph g;
-  g.name = "mystery";
+  g.name = name;
   g.opset_imports[""] = 17;
-  g.opset_imports["dprun.none"] = 1;
-  g.inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::known(2)}}});
+  if (!domain.empty()) g.opset_imports[domain] = 1;
+  g.inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::known(n)}}});
   Node relu;
   relu.name = "relu";
   relu.op_type = "Relu";
   relu.inputs = {"x"};
   relu.outputs = {"r"};
-  Node mystery = relu;
-  mystery.name = "mystery";
-  mystery.op_type = "Mystery";
-  mystery.domain = "dprun.none";
-  mystery.inputs = {"r"};
-  mystery.outputs = {"y"};
-  g.nodes = {relu, mystery};
-  g.outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::known(2)}}});
+  Node second = relu;
+  second.name = name;
+  second.op_type = op;
+  second.domain = domain;
+  second.inputs = {"r"};
+  second.outputs = {"y"};
+  g.nodes = {relu, second};
+  g.outputs.push_back({"y", std::move(y_type)});
+  return g;
+}
+
+TEST(BundledModels, InspectNamesNodesWithoutAnyKernel) {
+  const Graph g = relu_then("mystery", "Mystery", "dprun.none", 2,
+                            {DType::Float32, SymbolicShape{Dim::known(2)}});
   const std::string path = scratch_path("inspect_mystery.onnx").string();
   save_graph(g, {}, path);
   auto r = run_dprun("inspect " + path + " --devices cpu:0");
@@ -229,6 +238,39 @@ TEST(BundledModels, InspectNamesNodesWithoutAnyKernel) {
                           "  none [Mystery] node 'mystery' (unknown op)\n"),
             std::string::npos)
       << r.output;
+}
+
+TEST(BundledModels, InspectListsWhatARunOnAGpuReadsBack) {
+  // NonZero has no CUDA kernel: Relu's result comes back to the host for it. The transformer
+  // keeps its shape arithmetic on the host and reads nothing back.
+  const Graph g = relu_then("nz", "NonZero", "", 4,
+                            {DType::Int64, SymbolicShape{Dim::known(1), Dim::named("n")}});
+  const std::string path = scratch_path("inspect_reads_back.onnx").string();
+  save_graph(g, {}, path);
+  auto r = run_dprun("inspect " + path + " --devices cuda:0");
+  fs::remove(path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  bool cuda_build = true;
+  try {
+    backend_for(DeviceType::CUDA);
+  } catch (const Error&) {
+    cuda_build = false;
+  }
+  if (!cuda_build) {  // no CUDA kernels: every node runs on the host, reading its input back
+    EXPECT_NE(r.output.find("  copies back from cuda per run: 2 (the host waits for the device "
+                            "at each)\n    x, input 0 of [Relu] node 'relu'\n    r, input 0 of "
+                            "[NonZero] node 'nz'\n"),
+              std::string::npos)
+        << r.output;
+    return;
+  }
+  EXPECT_NE(r.output.find("  copies back from cuda per run: 1 (the host waits for the device at "
+                          "each)\n    r, input 0 of [NonZero] node 'nz'\n"),
+            std::string::npos)
+      << r.output;
+  r = run_dprun("inspect " + source_path("models/transformer.onnx") + " --devices cuda:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("  copies back from cuda per run: 0\n"), std::string::npos) << r.output;
 }
 
 TEST(BundledModels, InspectRejectsAMalformedDeviceList) {

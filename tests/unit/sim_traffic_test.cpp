@@ -21,6 +21,7 @@
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
 #include "engine/plan.h"
+#include "engine/plan_reads.h"
 #include "graph_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
@@ -86,13 +87,10 @@ TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
 // embedding's Gather); nothing comes back (the outputs stay on the device).
 TEST(SimTraffic, EveryBundledModelRunCopiesItsInputsOverAndNothingBack) {
   const std::map<std::string, int64_t> to_device = {{"mlp", 1}, {"cnn", 1}, {"transformer", 3}};
-  const std::filesystem::path dir = std::filesystem::path(DPRUN_SOURCE_DIR_DEFAULT) / "models";
   int models = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".onnx") continue;
-    const std::string name = entry.path().stem().string();
+  for (const auto& [name, path] : testing::bundled_model_paths()) {
     SCOPED_TRACE(name);
-    Model model(load_model(entry.path().string(), Device::sim(0)));
+    Model model(load_model(path, Device::sim(0)));
     const std::vector<Tensor> inputs = testing::deterministic_inputs(model, 3);
     model.run(inputs);
     const SimTraffic t = traffic_of([&] { model.run(inputs); });
@@ -204,7 +202,8 @@ std::vector<BundledCase> bundled_training_cases() {
 
 // Every bundled training case: its training graph, built with the case's loss, places no node
 // on the host in a CUDA plan other than shape arithmetic (NonZero of a mask over shapes, the
-// run-time unbroadcasting of a gradient, included).
+// run-time unbroadcasting of a gradient, included), and its plan reads nothing back from the
+// device (engine/plan_reads.h).
 TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
   if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   int cases = 0;
@@ -219,6 +218,8 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
       if (p.device == DeviceType::CPU && !p.shape_arithmetic)
         on_host.push_back(p.node->describe() + ": " + p.why_not);
     EXPECT_EQ(on_host, std::vector<std::string>{});
+    for (const DeviceRead& r : device_reads_per_run(*Plan::build(training.graph, DeviceType::CUDA)))
+      ADD_FAILURE() << r.value << " is read back for " << r.reader->describe();
     ++cases;
   }
   EXPECT_EQ(cases, 13);
