@@ -16,6 +16,10 @@ std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::stri
   return out;
 }
 
+void ProcessGroup::broadcast_coalesced(const std::vector<Tensor>& tensors, int root) {
+  for (const Tensor& t : tensors) broadcast(t, root);
+}
+
 void all_reduce_sum_now(ProcessGroup& group, Tensor tensor, ReduceOrder order) {
   group.all_reduce_sum(std::move(tensor), order)->wait();
 }

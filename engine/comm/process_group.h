@@ -92,6 +92,9 @@ class ProcessGroup {
   /// communicator), so every rank must issue its broadcasts of device tensors in the same order
   /// relative to its all-reduces (DistributedDataParallel does).
   virtual void broadcast(Tensor tensor, int root) = 0;
+  /// broadcast of each of `tensors`, in order (the same list on every rank); a group may send
+  /// them together (NCCL: one group of calls and one wait). This one calls broadcast for each.
+  virtual void broadcast_coalesced(const std::vector<Tensor>& tensors, int root);
   /// Every rank's `bytes` (the same count on every rank), concatenated in rank order.
   virtual std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) = 0;
   /// Every rank's `bytes` (any count), in rank order, on `root`; other ranks get an empty list.

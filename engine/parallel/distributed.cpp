@@ -32,18 +32,20 @@ std::string hex(uint64_t v) {
   return out.str();
 }
 
-// Copies rank 0's `tensor` into every rank's: where it is, when that is host memory or the
-// group's device (NCCL's GPU); otherwise through a host copy (a GPU's parameters each way, once
-// at the start and for in-place state once per step, over an MPI group).
-void broadcast_from_rank0(ProcessGroup& group, const Tensor& tensor) {
-  if (tensor.device().type == DeviceType::CPU || tensor.device() == group.reduce_device()) {
-    group.broadcast(tensor, 0);
-    return;
+// Copies rank 0's `tensors` into every rank's, together: where they are, when that is host
+// memory or the group's device (NCCL's GPU); otherwise through host copies (a GPU's parameters
+// each way, once at the start and for in-place state once per step, over an MPI group).
+void broadcast_from_rank0(ProcessGroup& group, const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> sent, staged;  // staged[k]: the host copy of sent[k] where one is needed
+  for (const Tensor& t : tensors) {
+    if (t.dtype() == DType::String) continue;
+    const bool in_place = t.device().type == DeviceType::CPU || t.device() == group.reduce_device();
+    sent.push_back(in_place ? t : t.to(Device::cpu()));
+    staged.push_back(in_place ? Tensor() : t);
   }
-  Tensor host = tensor.to(Device::cpu());
-  group.broadcast(host, 0);
-  Tensor target = tensor;  // shares the parameter's storage
-  target.copy_from(host);
+  group.broadcast_coalesced(sent, 0);
+  for (size_t k = 0; k < sent.size(); ++k)
+    if (staged[k].defined()) staged[k].copy_from(sent[k]);  // shares the parameter's storage
 }
 
 }  // namespace
@@ -137,8 +139,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Model> model,
 }
 
 void DistributedDataParallel::broadcast_parameters() {
-  for (const Tensor& p : model_->parameters())
-    if (p.dtype() != DType::String) broadcast_from_rank0(*group_, p);
+  broadcast_from_rank0(*group_, model_->parameters());
   model_->mark_parameters_changed();
   broadcast_done_ = true;
 }
@@ -161,10 +162,7 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
               global_rows);
   if (!broadcast_done_) broadcast_parameters();
   auto start = Clock::now();
-  if (options_.broadcast_buffers && !buffers_.empty()) {
-    for (const auto& name : buffers_) broadcast_from_rank0(*group_, model_->parameter(name));
-    model_->mark_parameters_changed();
-  }
+  if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
 
   reducer_->begin_step();
   auto compute_start = Clock::now();
@@ -226,13 +224,17 @@ double DistributedDataParallel::step(const std::vector<Tensor>& inputs, const Te
   return loss;
 }
 
+void DistributedDataParallel::broadcast_buffers() {
+  std::vector<Tensor> buffers;
+  for (const auto& name : buffers_) buffers.push_back(model_->parameter(name));
+  broadcast_from_rank0(*group_, buffers);
+  model_->mark_parameters_changed();
+}
+
 uint64_t DistributedDataParallel::check_parameters_in_sync() {
   // Each rank's last step updated its in-place state from its own shard: rank 0's is the one
   // kept, as it is the one saved.
-  if (options_.broadcast_buffers && !buffers_.empty()) {
-    for (const auto& name : buffers_) broadcast_from_rank0(*group_, model_->parameter(name));
-    model_->mark_parameters_changed();
-  }
+  if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
   std::vector<Tensor> state;
   for (const Tensor& p : model_->parameters())
     if (p.dtype() != DType::String) state.push_back(p);

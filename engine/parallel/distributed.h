@@ -135,6 +135,8 @@ class DistributedDataParallel {
   uint64_t check_parameters_in_sync();
 
  private:
+  // Rank 0's in-place state (buffers_) to every rank, in one coalesced broadcast.
+  void broadcast_buffers();
   void on_node_done(const Node& node, std::span<const Tensor> outputs);
 
   std::shared_ptr<Model> model_;

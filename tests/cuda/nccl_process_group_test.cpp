@@ -115,6 +115,14 @@ TEST(NcclProcessGroup, TwoRanksBroadcastGpuAndHostTensors) {
     EXPECT_EQ(host_values<int64_t>(on_gpu), from_rank1) << "rank " << r;
     g.broadcast(mine, 1);  // the bootstrap group
     EXPECT_EQ(host_values<int64_t>(mine), from_rank1) << "rank " << r;
+    // Together: two GPU tensors in one NCCL group, and a host tensor.
+    Tensor a = Tensor::from_vector<float>({2}, {float(r), 0.5f}).to(Device::cuda(g.rank()));
+    Tensor b = Tensor::from_vector<double>({1}, {-double(r)}).to(Device::cuda(g.rank()));
+    Tensor c = Tensor::from_vector<int64_t>({1}, {7 * r});
+    g.broadcast_coalesced({a, b, c}, 1);
+    EXPECT_EQ(host_values<float>(a), (std::vector<float>{1.0f, 0.5f})) << "rank " << r;
+    EXPECT_EQ(host_values<double>(b), std::vector<double>{-1.0}) << "rank " << r;
+    EXPECT_EQ(host_values<int64_t>(c), std::vector<int64_t>{7}) << "rank " << r;
   });
   EXPECT_EQ(errors, std::vector<std::string>(2));
 }

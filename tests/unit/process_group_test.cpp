@@ -88,19 +88,28 @@ TEST(ThreadProcessGroup, SumsInEachRanksDeviceMemory) {
 }
 
 TEST(ThreadProcessGroup, BroadcastsInEachRanksDeviceMemory) {
+  // One tensor, then a device and a host tensor together (broadcast_coalesced), from rank 1.
   std::vector<std::vector<int64_t>> results(2);
+  auto values = [](const Tensor& t) {
+    const Tensor host = t.to(Device::cpu());
+    return std::vector<int64_t>(host.data<int64_t>(), host.data<int64_t>() + host.numel());
+  };
   auto errors = run_ranks(
       2,
       [&](ProcessGroup& g) {
         const int64_t r = g.rank();
         Tensor t = Tensor::from_vector<int64_t>({3}, {r, 10 + r, -7 * r}).to(Device::sim(g.rank()));
         g.broadcast(t, 1);
-        const Tensor host = t.to(Device::cpu());
-        results[static_cast<size_t>(r)].assign(host.data<int64_t>(), host.data<int64_t>() + 3);
+        Tensor on_device = Tensor::from_vector<int64_t>({1}, {100 * r}).to(Device::sim(g.rank()));
+        Tensor on_host = Tensor::from_vector<int64_t>({2}, {r, -r});
+        g.broadcast_coalesced({on_device, on_host}, 1);
+        auto& out = results[static_cast<size_t>(r)];
+        for (const Tensor& each : {t, on_device, on_host})
+          for (int64_t v : values(each)) out.push_back(v);
       },
       {}, {Device::sim(0), Device::sim(1)});
   EXPECT_EQ(errors, (std::vector<std::string>(2)));
-  for (const auto& r : results) EXPECT_EQ(r, (std::vector<int64_t>{1, 11, -7}));
+  for (const auto& r : results) EXPECT_EQ(r, (std::vector<int64_t>{1, 11, -7, 100, 1, -1}));
 }
 
 TEST(ThreadProcessGroup, RefusesTensorsOutsideItsMemory) {

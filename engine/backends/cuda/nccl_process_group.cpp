@@ -111,20 +111,38 @@ class NcclGroup : public ProcessGroup {
   }
 
   void broadcast(Tensor tensor, int root) override {
-    if (tensor.device().type == DeviceType::CPU)
-      return bootstrap_->broadcast(std::move(tensor), root);
-    DPRUN_CHECK(!aborted_, context_, ": broadcast after the communicator was aborted");
+    broadcast_coalesced({std::move(tensor)}, root);
+  }
+
+  // The GPU tensors in one NCCL group of calls and one wait, then the host ones through the
+  // bootstrap group.
+  void broadcast_coalesced(const std::vector<Tensor>& tensors, int root) override {
     DPRUN_CHECK(root >= 0 && root < size(), "broadcast: root ", root,
                 " is not a rank of a group of ", size());
-    DPRUN_CHECK(tensor.device() == device_ && tensor.dtype() != DType::String, "broadcast on ",
-                context_, ": the tensor must be in host memory or ", device_.to_string(),
-                "'s, not ", tensor.describe());
-    CudaDeviceGuard guard(device_.index);
-    follow_callers_stream();
-    nccl_check(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root,
-                             comm_, stream_),
-               context_, ": ncclBroadcast of ", tensor.describe());
-    work_queued("broadcast", std::move(tensor), {})->wait();
+    std::vector<Tensor> on_gpu;
+    for (const Tensor& t : tensors) {
+      if (t.device().type == DeviceType::CPU) continue;
+      DPRUN_CHECK(t.device() == device_ && t.dtype() != DType::String, "broadcast on ", context_,
+                  ": the tensor must be in host memory or ", device_.to_string(), "'s, not ",
+                  t.describe());
+      on_gpu.push_back(t);
+    }
+    if (!on_gpu.empty()) {
+      DPRUN_CHECK(!aborted_, context_, ": broadcast after the communicator was aborted");
+      CudaDeviceGuard guard(device_.index);
+      follow_callers_stream();
+      nccl_check(ncclGroupStart(), context_, ": ncclGroupStart");
+      for (Tensor& t : on_gpu) {
+        const ncclResult_t queued =
+            ncclBroadcast(t.raw_data(), t.raw_data(), t.nbytes(), ncclUint8, root, comm_, stream_);
+        if (queued != ncclSuccess) ncclGroupEnd();
+        nccl_check(queued, context_, ": ncclBroadcast of ", t.describe());
+      }
+      nccl_check(ncclGroupEnd(), context_, ": ncclGroupEnd");
+      work_queued("broadcast", {}, {})->wait();
+    }
+    for (const Tensor& t : tensors)
+      if (t.device().type == DeviceType::CPU) bootstrap_->broadcast(t, root);
   }
   std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
     return bootstrap_->all_gather(bytes);
