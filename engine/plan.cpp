@@ -195,8 +195,8 @@ bool reads_dims_only(const Node& node, const KernelDef& def) {
 // KernelDef::metadata_inputs cover its inputs: Shape, Size), or when every input is shape
 // arithmetic's result or a constant of the plan (a node the device has no kernel for included:
 // integer Div of two sizes then runs on the host without copies); and every output is small
-// (is_small_typed). Without types (a graph no inference
-// reached) nothing moves. Nodes with subgraphs stay where they were placed.
+// (is_small_typed). Without types (a graph no inference reached) nothing moves. Nodes with
+// subgraphs stay where they were placed.
 // DPRUN_NO_SHAPE_ARITHMETIC=1 keeps every node on the device (to measure what moving them gains).
 void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
                             const std::map<std::string, Tensor>& constants,
@@ -225,9 +225,9 @@ void place_shape_arithmetic(const Graph& graph, DeviceType device_type,
     // work on constants alone stays with the device math that reads it.
     const bool from_shapes =
         read > 0 && from_host + constant == read && (from_host > 0 || !makes_floats);
-    // One input that is no such result (a constant's dims are as good): the node may read only
-    // its dims.
-    const bool may_read_dims = read == 1 && from_host == 0;
+    // Otherwise, with one input that is no such result (a constant's dims are as good), the
+    // node may read only its dims.
+    const bool may_read_dims = !from_shapes && read == 1;
     if (!from_shapes && (!may_read_dims || host_fallback)) continue;
     std::string why;
     BuiltKernel cpu = build_kernel(graph, node, DeviceType::CPU, constants, options, why);
