@@ -11,6 +11,7 @@
 
 #include "cuda_test_util.h"
 #include "engine/backend.h"
+#include "engine/kernel.h"
 
 namespace dprun::testing {
 
@@ -23,6 +24,14 @@ inline std::vector<DeviceType> accelerator_types() {
   } catch (const Error&) {
   }
   return types;
+}
+
+/// Whether this build registers CUDA kernels, which plans for cuda:N and sim:N follow (they
+/// are registered, and plans made, without a GPU).
+inline bool has_cuda_kernels() {
+  for (const KernelDef& def : KernelRegistry::instance().definitions())
+    if (def.device == DeviceType::CUDA) return true;
+  return false;
 }
 
 /// Why devices of `type` cannot be used here; empty when they can.

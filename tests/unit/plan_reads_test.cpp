@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "accelerator_test_util.h"
 #include "bundled_model_util.h"
 #include "engine/backends/sim/sim_backend.h"
 #include "engine/kernel.h"
@@ -17,12 +18,6 @@
 
 namespace dprun {
 namespace {
-
-bool has_cuda_kernels() {
-  for (const KernelDef& def : KernelRegistry::instance().definitions())
-    if (def.device == DeviceType::CUDA) return true;
-  return false;
-}
 
 // The copies a second run of `model` (the first warms it up) makes back to the host.
 int64_t copies_back(const Model& model, const std::vector<Tensor>& inputs) {
@@ -54,7 +49,7 @@ class DeviceReads : public ::testing::Test {
  protected:
   void SetUp() override {
     // Sim plans follow the CUDA kernels' definitions: without them every node runs on the host.
-    if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+    if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   }
 };
 

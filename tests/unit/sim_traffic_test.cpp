@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "accelerator_test_util.h"
 #include "bundled_model_util.h"
 #include "engine/autograd/optimizer.h"
 #include "engine/autograd/trainer.h"
@@ -145,14 +146,8 @@ std::vector<std::string> host_ops(LossKind loss) {
   return ops;
 }
 
-bool has_cuda_kernels() {
-  for (const KernelDef& def : KernelRegistry::instance().definitions())
-    if (def.device == DeviceType::CUDA) return true;
-  return false;
-}
-
 TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
-  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   // The element count of the mean is integer arithmetic over Size results: on the host, not a
   // copy back from the device; the gradient's Sum and cross entropy's loss run on the GPU.
   EXPECT_EQ(host_ops(LossKind::Mse), std::vector<std::string>{});
@@ -205,7 +200,7 @@ std::vector<BundledCase> bundled_training_cases() {
 // run-time unbroadcasting of a gradient, included), and its plan reads nothing back from the
 // device (engine/plan_reads.h).
 TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
-  if (!has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
     SCOPED_TRACE(c.name);
