@@ -82,6 +82,16 @@ Bytes bytes_of(const Tensor& t) {
   return Bytes(p, p + t.nbytes());
 }
 
+// Writes `t` on the host: `fill` writes host memory of t's size, t's own when t is in host
+// memory, else a staging buffer that is then copied to t's device.
+template <class Fill>
+void write_on_host(Tensor& t, Fill fill) {
+  if (t.device().type == DeviceType::CPU) return fill(t.raw_data());
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  fill(host.raw_data());
+  t.copy_from(host);
+}
+
 class ThreadReduceWork : public CollectiveWork {
  public:
   ThreadReduceWork(std::shared_ptr<Hub> hub, uint64_t seq, Tensor tensor)
@@ -99,12 +109,11 @@ class ThreadReduceWork : public CollectiveWork {
             DPRUN_CHECK(parts[r].size() == tensor_.nbytes(), "all_reduce_sum: rank ", r, " gave ",
                         parts[r].size(), " bytes but this rank gave ", tensor_.nbytes());
           // Rank order: start from rank 0's values and add each following rank's.
-          const bool on_host = tensor_.device().type == DeviceType::CPU;
-          Tensor sum = on_host ? tensor_ : Tensor::empty(tensor_.shape(), tensor_.dtype());
-          std::memcpy(sum.raw_data(), parts[0].data(), parts[0].size());
-          for (size_t r = 1; r < parts.size(); ++r)
-            add_in_place(sum.raw_data(), parts[r].data(), sum.numel(), sum.dtype());
-          if (!on_host) tensor_.copy_from(sum);
+          write_on_host(tensor_, [&](void* sum) {
+            std::memcpy(sum, parts[0].data(), parts[0].size());
+            for (size_t r = 1; r < parts.size(); ++r)
+              add_in_place(sum, parts[r].data(), tensor_.numel(), tensor_.dtype());
+          });
         });
     return done_;
   }
@@ -149,14 +158,8 @@ class ThreadGroup : public ProcessGroup {
       const Bytes& from = parts[static_cast<size_t>(root)];
       DPRUN_CHECK(from.size() == tensor.nbytes(), "broadcast: rank ", root, " sent ", from.size(),
                   " bytes but this rank expects ", tensor.nbytes());
-      if (rank_ == root) return;
-      if (tensor.device().type == DeviceType::CPU) {
-        std::memcpy(tensor.raw_data(), from.data(), from.size());
-      } else {
-        Tensor host = Tensor::empty(tensor.shape(), tensor.dtype());
-        std::memcpy(host.raw_data(), from.data(), from.size());
-        tensor.copy_from(host);
-      }
+      if (rank_ != root)
+        write_on_host(tensor, [&](void* to) { std::memcpy(to, from.data(), from.size()); });
     });
   }
 
