@@ -66,7 +66,7 @@ std::optional<DistributedRun> start_distributed(const Args& args) {
   run.group = mpi_world_process_group(group_options);
   active_group() = run.group;
   run.local = local_ranks(*run.group);
-  run.cores = share_host_cores(*run.group);
+  run.cores = share_host_cores(*run.group, run.local);
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
     fail("rank ", run.rank(), ": cannot silence stdout");
   return run;

@@ -24,7 +24,7 @@ std::vector<int> cpus_of(const HostMask& m) {
 
 }  // namespace
 
-std::vector<int> share_host_cores(ProcessGroup& group) {
+std::vector<int> share_host_cores(ProcessGroup& group, LocalRanks local) {
   HostMask mine;
   mine.host = host_id();
   cpu_set_t set;
@@ -34,23 +34,20 @@ std::vector<int> share_host_cores(ProcessGroup& group) {
     if (CPU_ISSET(c, &set)) mine.mask[c / 8] |= static_cast<uint8_t>(1u << (c % 8));
   std::vector<HostMask> all = all_gather_values(group, mine);
 
-  int local = 0, count = 0;
   bool same_masks = true;
-  for (int r = 0; r < group.size(); ++r) {
-    const HostMask& other = all[static_cast<size_t>(r)];
-    if (other.host != mine.host) continue;
-    same_masks &= std::memcmp(other.mask, mine.mask, sizeof(mine.mask)) == 0;
-    if (r < group.rank()) ++local;
-    ++count;
-  }
+  for (const HostMask& other : all)
+    if (other.host == mine.host)
+      same_masks &= std::memcmp(other.mask, mine.mask, sizeof(mine.mask)) == 0;
   std::vector<int> cpus = cpus_of(mine);
+  const int count = local.size;
   if (!same_masks || count == 1 || cpus.empty()) return cpus;
   int cores = static_cast<int>(cpus.size());
   std::vector<int> share;
   if (count >= cores) {
-    share = {cpus[static_cast<size_t>(local % cores)]};
+    share = {cpus[static_cast<size_t>(local.rank % cores)]};
   } else {
-    share.assign(cpus.begin() + local * cores / count, cpus.begin() + (local + 1) * cores / count);
+    share.assign(cpus.begin() + local.rank * cores / count,
+                 cpus.begin() + (local.rank + 1) * cores / count);
   }
   CPU_ZERO(&set);
   for (int c : share) CPU_SET(c, &set);

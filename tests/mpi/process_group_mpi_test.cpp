@@ -143,7 +143,7 @@ TEST(MpiProcessGroup, RanksOnAHostShareItsCores) {
     else
       expected.assign(before.begin() + l * cores / count, before.begin() + (l + 1) * cores / count);
   }
-  std::vector<int> share = share_host_cores(world());
+  std::vector<int> share = share_host_cores(world(), local_ranks(world()));
   EXPECT_EQ(share, expected);
   EXPECT_EQ(affinity(), expected);
 }
