@@ -58,8 +58,7 @@ class GatherElementsKernel : public OpKernel {
     const Tensor& indices = ctx.input(1);
     const int64_t r = data.rank();
     if (r == 0) ctx.fail("data must have rank >= 1, got a scalar");
-    const int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    if (axis < 0 || axis >= r) ctx.fail("axis ", axis_, " is out of range for rank ", r);
+    const int64_t axis = normalize_axis_attr(axis_, r, ctx);
     const Shape& ds = data.shape();
     const Shape& is = indices.shape();
     bool ok = indices.rank() == r;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "engine/kernel.h"
+#include "ops/cpu/data_movement.h"
 #include "ops/math/host_device.h"
 
 namespace dprun {
@@ -55,8 +56,7 @@ inline int64_t check_scatter_elements(const KernelContext& ctx, const Tensor& da
                                       int64_t axis_attr) {
   const int64_t r = data.rank();
   if (r == 0) ctx.fail("data must have rank >= 1, got a scalar");
-  const int64_t axis = axis_attr < 0 ? axis_attr + r : axis_attr;
-  if (axis < 0 || axis >= r) ctx.fail("axis ", axis_attr, " is out of range for rank ", r);
+  const int64_t axis = normalize_axis_attr(axis_attr, r, ctx);
   const Shape& ds = data.shape();
   const Shape& is = indices.shape();
   if (updates.shape() != is || updates.dtype() != data.dtype())
