@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/rewrites/half_in_float.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -23,7 +24,14 @@ std::string no_backend_message(DeviceType type) {
 }  // namespace
 
 std::shared_ptr<const Graph> Backend::rewrite_graph(std::shared_ptr<const Graph> graph,
-                                                    const GraphRewriteOptions&) const {
+                                                    const GraphRewriteOptions& options) const {
+  graph = rewrite_for_kernels(std::move(graph), options);
+  if (std::shared_ptr<const Graph> widened = compute_half_in_float(*graph, type())) return widened;
+  return graph;
+}
+
+std::shared_ptr<const Graph> Backend::rewrite_for_kernels(std::shared_ptr<const Graph> graph,
+                                                          const GraphRewriteOptions&) const {
   return graph;
 }
 

@@ -37,9 +37,8 @@ bool KernelRegistry::knows_op(const std::string& domain, const std::string& op_t
                      [&](const KernelDef& k) { return k.domain == d && k.op_type == op_type; });
 }
 
-std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::string* why,
-                                                 const std::string& impl,
-                                                 const KernelDef** chosen) const {
+std::vector<const KernelDef*> KernelRegistry::candidates(const KernelInfo& info, std::string* why,
+                                                         const std::string& impl) const {
   const Node& node = info.node;
   std::string domain = canonical_domain(node.domain);
   std::vector<const KernelDef*> versioned;
@@ -57,35 +56,44 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::st
     set_why(any_device ? "no kernel for opset " + std::to_string(info.opset) + " on " +
                              std::string(device_type_name(info.device_type))
                        : "unknown op");
-    return nullptr;
+    return {};
   }
   // Highest since first: the newest definition of the op's semantics governs; among those,
   // highest priority (fast paths) first.
   std::stable_sort(versioned.begin(), versioned.end(), [](const KernelDef* a, const KernelDef* b) {
     return a->since != b->since ? a->since > b->since : a->priority > b->priority;
   });
-  int64_t governing_since = versioned.front()->since;
+  const int64_t governing_since = versioned.front()->since;
+  std::vector<const KernelDef*> accepted;
   std::string rejected_dtype;
   for (const KernelDef* def : versioned) {
     if (def->since != governing_since) break;
-    if (!def->dtypes.empty()) {
-      size_t idx = static_cast<size_t>(def->dtype_input);
-      if (idx < info.input_types.size() && info.input_types[idx]) {
-        DType t = info.input_types[idx]->dtype;
-        if (t != DType::Undefined &&
-            std::find(def->dtypes.begin(), def->dtypes.end(), t) == def->dtypes.end()) {
-          rejected_dtype = std::string(dtype_name(t));
-          continue;
-        }
+    const size_t idx = static_cast<size_t>(def->dtype_input);
+    if (!def->dtypes.empty() && idx < info.input_types.size() && info.input_types[idx]) {
+      DType t = info.input_types[idx]->dtype;
+      if (t != DType::Undefined &&
+          std::find(def->dtypes.begin(), def->dtypes.end(), t) == def->dtypes.end()) {
+        rejected_dtype = std::string(dtype_name(t));
+        continue;
       }
     }
+    accepted.push_back(def);
+  }
+  if (!rejected_dtype.empty()) set_why("no kernel for dtype " + rejected_dtype);
+  return accepted;
+}
+
+std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::string* why,
+                                                 const std::string& impl,
+                                                 const KernelDef** chosen) const {
+  std::string reason;  // set when no definition fits, or one was passed over for the dtype
+  for (const KernelDef* def : candidates(info, &reason, impl)) {
     if (auto kernel = def->factory(info)) {
       if (chosen) *chosen = def;
       return kernel;
     }
   }
-  set_why(rejected_dtype.empty() ? "no kernel accepts this node's attributes"
-                                 : "no kernel for dtype " + rejected_dtype);
+  if (why) *why = reason.empty() ? "no kernel accepts this node's attributes" : reason;
   return nullptr;
 }
 

@@ -112,6 +112,13 @@ class KernelRegistry {
   static KernelRegistry& instance();
   /// Adds a definition; returns true so it can initialise a static.
   bool add(KernelDef def);
+  /// The definitions lookup tries for `info`, best first, without building a kernel: those
+  /// for the node's domain, op and device whose opset range holds info.opset, of the highest
+  /// `since` among them, whose dtypes accept the node's input type. `why` is set when the list is
+  /// empty or a definition was passed over for the dtype. A definition listed here may still
+  /// decline the node's attributes.
+  std::vector<const KernelDef*> candidates(const KernelInfo& info, std::string* why = nullptr,
+                                           const std::string& impl = "") const;
   /// Builds the kernel for `info`, or returns nullptr with `why` set when none fits.
   /// When `impl` is non-empty only definitions with that impl name are considered. `chosen`,
   /// when given, is set to the definition that built the kernel.

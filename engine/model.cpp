@@ -4,6 +4,7 @@
 
 #include "engine/backend.h"
 #include "engine/env_flag.h"
+#include "engine/rewrites/half_precision.h"
 
 namespace dprun {
 
@@ -19,16 +20,23 @@ std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>
   rewrite.fusion = options.fuse_ops && !env_flag("DPRUN_NO_FUSION");
   return backend.rewrite_graph(graph, rewrite);
 }
+/// `graph` in the precision the options ask for.
+std::shared_ptr<const Graph> in_precision(std::shared_ptr<const Graph> graph,
+                                          const ModelOptions& options) {
+  if (options.precision == DType::Float32) return graph;
+  return to_half_precision(*graph, {.dtype = options.precision});
+}
 }  // namespace
 
 Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options)
-    : graph_(graph),
-      plan_(Plan::build(graph_to_compile(graph, device, options), device.type, {}, options.plan)),
+    : graph_(in_precision(std::move(graph), options)),
+      plan_(Plan::build(graph_to_compile(graph_, device, options), device.type, {}, options.plan)),
       device_(device),
       version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
-    parameters_.push_back(graph->initializers.at(plan_->value_name(id)).to_unless_string(device));
+    parameters_.push_back(
+        graph_->initializers.at(plan_->value_name(id)).to_unless_string(device));
 }
 
 Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,

@@ -25,6 +25,11 @@ struct ModelOptions {
   bool fuse_ops = true;
   /// How the plan's kernels may compute (PlanOptions: TF32 on GPUs, off by default).
   PlanOptions plan;
+  /// Float32 runs the graph as it is. Float16 or BFloat16 converts it first
+  /// (engine/rewrites/half_precision.h, float32 inputs and outputs kept): parameters and
+  /// activations in 16 bits, products on 16-bit kernels where the backend has them. graph() is
+  /// then the converted graph, so saving the model saves it in 16 bits.
+  DType precision = DType::Float32;
 };
 
 class Model {
@@ -32,7 +37,8 @@ class Model {
   /// Places the graph's initializers on `device` as parameters and compiles the plan.
   /// Throws Error listing every node without a kernel for that device. The plan may be
   /// compiled from a copy of `graph` rewritten by the device's backend (Backend::rewrite_graph,
-  /// see ModelOptions); graph() stays `graph`.
+  /// see ModelOptions); graph() stays `graph`, or its 16-bit conversion with
+  /// ModelOptions::precision.
   Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options = {});
   /// A model that shares `plan` (compiled for device.type) and uses `parameters` as-is.
   /// `version` is the parameter version counter; pass another model's (see

@@ -233,6 +233,7 @@ void print_sweep(const std::vector<const BenchResult*>& scaling) {
 int bench_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(), {{"iters"},
+                             {"precision"},
                              {"warmup"},
                              {"rounds"},
                              {"json"},

@@ -1,6 +1,7 @@
 // `dprun inspect MODEL.onnx [--devices LIST]`: what a model takes, gives, uses, what dprun
 // lacks for it, what each device type's graph rewrite makes of it, and on which device each of
 // the rewritten nodes would run.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -9,10 +10,12 @@
 #include "engine/parallel/device_list.h"
 #include "engine/plan.h"
 #include "engine/plan_reads.h"
+#include "engine/rewrites/half_precision.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "loader/onnx_loader.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
+#include "tools/parallel_options.h"
 
 namespace dprun::cli {
 
@@ -57,6 +60,15 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
     }
     ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count) +
            (fused.empty() ? "" : " (" + fused + ")");
+  }
+  // Casts the rewrite added around 16-bit nodes without a 16-bit kernel (half_in_float.h).
+  auto casts = [](const Graph& g) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(),
+                         [](const Node& n) { return n.op_type == "Cast"; });
+  };
+  if (const auto added = casts(*compiled) - casts(*graph); added > 0) {
+    if (!ops.empty()) ops += ", ";
+    ops += "Cast " + std::to_string(added) + " (16-bit values to and from float32 kernels)";
   }
   std::printf("rewrite for %s: %zu nodes become %zu (%s)\n",
               std::string(device_type_name(type)).c_str(), graph->nodes.size(),
@@ -126,7 +138,7 @@ void print_placement(std::shared_ptr<const Graph> loaded, Device device) {
 }  // namespace
 
 int inspect_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, {{"devices"}});
+  Args args(argc, argv, first, {{"devices"}, {"precision"}});
   if (args.positionals().size() != 1) throw UsageError("inspect expects one model file");
   const std::string path = args.positionals()[0];
   std::vector<Device> devices;  // whose placement to show
@@ -137,9 +149,14 @@ int inspect_command(int argc, char** argv, int first) {
       throw UsageError(std::string("--devices: ") + e.what());
     }
   }
-  auto graph = load_graph(path);
+  std::shared_ptr<const Graph> graph = load_graph(path);
+  const DType precision = parse_model_options(args).precision;
+  if (precision != DType::Float32) graph = to_half_precision(*graph, {.dtype = precision});
 
   std::printf("model %s\n", path.c_str());
+  if (precision != DType::Float32)
+    std::printf("  converted to %s (float32 inputs and outputs kept)\n",
+                std::string(dtype_name(precision)).c_str());
   std::printf("  graph '%s', IR version %lld, producer %s %s\n", graph->name.c_str(),
               static_cast<long long>(graph->ir_version), graph->producer_name.c_str(),
               graph->producer_version.c_str());
@@ -173,8 +190,10 @@ int inspect_command(int argc, char** argv, int first) {
   std::printf("parameters: %zu tensors, %lld values, %.2f MB\n", graph->initializers.size(),
               static_cast<long long>(params), static_cast<double>(bytes) / 1e6);
 
-  std::vector<std::string> missing;  // on the cpu, where nothing falls back
-  for (const NodePlacement& p : place_nodes(*graph, DeviceType::CPU))
+  // On the cpu, where nothing falls back, as the CPU backend compiles the graph.
+  std::vector<std::string> missing;
+  const auto for_cpu = backend_for(DeviceType::CPU).rewrite_graph(graph, {});
+  for (const NodePlacement& p : place_nodes(*for_cpu, DeviceType::CPU))
     if (!p.device) missing.push_back(p.node->describe() + " (" + p.why_not + ")");
   if (missing.empty()) {
     std::printf("kernels: every node has a cpu kernel\n");

@@ -39,6 +39,9 @@ run and bench options:
                          cores (about 1e-3 relative error; no effect on CPU devices)
   --allow-winograd       float32 3x3 stride-1 convolutions on CPUs may use oneDNN's Winograd
                          algorithm (AVX-512 CPUs; larger rounding error; no effect on GPUs)
+  --precision P          float32 (default) | float16 | bfloat16: convert the model's parameters
+                         and activations to 16 bits before compiling (inputs and outputs stay
+                         float32; a few ops such as Resize and Range stay float32)
   --input NAME=FILE      input from a .npy file (numbers, bool, '|S'/'<U' strings; a 2-byte
                          '<u2'/'V2' file for a bfloat16 input) or an ONNX TensorProto .pb;
                          repeatable
@@ -81,6 +84,11 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --json FILE            losses, step_seconds, samples_per_s (after the warm-up),
                          samples_per_s_overall, warmup_steps, devices, peak_bytes per device
   --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
+
+inspect options:
+  --devices LIST         also show where each node runs on those devices' backends, the
+                         backend's rewrite, and what a run copies back from a GPU
+  --precision P          inspect the model as --precision converts it for run and bench
 
 distributed options (run, bench and train; start the ranks with mpirun -np N dprun ...):
   --distributed          one rank per process over MPI. run and bench cut the batch over the

@@ -37,6 +37,12 @@ ModelOptions parse_model_options(const Args& args) {
   ModelOptions options;
   options.plan.allow_tf32 = args.has("allow-tf32");
   options.plan.allow_winograd = args.has("allow-winograd");
+  if (auto precision = args.get("precision")) {
+    if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
+      throw UsageError("--precision: '" + *precision +
+                       "' is not float32, float16 or bfloat16");
+    options.precision = dtype_from_name(*precision);
+  }
   return options;
 }
 

@@ -16,7 +16,8 @@ std::vector<OptionSpec> parallel_option_specs();
 /// --split-policy, --weights and --threads. Throws UsageError for malformed values, and
 /// Error for a well-formed device that cannot be used (cuda:N without CUDA or without a GPU).
 DataParallelOptions parse_parallel_options(const Args& args);
-/// Builds the model's compile options from --allow-tf32 and --allow-winograd.
+/// Builds the model's compile options from --allow-tf32, --allow-winograd and, for the
+/// commands that take it (run, bench), --precision.
 ModelOptions parse_model_options(const Args& args);
 /// Builds input options from --batch, --symbol and --input.
 InputOptions parse_input_options(const Args& args);

@@ -57,7 +57,7 @@ void write_json(const std::string& path, const DataParallelRun& run,
 
 int run_command(int argc, char** argv, int first) {
   auto specs = parallel_option_specs();
-  specs.insert(specs.end(), {{"output-dir"}, {"json"}, {"iters"}});
+  specs.insert(specs.end(), {{"output-dir"}, {"json"}, {"iters"}, {"precision"}});
   auto distributed = distributed_option_specs(false);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   Args args(argc, argv, first, specs);

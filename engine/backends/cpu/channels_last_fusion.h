@@ -1,6 +1,6 @@
 #pragma once
 // Fusions over the CPU backend's channels-last graph (rewrite_channels_last's output): nodes
-// of the rewrite domain that ops/cpu registers. Part of CpuBackend::rewrite_graph, after the
+// of the rewrite domain that ops/cpu registers. Part of CpuBackend::rewrite_for_kernels, after the
 // layout rewrite.
 #include <memory>
 

@@ -24,12 +24,14 @@ class CpuBackend : public Backend {
   DeviceProperties properties(Device device, int device_count) const override;
   std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) override;
-  /// With options.fusion, op fusion (fuse_ops), then with options.layout the channels-last
-  /// rewrite (rewrite_channels_last), each where any node qualifies; `graph` when neither does.
-  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
-                                             const GraphRewriteOptions& options) const override;
 
   static CpuBackend& instance();
+
+ protected:
+  /// With options.fusion, op fusion (fuse_ops), then with options.layout the channels-last
+  /// rewrite (rewrite_channels_last), each where any node qualifies; `graph` when neither does.
+  std::shared_ptr<const Graph> rewrite_for_kernels(
+      std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const override;
 
  private:
   std::mutex mutex_;

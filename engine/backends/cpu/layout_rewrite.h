@@ -1,7 +1,7 @@
 #pragma once
 // Channels-last graph rewrite: keeps chains of convolution-family ops in NHWC so the
 // NCHW<->NHWC reorders oneDNN's fast convolutions need happen only at the chain's borders.
-// It is the CPU backend's graph rewrite (CpuBackend::rewrite_graph): the NHWC ops it
+// It is the CPU backend's graph rewrite (CpuBackend::rewrite_for_kernels): the NHWC ops it
 // introduces are kernels that ops/cpu registers.
 #include <memory>
 

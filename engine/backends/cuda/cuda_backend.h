@@ -44,14 +44,16 @@ class CudaBackend : public Backend {
                            const std::vector<std::vector<Tensor>>& destinations) override;
   void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
                             const std::vector<Tensor>& outputs) override;
-  /// With options.fusion, op fusion (fuse_ops: MatMul with its bias on cuBLASLt's epilogue, the
-  /// erf form of GELU in one pass, activations after MatMulBias and Gemm applied by the product's
-  /// kernel); options.layout does not matter (cuDNN takes NCHW as it is).
-  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
-                                             const GraphRewriteOptions& options) const override;
 
   /// The process's CUDA backend; never destroyed (see CudaStreamResources).
   static CudaBackend& instance();
+
+ protected:
+  /// With options.fusion, op fusion (fuse_ops: MatMul with its bias on cuBLASLt's epilogue, the
+  /// erf form of GELU in one pass, activations after MatMulBias and Gemm applied by the product's
+  /// kernel); options.layout does not matter (cuDNN takes NCHW as it is).
+  std::shared_ptr<const Graph> rewrite_for_kernels(
+      std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const override;
 
  private:
   CudaBackend() = default;

@@ -55,9 +55,6 @@ class SimBackend : public Backend {
   /// A CPU execution context for the threads, reporting `device`.
   std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) override;
-  /// What the CUDA backend does: fuse_ops when options.fusion.
-  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
-                                             const GraphRewriteOptions& options) const override;
   /// Checks the lists as NCCL needs them (one device per list, distinct devices, like shapes
   /// and dtypes) and copies every byte.
   void broadcast_coalesced(const std::vector<Tensor>& sources,
@@ -66,6 +63,11 @@ class SimBackend : public Backend {
   /// and int64.
   void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
                             const std::vector<Tensor>& outputs) override;
+
+ protected:
+  /// What the CUDA backend does: fuse_ops when options.fusion.
+  std::shared_ptr<const Graph> rewrite_for_kernels(
+      std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const override;
 
  private:
   void count(SimTraffic::Count& direction, size_t bytes);

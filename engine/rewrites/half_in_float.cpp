@@ -1,0 +1,67 @@
+#include "engine/rewrites/half_in_float.h"
+
+#include <optional>
+#include <vector>
+
+#include "engine/kernel.h"
+#include "engine/rewrites/widen_nodes.h"
+
+namespace dprun {
+namespace {
+
+bool holds_subgraph(const Node& node) {
+  for (const auto& [key, attr] : node.attributes)
+    if (attr.kind == Attribute::Kind::Graph || attr.kind == Attribute::Kind::Graphs) return true;
+  return false;
+}
+
+std::vector<std::optional<TensorType>> input_types(const Graph& graph, const Node& node) {
+  std::vector<std::optional<TensorType>> types;
+  for (const auto& name : node.inputs)
+    types.push_back(name.empty() ? std::nullopt : graph.type_of(name));
+  return types;
+}
+
+bool has_kernel(const Graph& graph, const Node& node,
+                const std::vector<std::optional<TensorType>>& types, DeviceType device) {
+  KernelInfo info{node, graph.opset(node.domain), device, types, {}, &graph};
+  return !KernelRegistry::instance().candidates(info).empty();
+}
+
+bool has_output_of_unknown_type(const Graph& graph, const Node& node) {
+  for (const auto& name : node.outputs) {
+    if (name.empty()) continue;
+    std::optional<TensorType> type = graph.type_of(name);
+    if (!type || type->dtype == DType::Undefined) return true;
+  }
+  return false;
+}
+
+/// Whether `node` has a 16-bit float input, no kernel on `device` for its input types, and a
+/// float32 kernel there, with every output typed.
+bool needs_float_kernel(const Graph& graph, const Node& node, DeviceType device) {
+  if (holds_subgraph(node)) return false;
+  std::vector<std::optional<TensorType>> types = input_types(graph, node);
+  bool any_16bit = false;
+  for (auto& type : types)
+    if (type && is_16bit_float(type->dtype)) {
+      any_16bit = true;
+      type->dtype = DType::Float32;
+    }
+  if (!any_16bit || has_kernel(graph, node, input_types(graph, node), device)) return false;
+  return has_kernel(graph, node, types, device) && !has_output_of_unknown_type(graph, node);
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> compute_half_in_float(const Graph& graph, DeviceType device) {
+  std::vector<bool> widen;
+  bool any = false;
+  for (const Node& node : graph.nodes) {
+    widen.push_back(needs_float_kernel(graph, node, device));
+    any = any || widen.back();
+  }
+  return any ? widen_nodes(graph, widen) : nullptr;
+}
+
+}  // namespace dprun

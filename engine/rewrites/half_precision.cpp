@@ -1,0 +1,235 @@
+#include "engine/rewrites/half_precision.h"
+
+#include <map>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/half.h"
+#include "engine/rewrites/widen_nodes.h"
+
+namespace dprun {
+
+const std::set<std::string>& float32_ops() {
+  // Float-only inputs in their schemas (Resize's and Upsample's scales, the quantizers'
+  // scales before opset 19); positions, counts and random draws that 16 bits would corrupt
+  // (integers above 2048 are not all float16 values).
+  static const std::set<std::string> ops = {"Resize",
+                                            "Upsample",
+                                            "Range",
+                                            "CumSum",
+                                            "TopK",
+                                            "NonMaxSuppression",
+                                            "RoiAlign",
+                                            "QuantizeLinear",
+                                            "DequantizeLinear",
+                                            "DynamicQuantizeLinear",
+                                            "RandomNormal",
+                                            "RandomNormalLike",
+                                            "RandomUniform",
+                                            "RandomUniformLike",
+                                            "Bernoulli"};
+  return ops;
+}
+
+namespace {
+
+bool is_float32_op(const Node& node) {
+  return canonical_domain(node.domain).empty() && float32_ops().count(node.op_type);
+}
+
+Tensor converted(const Tensor& t, DType dtype) {
+  Tensor host = t.to(Device::cpu());
+  Tensor out = Tensor::empty(host.shape(), dtype);
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    const float v = host.data<float>()[i];
+    if (dtype == DType::Float16)
+      out.data<Float16>()[i] = Float16(v);
+    else
+      out.data<BFloat16>()[i] = BFloat16(v);
+  }
+  return out;
+}
+
+/// Which float32 values the conversion leaves in float32: those every reader of which is a
+/// float32 op, made by a float32 op or known when the graph is compiled (initializers and
+/// Constants), and not a graph output.
+std::set<std::string> values_kept_in_float32(const Graph& graph) {
+  std::map<std::string, bool> only_float32_readers;
+  for (const Node& node : graph.nodes)
+    for (const auto& name : node.inputs)
+      if (!name.empty()) {
+        auto [it, first] = only_float32_readers.emplace(name, true);
+        it->second = it->second && is_float32_op(node);
+      }
+  for (const auto& out : graph.outputs) only_float32_readers[out.name] = false;
+  std::set<std::string> kept;
+  auto keep_if_read_by_float32_ops_only = [&](const std::string& name) {
+    auto it = only_float32_readers.find(name);
+    std::optional<TensorType> type = graph.type_of(name);
+    if (it != only_float32_readers.end() && it->second && type && type->dtype == DType::Float32)
+      kept.insert(name);
+  };
+  for (const auto& [name, tensor] : graph.initializers) keep_if_read_by_float32_ops_only(name);
+  for (const auto& in : graph.inputs) keep_if_read_by_float32_ops_only(in.name);
+  for (const Node& node : graph.nodes)
+    if (is_float32_op(node) || node.op_type == "Constant")
+      for (const auto& name : node.outputs) keep_if_read_by_float32_ops_only(name);
+  return kept;
+}
+
+/// Converts the graph's float32 values and float32-making attributes to 16 bits in place.
+class Converter {
+ public:
+  Converter(Graph& graph, const HalfPrecisionOptions& options)
+      : graph_(graph), dtype_(options.dtype), kept_(values_kept_in_float32(graph)) {}
+
+  bool converts(const std::string& value) const {
+    std::optional<TensorType> type = graph_.type_of(value);
+    return type && type->dtype == DType::Float32 && !kept_.count(value);
+  }
+
+  void convert_initializers(const std::set<std::string>& skip) {
+    for (auto& [name, tensor] : graph_.initializers)
+      if (tensor.dtype() == DType::Float32 && !kept_.count(name) && !skip.count(name))
+        tensor = converted(tensor, dtype_);
+  }
+
+  void convert_value_types() {
+    for (auto& [name, type] : graph_.value_types)
+      if (type.dtype == DType::Float32 && !kept_.count(name)) type.dtype = dtype_;
+  }
+
+  /// Constant values, Cast and EyeLike targets and ConstantOfShape fills of float32 values.
+  void convert_attributes(Node& node) const {
+    if (is_float32_op(node) || node.outputs.empty() || kept_.count(node.outputs[0])) return;
+    const int64_t float32 = static_cast<int64_t>(DType::Float32);
+    if (node.op_type == "Cast" || node.op_type == "EyeLike") {
+      const char* key = node.op_type == "Cast" ? "to" : "dtype";
+      if (const Attribute* a = node.find_attr(key);
+          a && a->kind == Attribute::Kind::Int && a->i == float32)
+        node.attributes[key] = Attribute::of_int(static_cast<int64_t>(dtype_));
+    } else if (node.op_type == "Constant" || node.op_type == "ConstantOfShape") {
+      convert_value_attribute(node);
+    }
+  }
+
+  DType dtype() const { return dtype_; }
+
+ private:
+  void convert_value_attribute(Node& node) const {
+    if (Attribute* a = find(node, "value"); a && a->kind == Attribute::Kind::Tensor) {
+      if (a->t.dtype() == DType::Float32) a->t = converted(a->t, dtype_);
+    } else if (Attribute* f = find(node, "value_float")) {
+      Tensor value = converted(Tensor::scalar(f->f), dtype_);
+      node.attributes.erase("value_float");
+      node.attributes["value"] = Attribute::of_tensor(value);
+    } else if (Attribute* fs = find(node, "value_floats")) {
+      Tensor value = converted(
+          Tensor::from_vector({static_cast<int64_t>(fs->floats.size())}, fs->floats), dtype_);
+      node.attributes.erase("value_floats");
+      node.attributes["value"] = Attribute::of_tensor(value);
+    }
+  }
+
+  static Attribute* find(Node& node, const std::string& key) {
+    auto it = node.attributes.find(key);
+    return it == node.attributes.end() ? nullptr : &it->second;
+  }
+
+  Graph& graph_;
+  const DType dtype_;
+  const std::set<std::string> kept_;
+};
+
+/// Renames every read of `from` to `to`.
+void rename_reads(Graph& graph, const std::string& from, const std::string& to) {
+  for (Node& node : graph.nodes)
+    for (auto& name : node.inputs)
+      if (name == from) name = to;
+}
+
+Node cast_node(const std::string& from, const std::string& to, DType dtype) {
+  Node n;
+  n.name = to + "/cast";
+  n.op_type = "Cast";
+  n.inputs = {from};
+  n.outputs = {to};
+  n.attributes["to"] = Attribute::of_int(static_cast<int64_t>(dtype));
+  return n;
+}
+
+TensorType retyped(TensorType type, DType dtype) {
+  type.dtype = dtype;
+  return type;
+}
+
+/// Float32 graph inputs stay float32: each is cast to 16 bits for its readers.
+std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
+  std::vector<Node> casts;
+  for (const auto& in : graph.inputs) {
+    if (!c.converts(in.name)) continue;
+    const std::string name = in.name + "/" + std::string(dtype_name(c.dtype()));
+    rename_reads(graph, in.name, name);
+    graph.value_types[name] = retyped(in.type, c.dtype());
+    casts.push_back(cast_node(in.name, name, c.dtype()));
+  }
+  return casts;
+}
+
+/// Float32 graph outputs stay float32: each is computed in 16 bits under another name and cast.
+std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
+  std::vector<Node> casts;
+  for (const auto& out : graph.outputs) {
+    if (!c.converts(out.name) || graph.initializers.count(out.name)) continue;
+    const std::string name = out.name + "/" + std::string(dtype_name(c.dtype()));
+    rename_reads(graph, out.name, name);
+    for (Node& node : graph.nodes)
+      for (auto& o : node.outputs)
+        if (o == out.name) o = name;
+    for (auto& [value, initializer] : graph.state_updates)
+      if (value == out.name) {
+        graph.state_updates[name] = initializer;
+        graph.state_updates.erase(value);
+        break;
+      }
+    graph.value_types.erase(out.name);
+    graph.value_types[name] = retyped(out.type, c.dtype());
+    casts.push_back(cast_node(name, out.name, DType::Float32));
+  }
+  return casts;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecisionOptions& options) {
+  DPRUN_CHECK(is_16bit_float(options.dtype), "16-bit conversion: ", dtype_name(options.dtype),
+              " is not float16 or bfloat16");
+  for (const Node& node : graph.nodes)
+    if (!implicit_inputs(node).empty() || node.op_type == "If" || node.op_type == "Loop" ||
+        node.op_type == "Scan")
+      node.fail("16-bit conversion does not cover nodes holding subgraphs");
+  auto out = std::make_shared<Graph>(graph);
+  Converter converter(*out, options);
+  std::vector<Node> before, after;
+  std::set<std::string> input_names;
+  if (options.keep_io_types) {
+    before = cast_inputs(*out, converter);
+    after = cast_outputs(*out, converter);
+    for (const auto& in : graph.inputs) input_names.insert(in.name);
+  } else {
+    for (auto& in : out->inputs)
+      if (converter.converts(in.name)) in.type.dtype = options.dtype;
+    for (auto& o : out->outputs)
+      if (converter.converts(o.name)) o.type.dtype = options.dtype;
+  }
+  converter.convert_initializers(input_names);
+  converter.convert_value_types();
+  for (Node& node : out->nodes) converter.convert_attributes(node);
+  out->nodes.insert(out->nodes.begin(), before.begin(), before.end());
+  out->nodes.insert(out->nodes.end(), after.begin(), after.end());
+  std::vector<bool> float32(out->nodes.size());
+  for (size_t n = 0; n < out->nodes.size(); ++n) float32[n] = is_float32_op(out->nodes[n]);
+  return widen_nodes(*out, float32);
+}
+
+}  // namespace dprun

@@ -1,0 +1,37 @@
+#pragma once
+// Converts a float32 model to float16 or bfloat16, as onnxconverter-common's
+// convert_float_to_float16 does for ONNX Runtime: parameters, constants and computed values
+// become 16-bit, halving their memory and letting backends with 16-bit kernels run the
+// products on 16-bit hardware (cuBLAS and cuDNN tensor cores, oneDNN's bfloat16 on CPUs that
+// have it). A few ops stay in float32 between Casts (float32_ops()): those whose inputs
+// the ONNX schemas require in float32, and those that index or count with float values. Nodes
+// of other ops without a 16-bit kernel on a backend compute in float32 there anyway
+// (half_in_float.h), rounding their results to 16 bits.
+#include <memory>
+#include <set>
+#include <string>
+
+#include "engine/graph.h"
+
+namespace dprun {
+
+/// How to_half_precision converts a model.
+struct HalfPrecisionOptions {
+  DType dtype = DType::Float16;  // Float16 or BFloat16
+  /// Keep float32 graph inputs and outputs, with Casts after the inputs and before the outputs,
+  /// so callers feed and read float32 as before. Otherwise they become 16-bit too.
+  bool keep_io_types = true;
+};
+
+/// A copy of `graph` in which every float32 value (initializer, Constant, input, output,
+/// computed value), every Cast and ConstantOfShape to float32, and EyeLike's float32 output are
+/// `options.dtype` instead, except the values only float32_ops() read (they stay float32), with
+/// the float32_ops() nodes reading and writing float32 between Casts. Names of inputs, outputs
+/// and initializers are kept. Throws Error when options.dtype is not a 16-bit float type or
+/// a node holds a subgraph (control flow is not converted).
+std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecisionOptions& options);
+
+/// The ai.onnx ops that to_half_precision keeps in float32.
+const std::set<std::string>& float32_ops();
+
+}  // namespace dprun

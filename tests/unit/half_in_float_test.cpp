@@ -1,0 +1,261 @@
+// Float16 and bfloat16 nodes without a 16-bit kernel (engine/rewrites/half_in_float.h): which
+// nodes are rewritten and how, and results equal to the float32 kernels' rounded to 16 bits.
+#include "engine/rewrites/half_in_float.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "accelerator_test_util.h"
+#include "engine/half.h"
+#include "engine/model.h"
+#include "graph_test_util.h"
+
+namespace dprun {
+namespace {
+
+TensorType typed(DType dtype, const Shape& shape) {
+  TensorType t = testing::float32_type(shape);
+  t.dtype = dtype;
+  return t;
+}
+
+/// A tensor of `dtype` holding values of a few significant bits, exact in every float type.
+Tensor small_values(DType dtype, const Shape& shape, unsigned seed) {
+  Tensor t = Tensor::empty(shape, dtype);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-16, 16);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = static_cast<float>(dist(rng)) / 8.f;
+    if (dtype == DType::Float16)
+      t.data<Float16>()[i] = Float16(v);
+    else if (dtype == DType::BFloat16)
+      t.data<BFloat16>()[i] = BFloat16(v);
+    else
+      t.data<float>()[i] = v;
+  }
+  return t;
+}
+
+/// Converts a float32 tensor to `dtype`, rounding each element to nearest even.
+Tensor rounded_to(const Tensor& x, DType dtype) {
+  Tensor t = Tensor::empty(x.shape(), dtype);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (dtype == DType::Float16)
+      t.data<Float16>()[i] = Float16(x.data<float>()[i]);
+    else
+      t.data<BFloat16>()[i] = BFloat16(x.data<float>()[i]);
+  }
+  return t;
+}
+
+Tensor widened(const Tensor& x) {
+  Tensor t = Tensor::empty(x.shape(), DType::Float32);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    t.data<float>()[i] = static_cast<float>(x.item_as_double(i));
+  return t;
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+/// x [2, 4] and w [4, 3] of `dtype` -> MatMul -> y -> Exp -> z (outputs y and z): MatMul has
+/// no 16-bit kernel on any backend.
+std::shared_ptr<Graph> matmul_exp_graph(DType dtype, int64_t opset = 17) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = opset;
+  g->inputs = {{"x", typed(dtype, {2, 4})}};
+  g->initializers["w"] = small_values(dtype, {4, 3}, 7);
+  g->nodes.push_back(testing::make_node("MatMul", {"x", "w"}, {"y"}));
+  g->nodes.back().name = "mm";
+  g->nodes.push_back(testing::make_node("Exp", {"y"}, {"z"}));
+  g->nodes.back().name = "exp";
+  g->value_types["y"] = typed(dtype, {2, 3});
+  g->outputs = {{"y", typed(dtype, {2, 3})}, {"z", typed(dtype, {2, 3})}};
+  return g;
+}
+
+class HalfInFloat : public ::testing::TestWithParam<DType> {};
+
+TEST_P(HalfInFloat, CastsAroundANodeWithoutA16BitKernelAndKeepsEveryName) {
+  auto g = matmul_exp_graph(GetParam());
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  ASSERT_NE(out, nullptr);
+  // Exp takes 16 bits on the CPU where MatMul does not: only MatMul is rewritten.
+  const bool exp_native =
+      KernelRegistry::instance()
+          .candidates({g->nodes[1], 17, DeviceType::CPU, {typed(GetParam(), {2, 3})}, {}, g.get()})
+          .size() > 0;
+  std::vector<std::string> want = {"Cast", "Cast", "MatMul", "Cast", "Exp"};
+  if (!exp_native) want = {"Cast", "Cast", "MatMul", "Cast", "Cast", "Exp", "Cast"};
+  EXPECT_EQ(op_types(*out), want);
+  const Node& mm = out->nodes[2];
+  EXPECT_EQ(mm.inputs, (std::vector<std::string>{"x/float32", "w/float32"}));
+  EXPECT_EQ(mm.outputs, (std::vector<std::string>{"y/float32"}));
+  EXPECT_EQ(out->nodes[0].attr_int("to"), static_cast<int64_t>(DType::Float32));
+  EXPECT_EQ(out->nodes[3].outputs, (std::vector<std::string>{"y"}));
+  EXPECT_EQ(out->nodes[3].attr_int("to"), static_cast<int64_t>(GetParam()));
+  EXPECT_EQ(out->type_of("y/float32")->dtype, DType::Float32);
+  EXPECT_EQ(out->type_of("y/float32")->to_string(), "float32[2, 3]");
+  EXPECT_EQ(out->type_of("y")->dtype, GetParam());
+  // Inputs, outputs and initializers are those of the graph.
+  EXPECT_EQ(out->inputs[0].name, "x");
+  EXPECT_EQ(out->outputs[0].name, "y");
+  EXPECT_EQ(out->outputs[1].name, "z");
+  EXPECT_EQ(out->initializers.size(), 1u);
+  EXPECT_EQ(out->initializers.at("w").dtype(), GetParam());
+}
+
+TEST_P(HalfInFloat, ResultsAreTheFloat32KernelsRoundedOncePerNode) {
+  const DType dtype = GetParam();
+  auto g = matmul_exp_graph(dtype);
+  Tensor x = small_values(dtype, {2, 4}, 3);
+  Model model(g, Device::cpu());
+  std::vector<Tensor> got = model.run(std::vector<Tensor>{x});
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got[0].dtype(), dtype);
+  ASSERT_EQ(got[1].dtype(), dtype);
+  // Hand-computed: the product of values of 4 significant bits is exact in float32; y is
+  // rounded to 16 bits, and Exp reads the rounded y.
+  Tensor xf = widened(x), wf = widened(g->initializers.at("w"));
+  Tensor y = Tensor::empty({2, 3}, DType::Float32);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      float s = 0;
+      for (int k = 0; k < 4; ++k) s += xf.data<float>()[i * 4 + k] * wf.data<float>()[k * 3 + j];
+      y.data<float>()[i * 3 + j] = s;
+    }
+  Tensor y16 = rounded_to(y, dtype);
+  Tensor z = widened(y16);
+  for (int64_t i = 0; i < z.numel(); ++i) z.data<float>()[i] = std::exp(z.data<float>()[i]);
+  Tensor z16 = rounded_to(z, dtype);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(got[0].item_as_double(i), y16.item_as_double(i)) << "y element " << i;
+    EXPECT_EQ(got[1].item_as_double(i), z16.item_as_double(i)) << "z element " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, HalfInFloat, ::testing::Values(DType::Float16, DType::BFloat16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+TEST(HalfInFloatRewrite, AValueReadByTwoRewrittenNodesIsCastOnce) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->inputs = {{"x", typed(DType::Float16, {2, 2})}};
+  g->nodes.push_back(testing::make_node("MatMul", {"x", "x"}, {"a"}));
+  g->nodes.push_back(testing::make_node("MatMul", {"x", "a"}, {"b"}));
+  g->value_types["a"] = typed(DType::Float16, {2, 2});
+  g->outputs = {{"b", typed(DType::Float16, {2, 2})}};
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(op_types(*out),
+            (std::vector<std::string>{"Cast", "MatMul", "Cast", "Cast", "MatMul", "Cast"}));
+  EXPECT_EQ(out->nodes[1].inputs, (std::vector<std::string>{"x/float32", "x/float32"}));
+  // a is read in float32 from a's float16 value: the rounding of the first product stays.
+  EXPECT_EQ(out->nodes[3].inputs, (std::vector<std::string>{"a"}));
+  // "a/float32" names the first product's float32 result, so a's float32 copy steps around it.
+  EXPECT_EQ(out->nodes[1].outputs, (std::vector<std::string>{"a/float32"}));
+  EXPECT_EQ(out->nodes[4].inputs, (std::vector<std::string>{"x/float32", "a/float32_1"}));
+}
+
+TEST(HalfInFloatRewrite, NewNamesStepAroundNamesTheGraphHas) {
+  auto g = matmul_exp_graph(DType::Float16);
+  g->nodes.insert(g->nodes.begin(), testing::make_node("Identity", {"x"}, {"x/float32"}));
+  g->value_types["x/float32"] = typed(DType::Float16, {2, 4});
+  g->outputs.push_back({"x/float32", typed(DType::Float16, {2, 4})});
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  ASSERT_NE(out, nullptr);
+  const Node& mm = out->nodes[3];
+  ASSERT_EQ(mm.op_type, "MatMul");
+  EXPECT_EQ(mm.inputs[0], "x/float32_1");
+}
+
+TEST(HalfInFloatRewrite, LeavesGraphsWhoseNodesAllHaveKernels) {
+  auto g = matmul_exp_graph(DType::Float32);
+  EXPECT_EQ(compute_half_in_float(*g, DeviceType::CPU), nullptr);
+}
+
+TEST(HalfInFloatRewrite, LeavesANodeWhoseOutputTypeIsUnknownAndPlanningNamesIt) {
+  auto g = matmul_exp_graph(DType::Float16);
+  g->value_types.erase("y");
+  g->outputs = {{"z", typed(DType::Float16, {2, 3})}};
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  EXPECT_EQ(out, nullptr);  // Exp reads y, whose type is unknown too
+  try {
+    Model model(g, Device::cpu());
+    FAIL() << "a float16 MatMul of unknown output type compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[MatMul] node 'mm' (no kernel for dtype float16)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HalfInFloatRewrite, CastsNameTheirTypeBeforeOpset6) {
+  auto g = matmul_exp_graph(DType::Float16, 5);
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->nodes[0].attr_string("to"), "FLOAT");
+  EXPECT_EQ(out->nodes[3].attr_string("to"), "FLOAT16");
+}
+
+TEST(HalfInFloatRewrite, AGraphOfOtherDomainsOnlyImportsAiOnnxForItsCasts) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports["dprun"] = 1;
+  g->inputs = {{"x", typed(DType::Float16, {2, 4})}};
+  g->initializers["w"] = small_values(DType::Float16, {4, 3}, 7);
+  g->initializers["b"] = small_values(DType::Float16, {3}, 8);
+  g->nodes.push_back(testing::make_node("MatMulBias", {"x", "w", "b"}, {"y"}));
+  g->nodes.back().domain = "dprun";
+  g->outputs = {{"y", typed(DType::Float16, {2, 3})}};
+  std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(op_types(*out),
+            (std::vector<std::string>{"Cast", "Cast", "Cast", "MatMulBias", "Cast"}));
+  EXPECT_EQ(out->opset_imports, (std::map<std::string, int64_t>{{"", 13}, {"dprun", 1}}));
+  Model model(g, Device::cpu());
+  std::vector<Tensor> y = model.run(std::vector<Tensor>{small_values(DType::Float16, {2, 4}, 9)});
+  EXPECT_EQ(y[0].dtype(), DType::Float16);
+}
+
+TEST(HalfInFloatRewrite, EveryBackendCompilesTheRewrite) {
+  // Backend::rewrite_graph applies it after the backend's own rewrites, for every backend.
+  auto g = matmul_exp_graph(DType::Float16);
+  for (DeviceType type : {DeviceType::CPU, DeviceType::Sim}) {
+    Model model(g, Device{type, 0});
+    EXPECT_EQ(model.plan()->graph().nodes[2].inputs[0], "x/float32") << device_type_name(type);
+  }
+}
+
+/// On an accelerator: MatMul has no 16-bit kernel there either; the Casts run on the device.
+/// The products are exact, so only Exp may differ, by one 16-bit rounding step.
+class HalfInFloatOnAccelerators : public testing::AcceleratorTest {};
+
+TEST_P(HalfInFloatOnAccelerators, RunsAsOnTheCpu) {
+  auto g = matmul_exp_graph(DType::Float16);
+  Tensor x = small_values(DType::Float16, {2, 4}, 5);
+  Model cpu(g, Device::cpu());
+  Model accel(g, device());
+  std::vector<Tensor> want = cpu.run(std::vector<Tensor>{x});
+  std::vector<Tensor> got = accel.run(std::vector<Tensor>{x.to(device())});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    Tensor host = got[o].to(Device::cpu());
+    ASSERT_EQ(host.dtype(), DType::Float16);
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      EXPECT_NEAR(host.item_as_double(i), want[o].item_as_double(i),
+                  2e-3 * std::abs(want[o].item_as_double(i)))
+          << "output " << o << " element " << i;
+  }
+}
+
+DPRUN_ON_ACCELERATORS(HalfInFloatOnAccelerators);
+
+}  // namespace
+}  // namespace dprun
