@@ -13,6 +13,8 @@ encoder_base); they get random weights here. Steps (all by default):
   conformance  dprun conformance --device DEV against tests/conformance_expected.txt
   models       the bundled models against their PyTorch outputs; the zoo models against
                ONNX Runtime on the CPU, same file and inputs
+  precision    --precision float16 and bfloat16: the bundled models against PyTorch's float32
+               outputs within 16 bits' error, and the zoo models' throughput
   train        every models/training/*.args case on DEV against PyTorch's losses and
                trained weights (a multi-device case against dprun on cpu:0: see step_train)
   distributed  dprun train --distributed, one rank without mpirun (gradients summed by NCCL
@@ -135,8 +137,8 @@ def compare(got, want):
     return diff, scale, diff <= 1e-4 * scale
 
 
-def run_outputs(c, model, inputs, folder, log):
-    argv = [model, "--devices", c.args.device, "--output-dir", folder]
+def run_outputs(c, model, inputs, folder, log, extra=()):
+    argv = [model, "--devices", c.args.device, "--output-dir", folder] + list(extra)
     for name, path in inputs.items():
         argv += ["--input", f"{name}={path}"]
     return c.dprun("dprun", argv, log, 300)
@@ -205,6 +207,40 @@ def step_models(c, zoo_dir):
                 parts.append(f"{name} max |diff| {r[0]:.3g} (max |ref| {r[1]:.3g}) "
                              f"{'ok' if r[2] else 'MISMATCH'}" if r else f"{name} wrong shape")
             c.say(f"zoo {model} batch 4 on {c.args.device} vs {reference}: " + "; ".join(parts))
+
+
+# The error --precision may add, relative to an output's largest value: 16-bit rounding of
+# every layer (measured on the CPU: float16 1.0e-3, bfloat16 1.4e-2 for the bundled models).
+PRECISION_BOUNDS = {"float16": 3e-3, "bfloat16": 3e-2}
+
+
+def step_precision(c, zoo_dir):
+    """--precision float16 and bfloat16: the bundled models against PyTorch's float32 outputs
+    within 16 bits' error, and the zoo models' throughput against float32."""
+    for precision, bound in PRECISION_BOUNDS.items():
+        for model in ("mlp", "cnn", "transformer"):
+            inputs = {re.sub(rf"^models/{model}\.input\.(.*)\.npy$", r"\1", p): p
+                      for p in sorted(glob.glob(f"models/{model}.input.*.npy"))}
+            with tempfile.TemporaryDirectory() as folder:
+                rc, out = run_outputs(c, f"models/{model}.onnx", inputs, folder,
+                                      "precision.log", ["--precision", precision])
+                if rc:
+                    c.say(f"{precision} {model} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
+                    continue
+                parts = []
+                for ref in sorted(glob.glob(f"models/{model}.output.*.npy")):
+                    name = re.sub(rf"^models/{model}\.output\.(.*)\.npy$", r"\1", ref)
+                    r = compare(np.load(os.path.join(folder, name + ".npy")), np.load(ref))
+                    parts.append(f"{name} max |diff| / max |ref| {r[0] / r[1]:.3g} "
+                                 f"{'ok' if r[0] <= bound * r[1] else 'MISMATCH'}"
+                                 if r else f"{name} wrong shape")
+                c.say(f"{precision} {model} on {c.args.device} vs PyTorch float32 (bound "
+                      f"{bound}): " + "; ".join(parts))
+    iters = ["--iters", str(c.args.iters), "--warmup", "5", "--rounds", "3"]
+    for name in c.zoo:
+        for precision in PRECISION_BOUNDS:
+            bench_once(c, os.path.join(zoo_dir, name + ".onnx"), name, ZOO[name], iters,
+                       extra_flags=["--precision", precision], label=precision)
 
 
 def trained_weights(path):
@@ -329,11 +365,11 @@ ABLATIONS = {"without fusion": {"DPRUN_NO_FUSION": "1"},
              "without shape arithmetic on the host": {"DPRUN_NO_SHAPE_ARITHMETIC": "1"}}
 
 
-def bench_once(c, path, name, extra, iters, tf32=False, env=None, label=""):
+def bench_once(c, path, name, extra, iters, tf32=False, env=None, label="", extra_flags=()):
     with tempfile.TemporaryDirectory() as folder:
         report = os.path.join(folder, "b.json")
         argv = ["bench", path, "--devices", c.args.device, "--json", report] + extra + \
-            iters + (["--allow-tf32"] if tf32 else [])
+            iters + (["--allow-tf32"] if tf32 else []) + list(extra_flags)
         rc, out = c.dprun("dprun", argv, "bench.log", 300, env)
         tag = f"{name}{' tf32' if tf32 else ''}{' ' + label if label else ''}"
         if rc:
@@ -433,7 +469,8 @@ def main():
     p.add_argument("--models", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--steps", default="tests,conformance,models,train,distributed,bench,profile")
+    p.add_argument("--steps",
+                   default="tests,conformance,models,precision,train,distributed,bench,profile")
     p.add_argument("--step-timeout", type=int, default=240)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--zoo", default=",".join(ZOO), help="zoo models to check and time")
@@ -450,7 +487,9 @@ def main():
         step_tests_and_conformance(c, steps)
     filler.join()
     zoo = zoo.get("folder")
-    for name, fn in (("models", lambda: step_models(c, zoo)), ("train", lambda: step_train(c)),
+    for name, fn in (("models", lambda: step_models(c, zoo)),
+                     ("precision", lambda: step_precision(c, zoo)),
+                     ("train", lambda: step_train(c)),
                      ("distributed", lambda: step_distributed(c)),
                      ("bench", lambda: step_bench(c, zoo)),
                      ("profile", lambda: step_profile(c, zoo))):

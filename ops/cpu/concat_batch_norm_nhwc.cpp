@@ -1,7 +1,7 @@
 // ConcatBatchNormalizationNHWC(scale, B, mean, var, parts...): inference BatchNormalization of
 // the concatenation of NHWC parts along channels, applied while the parts are copied
-// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). Each element goes through the same
-// simd::affine as BatchNormalizationNHWC, so the fused node gives the unfused pair's bits.
+// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). Each element goes through
+// the same simd::affine as BatchNormalizationNHWC, so the fused node gives the unfused pair's bits.
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -1,7 +1,7 @@
 // ConcatConvNHWC(W, B, parts...): ConvNHWC (one group) of the concatenation of NHWC parts along
-// channels (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). A convolution is linear in
-// its input channels, so the oneDNN path runs one convolution per part, over that part's slice of
-// W's input channels, each after the first adding its result to the output (oneDNN's sum
+// channels (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). A convolution is
+// linear in its input channels, so the oneDNN path runs one convolution per part, over that part's
+// slice of W's input channels, each after the first adding its result to the output (oneDNN's sum
 // post-op, the fused activation after the last): the concatenation is never written. Splitting
 // the sum over input channels changes its rounding, not its value. The reference path
 // concatenates the parts and runs ConvNHWC's reference kernel.

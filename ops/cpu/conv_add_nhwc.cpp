@@ -1,10 +1,10 @@
 // ConvAddNHWC(X, W, B, Z): activation(ConvNHWC(X, W, B) + Z), a convolution whose result's only
 // reader is an Add, as in residual blocks (fuse_channels_last_ops,
-// engine/backends/cpu/channels_last_fusion.h). The oneDNN path starts the output as Z (Z's own memory when
-// Z dies here, else a copy) and lets the convolution add its result with the sum post-op, then
-// apply the activation: the Add and the activation cost no pass of their own. Where Z broadcasts
-// to the output, or the dtype is not float32, the convolution, the Add and the activation run
-// one after another.
+// engine/backends/cpu/channels_last_fusion.h). The oneDNN path starts the output as Z (Z's own
+// memory when Z dies here, else a copy) and lets the convolution add its result with the sum
+// post-op, then apply the activation: the Add and the activation cost no pass of their own. Where Z
+// broadcasts to the output, or the dtype is not float32, the convolution, the Add and the
+// activation run one after another.
 #include <cstring>
 #include <memory>
 #include <vector>

@@ -1,8 +1,8 @@
 // ConvChainNHWC(X, W0, B0, W1, B1, ..., [Z]): convolutions in a chain, each reading the one
-// before it and read by nothing else (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h),
-// as MobileNetV2's expansion, depthwise and projection convolutions. Attribute "steps" counts
-// them; step k's ConvNHWC attributes carry the prefix "<k>:". With "sum" = 1 the last step is a
-// ConvAddNHWC and the last input its addend Z.
+// before it and read by nothing else (fuse_channels_last_ops,
+// engine/backends/cpu/channels_last_fusion.h), as MobileNetV2's expansion, depthwise and projection
+// convolutions. Attribute "steps" counts them; step k's ConvNHWC attributes carry the prefix
+// "<k>:". With "sum" = 1 the last step is a ConvAddNHWC and the last input its addend Z.
 //
 // The oneDNN path runs the whole chain on a few images at a time, the values between the steps
 // in buffers of this thread that stay in cache, instead of each step over the whole batch, whose

@@ -1,12 +1,17 @@
-// oneDNN fast paths for float32 MatMul (batched, broadcasting) and Gemm, on the matmul
-// primitive. Primitives are cached per operand shapes.
+// oneDNN fast paths for MatMul (batched, broadcasting) and Gemm, on the matmul primitive, in
+// float32, and MatMul also in bfloat16 and float16: oneDNN's 16-bit product, summed in float32
+// and rounded once, where this CPU has one (bfloat16 on AVX-512 CPUs, natively with
+// AVX512_BF16), else the float32 product of the widened operands, rounded once. Primitives are
+// cached per operand shapes.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/gemm_util.h"
+#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
@@ -25,12 +30,22 @@ struct MatMulPrimitive {
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
+/// The reference kernel of the node read in float32: a 16-bit MatMul has none of its own, and
+/// hands its float32 work, never its own inputs, to the float32 path.
+std::unique_ptr<OpKernel> float32_reference(const KernelInfo& info) {
+  KernelInfo as_float32 = info;
+  for (auto& type : as_float32.input_types)
+    if (type && (type->dtype == DType::Float16 || type->dtype == DType::BFloat16))
+      type->dtype = DType::Float32;
+  return onednn::make_reference(as_float32);
+}
+
 class MatMulOnednnKernel : public OpKernel {
  public:
   /// MatMul, or the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim,
   /// added by oneDNN as it writes the product.
   explicit MatMulOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)),
+      : reference_(float32_reference(info)),
         weights_(info.constant_inputs.count(1) > 0),
         with_bias_(info.node.op_type == "MatMulBias"),
         activation_(info.node) {}
@@ -39,16 +54,20 @@ class MatMulOnednnKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* bias = with_bias_ ? &ctx.input(2) : nullptr;
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
-        (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1)))
+    if (is_16bit(a.dtype()) && !bias) {
+      if (b.dtype() != a.dtype())
+        ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe());
+    } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
+               (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1))) {
       return reference_->compute(ctx);
+    }
     MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
     if (bias && (bias->numel() != s.n || s.k == 0 || b.rank() != 2))
       return reference_->compute(ctx);  // reports a bad bias; fills an empty product's bias
-    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, s.out_shape, a.dtype());
     if (y.numel() == 0) return;
     if (s.k == 0) {
-      std::fill(y.data<float>(), y.data<float>() + y.numel(), 0.f);
+      std::memset(y.raw_data(), 0, y.nbytes());  // +0 in every float type
       return;
     }
     const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
@@ -56,10 +75,19 @@ class MatMulOnednnKernel : public OpKernel {
   }
 
  private:
+  static bool is_16bit(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
   /// The oneDNN path, on the threads run_sized gives it.
   void run(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b,
            const Tensor* bias, Tensor& y) const {
-    auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] { return build(s); });
+    const bool half = is_16bit(a.dtype());
+    const onednn::ShapeCache<MatMulPrimitive>& cache = half ? cache_16bit_ : cache_;
+    auto p = cache.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] {
+      return build(s, a.dtype() == DType::Float16    ? memory::data_type::f16
+                      : a.dtype() == DType::BFloat16 ? memory::data_type::bf16
+                                                     : memory::data_type::f32);
+    });
+    if (!p->usable && half) return run_in_float32(ctx, s, a, b, y);
     if (!p->usable) return reference_->compute(ctx);
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
     const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
@@ -73,7 +101,17 @@ class MatMulOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
-  std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s) const {
+  /// A 16-bit product this CPU has no primitive for: the float32 product of widened copies,
+  /// rounded once into y.
+  void run_in_float32(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b,
+                      Tensor& y) const {
+    Tensor wide = Tensor::empty(y.shape(), DType::Float32);
+    run(ctx, s, to_float32(a), to_float32(b), nullptr, wide);
+    round_into(wide, y);
+  }
+
+  std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s,
+                                               memory::data_type type) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const size_t rank = s.a.size();
     bool b_is_matrix = true;
@@ -90,9 +128,9 @@ class MatMulOnednnKernel : public OpKernel {
     }
     if (a_shape.size() > DNNL_MAX_NDIMS) return p;
     try {
-      p->a_md = onednn::plain_desc(a_shape);
-      p->user_b_md = onednn::plain_desc(b_shape);
-      p->c_md = onednn::plain_desc(c_shape);
+      p->a_md = onednn::plain_desc(a_shape, type);
+      p->user_b_md = onednn::plain_desc(b_shape, type);
+      p->c_md = onednn::plain_desc(c_shape, type);
       // A constant matrix B is packed once into the layout oneDNN prefers (PackedWeights).
       const memory::desc b_md = b_is_matrix ? packable(p->user_b_md) : p->user_b_md;
       if (with_bias_) {  // compute() checked that B is a matrix
@@ -124,6 +162,7 @@ class MatMulOnednnKernel : public OpKernel {
 
   std::unique_ptr<OpKernel> reference_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
+  onednn::ShapeCache<MatMulPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
   onednn::PackedWeights weights_;
   bool with_bias_;
   FusedActivation activation_;  // MatMulBias's, from the op fusion
@@ -243,7 +282,7 @@ class GemmOnednnKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<MatMulOnednnKernel>});

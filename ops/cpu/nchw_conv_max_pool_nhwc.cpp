@@ -1,7 +1,7 @@
 // NchwConvMaxPoolNHWC(X, W, B): MaxPoolNHWC(ConvNHWC(Transpose(X, perm [0, 2, 3, 1]), W, B)), a
 // network's first convolution, over an NCHW input of a few channels, and the max pool after it
-// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). The ConvNHWC attributes are the
-// node's own; the MaxPoolNHWC's carry the prefix "pool:". X is NCHW, the output NHWC.
+// (fuse_channels_last_ops, engine/backends/cpu/channels_last_fusion.h). The ConvNHWC attributes are
+// the node's own; the MaxPoolNHWC's carry the prefix "pool:". X is NCHW, the output NHWC.
 //
 // oneDNN convolves a few-channel NCHW input into its blocked layout (nChw16c) much faster than
 // an NHWC one into NHWC, and the NCHW input needs no transpose: the oneDNN path runs the

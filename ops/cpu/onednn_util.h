@@ -41,9 +41,10 @@ inline dnnl::memory::dims dense_strides(const Shape& shape) {
   return strides;
 }
 
-/// A plain (row-major) f32 descriptor of `shape`.
-inline dnnl::memory::desc plain_desc(const Shape& shape) {
-  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, dense_strides(shape));
+/// A plain (row-major) descriptor of `shape`, f32 unless told otherwise.
+inline dnnl::memory::desc plain_desc(const Shape& shape,
+                                     dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc(to_dims(shape), type, dense_strides(shape));
 }
 
 /// Wraps tensor memory (no copy) as a oneDNN memory object of the given descriptor.

@@ -8,7 +8,7 @@ namespace dprun::cuda_ew {
 namespace {
 
 template <class Op>
-using F = UnaryKernel<Op, FloatTypes>;
+using F = UnaryKernel<Op, FloatAndHalfTypes>;
 
 /// Gelu picks its functor from `approximate` when built, as on the CPU.
 std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
@@ -16,7 +16,7 @@ std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
   return make_kernel<F<math::Gelu>>(info);
 }
 
-DPRUN_CUDA_ELEMENTWISE("Relu", 1, UnaryKernel<math::Relu, SignedTypes>);
+DPRUN_CUDA_ELEMENTWISE("Relu", 1, UnaryKernel<math::Relu, SignedAndHalfTypes>);
 DPRUN_CUDA_ELEMENTWISE("LeakyRelu", 1, F<math::LeakyRelu>);
 DPRUN_CUDA_ELEMENTWISE("Elu", 1, F<math::Elu>);
 DPRUN_CUDA_ELEMENTWISE("Selu", 1, F<math::Selu>);
@@ -29,18 +29,18 @@ DPRUN_CUDA_ELEMENTWISE("Softplus", 1, F<math::Softplus>);
 DPRUN_CUDA_ELEMENTWISE("Softsign", 1, F<math::Softsign>);
 DPRUN_CUDA_ELEMENTWISE("ThresholdedRelu", 1, F<math::ThresholdedRelu>);
 DPRUN_CUDA_ELEMENTWISE("Mish", 18, F<math::Mish>);
-DPRUN_CUDA_ELEMENTWISE("Shrink", 9, UnaryKernel<math::Shrink, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Shrink", 9, UnaryKernel<math::Shrink, NumericAndHalfTypes>);
 DPRUN_REGISTER_KERNEL({.op_type = "Gelu",
                        .since = 20,
                        .device = DeviceType::CUDA,
-                       .dtypes = dtypes(FloatTypes{}),
+                       .dtypes = dtypes(FloatAndHalfTypes{}),
                        .impl = kImpl,
                        .factory = make_gelu});
 // The op fusion's Gelu (engine/rewrites/op_fusion.h), always the erf form.
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "Gelu",
                        .device = DeviceType::CUDA,
-                       .dtypes = dtypes(FloatTypes{}),
+                       .dtypes = dtypes(FloatAndHalfTypes{}),
                        .impl = kImpl,
                        .factory = make_kernel<F<math::GeluErfForm>>});
 

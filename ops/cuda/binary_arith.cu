@@ -32,10 +32,10 @@ class PowKernel : public OpKernel {
   bool legacy_;
 };
 
-DPRUN_CUDA_ELEMENTWISE("Add", 1, BinaryKernel<math::Add, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Sub", 1, BinaryKernel<math::Sub, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Mul", 1, BinaryKernel<math::Mul, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Div", 1, BinaryKernel<math::Div, FloatTypes>);
+DPRUN_CUDA_ELEMENTWISE("Add", 1, BinaryKernel<math::Add, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Sub", 1, BinaryKernel<math::Sub, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Mul", 1, BinaryKernel<math::Mul, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Div", 1, BinaryKernel<math::Div, FloatAndHalfTypes>);
 DPRUN_CUDA_ELEMENTWISE("Pow", 1, PowKernel);
 
 }  // namespace

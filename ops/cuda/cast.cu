@@ -1,13 +1,12 @@
-// Cast and CastLike on CUDA between float32, float64, float16, the signed and unsigned 8 to 64
-// bit integers and bool, converting values exactly as ops/cpu/cast.cpp does (ew::convert):
-// float -> integer truncates toward zero and saturates at the target's range, NaN -> 0;
-// anything -> bool tests != 0 (so NaN -> true); float16 goes through float both ways, with
-// round-to-nearest-even (so float64 -> float16 rounds twice, like the CPU); integers wrap.
-// Float16 NaNs are encoded as engine/half.h encodes them.
+// Cast and CastLike on CUDA between float32, float64, float16, bfloat16, the signed and
+// unsigned 8 to 64 bit integers and bool, converting values exactly as ops/cpu/cast.cpp does
+// (ew::convert): float -> integer truncates toward zero and saturates at the target's range, NaN ->
+// 0; anything -> bool tests != 0 (so NaN -> true); float16 and bfloat16 go through float both ways,
+// with round-to-nearest-even (so float64 -> float16 rounds twice, like the CPU); integers wrap.
+// 16-bit NaNs are encoded as engine/half.h encodes them (ops/cuda/half_convert.cuh).
 //
-// Declined (run on the host): targets or sources of other dtypes (string, bfloat16), and the
+// Declined (run on the host): targets or sources of other dtypes (string), and the
 // string-named `to` of Cast-1..5.
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -17,22 +16,16 @@
 #include <type_traits>
 
 #include "ops/cuda/elementwise.cuh"
+#include "ops/cuda/half_convert.cuh"
 
 namespace dprun {
 namespace {
 
-/// Device storage of a float16 element (engine/half.h's Float16 is host-only).
-struct Half {
-  uint16_t bits;
-};
-
-template <class T>
-inline constexpr bool is_half_v = std::is_same_v<T, Half>;
-
 /// The dtypes converted on the device, and their element types.
-const std::vector<DType> kCastTypes = {DType::Float32, DType::Float64, DType::Float16, DType::Int8,
-                                       DType::Int16,   DType::Int32,   DType::Int64,   DType::UInt8,
-                                       DType::UInt16,  DType::UInt32,  DType::UInt64,  DType::Bool};
+const std::vector<DType> kCastTypes = {
+    DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8,
+    DType::Int16,   DType::Int32,   DType::Int64,   DType::UInt8,    DType::UInt16,
+    DType::UInt32,  DType::UInt64,  DType::Bool};
 
 bool is_cast_type(DType t) {
   return std::find(kCastTypes.begin(), kCastTypes.end(), t) != kCastTypes.end();
@@ -47,7 +40,9 @@ bool visit_cast_type(DType t, F&& f) {
     case DType::Float64:
       return f(double{}), true;
     case DType::Float16:
-      return f(Half{}), true;
+      return f(Float16{}), true;
+    case DType::BFloat16:
+      return f(BFloat16{}), true;
     case DType::Int8:
       return f(int8_t{}), true;
     case DType::Int16:
@@ -71,22 +66,6 @@ bool visit_cast_type(DType t, F&& f) {
   }
 }
 
-__device__ inline float half_to_float(Half h) {
-  // engine/half.h keeps a NaN's payload when widening; build such NaNs by hand.
-  const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
-  const uint32_t mantissa = h.bits & 0x3ffu;
-  if ((h.bits & 0x7c00u) == 0x7c00u && mantissa != 0)
-    return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
-  return __half2float(__ushort_as_half(h.bits));
-}
-
-__device__ inline Half float_to_half(float f) {
-  // engine/half.h narrows every NaN to the quiet NaN 0x7e00 with f's sign; cvt would give 0x7fff.
-  if (isnan(f))
-    return Half{static_cast<uint16_t>(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u)};
-  return Half{__half_as_ushort(__float2half_rn(f))};
-}
-
 /// The saturation bounds of a float -> integer conversion, in both types (powers of two, or
 /// zero, so exact in From).
 template <class To, class From>
@@ -101,10 +80,10 @@ template <class To, class From>
 __device__ To cast_value(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
-  } else if constexpr (is_half_v<From>) {
-    return cast_value<To>(half_to_float(v));
-  } else if constexpr (is_half_v<To>) {
-    return float_to_half(static_cast<float>(v));
+  } else if constexpr (cuda_half::is_16bit_v<From>) {
+    return cast_value<To>(cuda_half::to_float(v));
+  } else if constexpr (cuda_half::is_16bit_v<To>) {
+    return cuda_half::from_float<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {

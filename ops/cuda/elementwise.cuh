@@ -12,6 +12,7 @@
 
 #include "engine/kernel.h"
 #include "ops/cuda/elementwise_layout.h"
+#include "ops/cuda/half_convert.cuh"
 #include "ops/math/make_functor.h"
 
 namespace dprun::cuda_ew {
@@ -27,6 +28,13 @@ using IntegralTypes =
 using NumericTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
                               uint32_t, uint64_t>;
 using BoolTypes = TypeList<bool>;
+// The same with float16 and bfloat16, stored in 16 bits and computed in float
+// (half_convert.cuh), as the CPU's elementwise kernels take them.
+using FloatAndHalfTypes = TypeList<float, double, Float16, BFloat16>;
+using SignedAndHalfTypes =
+    TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
+using NumericAndHalfTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t,
+                                     int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
 
 template <class... Ts>
 std::vector<DType> dtypes(TypeList<Ts...>) {
@@ -55,28 +63,29 @@ inline unsigned blocks_for(int64_t n) {
 template <class TI, class TO, class Op>
 __global__ void unary_kernel(Op op, const TI* __restrict__ in, TO* __restrict__ out, int64_t n) {
   DPRUN_CUDA_GRID_STRIDE(i, n) {
-    out[i] = static_cast<TO>(op(in[i]));
+    out[i] = cuda_half::store<TO>(op(cuda_half::load(in[i])));
   }
 }
 
 template <Access kAccess, class TA, class TB, class TO, class Op>
 __global__ void binary_kernel(Op op, const TA* __restrict__ a, const TB* __restrict__ b,
                               TO* __restrict__ out, int64_t n, BroadcastIndex<2> ix) {
+  using cuda_half::load;
   DPRUN_CUDA_GRID_STRIDE(i, n) {
     if constexpr (kAccess == Access::Contiguous) {
-      out[i] = static_cast<TO>(op(a[i], b[i]));
+      out[i] = cuda_half::store<TO>(op(load(a[i]), load(b[i])));
     } else if constexpr (kAccess == Access::ScalarFirst) {
-      out[i] = static_cast<TO>(op(a[0], b[i]));
+      out[i] = cuda_half::store<TO>(op(load(a[0]), load(b[i])));
     } else if constexpr (kAccess == Access::ScalarSecond) {
-      out[i] = static_cast<TO>(op(a[i], b[0]));
+      out[i] = cuda_half::store<TO>(op(load(a[i]), load(b[0])));
     } else if constexpr (kAccess == Access::Strided32) {
       int32_t off[2];
       input_offsets(ix, static_cast<int32_t>(i), off);
-      out[i] = static_cast<TO>(op(a[off[0]], b[off[1]]));
+      out[i] = cuda_half::store<TO>(op(load(a[off[0]]), load(b[off[1]])));
     } else {
       int64_t off[2];
       input_offsets(ix, i, off);
-      out[i] = static_cast<TO>(op(a[off[0]], b[off[1]]));
+      out[i] = cuda_half::store<TO>(op(load(a[off[0]]), load(b[off[1]])));
     }
   }
 }

@@ -87,12 +87,12 @@ class GemmCuda : public OpKernel {
                  "Gemm: cudaMemsetAsync");
     }
     if (empty_sum) return;
-    const RowMajorSgemm gemm{.trans_a = attrs_.trans_a,
-                             .trans_b = attrs_.trans_b,
-                             .tf32 = tf32_,
-                             .m = s.m,
-                             .n = s.n,
-                             .k = s.k};
+    const RowMajorGemm gemm{.trans_a = attrs_.trans_a,
+                            .trans_b = attrs_.trans_b,
+                            .tf32 = tf32_,
+                            .m = s.m,
+                            .n = s.n,
+                            .k = s.k};
     gemm.run(cuda.cublas(), ctx, attrs_.alpha, a.data<float>(), b.data<float>(),
              add_c ? attrs_.beta : 0.f, y.data<float>());
   }

@@ -1,5 +1,5 @@
-// MatMul on CUDA (float32) with cuBLAS: numpy semantics (matmul_util.h), 1-D operands
-// promoted and batch dimensions broadcast.
+// MatMul on CUDA (float32, float16, bfloat16) with cuBLAS: numpy semantics (matmul_util.h), 1-D
+// operands promoted and batch dimensions broadcast.
 //
 // Batches go to cuBLAS in as few calls as their layout allows: when b has no batch dims and a
 // is contiguous over the full batch, a's batches are one [batch * M, K] matrix (one GEMM);
@@ -23,10 +23,11 @@ class MatMulCuda : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32)
-      ctx.fail("expects float32 operands, got ", a.describe(), " and ", b.describe());
+    if (a.dtype() != b.dtype())
+      ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe());
+    const cudaDataType_t type = cublas_type(a.dtype(), ctx);
     const MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
-    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, s.out_shape, a.dtype());
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
     if (s.k == 0) {  // an empty sum: zeros
@@ -38,10 +39,11 @@ class MatMulCuda : public OpKernel {
     const int64_t batches = shape_numel(s.batch);
     const bool a_none = shape_numel(batch_a) == 1, b_none = shape_numel(batch_b) == 1;
     const bool a_full = batch_a == s.batch, b_full = batch_b == s.batch;
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* py = y.data<float>();
-    RowMajorSgemm gemm{.tf32 = tf32_, .m = s.m, .n = s.n, .k = s.k};
+    const auto* pa = static_cast<const char*>(a.raw_data());
+    const auto* pb = static_cast<const char*>(b.raw_data());
+    auto* py = static_cast<char*>(y.raw_data());
+    const int64_t bytes = static_cast<int64_t>(dtype_size(a.dtype()));
+    RowMajorGemm gemm{.type = type, .tf32 = tf32_, .m = s.m, .n = s.n, .k = s.k};
     if (b_none && a_full) {
       gemm.m = batches * s.m;
       gemm.run(cuda.cublas(), ctx, 1.f, pa, pb, 0.f, py);
@@ -56,8 +58,8 @@ class MatMulCuda : public OpKernel {
       for (int64_t bi = 0; bi < batches; ++bi) {
         int64_t oa, ob;
         batch_index(bi, oa, ob);
-        gemm.run(cuda.cublas(), ctx, 1.f, pa + oa * s.m * s.k, pb + ob * s.k * s.n, 0.f,
-                 py + bi * s.m * s.n);
+        gemm.run(cuda.cublas(), ctx, 1.f, pa + oa * s.m * s.k * bytes, pb + ob * s.k * s.n * bytes,
+                 0.f, py + bi * s.m * s.n * bytes);
       }
     }
   }
@@ -69,7 +71,7 @@ class MatMulCuda : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .factory = make_kernel<MatMulCuda>});
 
 }  // namespace

@@ -57,7 +57,7 @@ class MatMulBiasCuda : public OpKernel {
     // The bias written into every row (all of an empty sum), cuBLAS adding the product onto it.
     write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
     if (k > 0) {
-      const RowMajorSgemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
+      const RowMajorGemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
       gemm.run(cuda.cublas(), ctx, 1.f, a.data<float>(), b.data<float>(), 1.f, y.data<float>());
     }
     activation_.apply(ctx, y.data<float>(), y.numel());

@@ -1,5 +1,6 @@
 // CUDA unary math: the ops of ops/cpu/unary_math.cpp, with the same functors and opsets.
-// Float16/bfloat16 are not covered; integer ops cover the integer types the CPU accepts.
+// Float16 and bfloat16 are stored in 16 bits and computed in float, as on the CPU; integer ops
+// cover the integer types the CPU accepts.
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/unary_functors.h"
 
@@ -7,13 +8,13 @@ namespace dprun::cuda_ew {
 namespace {
 
 template <class Op>
-using F = UnaryKernel<Op, FloatTypes>;
+using F = UnaryKernel<Op, FloatAndHalfTypes>;
 template <class Op>
-using Predicate = UnaryKernel<Op, FloatTypes, true>;
+using Predicate = UnaryKernel<Op, FloatAndHalfTypes, true>;
 
-DPRUN_CUDA_ELEMENTWISE("Abs", 1, UnaryKernel<math::Abs, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Neg", 1, UnaryKernel<math::Neg, SignedTypes>);
-DPRUN_CUDA_ELEMENTWISE("Sign", 9, UnaryKernel<math::Sign, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Abs", 1, UnaryKernel<math::Abs, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Neg", 1, UnaryKernel<math::Neg, SignedAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Sign", 9, UnaryKernel<math::Sign, NumericAndHalfTypes>);
 DPRUN_CUDA_ELEMENTWISE("Reciprocal", 1, F<math::Reciprocal>);
 DPRUN_CUDA_ELEMENTWISE("Sqrt", 1, F<math::Sqrt>);
 DPRUN_CUDA_ELEMENTWISE("Exp", 1, F<math::Exp>);

@@ -185,17 +185,20 @@ Tensor random_tensor(const Shape& shape, DType dtype, const OpCase& c, std::mt19
         const double hi = std::min(std::floor(c.hi), double(std::numeric_limits<T>::max()));
         p[i] = static_cast<T>(std::uniform_int_distribution<int64_t>(
             static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng));
-      } else if constexpr (std::is_floating_point_v<T>) {
+      } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
+                           std::is_same_v<T, BFloat16>) {
         double v = std::uniform_real_distribution<double>(c.lo, c.hi)(rng);
         if (c.halves) v = std::round(v * 2.0) / 2.0;
         if (c.special && i % 4 == 0) {
-          const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
-                                std::numeric_limits<T>::infinity(),
-                                -std::numeric_limits<T>::infinity()};
-          p[i] = specials[(i / 4) % 3];
-        } else {
-          p[i] = static_cast<T>(v);
+          const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                    std::numeric_limits<float>::infinity(),
+                                    -std::numeric_limits<float>::infinity()};
+          v = specials[(i / 4) % 3];
         }
+        if constexpr (std::is_floating_point_v<T>)
+          p[i] = static_cast<T>(v);
+        else
+          p[i] = T(static_cast<float>(v));  // 16 bits: rounded to nearest even
       } else {
         ADD_FAILURE() << "no random values for " << dtype_name(dtype);
       }

@@ -74,13 +74,15 @@ TEST(CudaModel, ADeviceKernelWhoseInputDtypeIsUnknownKeepsTheCpuKernelForOtherDt
   EXPECT_EQ(div.kernel_device, DeviceType::CUDA);
   ASSERT_NE(div.host_kernel, nullptr);
   EXPECT_EQ(div.dtype_input, 0);
-  EXPECT_EQ(div.device_dtypes, (std::vector<DType>{DType::Float32, DType::Float64}));
+  EXPECT_EQ(div.device_dtypes,
+            (std::vector<DType>{DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}));
   // dprun inspect reports it from place_nodes.
   std::vector<NodePlacement> placed = place_nodes(*integer_div_graph(), DeviceType::CUDA);
   ASSERT_EQ(placed.size(), 2u);
   EXPECT_TRUE(placed[0].device_dtypes.empty());
   EXPECT_EQ(placed[1].device, DeviceType::CUDA);
-  EXPECT_EQ(placed[1].device_dtypes, (std::vector<DType>{DType::Float32, DType::Float64}));
+  EXPECT_EQ(placed[1].device_dtypes,
+            (std::vector<DType>{DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}));
   EXPECT_EQ(placed[1].dtype_input, 0);
   // Where the graph gives the dtype, the planner decides once and keeps no second kernel.
   auto typed = testing::make_graph({testing::make_node("Div", {"a", "b"}, {"q"})},

@@ -63,14 +63,14 @@ std::vector<std::string> op_types(const Graph& g) {
   return ops;
 }
 
-/// x [2, 4] and w [4, 3] of `dtype` -> MatMul -> y -> Exp -> z (outputs y and z): MatMul has
-/// no 16-bit kernel on any backend.
+/// x [2, 4] and w [4, 3] of `dtype` -> Gemm -> y -> Exp -> z (outputs y and z): Gemm has no
+/// 16-bit kernel on any backend.
 std::shared_ptr<Graph> matmul_exp_graph(DType dtype, int64_t opset = 17) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = opset;
   g->inputs = {{"x", typed(dtype, {2, 4})}};
   g->initializers["w"] = small_values(dtype, {4, 3}, 7);
-  g->nodes.push_back(testing::make_node("MatMul", {"x", "w"}, {"y"}));
+  g->nodes.push_back(testing::make_node("Gemm", {"x", "w"}, {"y"}));
   g->nodes.back().name = "mm";
   g->nodes.push_back(testing::make_node("Exp", {"y"}, {"z"}));
   g->nodes.back().name = "exp";
@@ -85,13 +85,13 @@ TEST_P(HalfInFloat, CastsAroundANodeWithoutA16BitKernelAndKeepsEveryName) {
   auto g = matmul_exp_graph(GetParam());
   std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
   ASSERT_NE(out, nullptr);
-  // Exp takes 16 bits on the CPU where MatMul does not: only MatMul is rewritten.
+  // Exp takes 16 bits on the CPU where Gemm does not: only Gemm is rewritten.
   const bool exp_native =
       KernelRegistry::instance()
           .candidates({g->nodes[1], 17, DeviceType::CPU, {typed(GetParam(), {2, 3})}, {}, g.get()})
           .size() > 0;
-  std::vector<std::string> want = {"Cast", "Cast", "MatMul", "Cast", "Exp"};
-  if (!exp_native) want = {"Cast", "Cast", "MatMul", "Cast", "Cast", "Exp", "Cast"};
+  std::vector<std::string> want = {"Cast", "Cast", "Gemm", "Cast", "Exp"};
+  if (!exp_native) want = {"Cast", "Cast", "Gemm", "Cast", "Cast", "Exp", "Cast"};
   EXPECT_EQ(op_types(*out), want);
   const Node& mm = out->nodes[2];
   EXPECT_EQ(mm.inputs, (std::vector<std::string>{"x/float32", "w/float32"}));
@@ -148,14 +148,14 @@ TEST(HalfInFloatRewrite, AValueReadByTwoRewrittenNodesIsCastOnce) {
   auto g = std::make_shared<Graph>();
   g->opset_imports[""] = 17;
   g->inputs = {{"x", typed(DType::Float16, {2, 2})}};
-  g->nodes.push_back(testing::make_node("MatMul", {"x", "x"}, {"a"}));
-  g->nodes.push_back(testing::make_node("MatMul", {"x", "a"}, {"b"}));
+  g->nodes.push_back(testing::make_node("Gemm", {"x", "x"}, {"a"}));
+  g->nodes.push_back(testing::make_node("Gemm", {"x", "a"}, {"b"}));
   g->value_types["a"] = typed(DType::Float16, {2, 2});
   g->outputs = {{"b", typed(DType::Float16, {2, 2})}};
   std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(op_types(*out),
-            (std::vector<std::string>{"Cast", "MatMul", "Cast", "Cast", "MatMul", "Cast"}));
+            (std::vector<std::string>{"Cast", "Gemm", "Cast", "Cast", "Gemm", "Cast"}));
   EXPECT_EQ(out->nodes[1].inputs, (std::vector<std::string>{"x/float32", "x/float32"}));
   // a is read in float32 from a's float16 value: the rounding of the first product stays.
   EXPECT_EQ(out->nodes[3].inputs, (std::vector<std::string>{"a"}));
@@ -172,7 +172,7 @@ TEST(HalfInFloatRewrite, NewNamesStepAroundNamesTheGraphHas) {
   std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
   ASSERT_NE(out, nullptr);
   const Node& mm = out->nodes[3];
-  ASSERT_EQ(mm.op_type, "MatMul");
+  ASSERT_EQ(mm.op_type, "Gemm");
   EXPECT_EQ(mm.inputs[0], "x/float32_1");
 }
 
@@ -189,9 +189,9 @@ TEST(HalfInFloatRewrite, LeavesANodeWhoseOutputTypeIsUnknownAndPlanningNamesIt) 
   EXPECT_EQ(out, nullptr);  // Exp reads y, whose type is unknown too
   try {
     Model model(g, Device::cpu());
-    FAIL() << "a float16 MatMul of unknown output type compiled";
+    FAIL() << "a float16 Gemm of unknown output type compiled";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[MatMul] node 'mm' (no kernel for dtype float16)"),
+    EXPECT_NE(std::string(e.what()).find("[Gemm] node 'mm' (no kernel for dtype float16)"),
               std::string::npos)
         << e.what();
   }
@@ -233,7 +233,7 @@ TEST(HalfInFloatRewrite, EveryBackendCompilesTheRewrite) {
   }
 }
 
-/// On an accelerator: MatMul has no 16-bit kernel there either; the Casts run on the device.
+/// On an accelerator: Gemm has no 16-bit kernel there either; the Casts run on the device.
 /// The products are exact, so only Exp may differ, by one 16-bit rounding step.
 class HalfInFloatOnAccelerators : public testing::AcceleratorTest {};
 

@@ -1,0 +1,105 @@
+// MatMul in float16 and bfloat16 on every device: the float32 product of the operands, rounded
+// once to the operands' type. Values are multiples of 1/8 below 2, so every product and sum is
+// exact in float32 and any summation order gives the same bits.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "accelerator_test_util.h"
+#include "engine/half.h"
+#include "engine/model.h"
+#include "graph_test_util.h"
+
+namespace dprun {
+namespace {
+
+TensorType typed(DType dtype, const Shape& shape) {
+  TensorType t = testing::float32_type(shape);
+  t.dtype = dtype;
+  return t;
+}
+
+/// Float32 values of a few bits, and their 16-bit twin (the same values, exactly).
+std::pair<Tensor, Tensor> eighths(DType dtype, const Shape& shape, unsigned seed) {
+  Tensor wide = Tensor::empty(shape, DType::Float32);
+  Tensor narrow = Tensor::empty(shape, dtype);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-15, 15);
+  for (int64_t i = 0; i < wide.numel(); ++i) {
+    const float v = static_cast<float>(dist(rng)) / 8.f;
+    wide.data<float>()[i] = v;
+    if (dtype == DType::Float16)
+      narrow.data<Float16>()[i] = Float16(v);
+    else
+      narrow.data<BFloat16>()[i] = BFloat16(v);
+  }
+  return {wide, narrow};
+}
+
+/// y = MatMul(a, b) with b fed, or an initializer when `constant_b`.
+std::shared_ptr<Graph> matmul_graph(DType dtype, const Shape& a, const Shape& b, bool constant_b,
+                                    const Tensor& b_value) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->inputs = {{"a", typed(dtype, a)}};
+  if (constant_b)
+    g->initializers["b"] = b_value;
+  else
+    g->inputs.push_back({"b", typed(dtype, b)});
+  g->nodes.push_back(testing::make_node("MatMul", {"a", "b"}, {"y"}));
+  g->outputs = {{"y", {dtype, std::nullopt}}};
+  return g;
+}
+
+struct Case {
+  Shape a, b;
+  bool constant_b;
+};
+
+class MatMul16Bit : public ::testing::TestWithParam<std::tuple<DType, DeviceType>> {};
+
+TEST_P(MatMul16Bit, IsTheFloat32ProductRoundedOnce) {
+  const auto [dtype, device_type] = GetParam();
+  const std::string why = testing::accelerator_unusable_reason(device_type);
+  if (!why.empty())
+    GTEST_SKIP() << "needs a " << device_type_name(device_type) << " device: " << why;
+  const std::vector<Case> cases = {{{3, 5}, {5, 4}, true},        {{2, 3, 5}, {5, 4}, true},
+                                   {{2, 3, 5}, {2, 5, 4}, false}, {{2, 1, 3, 5}, {3, 5, 2}, false},
+                                   {{5}, {5, 4}, false},          {{40, 70}, {70, 33}, true}};
+  unsigned seed = 1;
+  for (const Case& c : cases) {
+    auto [a32, a16] = eighths(dtype, c.a, seed++);
+    auto [b32, b16] = eighths(dtype, c.b, seed++);
+    Model wide(matmul_graph(DType::Float32, c.a, c.b, c.constant_b, b32), Device::cpu());
+    Model narrow(matmul_graph(dtype, c.a, c.b, c.constant_b, b16), Device{device_type, 0});
+    ASSERT_EQ(narrow.plan()->graph().nodes.size(), 1u) << "MatMul ran between Casts";
+    std::vector<Tensor> wide_in = {a32}, narrow_in = {a16.to(Device{device_type, 0})};
+    if (!c.constant_b) {
+      wide_in.push_back(b32);
+      narrow_in.push_back(b16.to(Device{device_type, 0}));
+    }
+    const Tensor want = wide.run(wide_in)[0];
+    const Tensor got = narrow.run(narrow_in)[0].to(Device::cpu());
+    ASSERT_EQ(got.dtype(), dtype);
+    ASSERT_EQ(got.shape(), want.shape()) << shape_to_string(c.a) << " x " << shape_to_string(c.b);
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const float v = want.data<float>()[i];
+      const double rounded = dtype == DType::Float16 ? static_cast<float>(Float16(v))
+                                                     : static_cast<float>(BFloat16(v));
+      ASSERT_EQ(got.item_as_double(i), rounded)
+          << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, MatMul16Bit,
+                         ::testing::Combine(::testing::Values(DType::Float16, DType::BFloat16),
+                                            ::testing::Values(DeviceType::CPU, DeviceType::Sim,
+                                                              DeviceType::CUDA)),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, DeviceType>>& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  std::string(device_type_name(std::get<1>(info.param)));
+                         });
+
+}  // namespace
+}  // namespace dprun
