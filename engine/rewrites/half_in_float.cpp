@@ -37,19 +37,25 @@ bool has_output_of_unknown_type(const Graph& graph, const Node& node) {
   return false;
 }
 
-/// Whether `node` has a 16-bit float input, no kernel on `device` for its input types, and a
-/// float32 kernel there, with every output typed.
+/// Whether `node`, which has a 16-bit float input and every output typed, runs best in float32
+/// on `device`: it has no 16-bit kernel there and a float32 one; or, off the CPU, it has
+/// neither there (it will run on the host) and the CPU has a float32 kernel but no 16-bit one.
+/// A device's float32 kernel is preferred to the host's 16-bit one: the Casts stay on the
+/// device, where the host kernel would need copies both ways.
 bool needs_float_kernel(const Graph& graph, const Node& node, DeviceType device) {
-  if (holds_subgraph(node)) return false;
-  std::vector<std::optional<TensorType>> types = input_types(graph, node);
+  if (holds_subgraph(node) || has_output_of_unknown_type(graph, node)) return false;
+  const std::vector<std::optional<TensorType>> types = input_types(graph, node);
+  std::vector<std::optional<TensorType>> widened = types;
   bool any_16bit = false;
-  for (auto& type : types)
+  for (auto& type : widened)
     if (type && is_16bit_float(type->dtype)) {
       any_16bit = true;
       type->dtype = DType::Float32;
     }
-  if (!any_16bit || has_kernel(graph, node, input_types(graph, node), device)) return false;
-  return has_kernel(graph, node, types, device) && !has_output_of_unknown_type(graph, node);
+  if (!any_16bit || has_kernel(graph, node, types, device)) return false;
+  if (has_kernel(graph, node, widened, device)) return true;
+  if (device == DeviceType::CPU || has_kernel(graph, node, types, DeviceType::CPU)) return false;
+  return has_kernel(graph, node, widened, DeviceType::CPU);
 }
 
 }  // namespace

@@ -13,13 +13,14 @@
 
 namespace dprun {
 
-/// Returns a copy of `graph` in which every node that has a float16 or bfloat16 input, no
-/// kernel on `device` for its input types and a float32 kernel there, runs in float32 between
-/// Casts; nullptr when no node is such. Nodes holding subgraphs, and nodes with an output of
-/// unknown type, are left as they are (a node the rewrite leaves without a kernel fails
-/// planning as before). A value read by several such nodes is cast once. Graph inputs, outputs,
-/// initializers and every existing value keep their names and types; the new values are named
-/// after the value they convert.
+/// Returns a copy of `graph` in which every node that has a float16 or bfloat16 input and no
+/// kernel on `device` for its input types, but a float32 kernel there, runs in float32 between
+/// Casts; nullptr when no node is such. Off the CPU, a node without either kernel on `device`
+/// (it runs on the host) is rewritten when the CPU has a float32 kernel and no 16-bit one.
+/// Nodes holding subgraphs, and nodes with an output of unknown type, are left as they are (a
+/// node the rewrite leaves without a kernel fails planning as before). A value read by several
+/// such nodes is cast once. Graph inputs, outputs, initializers and every existing value keep
+/// their names and types; the new values are named after the value they convert.
 std::shared_ptr<Graph> compute_half_in_float(const Graph& graph, DeviceType device);
 
 }  // namespace dprun

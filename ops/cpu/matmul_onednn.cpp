@@ -1,5 +1,5 @@
 // oneDNN fast paths for MatMul (batched, broadcasting) and Gemm, on the matmul primitive, in
-// float32, and MatMul also in bfloat16 and float16: oneDNN's 16-bit product, summed in float32
+// float32, bfloat16 and float16: oneDNN's 16-bit product, summed in float32
 // and rounded once, where this CPU has one (bfloat16 on AVX-512 CPUs, natively with
 // AVX512_BF16), else the float32 product of the widened operands, rounded once. Primitives are
 // cached per operand shapes.
@@ -64,31 +64,36 @@ class MatMulOnednnKernel : public OpKernel {
     MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
     if (bias && (bias->numel() != s.n || s.k == 0 || b.rank() != 2))
       return reference_->compute(ctx);  // reports a bad bias; fills an empty product's bias
+    const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
+    if (is_16bit(a.dtype()) && multiply_adds > 0) {
+      // Made where it runs: oneDNN fixes a primitive's threads when it makes it (run_sized).
+      bool usable = false;
+      onednn::run_sized(ctx, multiply_adds, [&] { usable = primitive(s, a, b)->usable; });
+      if (!usable) return run_in_float32(*this, ctx, a.dtype());  // no 16-bit product here
+    }
     Tensor& y = ctx.allocate_output(0, s.out_shape, a.dtype());
     if (y.numel() == 0) return;
     if (s.k == 0) {
       std::memset(y.raw_data(), 0, y.nbytes());  // +0 in every float type
       return;
     }
-    const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
     onednn::run_sized(ctx, multiply_adds, [&] { run(ctx, s, a, b, bias, y); });
   }
 
  private:
-  static bool is_16bit(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+  /// The primitive for these operands, from the cache of their dtype.
+  std::shared_ptr<const MatMulPrimitive> primitive(const MatMulShapes& s, const Tensor& a,
+                                                   const Tensor& b) const {
+    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit(a.dtype()) ? cache_16bit_ : cache_;
+    return cache.get(onednn::shape_key({&a.shape(), &b.shape()}),
+                     [&] { return build(s, onednn::data_type_of(a.dtype())); });
+  }
 
   /// The oneDNN path, on the threads run_sized gives it.
   void run(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b,
            const Tensor* bias, Tensor& y) const {
-    const bool half = is_16bit(a.dtype());
-    const onednn::ShapeCache<MatMulPrimitive>& cache = half ? cache_16bit_ : cache_;
-    auto p = cache.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] {
-      return build(s, a.dtype() == DType::Float16    ? memory::data_type::f16
-                      : a.dtype() == DType::BFloat16 ? memory::data_type::bf16
-                                                     : memory::data_type::f32);
-    });
-    if (!p->usable && half) return run_in_float32(ctx, s, a, b, y);
-    if (!p->usable) return reference_->compute(ctx);
+    auto p = primitive(s, a, b);
+    if (!p->usable) return reference_->compute(ctx);  // float32 only: compute() saw to 16 bits
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
     const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
                                     weights_.get(ctx, b, p->user_b_md, p->b_md)};
@@ -99,15 +104,6 @@ class MatMulOnednnKernel : public OpKernel {
     else
       onednn::execute_reusing(p->prim, p->scratchpad_md, {src, weights, dst});
     activation_.apply_after_onednn(ctx, y);
-  }
-
-  /// A 16-bit product this CPU has no primitive for: the float32 product of widened copies,
-  /// rounded once into y.
-  void run_in_float32(KernelContext& ctx, const MatMulShapes& s, const Tensor& a, const Tensor& b,
-                      Tensor& y) const {
-    Tensor wide = Tensor::empty(y.shape(), DType::Float32);
-    run(ctx, s, to_float32(a), to_float32(b), nullptr, wide);
-    round_into(wide, y);
   }
 
   std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s,
@@ -171,7 +167,7 @@ class MatMulOnednnKernel : public OpKernel {
 class GemmOnednnKernel : public OpKernel {
  public:
   explicit GemmOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)),
+      : reference_(float32_reference(info)),
         attrs_(info),
         weights_(info.constant_inputs.count(1) > 0),
         activation_(info.node) {}
@@ -180,24 +176,40 @@ class GemmOnednnKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* c = ctx.optional_input(2);
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
-        (c && c->dtype() != DType::Float32))
+    if (is_16bit(a.dtype())) {
+      if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
+        ctx.fail("expects A, B and C of one dtype, got ", a.describe(), ", ", b.describe(),
+                 c ? ", " + c->describe() : "");
+    } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
+               (c && c->dtype() != DType::Float32)) {
       return reference_->compute(ctx);
+    }
     GemmShapes s = gemm_shapes(ctx, attrs_, a, b, c);
     if (attrs_.beta == 0.f) c = nullptr;
-    Tensor& y = ctx.allocate_output(0, {s.m, s.n}, DType::Float32);
+    const double multiply_adds = static_cast<double>(s.m) * s.n * s.k;
+    if (is_16bit(a.dtype())) {
+      // oneDNN's 16-bit product takes C only as a bias added whole, and activations only as
+      // post-ops; the rest runs in float32.
+      bool usable = multiply_adds > 0 && std::isfinite(attrs_.alpha) &&
+                    (!c || (attrs_.alpha == 1.f && attrs_.beta == 1.f)) &&
+                    !activation_.applied_after_onednn();
+      // Made where it runs: oneDNN fixes a primitive's threads when it makes it (run_sized).
+      if (usable)
+        onednn::run_sized(ctx, multiply_adds, [&] { usable = primitive(s, a, b, c)->usable; });
+      if (!usable) return run_in_float32(*this, ctx, a.dtype());
+    }
+    Tensor& y = ctx.allocate_output(0, {s.m, s.n}, a.dtype());
     if (y.numel() == 0) return;
     if (s.k == 0 || !std::isfinite(attrs_.alpha)) return reference_->compute(ctx);
-    onednn::run_sized(ctx, static_cast<double>(s.m) * s.n * s.k, [&] { run(ctx, s, a, b, c, y); });
+    onednn::run_sized(ctx, multiply_adds, [&] { run(ctx, s, a, b, c, y); });
   }
 
  private:
   /// The oneDNN path, on the threads run_sized gives it.
   void run(KernelContext& ctx, const GemmShapes& s, const Tensor& a, const Tensor& b,
            const Tensor* c, Tensor& y) const {
-    auto p = cache_.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
-                        [&] { return build(s, c); });
-    if (!p->usable) return reference_->compute(ctx);
+    auto p = primitive(s, a, b, c);
+    if (!p->usable) return reference_->compute(ctx);  // float32 only: compute() saw to 16 bits
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
     const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
                                     weights_.get(ctx, b, p->user_b_md, p->b_md)};
@@ -211,9 +223,9 @@ class GemmOnednnKernel : public OpKernel {
       for (int64_t i = 0; i < s.m; ++i)
         for (int64_t j = 0; j < s.n; ++j) yp[i * s.n + j] = attrs_.beta * cp[i * rs + j * cs];
     } else if (c) {
-      const float* cp = c->data<float>();
-      if (p->scaled_bias) {
-        scaled.assign(cp, cp + c->numel());
+      const void* cp = c->raw_data();
+      if (p->scaled_bias) {  // float32 only
+        scaled.assign(c->data<float>(), c->data<float>() + c->numel());
         for (float& v : scaled) v *= attrs_.beta;
         cp = scaled.data();
       }
@@ -225,20 +237,28 @@ class GemmOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
-  std::shared_ptr<const MatMulPrimitive> build(const GemmShapes& s, const Tensor* c) const {
+  /// The primitive for these operands, from the cache of their dtype.
+  std::shared_ptr<const MatMulPrimitive> primitive(const GemmShapes& s, const Tensor& a,
+                                                   const Tensor& b, const Tensor* c) const {
+    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit(a.dtype()) ? cache_16bit_ : cache_;
+    return cache.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
+                     [&] { return build(s, c, onednn::data_type_of(a.dtype())); });
+  }
+
+  std::shared_ptr<const MatMulPrimitive> build(const GemmShapes& s, const Tensor* c,
+                                               memory::data_type type) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const int64_t m = s.m, k = s.k, n = s.n;
     try {
       // Transposed operands are described by their strides; no copy is made.
-      p->a_md = memory::desc({m, k}, memory::data_type::f32,
-                             attrs_.trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-      p->user_b_md = memory::desc({k, n}, memory::data_type::f32,
-                                  attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+      p->a_md =
+          memory::desc({m, k}, type, attrs_.trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+      p->user_b_md =
+          memory::desc({k, n}, type, attrs_.trans_b ? memory::dims{1, k} : memory::dims{n, 1});
       // A constant B is packed once into the layout oneDNN prefers (PackedWeights).
-      const memory::desc b_md = weights_.constant() ? memory::desc({k, n}, memory::data_type::f32,
-                                                                   memory::format_tag::any)
-                                                    : p->user_b_md;
-      p->c_md = onednn::plain_desc({m, n});
+      const memory::desc b_md =
+          weights_.constant() ? memory::desc({k, n}, type, memory::format_tag::any) : p->user_b_md;
+      p->c_md = onednn::plain_desc({m, n}, type);
       dnnl::primitive_attr attr = onednn::concurrent_attr();
       if (attrs_.alpha != 1.f) attr.set_output_scales(0, {attrs_.alpha});
       memory::desc bias_md;
@@ -248,7 +268,7 @@ class GemmOnednnKernel : public OpKernel {
           int64_t rs = 0, cs = 0;
           gemm_c_strides(c->shape(), m, n, rs, cs);
           Shape bshape{rs != 0 ? m : 1, cs != 0 ? n : 1};
-          p->bias_md = onednn::plain_desc(bshape);
+          p->bias_md = onednn::plain_desc(bshape, type);
           bias_md = p->bias_md;
           p->scaled_bias = attrs_.beta != 1.f;
         } else {
@@ -276,6 +296,7 @@ class GemmOnednnKernel : public OpKernel {
   std::unique_ptr<OpKernel> reference_;
   GemmAttrs attrs_;
   onednn::ShapeCache<MatMulPrimitive> cache_;
+  onednn::ShapeCache<MatMulPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
   onednn::PackedWeights weights_;
   FusedActivation activation_;  // FusedGemm's, from the op fusion
 };
@@ -294,13 +315,13 @@ DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .factory = make_kernel<MatMulOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "FusedGemm",
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<GemmOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<GemmOnednnKernel>});

@@ -41,6 +41,13 @@ inline dnnl::memory::dims dense_strides(const Shape& shape) {
   return strides;
 }
 
+/// oneDNN's data type for float32, float16 and bfloat16 (f32 for any other dtype).
+inline dnnl::memory::data_type data_type_of(DType dtype) {
+  return dtype == DType::Float16    ? dnnl::memory::data_type::f16
+         : dtype == DType::BFloat16 ? dnnl::memory::data_type::bf16
+                                    : dnnl::memory::data_type::f32;
+}
+
 /// A plain (row-major) descriptor of `shape`, f32 unless told otherwise.
 inline dnnl::memory::desc plain_desc(const Shape& shape,
                                      dnnl::memory::data_type type = dnnl::memory::data_type::f32) {

@@ -1,8 +1,10 @@
-// MatMul in float16 and bfloat16 on every device: the float32 product of the operands, rounded
-// once to the operands' type. Values are multiples of 1/8 below 2, so every product and sum is
-// exact in float32 and any summation order gives the same bits.
+// MatMul and Gemm in float16 and bfloat16 on every device: the float32 product of the operands,
+// rounded once to the operands' type. Values are multiples of 1/8 below 2, so every product and sum
+// is exact in float32 and any summation order gives the same bits.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <random>
 
 #include "accelerator_test_util.h"
@@ -88,6 +90,71 @@ TEST_P(MatMul16Bit, IsTheFloat32ProductRoundedOnce) {
                                                      : static_cast<float>(BFloat16(v));
       ASSERT_EQ(got.item_as_double(i), rounded)
           << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " element " << i;
+    }
+  }
+}
+
+/// Y = Gemm(A, B, C) with its attributes; B and C initializers.
+std::shared_ptr<Graph> gemm_graph(DType dtype, const Shape& a, const Tensor& b, const Tensor* c,
+                                  const std::map<std::string, Attribute>& attributes) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->inputs = {{"a", typed(dtype, a)}};
+  g->initializers["b"] = b;
+  std::vector<std::string> inputs = {"a", "b"};
+  if (c) {
+    g->initializers["c"] = *c;
+    inputs.push_back("c");
+  }
+  g->nodes.push_back(testing::make_node("Gemm", inputs, {"y"}));
+  g->nodes.back().attributes = attributes;
+  g->outputs = {{"y", {dtype, std::nullopt}}};
+  return g;
+}
+
+struct GemmCase {
+  Shape a, b;
+  std::optional<Shape> c;
+  std::map<std::string, Attribute> attributes;
+};
+
+TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
+  const auto [dtype, device_type] = GetParam();
+  const std::string why = testing::accelerator_unusable_reason(device_type);
+  if (!why.empty())
+    GTEST_SKIP() << "needs a " << device_type_name(device_type) << " device: " << why;
+  const Attribute one = Attribute::of_int(1);
+  const std::vector<GemmCase> cases = {
+      {{3, 5}, {5, 4}, std::nullopt, {}},
+      {{3, 5}, {5, 4}, Shape{4}, {}},  // a linear layer's bias: oneDNN's bias
+      {{5, 3}, {4, 5}, Shape{3, 4}, {{"transA", one}, {"transB", one}}},
+      {{3, 5},
+       {5, 4},
+       Shape{3, 1},
+       {{"alpha", Attribute::of_float(0.5f)}, {"beta", Attribute::of_float(2.f)}}},
+      {{33, 70}, {70, 40}, Shape{40}, {}}};
+  unsigned seed = 100;
+  for (const GemmCase& c : cases) {
+    auto [a32, a16] = eighths(dtype, c.a, seed++);
+    auto [b32, b16] = eighths(dtype, c.b, seed++);
+    std::optional<std::pair<Tensor, Tensor>> bias;
+    if (c.c) bias = eighths(dtype, *c.c, seed++);
+    Model wide(gemm_graph(DType::Float32, c.a, b32, bias ? &bias->first : nullptr, c.attributes),
+               Device::cpu());
+    Model narrow(gemm_graph(dtype, c.a, b16, bias ? &bias->second : nullptr, c.attributes),
+                 Device{device_type, 0});
+    const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
+    const Tensor got =
+        narrow.run(std::vector<Tensor>{a16.to(Device{device_type, 0})})[0].to(Device::cpu());
+    ASSERT_EQ(got.dtype(), dtype);
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const float v = want.data<float>()[i];
+      const double rounded = dtype == DType::Float16 ? static_cast<float>(Float16(v))
+                                                     : static_cast<float>(BFloat16(v));
+      ASSERT_EQ(got.item_as_double(i), rounded)
+          << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " with "
+          << c.attributes.size() << " attribute(s), element " << i;
     }
   }
 }
