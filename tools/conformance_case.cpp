@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "engine/rewrites/half_precision.h"
 #include "loader/onnx_loader.h"
 #include "tools/conformance.h"
 #include "tools/inputs.h"
@@ -34,7 +35,8 @@ std::optional<Result> non_tensor_value(const Graph& graph, const std::string& id
 }
 
 // Runs one data set; empty when every output matches, else the reason it failed.
-std::string run_data_set(const Graph& graph, const Model& model, const fs::path& set) {
+std::string run_data_set(const Graph& graph, const Model& model, const fs::path& set,
+                         const Tolerance& tolerance) {
   auto input_files = numbered_files(set, "input_");
   auto output_files = numbered_files(set, "output_");
   if (input_files.size() > graph.inputs.size()) return "more input files than graph inputs";
@@ -48,7 +50,7 @@ std::string run_data_set(const Graph& graph, const Model& model, const fs::path&
   for (size_t o = 0; o < outputs.size(); ++o) {
     Tensor want =
         as_declared(read_tensor_proto_file(output_files[o].string()), graph.outputs[o].type.dtype);
-    std::string diff = compare(outputs[o], want, graph.outputs[o].name);
+    std::string diff = compare(outputs[o], want, graph.outputs[o].name, tolerance);
     if (!diff.empty()) return set.filename().string() + ": " + diff;
   }
   return {};
@@ -78,7 +80,19 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
   return out;
 }
 
-std::string compare(const Tensor& got, const Tensor& want, const std::string& name) {
+Tolerance tolerance_for(DType precision) {
+  switch (precision) {
+    case DType::Float16:
+      return {.rtol = 1e-2, .atol = 1e-7, .of_scale = 1e-2};
+    case DType::BFloat16:
+      return {.rtol = 5e-2, .atol = 1e-7, .of_scale = 5e-2};
+    default:
+      return {};
+  }
+}
+
+std::string compare(const Tensor& got, const Tensor& want, const std::string& name,
+                    const Tolerance& tolerance) {
   if (got.dtype() != want.dtype())
     return "output '" + name + "' has dtype " + std::string(dtype_name(got.dtype())) +
            ", expected " + std::string(dtype_name(want.dtype()));
@@ -94,10 +108,17 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
     return {};
   }
   bool exact = !is_floating(want.dtype());
+  double scale = 0;
+  if (!exact && tolerance.of_scale > 0)
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (std::isfinite(want.item_as_double(i)))
+        scale = std::max(scale, std::fabs(want.item_as_double(i)));
+  const double floor = tolerance.atol + tolerance.of_scale * scale;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double a = host.item_as_double(i), b = want.item_as_double(i);
     if (std::isnan(a) && std::isnan(b)) continue;
-    bool ok = exact ? a == b : (a == b || std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b));
+    bool ok =
+        exact ? a == b : (a == b || std::fabs(a - b) <= floor + tolerance.rtol * std::fabs(b));
     if (!ok) {
       std::ostringstream msg;
       msg << "output '" << name << "' element " << i << " is " << a << ", expected " << b;
@@ -107,13 +128,21 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
   return {};
 }
 
-LoadedTest load_test(const fs::path& dir, const std::string& id, Device device) {
+LoadedTest load_test(const fs::path& dir, const std::string& id, Device device, DType precision) {
   LoadedTest test;
   try {
     test.graph = load_graph((dir / "model.onnx").string());
   } catch (const Error& e) {
     test.stop = Result{id, load_error_status(e), e.what()};
     return test;
+  }
+  if (precision != DType::Float32) {
+    try {
+      test.graph = to_half_precision(*test.graph, {.dtype = precision});
+    } catch (const Error& e) {
+      test.stop = Result{id, Status::Skipped, e.what()};
+      return test;
+    }
   }
   test.stop = non_tensor_value(*test.graph, id);
   test.non_tensor = test.stop.has_value();
@@ -126,14 +155,15 @@ LoadedTest load_test(const fs::path& dir, const std::string& id, Device device) 
   return test;
 }
 
-Result run_test_in_process(const fs::path& dir, const std::string& id, Device device) {
-  LoadedTest test = load_test(dir, id, device);
+Result run_test_in_process(const fs::path& dir, const std::string& id, Device device,
+                           DType precision) {
+  LoadedTest test = load_test(dir, id, device, precision);
   if (test.stop) return *test.stop;
   auto sets = data_sets(dir);
   if (sets.empty()) return {id, Status::Skipped, "no test_data_set_* folder"};
   try {
     for (const auto& set : sets) {
-      std::string failure = run_data_set(*test.graph, *test.model, set);
+      std::string failure = run_data_set(*test.graph, *test.model, set, tolerance_for(precision));
       if (!failure.empty()) return {id, Status::Failed, failure};
     }
   } catch (const Error& e) {

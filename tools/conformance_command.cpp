@@ -33,6 +33,7 @@ struct Options {
   bool via_cli = false;
   int jobs = 1;
   Device device;
+  DType precision = DType::Float32;
   ViaCliOptions cli;
 };
 
@@ -71,6 +72,12 @@ Options parse_options(const Args& args) {
     throw UsageError(std::string("--device: ") + e.what());
   }
   backend_for(o.device).check_device(o.device);  // "device cuda:0: no CUDA GPU is present"
+  if (auto precision = args.get("precision")) {
+    if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
+      throw UsageError("--precision: '" + *precision + "' is not float32, float16 or bfloat16");
+    if (o.via_cli) throw UsageError("--precision runs in process: leave out --via-cli");
+    o.precision = dtype_from_name(*precision);
+  }
   o.cli.device = o.device;
   return o;
 }
@@ -93,7 +100,8 @@ std::vector<fs::path> suite_tests(const Options& o, const std::string& suite) {
 
 Result run_one(const Options& o, const fs::path& test, const std::string& suite) {
   std::string id = suite + "/" + test.filename().string();
-  return o.via_cli ? run_test_via_cli(test, id, o.cli) : run_test_in_process(test, id, o.device);
+  return o.via_cli ? run_test_via_cli(test, id, o.cli)
+                   : run_test_in_process(test, id, o.device, o.precision);
 }
 
 // Runs `tests` on o.jobs threads; results in the order of `tests`.
@@ -145,11 +153,14 @@ void print_counts(const std::string& what, const std::vector<Result>& results, b
   std::printf("\n");
 }
 
-void write_passing(const std::string& path, const std::vector<Result>& all) {
+void write_passing(const Options& o, const std::string& path, const std::vector<Result>& all) {
   std::ofstream out(path);
-  out << "# ONNX backend conformance tests that must keep passing (suite/test). Regenerate "
-         "with:\n"
-      << "#   ./build/dprun conformance --write-passing tests/conformance_expected.txt\n";
+  const std::string precision =
+      o.precision == DType::Float32 ? "" : " --precision " + std::string(dtype_name(o.precision));
+  out << "# ONNX backend conformance tests that must keep passing (suite/test)"
+      << (precision.empty() ? "" : ", converted to " + std::string(dtype_name(o.precision)))
+      << ". Regenerate with:\n"
+      << "#   ./build/dprun conformance" << precision << " --write-passing " << path << "\n";
   for (const auto& r : all)
     if (r.status == Status::Passed) out << r.id << '\n';
   if (!out) fail(path, ": cannot be written");
@@ -185,7 +196,8 @@ int conformance_command(int argc, char** argv, int first) {
              {"verbose", false},
              {"via-cli", false},
              {"jobs"},
-             {"device"}});
+             {"device"},
+             {"precision"}});
   if (!args.positionals().empty()) throw UsageError("conformance takes no positional arguments");
   Options o = parse_options(args);
   std::vector<Result> all;
@@ -197,7 +209,7 @@ int conformance_command(int argc, char** argv, int first) {
     std::fflush(stdout);
     all.insert(all.end(), results.begin(), results.end());
   }
-  if (auto path = args.get("write-passing")) write_passing(*path, all);
+  if (auto path = args.get("write-passing")) write_passing(o, *path, all);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("conformance%s took %.1f s\n", o.via_cli ? " via the command line" : "", seconds);
   int regressions = static_cast<int>(

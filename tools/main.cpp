@@ -114,6 +114,9 @@ conformance options:
   --device DEV           run the tests on DEV (default cpu:0; cuda:0 runs each model on the
                          GPU, its nodes without a CUDA kernel on the host; sim:0 on a simulated
                          accelerator)
+  --precision P          float16 or bfloat16: run each test converted to P (float32 inputs and
+                         outputs kept) against the float32 expected outputs within 16 bits'
+                         error (in process only)
 
 exit status: 0 success, 1 runtime error, 2 usage error
 )";

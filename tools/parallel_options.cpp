@@ -39,8 +39,7 @@ ModelOptions parse_model_options(const Args& args) {
   options.plan.allow_winograd = args.has("allow-winograd");
   if (auto precision = args.get("precision")) {
     if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
-      throw UsageError("--precision: '" + *precision +
-                       "' is not float32, float16 or bfloat16");
+      throw UsageError("--precision: '" + *precision + "' is not float32, float16 or bfloat16");
     options.precision = dtype_from_name(*precision);
   }
   return options;

@@ -204,10 +204,13 @@ std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
 std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecisionOptions& options) {
   DPRUN_CHECK(is_16bit_float(options.dtype), "16-bit conversion: ", dtype_name(options.dtype),
               " is not float16 or bfloat16");
-  for (const Node& node : graph.nodes)
+  for (const Node& node : graph.nodes) {
     if (!implicit_inputs(node).empty() || node.op_type == "If" || node.op_type == "Loop" ||
         node.op_type == "Scan")
       node.fail("16-bit conversion does not cover nodes holding subgraphs");
+    if (node.op_type == "Gradient")  // differentiates the float32 graph it is part of
+      node.fail("16-bit conversion does not cover gradients of the graph");
+  }
   auto out = std::make_shared<Graph>(graph);
   Converter converter(*out, options);
   std::vector<Node> before, after;

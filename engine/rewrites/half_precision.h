@@ -27,8 +27,8 @@ struct HalfPrecisionOptions {
 /// computed value), every Cast and ConstantOfShape to float32, and EyeLike's float32 output are
 /// `options.dtype` instead, except the values only float32_ops() read (they stay float32), with
 /// the float32_ops() nodes reading and writing float32 between Casts. Names of inputs, outputs
-/// and initializers are kept. Throws Error when options.dtype is not a 16-bit float type or
-/// a node holds a subgraph (control flow is not converted).
+/// and initializers are kept. Throws Error when options.dtype is not a 16-bit float type, a
+/// node holds a subgraph (control flow is not converted) or is a Gradient.
 std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecisionOptions& options);
 
 /// The ai.onnx ops that to_half_precision keeps in float32.

@@ -115,14 +115,20 @@ class OptimizerKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.domain = "ai.onnx.preview.training",
                        .op_type = "Adagrad",
                        .since = 1,
+                       .dtypes = kFloatTypes,
+                       .dtype_input = 2,  // the first X
                        .factory = make_kernel<OptimizerKernel<OptKind::Adagrad>>});
 DPRUN_REGISTER_KERNEL({.domain = "ai.onnx.preview.training",
                        .op_type = "Momentum",
                        .since = 1,
+                       .dtypes = kFloatTypes,
+                       .dtype_input = 2,  // the first X
                        .factory = make_kernel<OptimizerKernel<OptKind::Momentum>>});
 DPRUN_REGISTER_KERNEL({.domain = "ai.onnx.preview.training",
                        .op_type = "Adam",
                        .since = 1,
+                       .dtypes = kFloatTypes,
+                       .dtype_input = 2,  // the first X
                        .factory = make_kernel<OptimizerKernel<OptKind::Adam>>});
 
 }  // namespace

@@ -1,0 +1,98 @@
+// --precision on the command line: run, bench, inspect and conformance in 16 bits, and the
+// errors for what it does not take.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli_test_util.h"
+#include "loader/npy.h"
+
+namespace dprun::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+void expect_usage_error(const CommandResult& r, const std::string& message) {
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, "dprun: " + message + "\n");
+}
+
+TEST(PrecisionCli, RunWritesFloat32OutputsWithin16BitsOfTheFloat32Run) {
+  const std::string model = source_path("models/mlp.onnx");
+  const std::string input = " --input input=" + source_path("models/mlp.input.input.npy");
+  const fs::path dir = scratch_path("dprun_precision_cli");
+  fs::remove_all(dir);
+  for (const char* precision : {"float32", "float16", "bfloat16"}) {
+    const fs::path out = dir / precision;
+    CommandResult r = run_dprun(model + input + " --devices cpu:0 --precision " + precision +
+                                " --output-dir " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const Tensor want = read_npy((dir / "float32" / "logits.npy").string());
+  for (const auto& [precision, bound] : {std::pair{"float16", 3e-3}, {"bfloat16", 3e-2}}) {
+    const Tensor got = read_npy((dir / precision / "logits.npy").string());
+    ASSERT_EQ(got.dtype(), DType::Float32) << precision;
+    ASSERT_EQ(got.shape(), want.shape()) << precision;
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      scale = std::max(scale, std::fabs(want.item_as_double(i)));
+      worst = std::max(worst, std::fabs(got.item_as_double(i) - want.item_as_double(i)));
+    }
+    EXPECT_LT(worst, bound * scale) << precision;
+    EXPECT_GT(worst, 0) << precision << " gave the float32 bits";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
+  CommandResult r = run_dprun("inspect " + source_path("models/mlp.onnx") +
+                              " --precision float16 --devices cpu:0,sim:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("  converted to float16 (float32 inputs and outputs kept)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("kernels: every node has a cpu kernel\n"), std::string::npos) << r.output;
+  // The CPU has 16-bit Gemms; a GPU's Gemms are float32, between Casts of their three inputs
+  // and their output.
+  EXPECT_NE(r.output.find("rewrite for cpu: 7 nodes become 5 (dprun::FusedGemm 2 (Relu 2))\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rewrite for sim: 7 nodes become 17 (dprun::FusedGemm 2 (Relu 2), "
+                          "Cast 12 (16-bit values to and from float32 kernels))\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(PrecisionCli, BenchRunsIn16Bits) {
+  CommandResult r = run_dprun("bench " + source_path("models/cnn.onnx") +
+                              " --devices cpu:0 --precision bfloat16 --iters 2 --warmup 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("samples/s"), std::string::npos) << r.output;
+}
+
+TEST(PrecisionCli, ConformanceConvertsEachTest) {
+  CommandResult r =
+      run_dprun("conformance --precision float16 --suite node --filter test_matmul_2d");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("node                  1 passed,    0 failed,    0 skipped"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
+  const std::string model = source_path("models/mlp.onnx");
+  expect_usage_error(run_dprun(model + " --precision float64"),
+                     "--precision: 'float64' is not float32, float16 or bfloat16");
+  expect_usage_error(run_dprun("inspect " + model + " --precision int8"),
+                     "--precision: 'int8' is not float32, float16 or bfloat16");
+  expect_usage_error(run_dprun("conformance --precision half"),
+                     "--precision: 'half' is not float32, float16 or bfloat16");
+  expect_usage_error(run_dprun("conformance --precision float16 --via-cli"),
+                     "--precision runs in process: leave out --via-cli");
+  expect_usage_error(run_dprun("train " + model + " --precision float16"),
+                     "unknown option '--precision' (see --help)");
+}
+
+}  // namespace
+}  // namespace dprun::testing
