@@ -30,7 +30,8 @@ inline std::map<std::string, std::string> bundled_model_paths() {
 }
 
 /// Deterministic inputs for the model's declared inputs: the first unknown dim is `batch`,
-/// later ones 12 (a sequence length); float32 values in [-1, 1], int64 ids below 1000.
+/// later ones 12 (a sequence length); float32 and float16 values in [-1, 1], int64 ids below
+/// 1000.
 inline std::vector<Tensor> deterministic_inputs(const Model& model, int64_t batch) {
   std::vector<Tensor> inputs;
   for (const TensorType& type : model.input_types()) {
@@ -39,8 +40,9 @@ inline std::vector<Tensor> deterministic_inputs(const Model& model, int64_t batc
       shape.push_back(d.is_known() ? d.value : shape.empty() ? batch : 12);
     Tensor t = Tensor::zeros(shape, type.dtype);
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if (type.dtype == DType::Float32)
-        t.data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+      const float v = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+      if (type.dtype == DType::Float32) t.data<float>()[i] = v;
+      if (type.dtype == DType::Float16) t.data<Float16>()[i] = Float16(v);
       if (type.dtype == DType::Int64) t.data<int64_t>()[i] = (i * 13) % 1000;
     }
     inputs.push_back(t);

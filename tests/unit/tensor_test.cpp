@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+
 #include "engine/backend.h"
 #include "engine/error.h"
 #include "engine/tensor.h"
@@ -86,6 +89,49 @@ TEST(Half, RoundTripsRepresentableValues) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f})
     EXPECT_EQ(static_cast<float>(Float16(f)), f) << f;
   EXPECT_EQ(static_cast<float>(BFloat16(1.5f)), 1.5f);
+}
+
+// The compiler's own float16 type (GCC's _Float16, converted by libgcc or F16C) is the
+// reference: every float16 value widens to its value, and floats round to nearest even, ties
+// to even, subnormals and overflow included. NaNs are compared as NaNs: engine/half.h narrows
+// each to the quiet NaN 0x7e00 with its sign.
+TEST(Half, ConvertsAsTheCompilersFloat16) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    Float16 ours;
+    ours.bits = static_cast<uint16_t>(h);
+    const float want = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(static_cast<float>(ours))) << std::hex << h;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(static_cast<float>(ours)), std::bit_cast<uint32_t>(want))
+        << std::hex << h;
+    ASSERT_EQ(std::bit_cast<uint32_t>(static_cast<float>(ours)),
+              std::bit_cast<uint32_t>(Float16::to_float(static_cast<uint16_t>(h))))
+        << "the table and the bit-by-bit widening differ at " << std::hex << h;
+  }
+  // Every 61st float bit pattern (61 is odd, so every mantissa remainder class is reached),
+  // and the rounding boundaries of every float16 step: halfway points and their neighbours.
+  auto check = [](uint32_t bits) {
+    const float f = std::bit_cast<float>(bits);
+    const uint16_t want = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    if (std::isnan(f)) {
+      ASSERT_EQ(Float16(f).bits, static_cast<uint16_t>((bits >> 16 & 0x8000u) | 0x7e00u));
+      return;
+    }
+    ASSERT_EQ(Float16(f).bits, want) << std::hex << bits << " (" << f << ")";
+  };
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 61)
+    check(static_cast<uint32_t>(bits));
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const float lo = Float16::to_float(static_cast<uint16_t>(h));
+    const float hi = h + 1 == 0x7c00 ? 65536.f : Float16::to_float(static_cast<uint16_t>(h + 1));
+    const uint32_t mid = std::bit_cast<uint32_t>((lo + hi) / 2);
+    for (uint32_t b : {mid - 1, mid, mid + 1}) {
+      check(b);
+      check(b | 0x80000000u);
+    }
+  }
 }
 
 }  // namespace
