@@ -1,7 +1,10 @@
 // Cast and CastLike between all storable dtypes (float16/bfloat16 via float). Strings are not
 // storable in a Tensor, so a cast to or from string is refused when the kernel is built.
-// Float -> integer truncates toward zero and saturates at the target's range (NaN -> 0).
+// Float -> integer truncates toward zero and saturates at the target's range (NaN -> 0). A Cast
+// of a constant input keeps its result while the parameters do not change.
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "ops/cpu/elementwise.h"
 
@@ -51,13 +54,55 @@ DType parse_to(const Node& node) {
   return to;
 }
 
+/// The casts of a constant input (a parameter, a Constant's value), each kept while the
+/// model's parameters keep their version (KernelContext::parameters_version), one per
+/// parameter storage, as PackedWeights keeps reordered weights: the 16-bit conversion and the
+/// float32 kernels run between Casts (engine/rewrites/half_in_float.h) would otherwise cast the
+/// same weights at every run. Runs share the kept tensor, which they only read.
+class ConstantCasts {
+ public:
+  /// The kept cast of `in`, or an undefined tensor.
+  Tensor find(const Tensor& in, uint64_t version) const {
+    std::lock_guard lock(mutex_);
+    for (const Entry& e : entries_)
+      if (e.data == in.raw_data() && e.version == version && !e.storage.expired()) return e.cast;
+    return {};
+  }
+  void keep(const Tensor& in, uint64_t version, const Tensor& cast) const {
+    std::lock_guard lock(mutex_);
+    std::erase_if(entries_,
+                  [&](const Entry& e) { return e.storage.expired() || e.data == in.raw_data(); });
+    entries_.push_back({in.storage_handle(), in.raw_data(), version, cast});
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const Storage> storage;  // entries of freed storage are dropped
+    const void* data;
+    uint64_t version;
+    Tensor cast;
+  };
+  mutable std::mutex mutex_;
+  mutable std::vector<Entry> entries_;
+};
+
 class CastKernel : public OpKernel {
  public:
-  explicit CastKernel(const KernelInfo& info) : to_(parse_to(info.node)) {}
-  void compute(KernelContext& ctx) const override { cast_to(ctx, ctx.input(0), to_); }
+  explicit CastKernel(const KernelInfo& info)
+      : to_(parse_to(info.node)), constant_(info.constant_inputs.count(0) > 0) {}
+  void compute(KernelContext& ctx) const override {
+    const Tensor& in = ctx.input(0);
+    const uint64_t version = ctx.parameters_version();
+    if (!constant_ || version == 0 || in.dtype() == to_) return cast_to(ctx, in, to_);
+    if (Tensor kept = kept_.find(in, version); kept.defined()) return ctx.set_output(0, kept);
+    cast_to(ctx, in, to_);
+    kept_.keep(in, version, ctx.output(0));
+  }
 
  private:
   DType to_;
+  bool constant_;
+  ConstantCasts kept_;
 };
 
 class CastLikeKernel : public OpKernel {

@@ -254,6 +254,29 @@ TEST(HalfInFloatRewrite, EveryBackendCompilesTheRewrite) {
   }
 }
 
+TEST(HalfInFloatRewrite, ACastOfAParameterIsKeptUntilTheParametersChange) {
+  // w (a float16 parameter) -> Cast to float32 -> y, a graph output, so a run returns the
+  // Cast's own output tensor.
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->initializers["w"] = small_values(DType::Float16, {2, 3}, 11);
+  Node cast = testing::make_node("Cast", {"w"}, {"y"});
+  cast.attributes["to"] = Attribute::of_int(static_cast<int64_t>(DType::Float32));
+  g->nodes.push_back(cast);
+  g->outputs = {{"y", typed(DType::Float32, {2, 3})}};
+  Model model(g, Device::cpu());
+  const Tensor first = model.run(std::vector<Tensor>{})[0];
+  const Tensor second = model.run(std::vector<Tensor>{})[0];
+  EXPECT_EQ(first.raw_data(), second.raw_data()) << "the cast was made again";
+  EXPECT_EQ(second.item_as_double(0), g->initializers.at("w").item_as_double(0));
+  Tensor changed = Tensor::empty({2, 3}, DType::Float16);
+  for (int64_t i = 0; i < 6; ++i) changed.data<Float16>()[i] = Float16(static_cast<float>(i));
+  model.set_parameter("w", changed);
+  const Tensor third = model.run(std::vector<Tensor>{})[0];
+  EXPECT_NE(third.raw_data(), first.raw_data());
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(third.item_as_double(i), static_cast<double>(i));
+}
+
 /// On an accelerator, where Twice has no kernel: the Casts around it run on the device, Twice
 /// on the host. Exp may differ by one 16-bit rounding step.
 class HalfInFloatOnAccelerators : public testing::AcceleratorTest {};
