@@ -99,6 +99,12 @@ std::vector<std::string> free_variables(const Graph& graph) {
   return free;
 }
 
+bool holds_subgraph(const Node& node) {
+  for (const auto& [key, attr] : node.attributes)
+    if (attr.kind == Attribute::Kind::Graph || attr.kind == Attribute::Kind::Graphs) return true;
+  return false;
+}
+
 std::vector<std::string> implicit_inputs(const Node& node) {
   std::vector<std::string> names;
   std::set<std::string> seen;

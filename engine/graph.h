@@ -120,6 +120,8 @@ struct Graph {
 std::vector<std::string> free_variables(const Graph& graph);
 /// The outer-scope values read by the subgraph attributes of `node` (empty for ordinary ops).
 std::vector<std::string> implicit_inputs(const Node& node);
+/// True when `node` has a graph-valued attribute (If, Loop, Scan).
+bool holds_subgraph(const Node& node);
 
 /// "" and "ai.onnx" are the same domain; returns the canonical "".
 std::string canonical_domain(const std::string& domain);

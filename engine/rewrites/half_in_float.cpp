@@ -9,12 +9,6 @@
 namespace dprun {
 namespace {
 
-bool holds_subgraph(const Node& node) {
-  for (const auto& [key, attr] : node.attributes)
-    if (attr.kind == Attribute::Kind::Graph || attr.kind == Attribute::Kind::Graphs) return true;
-  return false;
-}
-
 std::vector<std::optional<TensorType>> input_types(const Graph& graph, const Node& node) {
   std::vector<std::optional<TensorType>> types;
   for (const auto& name : node.inputs)

@@ -1,5 +1,6 @@
 #include "engine/rewrites/half_precision.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -37,17 +38,19 @@ bool is_float32_op(const Node& node) {
   return canonical_domain(node.domain).empty() && float32_ops().count(node.op_type);
 }
 
-Tensor converted(const Tensor& t, DType dtype) {
-  Tensor host = t.to(Device::cpu());
+/// `t`, a float32 tensor, rounded to `dtype` on the host.
+template <class Half>
+Tensor rounded(const Tensor& t, DType dtype) {
+  const Tensor host = t.to(Device::cpu());
   Tensor out = Tensor::empty(host.shape(), dtype);
-  for (int64_t i = 0; i < host.numel(); ++i) {
-    const float v = host.data<float>()[i];
-    if (dtype == DType::Float16)
-      out.data<Float16>()[i] = Float16(v);
-    else
-      out.data<BFloat16>()[i] = BFloat16(v);
-  }
+  const float* in = host.data<float>();
+  Half* o = out.data<Half>();
+  for (int64_t i = 0; i < host.numel(); ++i) o[i] = Half(in[i]);
   return out;
+}
+
+Tensor converted(const Tensor& t, DType dtype) {
+  return dtype == DType::Float16 ? rounded<Float16>(t, dtype) : rounded<BFloat16>(t, dtype);
 }
 
 /// Which float32 values the conversion leaves in float32: those every reader of which is a
@@ -180,7 +183,10 @@ std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
 std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
   std::vector<Node> casts;
   for (const auto& out : graph.outputs) {
-    if (!c.converts(out.name) || graph.initializers.count(out.name)) continue;
+    const bool passed_through =
+        std::any_of(graph.inputs.begin(), graph.inputs.end(),
+                    [&](const ValueInfo& in) { return in.name == out.name; });
+    if (!c.converts(out.name) || graph.initializers.count(out.name) || passed_through) continue;
     const std::string name = out.name + "/" + std::string(dtype_name(c.dtype()));
     rename_reads(graph, out.name, name);
     for (Node& node : graph.nodes)
@@ -205,9 +211,7 @@ std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecision
   DPRUN_CHECK(is_16bit_float(options.dtype), "16-bit conversion: ", dtype_name(options.dtype),
               " is not float16 or bfloat16");
   for (const Node& node : graph.nodes) {
-    if (!implicit_inputs(node).empty() || node.op_type == "If" || node.op_type == "Loop" ||
-        node.op_type == "Scan")
-      node.fail("16-bit conversion does not cover nodes holding subgraphs");
+    if (holds_subgraph(node)) node.fail("16-bit conversion does not cover nodes holding subgraphs");
     if (node.op_type == "Gradient")  // differentiates the float32 graph it is part of
       node.fail("16-bit conversion does not cover gradients of the graph");
   }

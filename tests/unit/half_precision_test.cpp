@@ -108,6 +108,21 @@ TEST(HalfPrecision, WithoutKeptIoTypesInputsAndOutputsAre16Bit) {
   EXPECT_EQ(h->nodes.back().op_type, "Add");
 }
 
+TEST(HalfPrecision, AnInputPassedThroughStaysAsItIs) {
+  auto g = resize_graph();
+  g->outputs.push_back({"x", testing::float32_type({1, 2, 2, 2})});
+  std::shared_ptr<Graph> h = to_half_precision(*g, {.dtype = DType::Float16});
+  EXPECT_EQ(h->outputs.back().name, "x");
+  EXPECT_EQ(h->outputs.back().type.dtype, DType::Float32);
+  for (const Node& n : h->nodes)
+    for (const auto& out : n.outputs) EXPECT_NE(out, "x") << "a node writes the input";
+  Tensor x = Tensor::from_vector<float>({1, 2, 2, 2}, {0.1f, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<Tensor> got =
+      Model(g, Device::cpu(), {.precision = DType::Float16}).run(std::vector<Tensor>{x});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].data<float>()[0], 0.1f);  // not rounded through 16 bits
+}
+
 TEST(HalfPrecision, RefusesOtherTargetsAndSubgraphs) {
   try {
     to_half_precision(*resize_graph(), {.dtype = DType::Float64});
