@@ -31,24 +31,18 @@ std::string unusable_reason(Device device) {
   return "";
 }
 
-// The graph as `type`'s backend compiles it (Backend::rewrite_graph, as a Model does), with a
-// line saying what the rewrite changed: node counts and the nodes it introduced by op, with the
-// activations fused into them. The
-// graph itself where this build has no such backend.
-std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, DeviceType type) {
-  Backend* backend = nullptr;
-  try {
-    backend = &backend_for(type);
-  } catch (const Error&) {
-    return graph;
-  }
-  std::shared_ptr<const Graph> compiled = backend->rewrite_graph(graph, {});
-  if (compiled == graph) return graph;
+std::string op_name(const Node& node) {
+  return (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
+}
+
+// The nodes a backend's rewrite introduced (its domain), by op, with the activations fused
+// into them: "dprun::MatMulBias 12 (Gelu 2)".
+std::string introduced_ops(const Graph& compiled) {
   // By op, then by the activation fused into it ("" for none).
   std::map<std::string, std::map<std::string, int>> introduced;
-  for (const Node& node : compiled->nodes)
+  for (const Node& node : compiled.nodes)
     if (node.domain == kRewriteDomain)
-      introduced[node.domain + "::" + node.op_type][node.attr_string("activation", "")]++;
+      introduced[op_name(node)][node.attr_string("activation", "")]++;
   std::string ops;
   for (const auto& [op, activations] : introduced) {
     int count = 0;
@@ -61,7 +55,42 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
     ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count) +
            (fused.empty() ? "" : " (" + fused + ")");
   }
-  // Casts the rewrite added around 16-bit nodes without a 16-bit kernel (half_in_float.h).
+  return ops;
+}
+
+// The nodes the 16-bit rewrite runs in float32 between Casts (half_in_float.h), by op: the
+// readers of the float32 copies its Casts make, values the graph did not have.
+std::map<std::string, int> nodes_in_float32(const Graph& graph, const Graph& compiled) {
+  std::set<std::string> existing;
+  for (const auto& in : graph.inputs) existing.insert(in.name);
+  for (const auto& [name, tensor] : graph.initializers) existing.insert(name);
+  for (const Node& node : graph.nodes) existing.insert(node.outputs.begin(), node.outputs.end());
+  std::set<std::string> copies;
+  for (const Node& node : compiled.nodes)
+    if (node.op_type == "Cast" && !existing.count(node.outputs[0])) copies.insert(node.outputs[0]);
+  std::map<std::string, int> ops;
+  for (const Node& node : compiled.nodes)
+    if (node.op_type != "Cast" &&
+        std::any_of(node.inputs.begin(), node.inputs.end(),
+                    [&](const std::string& in) { return copies.count(in) > 0; }))
+      ops[op_name(node)]++;
+  return ops;
+}
+
+// The graph as `type`'s backend compiles it (Backend::rewrite_graph, as a Model does), with a
+// line saying what the rewrite changed (node counts, the nodes it introduced, the Casts it added
+// around 16-bit nodes) and one naming the nodes it runs in float32. The graph itself where this
+// build has no such backend.
+std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, DeviceType type) {
+  Backend* backend = nullptr;
+  try {
+    backend = &backend_for(type);
+  } catch (const Error&) {
+    return graph;
+  }
+  std::shared_ptr<const Graph> compiled = backend->rewrite_graph(graph, {});
+  if (compiled == graph) return graph;
+  std::string ops = introduced_ops(*compiled);
   auto casts = [](const Graph& g) {
     return std::count_if(g.nodes.begin(), g.nodes.end(),
                          [](const Node& n) { return n.op_type == "Cast"; });
@@ -73,6 +102,10 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
   std::printf("rewrite for %s: %zu nodes become %zu (%s)\n",
               std::string(device_type_name(type)).c_str(), graph->nodes.size(),
               compiled->nodes.size(), ops.c_str());
+  std::string widened;
+  for (const auto& [op, n] : nodes_in_float32(*graph, *compiled))
+    widened += (widened.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  if (!widened.empty()) std::printf("  in float32 between Casts: %s\n", widened.c_str());
   return compiled;
 }
 

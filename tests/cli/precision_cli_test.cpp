@@ -62,6 +62,14 @@ TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
                           "Cast 12 (16-bit values to and from float32 kernels))\n"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("rewrite for sim: 7 nodes become 17 (dprun::FusedGemm 2 (Relu 2), "
+                          "Cast 12 (16-bit values to and from float32 kernels))\n"
+                          "  in float32 between Casts: Gemm 1, dprun::FusedGemm 2\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("rewrite for cpu: 7 nodes become 5 (dprun::FusedGemm 2 (Relu 2))\n  in"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(PrecisionCli, BenchRunsIn16Bits) {
