@@ -53,6 +53,10 @@ DType dtype_from_name(std::string_view name) {
   fail("unknown dtype '", name, "'");
 }
 
+bool is_16bit_float(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16;
+}
+
 bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }

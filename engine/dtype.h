@@ -38,6 +38,8 @@ std::string_view dtype_name(DType t);
 /// Parses dtype_name's spelling; throws Error on an unknown name.
 DType dtype_from_name(std::string_view name);
 bool is_floating(DType t);
+/// Float16 and bfloat16: floats stored in 16 bits and computed in float.
+bool is_16bit_float(DType t);
 bool is_integral(DType t);  // signed or unsigned integers, not bool
 bool is_signed(DType t);    // floating types and signed integers
 /// True for the fixed-size dtypes (everything but Undefined and String). A Tensor can also

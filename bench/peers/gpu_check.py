@@ -137,6 +137,15 @@ def compare(got, want):
     return diff, scale, diff <= 1e-4 * scale
 
 
+BUNDLED = ("mlp", "cnn", "transformer")
+
+
+def bundled_files(model, kind):
+    """models/MODEL.KIND.NAME.npy (KIND input or output) by NAME, sorted."""
+    return {re.sub(rf"^models/{model}\.{kind}\.(.*)\.npy$", r"\1", p): p
+            for p in sorted(glob.glob(f"models/{model}.{kind}.*.npy"))}
+
+
 def run_outputs(c, model, inputs, folder, log, extra=()):
     argv = [model, "--devices", c.args.device, "--output-dir", folder] + list(extra)
     for name, path in inputs.items():
@@ -145,17 +154,15 @@ def run_outputs(c, model, inputs, folder, log, extra=()):
 
 
 def step_models(c, zoo_dir):
-    for model in ("mlp", "cnn", "transformer"):
-        inputs = {re.sub(rf"^models/{model}\.input\.(.*)\.npy$", r"\1", p): p
-                  for p in sorted(glob.glob(f"models/{model}.input.*.npy"))}
+    for model in BUNDLED:
         with tempfile.TemporaryDirectory() as folder:
-            rc, out = run_outputs(c, f"models/{model}.onnx", inputs, folder, "models.log")
+            rc, out = run_outputs(c, f"models/{model}.onnx", bundled_files(model, "input"), folder,
+                                  "models.log")
             if rc:
                 c.say(f"model {model} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
                 continue
             parts = []
-            for ref in sorted(glob.glob(f"models/{model}.output.*.npy")):
-                name = re.sub(rf"^models/{model}\.output\.(.*)\.npy$", r"\1", ref)
+            for name, ref in bundled_files(model, "output").items():
                 r = compare(np.load(os.path.join(folder, name + ".npy")), np.load(ref))
                 parts.append(f"{name} max |diff| {r[0]:.3g} (max |ref| {r[1]:.3g}) "
                              f"{'ok' if r[2] else 'MISMATCH'}" if r else f"{name} wrong shape")
@@ -218,18 +225,15 @@ def step_precision(c, zoo_dir):
     """--precision float16 and bfloat16: the bundled models against PyTorch's float32 outputs
     within 16 bits' error, and the zoo models' throughput against float32."""
     for precision, bound in PRECISION_BOUNDS.items():
-        for model in ("mlp", "cnn", "transformer"):
-            inputs = {re.sub(rf"^models/{model}\.input\.(.*)\.npy$", r"\1", p): p
-                      for p in sorted(glob.glob(f"models/{model}.input.*.npy"))}
+        for model in BUNDLED:
             with tempfile.TemporaryDirectory() as folder:
-                rc, out = run_outputs(c, f"models/{model}.onnx", inputs, folder,
-                                      "precision.log", ["--precision", precision])
+                rc, out = run_outputs(c, f"models/{model}.onnx", bundled_files(model, "input"),
+                                      folder, "precision.log", ["--precision", precision])
                 if rc:
                     c.say(f"{precision} {model} on {c.args.device}: rc {rc}: {last_lines(out, 1)}")
                     continue
                 parts = []
-                for ref in sorted(glob.glob(f"models/{model}.output.*.npy")):
-                    name = re.sub(rf"^models/{model}\.output\.(.*)\.npy$", r"\1", ref)
+                for name, ref in bundled_files(model, "output").items():
                     r = compare(np.load(os.path.join(folder, name + ".npy")), np.load(ref))
                     parts.append(f"{name} max |diff| / max |ref| {r[0] / r[1]:.3g} "
                                  f"{'ok' if r[0] <= bound * r[1] else 'MISMATCH'}"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/half.h"
+#include "engine/half_tensors.h"
 #include "engine/rewrites/widen_nodes.h"
 
 namespace dprun {
@@ -39,18 +39,10 @@ bool is_float32_op(const Node& node) {
 }
 
 /// `t`, a float32 tensor, rounded to `dtype` on the host.
-template <class Half>
-Tensor rounded(const Tensor& t, DType dtype) {
-  const Tensor host = t.to(Device::cpu());
-  Tensor out = Tensor::empty(host.shape(), dtype);
-  const float* in = host.data<float>();
-  Half* o = out.data<Half>();
-  for (int64_t i = 0; i < host.numel(); ++i) o[i] = Half(in[i]);
-  return out;
-}
-
 Tensor converted(const Tensor& t, DType dtype) {
-  return dtype == DType::Float16 ? rounded<Float16>(t, dtype) : rounded<BFloat16>(t, dtype);
+  Tensor out = Tensor::empty(t.shape(), dtype);
+  round_into(t.to(Device::cpu()), out);
+  return out;
 }
 
 /// Which float32 values the conversion leaves in float32: those every reader of which is a
@@ -151,16 +143,6 @@ void rename_reads(Graph& graph, const std::string& from, const std::string& to) 
       if (name == from) name = to;
 }
 
-Node cast_node(const std::string& from, const std::string& to, DType dtype) {
-  Node n;
-  n.name = to + "/cast";
-  n.op_type = "Cast";
-  n.inputs = {from};
-  n.outputs = {to};
-  n.attributes["to"] = Attribute::of_int(static_cast<int64_t>(dtype));
-  return n;
-}
-
 TensorType retyped(TensorType type, DType dtype) {
   type.dtype = dtype;
   return type;
@@ -174,7 +156,7 @@ std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
     const std::string name = in.name + "/" + std::string(dtype_name(c.dtype()));
     rename_reads(graph, in.name, name);
     graph.value_types[name] = retyped(in.type, c.dtype());
-    casts.push_back(cast_node(in.name, name, c.dtype()));
+    casts.push_back(cast_node(in.name, name, c.dtype(), cast_opset(graph)));
   }
   return casts;
 }
@@ -200,7 +182,7 @@ std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
       }
     graph.value_types.erase(out.name);
     graph.value_types[name] = retyped(out.type, c.dtype());
-    casts.push_back(cast_node(name, out.name, DType::Float32));
+    casts.push_back(cast_node(name, out.name, DType::Float32, cast_opset(graph)));
   }
   return casts;
 }

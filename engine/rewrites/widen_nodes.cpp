@@ -16,18 +16,11 @@ std::set<std::string> value_names(const Graph& graph) {
   return names;
 }
 
-/// The ai.onnx opset of the graph's Casts: the graph's, or 13 (bfloat16's first) when the graph
-/// imports only other domains.
-int64_t onnx_opset(const Graph& graph) {
-  const bool imported = graph.opset_imports.count("") || graph.opset_imports.count("ai.onnx");
-  return imported ? graph.opset("") : 13;
-}
-
 /// Builds the rewritten graph node by node.
 class Rewriter {
  public:
   explicit Rewriter(const Graph& graph)
-      : graph_(graph), names_(value_names(graph)), cast_opset_(onnx_opset(graph)) {}
+      : graph_(graph), names_(value_names(graph)), cast_opset_(cast_opset(graph)) {}
 
   /// Appends `node` as it is.
   void keep(const Node& node) { nodes_.push_back(node); }
@@ -44,8 +37,8 @@ class Rewriter {
       const std::string wide_name = fresh_name(node.outputs[o] + "/float32");
       wide.outputs[o] = wide_name;
       value_types_[wide_name] = float_type_of(node.outputs[o]);
-      casts_back.push_back(
-          cast(wide_name, node.outputs[o], graph_.type_of(node.outputs[o])->dtype));
+      casts_back.push_back(cast_node(wide_name, node.outputs[o],
+                                     graph_.type_of(node.outputs[o])->dtype, cast_opset_));
     }
     nodes_.push_back(std::move(wide));
     for (auto& c : casts_back) nodes_.push_back(std::move(c));
@@ -73,7 +66,7 @@ class Rewriter {
     if (it != float_copies_.end()) return it->second;
     const std::string name = fresh_name(value + "/float32");
     value_types_[name] = float_type_of(value);
-    nodes_.push_back(cast(value, name, DType::Float32));
+    nodes_.push_back(cast_node(value, name, DType::Float32, cast_opset_));
     return float_copies_.emplace(value, name).first->second;
   }
 
@@ -90,19 +83,6 @@ class Rewriter {
     return name;
   }
 
-  /// Cast(from) -> to; before opset 6, Cast's `to` names the type.
-  Node cast(const std::string& from, const std::string& to, DType dtype) const {
-    Node n;
-    n.name = to + "/cast";
-    n.op_type = "Cast";
-    n.inputs = {from};
-    n.outputs = {to};
-    n.attributes["to"] = cast_opset_ >= 6
-                             ? Attribute::of_int(static_cast<int64_t>(dtype))
-                             : Attribute::of_string(dtype == DType::Float32 ? "FLOAT" : "FLOAT16");
-    return n;
-  }
-
   const Graph& graph_;
   std::set<std::string> names_;
   const int64_t cast_opset_;
@@ -113,8 +93,23 @@ class Rewriter {
 
 }  // namespace
 
-bool is_16bit_float(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16;
+int64_t cast_opset(const Graph& graph) {
+  const bool imported = graph.opset_imports.count("") || graph.opset_imports.count("ai.onnx");
+  return imported ? graph.opset("") : 13;
+}
+
+Node cast_node(const std::string& from, const std::string& to, DType dtype, int64_t opset) {
+  Node n;
+  n.name = to + "/cast";
+  n.op_type = "Cast";
+  n.inputs = {from};
+  n.outputs = {to};
+  const char* name = dtype == DType::Float32   ? "FLOAT"
+                     : dtype == DType::Float16 ? "FLOAT16"
+                                               : "BFLOAT16";
+  n.attributes["to"] =
+      opset >= 6 ? Attribute::of_int(static_cast<int64_t>(dtype)) : Attribute::of_string(name);
+  return n;
 }
 
 std::shared_ptr<Graph> widen_nodes(const Graph& graph, const std::vector<bool>& widen) {

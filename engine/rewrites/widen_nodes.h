@@ -2,7 +2,9 @@
 // Runs chosen float16 and bfloat16 nodes in float32: the step shared by the rewrite for nodes
 // without a 16-bit kernel (half_in_float.h) and the conversion of a model to 16 bits, which
 // keeps some ops in float32 (half_precision.h).
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/graph.h"
@@ -17,7 +19,11 @@ namespace dprun {
 /// ai.onnx opset, which is imported at 13 where the graph imports only other domains.
 std::shared_ptr<Graph> widen_nodes(const Graph& graph, const std::vector<bool>& widen);
 
-/// True for float16 and bfloat16.
-bool is_16bit_float(DType t);
+/// The ai.onnx opset of the Casts a rewrite adds to `graph`: the graph's, or 13 (bfloat16's
+/// first) when the graph imports only other domains.
+int64_t cast_opset(const Graph& graph);
+/// Cast(from) -> to, named after `to`, as ai.onnx opset `opset` has it (before opset 6 `to`
+/// names the type: "FLOAT").
+Node cast_node(const std::string& from, const std::string& to, DType dtype, int64_t opset);
 
 }  // namespace dprun

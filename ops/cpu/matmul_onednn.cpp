@@ -35,8 +35,7 @@ struct MatMulPrimitive {
 std::unique_ptr<OpKernel> float32_reference(const KernelInfo& info) {
   KernelInfo as_float32 = info;
   for (auto& type : as_float32.input_types)
-    if (type && (type->dtype == DType::Float16 || type->dtype == DType::BFloat16))
-      type->dtype = DType::Float32;
+    if (type && is_16bit_float(type->dtype)) type->dtype = DType::Float32;
   return onednn::make_reference(as_float32);
 }
 
@@ -54,7 +53,7 @@ class MatMulOnednnKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* bias = with_bias_ ? &ctx.input(2) : nullptr;
-    if (is_16bit(a.dtype()) && !bias) {
+    if (is_16bit_float(a.dtype()) && !bias) {
       if (b.dtype() != a.dtype())
         ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe());
     } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
@@ -65,7 +64,7 @@ class MatMulOnednnKernel : public OpKernel {
     if (bias && (bias->numel() != s.n || s.k == 0 || b.rank() != 2))
       return reference_->compute(ctx);  // reports a bad bias; fills an empty product's bias
     const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
-    if (is_16bit(a.dtype()) && multiply_adds > 0) {
+    if (is_16bit_float(a.dtype()) && multiply_adds > 0) {
       // Made where it runs: oneDNN fixes a primitive's threads when it makes it (run_sized).
       bool usable = false;
       onednn::run_sized(ctx, multiply_adds, [&] { usable = primitive(s, a, b)->usable; });
@@ -84,7 +83,7 @@ class MatMulOnednnKernel : public OpKernel {
   /// The primitive for these operands, from the cache of their dtype.
   std::shared_ptr<const MatMulPrimitive> primitive(const MatMulShapes& s, const Tensor& a,
                                                    const Tensor& b) const {
-    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit(a.dtype()) ? cache_16bit_ : cache_;
+    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
     return cache.get(onednn::shape_key({&a.shape(), &b.shape()}),
                      [&] { return build(s, onednn::data_type_of(a.dtype())); });
   }
@@ -176,7 +175,7 @@ class GemmOnednnKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* c = ctx.optional_input(2);
-    if (is_16bit(a.dtype())) {
+    if (is_16bit_float(a.dtype())) {
       if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
         ctx.fail("expects A, B and C of one dtype, got ", a.describe(), ", ", b.describe(),
                  c ? ", " + c->describe() : "");
@@ -187,7 +186,7 @@ class GemmOnednnKernel : public OpKernel {
     GemmShapes s = gemm_shapes(ctx, attrs_, a, b, c);
     if (attrs_.beta == 0.f) c = nullptr;
     const double multiply_adds = static_cast<double>(s.m) * s.n * s.k;
-    if (is_16bit(a.dtype())) {
+    if (is_16bit_float(a.dtype())) {
       // oneDNN's 16-bit product takes C only as a bias added whole, and activations only as
       // post-ops; the rest runs in float32.
       bool usable = multiply_adds > 0 && std::isfinite(attrs_.alpha) &&
@@ -240,7 +239,7 @@ class GemmOnednnKernel : public OpKernel {
   /// The primitive for these operands, from the cache of their dtype.
   std::shared_ptr<const MatMulPrimitive> primitive(const GemmShapes& s, const Tensor& a,
                                                    const Tensor& b, const Tensor* c) const {
-    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit(a.dtype()) ? cache_16bit_ : cache_;
+    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
     return cache.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
                      [&] { return build(s, c, onednn::data_type_of(a.dtype())); });
   }

@@ -13,31 +13,16 @@
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "graph_test_util.h"
+#include "half_test_util.h"
 
 namespace dprun {
 namespace {
 
-TensorType typed(DType dtype, const Shape& shape) {
-  TensorType t = testing::float32_type(shape);
-  t.dtype = dtype;
-  return t;
-}
+using testing::typed;
 
 /// A tensor of `dtype` holding values of a few significant bits, exact in every float type.
 Tensor small_values(DType dtype, const Shape& shape, unsigned seed) {
-  Tensor t = Tensor::empty(shape, dtype);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-16, 16);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const float v = static_cast<float>(dist(rng)) / 8.f;
-    if (dtype == DType::Float16)
-      t.data<Float16>()[i] = Float16(v);
-    else if (dtype == DType::BFloat16)
-      t.data<BFloat16>()[i] = BFloat16(v);
-    else
-      t.data<float>()[i] = v;
-  }
-  return t;
+  return testing::eighths(dtype, shape, seed).narrow;
 }
 
 /// Converts a float32 tensor to `dtype`, rounding each element to nearest even.

@@ -12,6 +12,7 @@
 #include "bundled_model_util.h"
 #include "engine/parallel/data_parallel.h"
 #include "graph_test_util.h"
+#include "half_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 
@@ -218,14 +219,8 @@ TEST_P(BundledModelsIn16Bits, MatchPyTorchWithinTheirRounding) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, BundledModelsIn16Bits,
-                         ::testing::Combine(::testing::Values(DType::Float16, DType::BFloat16),
-                                            ::testing::Values(DeviceType::CPU, DeviceType::Sim,
-                                                              DeviceType::CUDA)),
-                         [](const ::testing::TestParamInfo<std::tuple<DType, DeviceType>>& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-                                  std::string(device_type_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(Dtypes, BundledModelsIn16Bits, testing::half_on_devices(),
+                         testing::half_on_device_name);
 
 }  // namespace
 }  // namespace dprun

@@ -11,32 +11,14 @@
 #include "engine/half.h"
 #include "engine/model.h"
 #include "graph_test_util.h"
+#include "half_test_util.h"
 
 namespace dprun {
 namespace {
 
-TensorType typed(DType dtype, const Shape& shape) {
-  TensorType t = testing::float32_type(shape);
-  t.dtype = dtype;
-  return t;
-}
-
-/// Float32 values of a few bits, and their 16-bit twin (the same values, exactly).
-std::pair<Tensor, Tensor> eighths(DType dtype, const Shape& shape, unsigned seed) {
-  Tensor wide = Tensor::empty(shape, DType::Float32);
-  Tensor narrow = Tensor::empty(shape, dtype);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(-15, 15);
-  for (int64_t i = 0; i < wide.numel(); ++i) {
-    const float v = static_cast<float>(dist(rng)) / 8.f;
-    wide.data<float>()[i] = v;
-    if (dtype == DType::Float16)
-      narrow.data<Float16>()[i] = Float16(v);
-    else
-      narrow.data<BFloat16>()[i] = BFloat16(v);
-  }
-  return {wide, narrow};
-}
+using testing::eighths;
+using testing::rounded_16bit;
+using testing::typed;
 
 /// y = MatMul(a, b) with b fed, or an initializer when `constant_b`.
 std::shared_ptr<Graph> matmul_graph(DType dtype, const Shape& a, const Shape& b, bool constant_b,
@@ -86,8 +68,7 @@ TEST_P(MatMul16Bit, IsTheFloat32ProductRoundedOnce) {
     ASSERT_EQ(got.shape(), want.shape()) << shape_to_string(c.a) << " x " << shape_to_string(c.b);
     for (int64_t i = 0; i < want.numel(); ++i) {
       const float v = want.data<float>()[i];
-      const double rounded = dtype == DType::Float16 ? static_cast<float>(Float16(v))
-                                                     : static_cast<float>(BFloat16(v));
+      const double rounded = rounded_16bit(v, dtype);
       ASSERT_EQ(got.item_as_double(i), rounded)
           << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " element " << i;
     }
@@ -137,11 +118,11 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
   for (const GemmCase& c : cases) {
     auto [a32, a16] = eighths(dtype, c.a, seed++);
     auto [b32, b16] = eighths(dtype, c.b, seed++);
-    std::optional<std::pair<Tensor, Tensor>> bias;
+    std::optional<testing::Eighths> bias;
     if (c.c) bias = eighths(dtype, *c.c, seed++);
-    Model wide(gemm_graph(DType::Float32, c.a, b32, bias ? &bias->first : nullptr, c.attributes),
+    Model wide(gemm_graph(DType::Float32, c.a, b32, bias ? &bias->wide : nullptr, c.attributes),
                Device::cpu());
-    Model narrow(gemm_graph(dtype, c.a, b16, bias ? &bias->second : nullptr, c.attributes),
+    Model narrow(gemm_graph(dtype, c.a, b16, bias ? &bias->narrow : nullptr, c.attributes),
                  Device{device_type, 0});
     const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
     const Tensor got =
@@ -150,8 +131,7 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
     ASSERT_EQ(got.shape(), want.shape());
     for (int64_t i = 0; i < want.numel(); ++i) {
       const float v = want.data<float>()[i];
-      const double rounded = dtype == DType::Float16 ? static_cast<float>(Float16(v))
-                                                     : static_cast<float>(BFloat16(v));
+      const double rounded = rounded_16bit(v, dtype);
       ASSERT_EQ(got.item_as_double(i), rounded)
           << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " with "
           << c.attributes.size() << " attribute(s), element " << i;
@@ -159,14 +139,8 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, MatMul16Bit,
-                         ::testing::Combine(::testing::Values(DType::Float16, DType::BFloat16),
-                                            ::testing::Values(DeviceType::CPU, DeviceType::Sim,
-                                                              DeviceType::CUDA)),
-                         [](const ::testing::TestParamInfo<std::tuple<DType, DeviceType>>& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-                                  std::string(device_type_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(Devices, MatMul16Bit, testing::half_on_devices(),
+                         testing::half_on_device_name);
 
 }  // namespace
 }  // namespace dprun
