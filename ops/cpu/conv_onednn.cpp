@@ -1,13 +1,17 @@
-// oneDNN fast paths for float32 Conv and ConvTranspose (1-D to 3-D, groups, dilations); a
-// Conv shaped like a weight gradient runs as a backward-weights primitive.
+// oneDNN fast paths for Conv (float32, bfloat16, float16) and float32 ConvTranspose (1-D to
+// 3-D, groups, dilations); a float32 Conv shaped like a weight gradient runs as a
+// backward-weights primitive. A 16-bit Conv runs oneDNN's 16-bit convolution (float32 sums,
+// rounded once) where this CPU has one, else its float32 path over widened copies.
 // Primitives are cached per input shapes; constant weights are reordered into the primitive's
 // preferred layout once per parameter version (packed_weights.h), others on every call.
+#include <string>
 #include <vector>
 
 #include "engine/kernel.h"
 #include "ops/cpu/conv_backward_weights.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
+#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 
@@ -28,47 +32,46 @@ memory::dims sub1(const std::vector<int64_t>& v) {
 void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, const Tensor& w,
                   const Tensor* b, const onednn::PackedWeights& packed) {
   using namespace onednn;
-  Tensor& y = ctx.allocate_output(0, p.out_shape, DType::Float32);
+  Tensor& y = ctx.allocate_output(0, p.out_shape, x.dtype());
   if (y.numel() == 0) return;
-  memory src = to_layout(wrap(plain_desc(x.shape()), x.raw_data()), p.src_md);
+  const memory::data_type type = data_type_of(x.dtype());
+  memory src = to_layout(wrap(plain_desc(x.shape(), type), x.raw_data()), p.src_md);
   memory weights = packed.get(ctx, w, p.user_weights_md, p.weights_md);
-  memory user_dst = wrap(plain_desc(p.out_shape), y.raw_data());
+  memory user_dst = wrap(plain_desc(p.out_shape, type), y.raw_data());
   memory dst = p.dst_md == user_dst.get_desc() ? user_dst : memory(p.dst_md, cpu_engine());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-  if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape()), b->raw_data()));
+  if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape(), type), b->raw_data()));
   execute(p.prim, p.scratchpad_md, std::move(args));
   if (dst != user_dst) reorder_into(dst, user_dst);
 }
 
-bool conv_inputs_ok(const KernelContext& ctx) {
+/// Whether X, W and B have the fast paths' dtype `dtype` and ranks.
+bool conv_inputs_ok(const KernelContext& ctx, DType dtype = DType::Float32) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* b = ctx.optional_input(2);
-  return x.dtype() == DType::Float32 && w.dtype() == DType::Float32 &&
-         (!b || (b->dtype() == DType::Float32 && b->rank() == 1)) && x.rank() >= 3 &&
-         x.rank() <= 5 && w.rank() == x.rank();
+  return x.dtype() == dtype && w.dtype() == dtype &&
+         (!b || (b->dtype() == dtype && b->rank() == 1)) && x.rank() >= 3 && x.rank() <= 5 &&
+         w.rank() == x.rank();
 }
 
 class ConvOnednnKernel : public OpKernel {
  public:
   explicit ConvOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {
+      : reference_(onednn::make_float32_reference(info)),
+        weights_(info.constant_inputs.count(1) > 0) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
   }
 
   void compute(KernelContext& ctx) const override {
-    if (!conv_inputs_ok(ctx)) return reference_->compute(ctx);
+    const DType dtype = ctx.input(0).dtype();
+    if (is_16bit_float(dtype)) return compute_16bit(ctx, dtype);
+    if (!conv_inputs_ok(ctx) || !shapes_ok(ctx)) return reference_->compute(ctx);  // reports
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
-    const int64_t c = x.dim(1), m = w.dim(0);
-    if (group_ <= 0 || c != w.dim(1) * group_ || m % group_ != 0 || (b && b->dim(0) != m))
-      return reference_->compute(ctx);  // reports the error
-    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel)
-      return reference_->compute(ctx);
     if (group_ == 1 && !b) {  // perhaps a weight gradient (conv_backward_weights.h)
       auto bw = backward_weights_cache_.get(onednn::shape_key({&x.shape(), &w.shape()}),
                                             [&] { return build_backward_weights(ctx, x, w); });
@@ -85,6 +88,36 @@ class ConvOnednnKernel : public OpKernel {
   }
 
  private:
+  /// Whether the operands' channels, groups, bias and kernel agree (else the reference reports
+  /// what does not).
+  bool shapes_ok(const KernelContext& ctx) const {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    const int64_t c = x.dim(1), m = w.dim(0);
+    if (group_ <= 0 || c != w.dim(1) * group_ || m % group_ != 0 || (b && b->dim(0) != m))
+      return false;
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    return attrs_.kernel_shape.empty() || attrs_.kernel_shape == kernel;
+  }
+
+  /// A bfloat16 or float16 Conv: oneDNN's 16-bit convolution where this CPU has one, else (or
+  /// for shapes it does not take) the float32 path over widened copies.
+  void compute_16bit(KernelContext& ctx, DType dtype) const {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.optional_input(2);
+    if (w.dtype() != dtype || (b && b->dtype() != dtype))
+      ctx.fail("expects X, W and B of one dtype, got ", x.describe(), ", ", w.describe(),
+               b ? " and " + b->describe() : std::string());
+    if (!conv_inputs_ok(ctx, dtype) || !shapes_ok(ctx)) return run_in_float32(*this, ctx, dtype);
+    auto p =
+        cache_16bit_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),
+                         [&] { return build(ctx, x, w, b != nullptr); });
+    if (!p->usable) return run_in_float32(*this, ctx, dtype);
+    execute_conv(ctx, *p, x, w, b, weights_);
+  }
+
   // Usable only for the shapes prefer_backward_weights() picks.
   std::shared_ptr<const onednn::ConvBackwardWeightsPrimitive> build_backward_weights(
       const KernelContext& ctx, const Tensor& x, const Tensor& w) const {
@@ -111,8 +144,9 @@ class ConvOnednnKernel : public OpKernel {
       p->usable = true;
       return p;
     }
-    auto any = [](const Shape& s) {
-      return memory::desc(onednn::to_dims(s), memory::data_type::f32, memory::format_tag::any);
+    const memory::data_type type = onednn::data_type_of(x.dtype());
+    auto any = [type](const Shape& s) {
+      return memory::desc(onednn::to_dims(s), type, memory::format_tag::any);
     };
     onednn::build_conv_primitive(*p, any(x.shape()), any(p->out_shape), w.shape(), group_, has_bias,
                                  g);
@@ -123,6 +157,7 @@ class ConvOnednnKernel : public OpKernel {
   WindowAttrs attrs_;
   int64_t group_ = 1;
   onednn::ShapeCache<ConvPrimitive> cache_;
+  onednn::ShapeCache<ConvPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
   onednn::PackedWeights weights_;
   onednn::ShapeCache<onednn::ConvBackwardWeightsPrimitive> backward_weights_cache_;
 };
@@ -228,7 +263,7 @@ class ConvTransposeOnednnKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "Conv",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<ConvOnednnKernel>});

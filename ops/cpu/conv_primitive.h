@@ -64,9 +64,11 @@ struct ConvPrimitive {
   std::string impl;  // oneDNN's name for the implementation it picked ("ref:any" is the slow one)
 };
 
-/// Fills `p` with a float32 inference convolution from `src` to `dst` (fixed layouts, or
+/// Fills `p` with an inference convolution from `src` to `dst` (fixed layouts, or
 /// format_tag::any to let oneDNN choose), for ONNX weights of shape `weights` in `group`
-/// groups and the resolved window geometry `g`. Leaves p.usable false when oneDNN rejects it.
+/// groups and the resolved window geometry `g`; weights and bias have src's data type (f32,
+/// bf16 or f16). Leaves p.usable false when oneDNN rejects it (on this CPU: f16 without
+/// AVX512_FP16).
 /// `attr` may carry post-ops; it must use a user scratchpad (concurrent_attr()).
 inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src,
                                  const dnnl::memory::desc& dst, const Shape& weights, int64_t group,
@@ -80,12 +82,13 @@ inline void build_conv_primitive(ConvPrimitive& p, const dnnl::memory::desc& src
     wshape[0] /= group;
     wshape.insert(wshape.begin(), group);
   }
-  p.user_weights_md = plain_desc(wshape);
+  const memory::data_type type = src.data_type();
+  p.user_weights_md = plain_desc(wshape, type);
   memory::dims dilations;
   for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts dilation from 0
   try {
-    memory::desc weights_any(to_dims(wshape), memory::data_type::f32, memory::format_tag::any);
-    p.bias_md = has_bias ? plain_desc({weights[0]}) : memory::desc();
+    memory::desc weights_any(to_dims(wshape), type, memory::format_tag::any);
+    p.bias_md = has_bias ? plain_desc({weights[0]}, type) : memory::desc();
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src,
                                          weights_any, p.bias_md, dst, to_dims(g.strides), dilations,
                                          to_dims(g.pads_begin), to_dims(g.pads_end));

@@ -30,21 +30,12 @@ struct MatMulPrimitive {
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
-/// The reference kernel of the node read in float32: a 16-bit MatMul has none of its own, and
-/// hands its float32 work, never its own inputs, to the float32 path.
-std::unique_ptr<OpKernel> float32_reference(const KernelInfo& info) {
-  KernelInfo as_float32 = info;
-  for (auto& type : as_float32.input_types)
-    if (type && is_16bit_float(type->dtype)) type->dtype = DType::Float32;
-  return onednn::make_reference(as_float32);
-}
-
 class MatMulOnednnKernel : public OpKernel {
  public:
   /// MatMul, or the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim,
   /// added by oneDNN as it writes the product.
   explicit MatMulOnednnKernel(const KernelInfo& info)
-      : reference_(float32_reference(info)),
+      : reference_(onednn::make_float32_reference(info)),
         weights_(info.constant_inputs.count(1) > 0),
         with_bias_(info.node.op_type == "MatMulBias"),
         activation_(info.node) {}
@@ -83,7 +74,8 @@ class MatMulOnednnKernel : public OpKernel {
   /// The primitive for these operands, from the cache of their dtype.
   std::shared_ptr<const MatMulPrimitive> primitive(const MatMulShapes& s, const Tensor& a,
                                                    const Tensor& b) const {
-    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
+    const onednn::ShapeCache<MatMulPrimitive>& cache =
+        is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
     return cache.get(onednn::shape_key({&a.shape(), &b.shape()}),
                      [&] { return build(s, onednn::data_type_of(a.dtype())); });
   }
@@ -166,7 +158,7 @@ class MatMulOnednnKernel : public OpKernel {
 class GemmOnednnKernel : public OpKernel {
  public:
   explicit GemmOnednnKernel(const KernelInfo& info)
-      : reference_(float32_reference(info)),
+      : reference_(onednn::make_float32_reference(info)),
         attrs_(info),
         weights_(info.constant_inputs.count(1) > 0),
         activation_(info.node) {}
@@ -239,7 +231,8 @@ class GemmOnednnKernel : public OpKernel {
   /// The primitive for these operands, from the cache of their dtype.
   std::shared_ptr<const MatMulPrimitive> primitive(const GemmShapes& s, const Tensor& a,
                                                    const Tensor& b, const Tensor* c) const {
-    const onednn::ShapeCache<MatMulPrimitive>& cache = is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
+    const onednn::ShapeCache<MatMulPrimitive>& cache =
+        is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
     return cache.get(onednn::shape_key({&a.shape(), &b.shape(), c ? &c->shape() : nullptr}),
                      [&] { return build(s, c, onednn::data_type_of(a.dtype())); });
   }

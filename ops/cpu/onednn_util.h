@@ -196,4 +196,14 @@ inline std::unique_ptr<OpKernel> make_reference(const KernelInfo& info) {
   return kernel;
 }
 
+/// The reference kernel of the node read in float32: a 16-bit fast path has no 16-bit reference
+/// of its own, and hands its float32 work, never its own inputs, to the float32 path
+/// (run_in_float32, ops/cpu/half_tensors.h).
+inline std::unique_ptr<OpKernel> make_float32_reference(const KernelInfo& info) {
+  KernelInfo as_float32 = info;
+  for (auto& type : as_float32.input_types)
+    if (type && is_16bit_float(type->dtype)) type->dtype = DType::Float32;
+  return make_reference(as_float32);
+}
+
 }  // namespace dprun::onednn

@@ -1,9 +1,12 @@
-// oneDNN fast paths for float32 MaxPool (without Indices) and AveragePool over 1-D to 3-D
-// windows. Primitives are cached per input shape.
+// oneDNN fast paths for MaxPool (without Indices) and AveragePool over 1-D to 3-D windows, in
+// float32, bfloat16 and float16: a 16-bit pooling oneDNN has no primitive for on this CPU
+// (float16 without AVX512_FP16) runs the float32 path over a widened copy. Primitives are
+// cached per input shape.
 #include <vector>
 
 #include "engine/kernel.h"
 #include "ops/cpu/conv_util.h"
+#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/pool_primitive.h"
 
@@ -17,7 +20,7 @@ using onednn::PoolPrimitive;
 class PoolOnednnKernel : public OpKernel {
  public:
   PoolOnednnKernel(const KernelInfo& info, bool is_max)
-      : reference_(onednn::make_reference(info)), is_max_(is_max) {
+      : reference_(onednn::make_float32_reference(info)), is_max_(is_max) {
     attrs_.parse(info.node);
     if (attrs_.kernel_shape.empty()) info.node.fail("kernel_shape is required");
     count_include_pad_ = !is_max && info.node.attr_int("count_include_pad", 0) != 0;
@@ -25,13 +28,19 @@ class PoolOnednnKernel : public OpKernel {
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::Float32 || x.rank() < 3 || x.rank() > 5 ||
+    const bool half = is_16bit_float(x.dtype());
+    // The float32 path: the reference, or for 16 bits the float32 kernel over a widened copy.
+    const auto fall_back = [&] {
+      return half ? run_in_float32(*this, ctx, x.dtype()) : reference_->compute(ctx);
+    };
+    if ((x.dtype() != DType::Float32 && !half) || x.rank() < 3 || x.rank() > 5 ||
         static_cast<size_t>(x.rank() - 2) != attrs_.kernel_shape.size() ||
         (ctx.output_count() > 1 && ctx.output_wanted(1)))
-      return reference_->compute(ctx);
-    auto p = cache_.get(onednn::shape_key({&x.shape()}), [&] { return build(ctx, x); });
-    if (!p->usable) return reference_->compute(ctx);
-    Tensor& y = ctx.allocate_output(0, p->out_shape, DType::Float32);
+      return fall_back();
+    const onednn::ShapeCache<PoolPrimitive>& cache = half ? cache_16bit_ : cache_;
+    auto p = cache.get(onednn::shape_key({&x.shape()}), [&] { return build(ctx, x); });
+    if (!p->usable) return fall_back();
+    Tensor& y = ctx.allocate_output(0, p->out_shape, x.dtype());
     if (y.numel() == 0) return;
     onednn::execute(p->prim, p->scratchpad_md,
                     {{DNNL_ARG_SRC, onednn::wrap(p->src_md, x.raw_data())},
@@ -46,8 +55,9 @@ class PoolOnednnKernel : public OpKernel {
     p->out_shape = {x.dim(0), x.dim(1)};
     for (int64_t o : g.out) p->out_shape.push_back(o);
     if (shape_numel(p->out_shape) == 0) return p;  // the reference handles empty outputs
-    onednn::build_pool_primitive(*p, onednn::plain_desc(x.shape()),
-                                 onednn::plain_desc(p->out_shape), in, g, is_max_,
+    const dnnl::memory::data_type type = onednn::data_type_of(x.dtype());
+    onednn::build_pool_primitive(*p, onednn::plain_desc(x.shape(), type),
+                                 onednn::plain_desc(p->out_shape, type), in, g, is_max_,
                                  count_include_pad_);
     return p;
   }
@@ -57,11 +67,15 @@ class PoolOnednnKernel : public OpKernel {
   bool count_include_pad_ = false;
   WindowAttrs attrs_;
   onednn::ShapeCache<PoolPrimitive> cache_;
+  onednn::ShapeCache<PoolPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
 };
 
 std::unique_ptr<OpKernel> make_max_pool(const KernelInfo& info) {
-  // The Indices output is only produced by the reference kernel.
-  if (info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
+  // The Indices output is only produced by the reference kernel, which takes no 16-bit input:
+  // a 16-bit MaxPool with Indices runs it on a widened copy (PoolOnednnKernel::compute).
+  const bool half = !info.input_types.empty() && info.input_types[0] &&
+                    is_16bit_float(info.input_types[0]->dtype);
+  if (info.node.outputs.size() > 1 && !info.node.outputs[1].empty() && !half) return nullptr;
   return std::make_unique<PoolOnednnKernel>(info, true);
 }
 std::unique_ptr<OpKernel> make_average_pool(const KernelInfo& info) {
@@ -70,13 +84,13 @@ std::unique_ptr<OpKernel> make_average_pool(const KernelInfo& info) {
 
 DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_max_pool});
 DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_average_pool});

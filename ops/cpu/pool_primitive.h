@@ -18,10 +18,10 @@ struct PoolPrimitive {
   std::string impl;  // oneDNN's name for the implementation it picked
 };
 
-/// Fills `p` with a float32 inference pooling from `src` to `dst` over spatial sizes `in` and
-/// the resolved window geometry `g` (`dst` may leave its layout to oneDNN: format_tag::any). Leaves
-/// p.usable false for cases oneDNN would compute differently (averages with dilation;
-/// count_include_pad windows past the end padding).
+/// Fills `p` with an inference pooling from `src` to `dst` (f32, bf16 or f16) over spatial sizes
+/// `in` and the resolved window geometry `g` (`dst` may leave its layout to oneDNN:
+/// format_tag::any). Leaves p.usable false for cases oneDNN would compute differently (averages
+/// with dilation; count_include_pad windows past the end padding).
 inline void build_pool_primitive(PoolPrimitive& p, const dnnl::memory::desc& src,
                                  const dnnl::memory::desc& dst, const std::vector<int64_t>& in,
                                  const WindowGeometry& g, bool is_max, bool count_include_pad) {
