@@ -86,4 +86,11 @@ struct BFloat16 {
   }
 };
 
+/// Block conversions, bit for bit what the scalar conversions above give (NaNs included), in
+/// loops that run 8 or 16 lanes wide (engine/simd_clones.h): out[i] = in[i] converted, i < n.
+void widen(const Float16* in, float* out, int64_t n);
+void widen(const BFloat16* in, float* out, int64_t n);
+void narrow(const float* in, Float16* out, int64_t n);
+void narrow(const float* in, BFloat16* out, int64_t n);
+
 }  // namespace dprun

@@ -9,13 +9,10 @@ Tensor to_float32(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), DType::Float32);
   float* o = out.data<float>();
   const int64_t n = x.numel();
-  if (x.dtype() == DType::Float16) {
-    const Float16* h = x.data<Float16>();
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(h[i]);
-  } else {
-    const BFloat16* h = x.data<BFloat16>();
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(h[i]);
-  }
+  if (x.dtype() == DType::Float16)
+    widen(x.data<Float16>(), o, n);
+  else
+    widen(x.data<BFloat16>(), o, n);
   return out;
 }
 
@@ -23,13 +20,10 @@ void round_into(const Tensor& x, Tensor& out) {
   DPRUN_CHECK(out.shape() == x.shape(), "round_into: shapes differ");
   const float* v = x.data<float>();
   const int64_t n = x.numel();
-  if (out.dtype() == DType::Float16) {
-    Float16* h = out.data<Float16>();
-    for (int64_t i = 0; i < n; ++i) h[i] = Float16(v[i]);
-  } else {
-    BFloat16* h = out.data<BFloat16>();
-    for (int64_t i = 0; i < n; ++i) h[i] = BFloat16(v[i]);
-  }
+  if (out.dtype() == DType::Float16)
+    narrow(v, out.data<Float16>(), n);
+  else
+    narrow(v, out.data<BFloat16>(), n);
 }
 
 }  // namespace dprun

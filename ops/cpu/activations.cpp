@@ -28,9 +28,7 @@ class PReluKernel : public OpKernel {
       if constexpr (!accepts<Types::Signed, T>()) {
         fail_dtype(ctx, x.dtype());
       } else if constexpr (is_half_v<T>) {
-        binary_map<T, T, T>(ctx.execution(), x, slope, y, [](T a, T b) {
-          return T(math::PRelu{}(static_cast<float>(a), static_cast<float>(b)));
-        });
+        half_binary_map<T>(ctx.execution(), x, slope, y, math::PRelu{});
       } else {
         binary_map<T, T, T>(ctx.execution(), x, slope, y, math::PRelu{});
       }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/half.h"
 #include "engine/kernel.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/simd_loops.h"
@@ -101,6 +102,39 @@ void unary_map(const ExecutionContext& exec, const TI* in, TO* out, int64_t n, c
       simd::map(f, in + begin, out + begin, end - begin);
     else
       for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+  });
+}
+
+/// Elements per block of the 16-bit maps below: widened into float buffers on the stack,
+/// computed by the float32 loops, narrowed (each step a vectorised loop, engine/half.h).
+inline constexpr int64_t kHalfBlock = 512;
+
+/// out[i] = in[i] widened to float32, in parallel chunks.
+template <class T>
+void widen_map(const ExecutionContext& exec, const T* in, float* out, int64_t n) {
+  exec.parallel_for(
+      n, kGrain, [&](int64_t begin, int64_t end) { widen(in + begin, out + begin, end - begin); });
+}
+
+/// out[i] = in[i] rounded to the 16-bit T, in parallel chunks.
+template <class T>
+void narrow_map(const ExecutionContext& exec, const float* in, T* out, int64_t n) {
+  exec.parallel_for(
+      n, kGrain, [&](int64_t begin, int64_t end) { narrow(in + begin, out + begin, end - begin); });
+}
+
+/// out[i] = f(in[i]) for a 16-bit T: f computes in float on widened values, each result rounded
+/// once to T. `out` may be `in`.
+template <class T, class F>
+void half_unary_map(const ExecutionContext& exec, const T* in, T* out, int64_t n, const F& f) {
+  exec.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    float block[kHalfBlock];
+    for (int64_t b = begin; b < end; b += kHalfBlock) {
+      const int64_t len = std::min(kHalfBlock, end - b);
+      widen(in + b, block, len);
+      simd::map(f, block, block, len);
+      narrow(block, out + b, len);
+    }
   });
 }
 
@@ -225,6 +259,38 @@ void binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, 
            });
 }
 
+/// out = f(a, b) for 16-bit a, b and out, broadcast as binary_map: f computes in float on
+/// widened runs of the operands, each result rounded once to T.
+template <class T, class F>
+void half_binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, Tensor& out,
+                     const F& f) {
+  const auto plan = make_plan<2>(out.shape(), {&a.shape(), &b.shape()});
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = static_cast<const T*>(b.raw_data());
+  T* po = static_cast<T*>(out.raw_data());
+  run_plan(exec, plan,
+           [&](int64_t o, const std::array<int64_t, 2>& offs, const std::array<int64_t, 2>& st,
+               int64_t n) {
+             float x[kHalfBlock], y[kHalfBlock], z[kHalfBlock];
+             for (int64_t k = 0; k < n; k += kHalfBlock) {
+               const int64_t len = std::min(kHalfBlock, n - k);
+               // A run of an operand, or its one broadcast value (stride 0) in x[0] or y[0].
+               widen(pa + offs[0] + (st[0] ? k : 0), x, st[0] ? len : 1);
+               widen(pb + offs[1] + (st[1] ? k : 0), y, st[1] ? len : 1);
+               if (st[0] && st[1]) {
+                 simd::map2(f, x, y, z, len);
+               } else if (st[0]) {
+                 simd::map2_scalar_b(f, x, y[0], z, len);
+               } else if (st[1]) {
+                 simd::map2_scalar_a(f, x[0], y, z, len);
+               } else {
+                 std::fill(z, z + len, static_cast<float>(f(x[0], y[0])));
+               }
+               narrow(z, po + o + k, len);
+             }
+           });
+}
+
 /// True when `s` broadcasts to `out` (numpy rules, unidirectional).
 inline bool broadcasts_to(const Shape& s, const Shape& out) {
   if (s.size() > out.size()) return false;
@@ -308,7 +374,10 @@ inline Tensor to_float32(const ExecutionContext& exec, const Tensor& t) {
   float* o = out.data<float>();
   visit_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    unary_map(exec, t.data<T>(), o, t.numel(), [](T v) { return convert<float>(v); });
+    if constexpr (is_half_v<T>)
+      widen_map(exec, t.data<T>(), o, t.numel());
+    else
+      unary_map(exec, t.data<T>(), o, t.numel(), [](T v) { return convert<float>(v); });
   });
   return out;
 }
@@ -318,7 +387,10 @@ inline void from_float32(const ExecutionContext& exec, const Tensor& src, Tensor
   const float* s = src.data<float>();
   visit_dtype(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    unary_map(exec, s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
+    if constexpr (is_half_v<T>)
+      narrow_map(exec, s, dst.data<T>(), src.numel());
+    else
+      unary_map(exec, s, dst.data<T>(), src.numel(), [](float v) { return convert<T>(v); });
   });
 }
 
@@ -338,7 +410,9 @@ class UnaryKernel : public OpKernel {
         fail_dtype(ctx, x.dtype());
       } else {
         using O = std::conditional_t<kBoolOut, bool, T>;
-        if constexpr (is_half_v<T>) {
+        if constexpr (is_half_v<T> && !kBoolOut) {
+          half_unary_map(ctx.execution(), x.data<T>(), y.data<T>(), x.numel(), op);
+        } else if constexpr (is_half_v<T>) {
           unary_map(ctx.execution(), x.data<T>(), y.data<O>(), x.numel(),
                     [op](T v) { return O(op(static_cast<float>(v))); });
         } else {
@@ -388,7 +462,9 @@ class BinaryKernel : public OpKernel {
         fail_dtype(ctx, a.dtype());
       } else {
         using O = std::conditional_t<kBoolOut, bool, T>;
-        if constexpr (is_half_v<T>) {
+        if constexpr (is_half_v<T> && !kBoolOut) {
+          half_binary_map<T>(ctx.execution(), a, b, out, op);
+        } else if constexpr (is_half_v<T>) {
           binary_map<T, T, O>(ctx.execution(), a, b, out, [op](T x, T y) {
             return O(op(static_cast<float>(x), static_cast<float>(y)));
           });

@@ -13,11 +13,7 @@
 // Elsewhere (other compilers or architectures) each function is one portable loop.
 #include <cstdint>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define DPRUN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DPRUN_SIMD_CLONES
-#endif
+#include "engine/simd_clones.h"
 
 namespace dprun::simd {
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/error.h"
@@ -132,6 +133,60 @@ TEST(Half, ConvertsAsTheCompilersFloat16) {
       check(b | 0x80000000u);
     }
   }
+}
+
+// The block conversions (engine/half.h widen/narrow, vectorised) against the scalar ones tested
+// above, bit for bit, NaNs included: every 16-bit value; runs of 4096 consecutive float bit
+// patterns, one in every 31 (odd lengths reach the loops' tails); every float16 rounding
+// boundary.
+TEST(Half, BlockConversionsAreTheScalarOnesBitForBit) {
+  std::vector<Float16> halves(65536);
+  std::vector<BFloat16> brains(65536);
+  for (uint32_t h = 0; h < 65536; ++h) halves[h].bits = brains[h].bits = static_cast<uint16_t>(h);
+  std::vector<float> wide(65536);
+  widen(halves.data(), wide.data(), 65536);
+  for (uint32_t h = 0; h < 65536; ++h)
+    ASSERT_EQ(std::bit_cast<uint32_t>(wide[h]),
+              std::bit_cast<uint32_t>(static_cast<float>(halves[h])))
+        << "float16 " << std::hex << h;
+  widen(brains.data(), wide.data(), 65536);
+  for (uint32_t h = 0; h < 65536; ++h)
+    ASSERT_EQ(std::bit_cast<uint32_t>(wide[h]),
+              std::bit_cast<uint32_t>(static_cast<float>(brains[h])))
+        << "bfloat16 " << std::hex << h;
+
+  constexpr int64_t kBlock = 4096;
+  std::vector<float> floats(kBlock);
+  std::vector<Float16> narrow16(kBlock);
+  std::vector<BFloat16> narrow_b(kBlock);
+  for (uint64_t start = 0; start < (uint64_t{1} << 32); start += 31 * kBlock + 3) {
+    for (int64_t i = 0; i < kBlock; ++i)
+      floats[i] = std::bit_cast<float>(static_cast<uint32_t>(start + static_cast<uint64_t>(i)));
+    const int64_t n = kBlock - static_cast<int64_t>(start % 5);
+    narrow(floats.data(), narrow16.data(), n);
+    narrow(floats.data(), narrow_b.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(narrow16[i].bits, Float16(floats[i]).bits)
+          << "float16 of " << std::hex << std::bit_cast<uint32_t>(floats[i]);
+      ASSERT_EQ(narrow_b[i].bits, BFloat16(floats[i]).bits)
+          << "bfloat16 of " << std::hex << std::bit_cast<uint32_t>(floats[i]);
+    }
+  }
+  // Float16's rounding boundaries: each halfway point between neighbours, and its neighbours.
+  std::vector<float> boundaries;
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const float lo = Float16::to_float(static_cast<uint16_t>(h));
+    const float hi = h + 1 == 0x7c00 ? 65536.f : Float16::to_float(static_cast<uint16_t>(h + 1));
+    const uint32_t mid = std::bit_cast<uint32_t>((lo + hi) / 2);
+    for (uint32_t b : {mid - 1, mid, mid + 1, (mid - 1) | 0x80000000u, mid | 0x80000000u,
+                       (mid + 1) | 0x80000000u})
+      boundaries.push_back(std::bit_cast<float>(b));
+  }
+  std::vector<Float16> out(boundaries.size());
+  narrow(boundaries.data(), out.data(), static_cast<int64_t>(boundaries.size()));
+  for (size_t i = 0; i < boundaries.size(); ++i)
+    ASSERT_EQ(out[i].bits, Float16(boundaries[i]).bits)
+        << "float16 of " << std::hex << std::bit_cast<uint32_t>(boundaries[i]);
 }
 
 }  // namespace
