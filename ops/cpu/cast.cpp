@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "ops/constant_casts.h"
 #include "ops/cpu/elementwise.h"
 
 namespace dprun::ew {
@@ -16,8 +17,13 @@ void cast_into(const ExecutionContext& exec, const Tensor& in, Tensor& out) {
     using From = decltype(from_tag);
     visit_dtype(out.dtype(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      unary_map(exec, in.data<From>(), out.data<To>(), in.numel(),
-                [](From v) { return convert<To>(v); });
+      if constexpr (is_half_v<From> && std::is_same_v<To, float>)
+        widen_map(exec, in.data<From>(), out.data<float>(), in.numel());
+      else if constexpr (std::is_same_v<From, float> && is_half_v<To>)
+        narrow_map(exec, in.data<float>(), out.data<To>(), in.numel());
+      else
+        unary_map(exec, in.data<From>(), out.data<To>(), in.numel(),
+                  [](From v) { return convert<To>(v); });
     });
   });
 }
@@ -53,38 +59,6 @@ DType parse_to(const Node& node) {
   if (!is_storable(to)) node.fail("unsupported target type ", static_cast<int>(to));
   return to;
 }
-
-/// The casts of a constant input (a parameter, a Constant's value), each kept while the
-/// model's parameters keep their version (KernelContext::parameters_version), one per
-/// parameter storage, as PackedWeights keeps reordered weights: the 16-bit conversion and the
-/// float32 kernels run between Casts (engine/rewrites/half_in_float.h) would otherwise cast the
-/// same weights at every run. Runs share the kept tensor, which they only read.
-class ConstantCasts {
- public:
-  /// The kept cast of `in`, or an undefined tensor.
-  Tensor find(const Tensor& in, uint64_t version) const {
-    std::lock_guard lock(mutex_);
-    for (const Entry& e : entries_)
-      if (e.data == in.raw_data() && e.version == version && !e.storage.expired()) return e.cast;
-    return {};
-  }
-  void keep(const Tensor& in, uint64_t version, const Tensor& cast) const {
-    std::lock_guard lock(mutex_);
-    std::erase_if(entries_,
-                  [&](const Entry& e) { return e.storage.expired() || e.data == in.raw_data(); });
-    entries_.push_back({in.storage_handle(), in.raw_data(), version, cast});
-  }
-
- private:
-  struct Entry {
-    std::weak_ptr<const Storage> storage;  // entries of freed storage are dropped
-    const void* data;
-    uint64_t version;
-    Tensor cast;
-  };
-  mutable std::mutex mutex_;
-  mutable std::vector<Entry> entries_;
-};
 
 class CastKernel : public OpKernel {
  public:

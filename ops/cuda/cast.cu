@@ -6,7 +6,8 @@
 // 16-bit NaNs are encoded as engine/half.h encodes them (ops/cuda/half_convert.cuh).
 //
 // Declined (run on the host): targets or sources of other dtypes (string), and the
-// string-named `to` of Cast-1..5.
+// string-named `to` of Cast-1..5. A Cast of a constant input keeps its result per parameter
+// version.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "ops/constant_casts.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
 
@@ -126,18 +128,29 @@ void cast_to(KernelContext& ctx, const Tensor& in, DType to) {
 }
 
 /// Cast, whose target is fixed when the kernel is built, and CastLike (no fixed target), which
-/// takes input 1's dtype.
+/// takes input 1's dtype. A Cast of a constant input keeps its result while the parameters keep
+/// their version, as the CPU Cast does (ops/constant_casts.h).
 class CastCuda : public OpKernel {
  public:
-  explicit CastCuda(std::optional<DType> to) : to_(to) {}
+  CastCuda(std::optional<DType> to, bool constant_input) : to_(to), constant_(constant_input) {}
   void compute(KernelContext& ctx) const override {
     const DType to = to_ ? *to_ : ctx.input(1).dtype();
     if (!is_cast_type(to)) ctx.fail("cannot cast to dtype ", dtype_name(to), " on CUDA");
-    cast_to(ctx, ctx.input(0), to);
+    const Tensor& in = ctx.input(0);
+    const uint64_t version = ctx.parameters_version();
+    if (!constant_ || version == 0 || in.dtype() == to) return cast_to(ctx, in, to);
+    if (Tensor kept = kept_.find(in, version); kept.defined()) return ctx.set_output(0, kept);
+    cast_to(ctx, in, to);
+    // Later runs read the kept cast from other streams: it must be complete first. This waits
+    // once per parameter version.
+    ctx.execution().synchronize();
+    kept_.keep(in, version, ctx.output(0));
   }
 
  private:
   std::optional<DType> to_;
+  bool constant_;  // a Cast (fixed target) of a constant input
+  ConstantCasts kept_;
 };
 
 /// Cast-6+ names its target by number; Cast-1..5's type names and targets not converted here
@@ -146,7 +159,7 @@ std::unique_ptr<OpKernel> make_cast(const KernelInfo& info) {
   const Attribute* a = info.node.find_attr("to");
   if (!a || a->kind != Attribute::Kind::Int || !is_cast_type(static_cast<DType>(a->i)))
     return nullptr;
-  return std::make_unique<CastCuda>(static_cast<DType>(a->i));
+  return std::make_unique<CastCuda>(static_cast<DType>(a->i), info.constant_inputs.count(0) > 0);
 }
 
 /// Declines a CastLike whose target dtype is known and not converted here.
@@ -155,7 +168,7 @@ std::unique_ptr<OpKernel> make_cast_like(const KernelInfo& info) {
   if (types.size() > 1 && types[1] && types[1]->dtype != DType::Undefined &&
       !is_cast_type(types[1]->dtype))
     return nullptr;
-  return std::make_unique<CastCuda>(std::nullopt);
+  return std::make_unique<CastCuda>(std::nullopt, false);
 }
 
 DPRUN_REGISTER_KERNEL({.op_type = "Cast",
