@@ -3,6 +3,8 @@
 // rounding, and the dtype x device parameters the device tests run over.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <tuple>
@@ -24,6 +26,15 @@ inline TensorType typed(DType dtype, const Shape& shape) {
 /// `v` rounded once to `dtype` (float16 or bfloat16), to nearest even, read back as a double.
 inline double rounded_16bit(float v, DType dtype) {
   return dtype == DType::Float16 ? static_cast<float>(Float16(v)) : static_cast<float>(BFloat16(v));
+}
+
+/// The distance from `v`, a float16 or bfloat16 value, to the next one away from zero: one
+/// step of the type's rounding at v's magnitude (the smallest subnormal step below the normals).
+inline double step_16bit(double v, DType dtype) {
+  const int mantissa_bits = dtype == DType::Float16 ? 10 : 7;
+  const int min_exponent = dtype == DType::Float16 ? -14 : -126;
+  const int exponent = v == 0 ? min_exponent : std::max(std::ilogb(v), min_exponent);
+  return std::ldexp(1.0, exponent - mantissa_bits);
 }
 
 /// Multiples of 1/8 in [-15/8, 15/8] as float32 (`wide`) and as `dtype` (`narrow`), the same

@@ -1,11 +1,13 @@
-// Conv on CUDA (float32, NCHW) with cuDNN: 1-D (lifted to 2-D), 2-D and 3-D windows, groups,
-// strides, dilations, explicit pads and auto_pad, optional bias B added with cudnnAddTensor.
+// Conv on CUDA (NCHW) with cuDNN, in float32, float16 and bfloat16 (16-bit X, W and B,
+// float32 sums on tensor cores, each result rounded once): 1-D (lifted to 2-D), 2-D and 3-D
+// windows, groups, strides, dilations, explicit pads and auto_pad, optional bias B added with
+// cudnnAddTensor (a 16-bit bias is added to the rounded product: a second rounding).
 //
 // cuDNN pads both ends of a dim alike. Where the node's pads differ between the ends (explicit
 // asymmetric pads, or SAME_UPPER/SAME_LOWER with an odd total), the input is first copied into
 // a zero-bordered tensor and convolved without padding: correct for every shape, so nothing is
 // declined for its pads. Declined (the node runs on the host): more than 3 spatial dims, a rank
-// that no type or attribute tells, and inputs known not to be float32.
+// that no type or attribute tells, and inputs known to be of other dtypes.
 //
 // The forward algorithm is the fastest that cuDNN measures on the node's own data
 // (cudnnFindConvolutionForwardAlgorithmEx, as ONNX Runtime's default EXHAUSTIVE search and
@@ -19,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <string>
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
@@ -77,10 +80,10 @@ class SearchWorkspace {
 /// call's own tensors (writing y); by its heuristic ranking where the search fails or offers
 /// none, so that a search problem costs speed, never the run.
 ConvAlgorithm choose_algorithm(CudaExecutionContext& cuda, const KernelContext& ctx,
-                               const cudnn::TensorDesc& x_desc, const float* x,
-                               const cudnn::FilterDesc& w_desc, const float* w,
-                               cudnn::ConvDesc& conv_desc, const cudnn::TensorDesc& y_desc,
-                               float* y, bool tf32) {
+                               const cudnn::TensorDesc& x_desc, const void* x,
+                               const cudnn::FilterDesc& w_desc, const void* w,
+                               cudnn::ConvDesc& conv_desc, const cudnn::TensorDesc& y_desc, void* y,
+                               bool tensor_ops) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0;
   {
@@ -89,7 +92,8 @@ ConvAlgorithm choose_algorithm(CudaExecutionContext& cuda, const KernelContext& 
                                                y_desc, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
                                                perf, work.data(),
                                                work.bytes()) != CUDNN_STATUS_SUCCESS ||
-        std::none_of(perf, perf + count, [&](const auto& p) { return cudnn::acceptable(p, tf32); }))
+        std::none_of(perf, perf + count,
+                     [&](const auto& p) { return cudnn::acceptable(p, tensor_ops); }))
       count = 0;
   }
   // A failed search may leave a CUDA error set, which the next launch check would blame on
@@ -100,7 +104,7 @@ ConvAlgorithm choose_algorithm(CudaExecutionContext& cuda, const KernelContext& 
         cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc, w_desc, conv_desc, y_desc,
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
         "Conv: cudnnGetConvolutionForwardAlgorithm_v7");
-  const auto& best = cudnn::pick_algorithm(perf, count, ctx, "convolution forward", tf32);
+  const auto& best = cudnn::pick_algorithm(perf, count, ctx, "convolution forward", tensor_ops);
   ConvAlgorithm chosen{.algo = best.algo, .math = best.mathType};
   conv_desc.set_math(chosen.math);
   cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(cuda.cudnn(), x_desc, w_desc, conv_desc,
@@ -117,20 +121,26 @@ class ConvCudnn : public OpKernel {
   }
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    return cudnn::conv_node_fits(info) ? std::make_unique<ConvCudnn>(info) : nullptr;
+    return cudnn::conv_node_fits(info, {DType::Float32, DType::Float16, DType::BFloat16})
+               ? std::make_unique<ConvCudnn>(info)
+               : nullptr;
   }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
-    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32)
-      ctx.fail("expects float32 X and W, got ", x.describe(), " and ", w.describe());
+    const DType dtype = x.dtype();
+    if (dtype != DType::Float32 && !is_16bit_float(dtype))
+      ctx.fail("expects float32, float16 or bfloat16 X, got ", x.describe());
+    if (w.dtype() != dtype || (b && b->dtype() != dtype))
+      ctx.fail("expects X, W and B of one dtype, got ", x.describe(), ", ", w.describe(),
+               b ? " and " + b->describe() : std::string());
     const ConvShapes s = conv_shapes(ctx, attrs_, group_, x, w);
-    if (b && (b->dtype() != DType::Float32 || b->shape() != Shape{s.m}))
-      ctx.fail("B must be float32[", s.m, "], got ", b->describe());
+    if (b && b->shape() != Shape{s.m})
+      ctx.fail("B must be ", dtype_name(dtype), "[", s.m, "], got ", b->describe());
     if (s.g.rank() > 3) ctx.fail("cuDNN convolves at most 3 spatial dims");
-    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, s.out_shape, dtype);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
     const WindowGeometry g = cudnn::lift_1d(s.g);
@@ -138,7 +148,7 @@ class ConvCudnn : public OpKernel {
     if (x.numel() == 0) {  // an empty sum (a zero-sized input dim under padding): y = B
       cuda_check(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), cuda.stream()),
                  "Conv: cudaMemsetAsync");
-      if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+      if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.raw_data(), y_dims);
       return;
     }
     std::vector<int64_t> x_dims = cudnn::nc_dims(s.n, s.c, g.in), pads = g.pads_begin;
@@ -152,28 +162,32 @@ class ConvCudnn : public OpKernel {
     }
     std::vector<int64_t> w_dims = {s.m, s.c / s.group};
     w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    const cudnn::TensorDesc x_desc(ctx, x_dims), y_desc(ctx, y_dims);
-    const cudnn::FilterDesc w_desc(ctx, w_dims);
+    const cudnnDataType_t type = cudnn::data_type_of(dtype);
+    const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), y_desc(ctx, y_dims, {}, type);
+    const cudnn::FilterDesc w_desc(ctx, w_dims, type);
+    // 16-bit operands go to tensor cores as they are: float32 sums, as the CPU's 16-bit Conv.
+    const bool tensor_ops = tf32_ || is_16bit_float(dtype);
     cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, s.group, tf32_);
+    if (is_16bit_float(dtype)) conv_desc.set_math(CUDNN_TENSOR_OP_MATH);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), w_dims.begin(), w_dims.end());
     key.insert(key.end(), pads.begin(), pads.end());
     key.push_back(ctx.device().index);
+    key.push_back(static_cast<int64_t>(dtype));
     const auto algorithm = algorithms_.get(key, [&] {
-      return std::make_shared<ConvAlgorithm>(
-          choose_algorithm(cuda, ctx, x_desc, input->data<float>(), w_desc, w.data<float>(),
-                           conv_desc, y_desc, y.data<float>(), tf32_));
+      return std::make_shared<ConvAlgorithm>(choose_algorithm(cuda, ctx, x_desc, input->raw_data(),
+                                                              w_desc, w.raw_data(), conv_desc,
+                                                              y_desc, y.raw_data(), tensor_ops));
     });
     conv_desc.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
-    const float one = 1.f, zero = 0.f;
-    cudnn_check(
-        cudnnConvolutionForward(cuda.cudnn(), &one, x_desc, input->data<float>(), w_desc,
-                                w.data<float>(), conv_desc, algorithm->algo, work.raw_data(),
-                                algorithm->workspace_bytes, &zero, y_desc, y.data<float>()),
-        "Conv: cudnnConvolutionForward of X [", shape_to_string(x_dims), "] and W [",
-        shape_to_string(w_dims), "]");
-    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+    const float one = 1.f, zero = 0.f;  // float scaling factors for every one of these types
+    cudnn_check(cudnnConvolutionForward(cuda.cudnn(), &one, x_desc, input->raw_data(), w_desc,
+                                        w.raw_data(), conv_desc, algorithm->algo, work.raw_data(),
+                                        algorithm->workspace_bytes, &zero, y_desc, y.raw_data()),
+                "Conv: cudnnConvolutionForward of X [", shape_to_string(x_dims), "] and W [",
+                shape_to_string(w_dims), "]");
+    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.raw_data(), y_dims);
   }
 
  private:
@@ -186,7 +200,7 @@ class ConvCudnn : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "Conv",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .impl = "cudnn",
                        .factory = ConvCudnn::create});
 

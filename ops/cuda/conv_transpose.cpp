@@ -87,8 +87,8 @@ class ConvTransposeCudnn : public OpKernel {
             Tensor::empty(Shape(full_dims.begin(), full_dims.end()), DType::Float32, ctx.device());
         backward_data(ctx, cuda, x, x_dims, w, std::vector<int64_t>(g.rank(), 0), g,
                       uncropped.data<float>(), full_dims);
-        cudnn::copy_box(cuda, ctx, uncropped.data<float>(), full_dims, src_start, y.data<float>(),
-                        y_dims, std::vector<int64_t>(y_dims.size(), 0), box);
+        cudnn::copy_box(cuda, ctx, DType::Float32, uncropped.data<float>(), full_dims, src_start,
+                        y.data<float>(), y_dims, std::vector<int64_t>(y_dims.size(), 0), box);
       }
     }
     if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);

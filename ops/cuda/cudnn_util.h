@@ -1,6 +1,7 @@
 #pragma once
-// Plumbing shared by the cuDNN-backed float32 kernels (conv.cpp, conv_transpose.cpp, pool.cpp,
-// batch_norm.cpp, lrn.cpp): descriptors that destroy themselves, cuDNN's int arguments, the
+// Plumbing shared by the cuDNN-backed kernels (conv.cpp, conv_transpose.cpp, pool.cpp,
+// batch_norm.cpp, lrn.cpp; float32, and float16/bfloat16 where a kernel says so): descriptors
+// that destroy themselves, cuDNN's int arguments, the
 // lifting of 1-D windows to the 2-D ones cuDNN wants, the choice of a convolution algorithm
 // without tensor-op (TF32) math, and strided copies between NCHW tensors (explicit padding and
 // cropping where cuDNN's symmetric padding cannot say what ONNX asks).
@@ -9,6 +10,7 @@
 // the call, then cudnnGetErrorString. Every call queues work on the run's stream and returns.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/half.h"
 #include "engine/kernel.h"
 #include "ops/cpu/conv_util.h"
 
@@ -57,39 +60,48 @@ class Descriptor {
   Handle handle_ = nullptr;
 };
 
-/// A float32 tensor of `dims` (3 to 8 of them) with `strides`, dense row-major when empty.
+/// cuDNN's data type for float32, float16 and bfloat16 tensors (float for any other dtype).
+inline cudnnDataType_t data_type_of(DType dtype) {
+  return dtype == DType::Float16    ? CUDNN_DATA_HALF
+         : dtype == DType::BFloat16 ? CUDNN_DATA_BFLOAT16
+                                    : CUDNN_DATA_FLOAT;
+}
+
+/// A tensor of `dims` (3 to 8 of them) with `strides`, dense row-major when empty, of `type`.
 class TensorDesc : public Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
                                      cudnnDestroyTensorDescriptor> {
  public:
   TensorDesc(const KernelContext& ctx, const std::vector<int64_t>& dims,
-             std::vector<int64_t> strides = {})
+             std::vector<int64_t> strides = {}, cudnnDataType_t type = CUDNN_DATA_FLOAT)
       : Descriptor("cudnnCreateTensorDescriptor") {
     if (strides.empty()) strides = dense_strides(dims);
     const std::vector<int> d = to_ints(dims, ctx, "tensor dim"),
                            s = to_ints(strides, ctx, "tensor stride");
-    cudnn_check(cudnnSetTensorNdDescriptor(*this, CUDNN_DATA_FLOAT, static_cast<int>(d.size()),
-                                           d.data(), s.data()),
-                "cudnnSetTensorNdDescriptor of [", shape_to_string(dims), "]");
+    cudnn_check(
+        cudnnSetTensorNdDescriptor(*this, type, static_cast<int>(d.size()), d.data(), s.data()),
+        "cudnnSetTensorNdDescriptor of [", shape_to_string(dims), "]");
   }
 };
 
-/// float32 NCHW filters [K, C / group, k...].
+/// NCHW filters [K, C / group, k...] of `type`.
 class FilterDesc : public Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                      cudnnDestroyFilterDescriptor> {
  public:
-  FilterDesc(const KernelContext& ctx, const std::vector<int64_t>& dims)
+  FilterDesc(const KernelContext& ctx, const std::vector<int64_t>& dims,
+             cudnnDataType_t type = CUDNN_DATA_FLOAT)
       : Descriptor("cudnnCreateFilterDescriptor") {
     const std::vector<int> d = to_ints(dims, ctx, "filter dim");
-    cudnn_check(cudnnSetFilterNdDescriptor(*this, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    cudnn_check(cudnnSetFilterNdDescriptor(*this, type, CUDNN_TENSOR_NCHW,
                                            static_cast<int>(d.size()), d.data()),
                 "cudnnSetFilterNdDescriptor of [", shape_to_string(dims), "]");
   }
 };
 
-/// A grouped cross-correlation (what ONNX calls Conv) with symmetric `pads`. In FMA math unless
-/// `allow_tf32`: no tensor-op (TF32) kernels, so float32 results stay within float rounding of
-/// the CPU's. With `allow_tf32` cuDNN's default math, which lets float32 run on TF32 tensor
-/// cores; set_math then takes the math type of the algorithm chosen (pick_algorithm).
+/// A grouped cross-correlation (what ONNX calls Conv) with symmetric `pads`, summing in float32
+/// whatever the tensors' type. In FMA math unless `allow_tf32`: no tensor-op (TF32) kernels, so
+/// float32 results stay within float rounding of the CPU's. With `allow_tf32` cuDNN's default
+/// math, which lets float32 run on TF32 tensor cores; 16-bit tensors take tensor-op math
+/// (set_math). set_math then takes the math type of the algorithm chosen (pick_algorithm).
 class ConvDesc : public Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                                    cudnnDestroyConvolutionDescriptor> {
  public:
@@ -163,12 +175,14 @@ inline bool symmetric_pads(const WindowGeometry& g) {
 }
 
 /// Copies the box of `box` dims starting at `src_start` in the dense tensor `src` of `src_dims`
-/// into the box starting at `dst_start` in the dense tensor `dst` of `dst_dims` (one
-/// cudnnTransformTensor over strided views). Nothing is queued when the box is empty.
-inline void copy_box(CudaExecutionContext& cuda, const KernelContext& ctx, const float* src,
-                     const std::vector<int64_t>& src_dims, const std::vector<int64_t>& src_start,
-                     float* dst, const std::vector<int64_t>& dst_dims,
-                     const std::vector<int64_t>& dst_start, const std::vector<int64_t>& box) {
+/// into the box starting at `dst_start` in the dense tensor `dst` of `dst_dims`, both of dtype
+/// `dtype` (float32, float16 or bfloat16; one cudnnTransformTensor over strided views). Nothing
+/// is queued when the box is empty.
+inline void copy_box(CudaExecutionContext& cuda, const KernelContext& ctx, DType dtype,
+                     const void* src, const std::vector<int64_t>& src_dims,
+                     const std::vector<int64_t>& src_start, void* dst,
+                     const std::vector<int64_t>& dst_dims, const std::vector<int64_t>& dst_start,
+                     const std::vector<int64_t>& box) {
   for (int64_t d : box)
     if (d == 0) return;
   const std::vector<int64_t> ss = dense_strides(src_dims), ds = dense_strides(dst_dims);
@@ -177,16 +191,20 @@ inline void copy_box(CudaExecutionContext& cuda, const KernelContext& ctx, const
     src_offset += src_start[i] * ss[i];
     dst_offset += dst_start[i] * ds[i];
   }
-  const TensorDesc src_desc(ctx, box, ss), dst_desc(ctx, box, ds);
-  const float one = 1.f, zero = 0.f;
-  cudnn_check(cudnnTransformTensor(cuda.cudnn(), &one, src_desc, src + src_offset, &zero, dst_desc,
-                                   dst + dst_offset),
+  const TensorDesc src_desc(ctx, box, ss, data_type_of(dtype)),
+      dst_desc(ctx, box, ds, data_type_of(dtype));
+  const float one = 1.f, zero = 0.f;  // cuDNN's scaling factors are float for these types
+  const size_t size = dtype_size(dtype);
+  cudnn_check(cudnnTransformTensor(cuda.cudnn(), &one, src_desc,
+                                   static_cast<const char*>(src) + src_offset * size, &zero,
+                                   dst_desc, static_cast<char*>(dst) + dst_offset * size),
               "cudnnTransformTensor of a [", shape_to_string(box), "] box");
 }
 
-/// x, a dense float32 [N, C, spatial...] on the GPU, copied into a new tensor whose spatial dims
-/// are `before` + spatial + `after` and whose border holds `fill`: the explicit padding used
-/// where cuDNN's own (symmetric) padding cannot express the node's.
+/// x, a dense float32, float16 or bfloat16 [N, C, spatial...] on the GPU, copied into a new
+/// tensor of its dtype whose spatial dims are `before` + spatial + `after` and whose border holds
+/// `fill` (rounded to the dtype): the explicit padding used where cuDNN's own (symmetric) padding
+/// cannot express the node's.
 inline Tensor pad_spatial(CudaExecutionContext& cuda, const KernelContext& ctx, const Tensor& x,
                           const std::vector<int64_t>& x_dims, const std::vector<int64_t>& before,
                           const std::vector<int64_t>& after, float fill) {
@@ -195,12 +213,18 @@ inline Tensor pad_spatial(CudaExecutionContext& cuda, const KernelContext& ctx, 
     dims[i + 2] += before[i] + after[i];
     start[i + 2] = before[i];
   }
-  Tensor padded = Tensor::empty(Shape(dims.begin(), dims.end()), DType::Float32, ctx.device());
-  const TensorDesc desc(ctx, dims);
-  cudnn_check(cudnnSetTensor(cuda.cudnn(), desc, padded.raw_data(), &fill),
+  Tensor padded = Tensor::empty(Shape(dims.begin(), dims.end()), x.dtype(), ctx.device());
+  const TensorDesc desc(ctx, dims, {}, data_type_of(x.dtype()));
+  // cudnnSetTensor reads the fill as a value of the tensor's own type.
+  const Float16 fill16(fill);
+  const BFloat16 fill_b(fill);
+  const void* value = x.dtype() == DType::Float16    ? static_cast<const void*>(&fill16)
+                      : x.dtype() == DType::BFloat16 ? static_cast<const void*>(&fill_b)
+                                                     : static_cast<const void*>(&fill);
+  cudnn_check(cudnnSetTensor(cuda.cudnn(), desc, padded.raw_data(), value),
               "cudnnSetTensor of the padded [", shape_to_string(dims), "]");
-  copy_box(cuda, ctx, x.data<float>(), x_dims, std::vector<int64_t>(x_dims.size(), 0),
-           padded.data<float>(), dims, start, x_dims);
+  copy_box(cuda, ctx, x.dtype(), x.raw_data(), x_dims, std::vector<int64_t>(x_dims.size(), 0),
+           padded.raw_data(), dims, start, x_dims);
   return padded;
 }
 
@@ -210,11 +234,12 @@ inline Tensor workspace(const KernelContext& ctx, size_t bytes) {
   return Tensor::empty({static_cast<int64_t>(bytes)}, DType::UInt8, ctx.device());
 }
 
-/// Whether a ranked algorithm can run and, unless `allow_tf32`, uses no tensor-op math.
+/// Whether a ranked algorithm can run and, unless `tensor_ops` (--allow-tf32 for float32; always
+/// for 16-bit tensors, which tensor cores take as they are), uses no tensor-op math.
 template <class Perf>
-bool acceptable(const Perf& perf, bool allow_tf32) {
+bool acceptable(const Perf& perf, bool tensor_ops) {
   return perf.status == CUDNN_STATUS_SUCCESS &&
-         (allow_tf32 || (perf.mathType != CUDNN_TENSOR_OP_MATH &&
+         (tensor_ops || (perf.mathType != CUDNN_TENSOR_OP_MATH &&
                          perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
 }
 
@@ -222,28 +247,34 @@ bool acceptable(const Perf& perf, bool allow_tf32) {
 /// `what` when there is none.
 template <class Perf>
 const Perf& pick_algorithm(const Perf* perf, int count, const KernelContext& ctx, const char* what,
-                           bool allow_tf32 = false) {
+                           bool tensor_ops = false) {
   for (int i = 0; i < count; ++i)
-    if (acceptable(perf[i], allow_tf32)) return perf[i];
-  ctx.fail("cuDNN offers no ", what, " algorithm", allow_tf32 ? "" : " without tensor-op math",
+    if (acceptable(perf[i], tensor_ops)) return perf[i];
+  ctx.fail("cuDNN offers no ", what, " algorithm", tensor_ops ? "" : " without tensor-op math",
            " for this shape");
 }
 
-/// Adds bias [C] to every channel of y ([N, C, spatial...] of `y_dims`).
+/// Adds bias [C] to every channel of y ([N, C, spatial...] of `y_dims`), both of bias's dtype.
 inline void add_channel_bias(CudaExecutionContext& cuda, const KernelContext& ctx,
-                             const Tensor& bias, float* y, const std::vector<int64_t>& y_dims) {
+                             const Tensor& bias, void* y, const std::vector<int64_t>& y_dims) {
   std::vector<int64_t> b_dims(y_dims.size(), 1);
   b_dims[1] = y_dims[1];
-  const TensorDesc b_desc(ctx, b_dims), y_desc(ctx, y_dims);
+  const cudnnDataType_t type = data_type_of(bias.dtype());
+  const TensorDesc b_desc(ctx, b_dims, {}, type), y_desc(ctx, y_dims, {}, type);
   const float one = 1.f;
-  cudnn_check(cudnnAddTensor(cuda.cudnn(), &one, b_desc, bias.data<float>(), &one, y_desc, y),
+  cudnn_check(cudnnAddTensor(cuda.cudnn(), &one, b_desc, bias.raw_data(), &one, y_desc, y),
               "cudnnAddTensor of the bias");
+}
+
+/// True when the node's input `i` is known (from its type) to be of a dtype not in `dtypes`.
+inline bool known_not_of(const KernelInfo& info, size_t i, std::initializer_list<DType> dtypes) {
+  return i < info.input_types.size() && info.input_types[i] &&
+         std::find(dtypes.begin(), dtypes.end(), info.input_types[i]->dtype) == dtypes.end();
 }
 
 /// True when the node's input `i` is known (from its type) not to be float32.
 inline bool known_not_float32(const KernelInfo& info, size_t i) {
-  return i < info.input_types.size() && info.input_types[i] &&
-         info.input_types[i]->dtype != DType::Float32;
+  return known_not_of(info, i, {DType::Float32});
 }
 
 /// The rank of the node's input `i` when its type says, else 0.
@@ -254,10 +285,11 @@ inline size_t known_rank(const KernelInfo& info, size_t i) {
 
 /// True when a Conv or ConvTranspose node can run on cuDNN as far as planning can tell: the
 /// rank of X or W (or kernel_shape) shows 1 to 3 spatial dims, and X, W and B are not known
-/// to be other than float32.
-inline bool conv_node_fits(const KernelInfo& info) {
+/// to be of a dtype other than `dtypes`.
+inline bool conv_node_fits(const KernelInfo& info,
+                           std::initializer_list<DType> dtypes = {DType::Float32}) {
   for (size_t i = 0; i < 3; ++i)
-    if (known_not_float32(info, i)) return false;
+    if (known_not_of(info, i, dtypes)) return false;
   size_t rank = known_rank(info, 0);
   if (rank == 0) rank = known_rank(info, 1);
   if (rank == 0) {

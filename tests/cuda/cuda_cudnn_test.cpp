@@ -1,12 +1,12 @@
-// The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN), BatchNormalization's training-mode kernel
-// (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
-// CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
-// one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
-// The geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
-// explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode
-// and output_shape. A last test, needing no GPU, checks the attribute combinations that are
-// declined so that their nodes run on the host.
+// The cuDNN-backed CUDA kernels (Conv, also in float16 and bfloat16, ConvTranspose, MaxPool,
+// AveragePool, GlobalMaxPool, GlobalAveragePool, BatchNormalization, LRN), BatchNormalization's
+// training-mode kernel (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu),
+// each compared with the CPU kernel on the same random inputs through the shared case table
+// (cuda_op_cases.h): with a GPU, one-node models run on cuda:0 and cpu:0; without one, the table is
+// checked against the registry. The geometry cases aim at both of each kernel's paths: cuDNN's own
+// symmetric padding, and the explicit padding (or cropping) used for asymmetric pads, SAME_* with
+// odd totals, ceil_mode and output_shape. A last test, needing no GPU, checks the attribute
+// combinations that are declined so that their nodes run on the host.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -102,6 +102,16 @@ void add_conv_cases(std::vector<CudaCase>& cases) {
                                     c.attrs),
                   .inputs = {floats(c.x), floats(c.w)}};
       if (bias) cc.inputs.push_back(floats({c.w[0]}));
+      cases.push_back(std::move(cc));
+    }
+  // float16 and bfloat16: cuDNN's own padding, the explicit padding of asymmetric pads, a 1-D
+  // window and groups, each with a bias (added to the rounded product on the GPU).
+  for (DType dtype : {DType::Float16, DType::BFloat16})
+    for (const ConvCase& c : {table[0], table[2], table[4], table[6]}) {
+      CudaCase cc{.name = "Conv_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
+                  .node = node_with("Conv", {"x", "w", "b"}, c.attrs),
+                  .inputs = {floats(c.x), floats(c.w), floats({c.w[0]})}};
+      for (testing::InputSpec& input : cc.inputs) input.dtype = dtype;
       cases.push_back(std::move(cc));
     }
 }
