@@ -30,13 +30,13 @@ Node fused_node(const Node& last, const char* op, std::vector<std::string> input
   return n;
 }
 
-std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern) {
+std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern, const FusedNodeFilter& keep) {
   const Matcher matcher(graph);
   std::vector<Fusion> fusions;
   std::set<size_t> taken;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     std::optional<Fusion> f = pattern(matcher, i);
-    if (!f) continue;
+    if (!f || (keep && !keep(graph, f->fused))) continue;
     bool free = true;
     for (size_t k : f->nodes) free = free && !taken.count(k);
     if (!free) continue;
@@ -46,8 +46,9 @@ std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern) {
   return fusions;
 }
 
-std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern) {
-  const std::vector<Fusion> fusions = find_fusions(graph, pattern);
+std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern,
+                                     const FusedNodeFilter& keep) {
+  const std::vector<Fusion> fusions = find_fusions(graph, pattern, keep);
   if (fusions.empty()) return nullptr;
   std::map<size_t, const Fusion*> replaced_by;  // a chain's last node -> its fusion
   std::set<size_t> removed;
@@ -70,10 +71,11 @@ std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern) {
   return out;
 }
 
-std::shared_ptr<Graph> apply_in_turn(const Graph& graph, std::initializer_list<Pattern> patterns) {
+std::shared_ptr<Graph> apply_in_turn(const Graph& graph, std::initializer_list<Pattern> patterns,
+                                     const FusedNodeFilter& keep) {
   std::shared_ptr<Graph> result;
   for (Pattern pattern : patterns)
-    if (std::shared_ptr<Graph> next = apply_fusions(result ? *result : graph, pattern))
+    if (std::shared_ptr<Graph> next = apply_fusions(result ? *result : graph, pattern, keep))
       result = next;
   return result;
 }

@@ -3,6 +3,7 @@
 // of a graph, a pattern turns the chain starting at a node into a Fusion, and apply_fusions
 // replaces every chain a pattern finds by its fused node. Shared by the backends' rewrites
 // (engine/rewrites/op_fusion.h, engine/backends/cpu/channels_last_fusion.h).
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -118,15 +119,22 @@ std::string activation_of(const Node& n);
 /// A pattern: the fusion starting at node i, if any.
 using Pattern = std::optional<Fusion> (*)(const Matcher&, size_t);
 
-/// Every fusion `pattern` finds, none sharing a node.
-std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern);
+/// Whether a fusion's node may be used in `graph` (empty: every one may): a backend keeps only
+/// the fused nodes it has kernels for.
+using FusedNodeFilter = std::function<bool(const Graph& graph, const Node& fused)>;
 
-/// `graph` with every fusion `pattern` finds applied (the rewrite domain imported), or nullptr
-/// when it finds none.
-std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern);
+/// Every fusion `pattern` finds whose fused node `keep` accepts, none sharing a node.
+std::vector<Fusion> find_fusions(const Graph& graph, Pattern pattern,
+                                 const FusedNodeFilter& keep = {});
+
+/// `graph` with every fusion find_fusions finds applied (the rewrite domain imported), or
+/// nullptr when it finds none.
+std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern,
+                                     const FusedNodeFilter& keep = {});
 
 /// `graph` with each pattern's fusions applied in turn, each pass over the previous one's
 /// result; nullptr when none matches.
-std::shared_ptr<Graph> apply_in_turn(const Graph& graph, std::initializer_list<Pattern> patterns);
+std::shared_ptr<Graph> apply_in_turn(const Graph& graph, std::initializer_list<Pattern> patterns,
+                                     const FusedNodeFilter& keep = {});
 
 }  // namespace dprun

@@ -3,24 +3,11 @@
 #include <optional>
 #include <vector>
 
-#include "engine/kernel.h"
+#include "engine/rewrites/kernel_lookup.h"
 #include "engine/rewrites/widen_nodes.h"
 
 namespace dprun {
 namespace {
-
-std::vector<std::optional<TensorType>> input_types(const Graph& graph, const Node& node) {
-  std::vector<std::optional<TensorType>> types;
-  for (const auto& name : node.inputs)
-    types.push_back(name.empty() ? std::nullopt : graph.type_of(name));
-  return types;
-}
-
-bool has_kernel(const Graph& graph, const Node& node,
-                const std::vector<std::optional<TensorType>>& types, DeviceType device) {
-  KernelInfo info{node, graph.opset(node.domain), device, types, {}, &graph};
-  return !KernelRegistry::instance().candidates(info).empty();
-}
 
 bool has_output_of_unknown_type(const Graph& graph, const Node& node) {
   for (const auto& name : node.outputs) {
@@ -38,7 +25,7 @@ bool has_output_of_unknown_type(const Graph& graph, const Node& node) {
 /// device, where the host kernel would need copies both ways.
 bool needs_float_kernel(const Graph& graph, const Node& node, DeviceType device) {
   if (holds_subgraph(node) || has_output_of_unknown_type(graph, node)) return false;
-  const std::vector<std::optional<TensorType>> types = input_types(graph, node);
+  const std::vector<std::optional<TensorType>> types = declared_input_types(graph, node);
   std::vector<std::optional<TensorType>> widened = types;
   bool any_16bit = false;
   for (auto& type : widened)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/rewrites/fusion_matcher.h"
+#include "engine/rewrites/kernel_lookup.h"
 
 namespace dprun {
 namespace {
@@ -108,9 +109,14 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
 
 }  // namespace
 
-std::shared_ptr<Graph> fuse_ops(const Graph& graph) {
+std::shared_ptr<Graph> fuse_ops(const Graph& graph, std::optional<DeviceType> device) {
+  FusedNodeFilter runs_on_device;
+  if (device)
+    runs_on_device = [device = *device](const Graph& g, const Node& fused) {
+      return has_kernel(g, fused, device);
+    };
   // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.
-  return apply_in_turn(graph, {match_chain, match_activation});
+  return apply_in_turn(graph, {match_chain, match_activation}, runs_on_device);
 }
 
 }  // namespace dprun

@@ -1,11 +1,13 @@
 #pragma once
 // Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
-// rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout and device: the CPU
-// backend applies it before its layout rewrite, the CUDA backend alone; each registers kernels
-// for every node it introduces (ops/cpu/fused_ops.cpp and matmul_onednn.cpp,
+// rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
+// applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
+// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp and matmul_onednn.cpp,
 // ops/cuda/fused_gemm.cpp).
 #include <memory>
+#include <optional>
 
+#include "engine/device.h"
 #include "engine/graph.h"
 
 namespace dprun {
@@ -23,7 +25,10 @@ namespace dprun {
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
-/// initializers. Subgraphs are not touched.
-std::shared_ptr<Graph> fuse_ops(const Graph& graph);
+/// initializers. Subgraphs are not touched. With a `device`, only chains whose fused node has a
+/// kernel there for its inputs' types are fused (a float32-only fused kernel leaves a 16-bit
+/// chain as it is, each node on its own 16-bit kernel).
+std::shared_ptr<Graph> fuse_ops(const Graph& graph,
+                                std::optional<DeviceType> device = std::nullopt);
 
 }  // namespace dprun

@@ -53,21 +53,29 @@ TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("kernels: every node has a cpu kernel\n"), std::string::npos) << r.output;
-  // The CPU has 16-bit Gemms; a GPU's Gemms are float32, between Casts of their three inputs
-  // and their output.
-  EXPECT_NE(r.output.find("rewrite for cpu: 7 nodes become 5 (dprun::FusedGemm 2 (Relu 2))\n"),
+  // Both have 16-bit Gemms: no Casts. The CPU fuses each Gemm with its Relu into a 16-bit
+  // FusedGemm; a GPU's FusedGemm is float32, so there nothing is fused.
+  EXPECT_NE(r.output.find("rewrite for cpu: 7 nodes become 5 (dprun::FusedGemm 2 (Relu 2))\n"
+                          "placement on cpu: 5 nodes on cpu\n"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("rewrite for sim: 7 nodes become 17 (dprun::FusedGemm 2 (Relu 2), "
-                          "Cast 12 (16-bit values to and from float32 kernels))\n"),
+  EXPECT_EQ(r.output.find("rewrite for sim"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("placement on sim: 7 nodes on sim"), std::string::npos) << r.output;
+
+  // The CNN: GlobalAveragePool has no 16-bit kernel anywhere; on a GPU neither have MaxPool and
+  // BatchNormalization. Each runs in float32 between Casts of its inputs and outputs.
+  r = run_dprun("inspect " + source_path("models/cnn.onnx") +
+                " --precision float16 --devices cpu:0,sim:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rewrite for cpu: 15 nodes become 17 (Cast 2 (16-bit values to and "
+                          "from float32 kernels))\n"
+                          "  in float32 between Casts: GlobalAveragePool 1\n"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("rewrite for sim: 7 nodes become 17 (dprun::FusedGemm 2 (Relu 2), "
-                          "Cast 12 (16-bit values to and from float32 kernels))\n"
-                          "  in float32 between Casts: Gemm 1, dprun::FusedGemm 2\n"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(r.output.find("rewrite for cpu: 7 nodes become 5 (dprun::FusedGemm 2 (Relu 2))\n  in"),
+  EXPECT_NE(r.output.find("rewrite for sim: 15 nodes become 25 (Cast 10 (16-bit values to and "
+                          "from float32 kernels))\n"
+                          "  in float32 between Casts: BatchNormalization 1, GlobalAveragePool 1, "
+                          "MaxPool 1\n"),
             std::string::npos)
       << r.output;
 }

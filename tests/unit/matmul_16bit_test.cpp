@@ -124,6 +124,7 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
                Device::cpu());
     Model narrow(gemm_graph(dtype, c.a, b16, bias ? &bias->narrow : nullptr, c.attributes),
                  Device{device_type, 0});
+    ASSERT_EQ(narrow.plan()->graph().nodes.size(), 1u) << "Gemm ran between Casts";
     const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
     const Tensor got =
         narrow.run(std::vector<Tensor>{a16.to(Device{device_type, 0})})[0].to(Device::cpu());

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "engine/backends/cpu/layout_rewrite.h"
+#include "engine/half.h"
 #include "engine/model.h"
 #include "fused_activation_reference.h"
 #include "graph_test_util.h"
@@ -201,6 +202,31 @@ TEST(OpFusion, GemmTakesAnActivationOnlyWhenItIsTheOnlyReader) {
   EXPECT_EQ(r->nodes[0].attr_float("alpha", 1.f), 0.5f);
   EXPECT_EQ(r->nodes[0].outputs, (std::vector<std::string>{"r"}));
   expect_same_results(g, {random_tensor({4, 6}, 34)});
+}
+
+// A backend fuses only into nodes it has kernels for, for the inputs' types: the CPU's FusedGemm
+// takes float16, the simulated GPU's (as CUDA's) takes float32 only, so there a float16 Gemm and
+// its Relu stay two nodes, each with a 16-bit kernel, instead of one fused node run in float32
+// between Casts.
+TEST(OpFusion, FusesOnlyIntoNodesTheDeviceRunsForTheTypes) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  TensorType x_type = f32({4, 6});
+  x_type.dtype = DType::Float16;
+  g->inputs = {{"x", x_type}};
+  Tensor w = Tensor::empty({6, 5}, DType::Float16);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<Float16>()[i] = Float16(0.25f * float(i % 7));
+  g->initializers["w"] = w;
+  g->nodes = {node("Gemm", {"x", "w"}, {"g"}), node("Relu", {"g"}, {"y"})};
+  TensorType y_type = f32({4, 5});
+  y_type.dtype = DType::Float16;
+  g->outputs = {{"y", y_type}};
+  auto on_cpu = fuse_ops(*g, DeviceType::CPU);
+  ASSERT_NE(on_cpu, nullptr);
+  EXPECT_EQ(op_types(*on_cpu), (std::vector<std::string>{"FusedGemm"}));
+  EXPECT_EQ(fuse_ops(*g, DeviceType::Sim), nullptr);
+  EXPECT_EQ(fuse_ops(*g, DeviceType::CUDA), nullptr);
+  ASSERT_NE(fuse_ops(*g), nullptr) << "without a device every chain is fused";
 }
 
 TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {

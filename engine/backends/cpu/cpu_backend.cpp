@@ -59,10 +59,10 @@ std::unique_ptr<ExecutionContext> CpuBackend::create_execution_context(
   return std::make_unique<CpuExecutionContext>(device, config);
 }
 
-std::shared_ptr<const Graph> CpuBackend::rewrite_for_kernels(std::shared_ptr<const Graph> graph,
-                                                       const GraphRewriteOptions& options) const {
+std::shared_ptr<const Graph> CpuBackend::rewrite_for_kernels(
+    std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const {
   if (options.fusion)
-    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) graph = fused;
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph, DeviceType::CPU)) graph = fused;
   if (options.layout)
     if (std::shared_ptr<const Graph> nhwc = rewrite_channels_last(*graph)) {
       graph = nhwc;

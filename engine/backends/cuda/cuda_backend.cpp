@@ -135,10 +135,10 @@ void CudaBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& i
   nccl_reduce_add_coalesced(inputs, outputs);
 }
 
-std::shared_ptr<const Graph> CudaBackend::rewrite_for_kernels(std::shared_ptr<const Graph> graph,
-                                                        const GraphRewriteOptions& options) const {
+std::shared_ptr<const Graph> CudaBackend::rewrite_for_kernels(
+    std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const {
   if (options.fusion)
-    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) return fused;
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph, DeviceType::CUDA)) return fused;
   return graph;
 }
 

@@ -174,10 +174,10 @@ std::unique_ptr<ExecutionContext> SimBackend::create_execution_context(
       backend_for(DeviceType::CPU).create_execution_context(Device::cpu(device.index), config));
 }
 
-std::shared_ptr<const Graph> SimBackend::rewrite_for_kernels(std::shared_ptr<const Graph> graph,
-                                                       const GraphRewriteOptions& options) const {
+std::shared_ptr<const Graph> SimBackend::rewrite_for_kernels(
+    std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const {
   if (options.fusion)
-    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph)) return fused;
+    if (std::shared_ptr<const Graph> fused = fuse_ops(*graph, DeviceType::Sim)) return fused;
   return graph;
 }
 
