@@ -2,8 +2,10 @@
 // global variants GlobalMaxPool, GlobalAveragePool, GlobalLpPool.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "engine/half.h"
 #include "engine/kernel.h"
 #include "ops/cpu/conv_util.h"
 
@@ -190,6 +192,9 @@ class LpPoolKernel : public OpKernel {
 
 enum class GlobalKind { Max, Average, Lp };
 
+template <class T>
+constexpr bool kIs16Bit = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
 /// Global pooling: one reduction over all spatial elements of each (batch, channel) plane.
 template <GlobalKind Kind>
 class GlobalPoolKernel : public OpKernel {
@@ -213,32 +218,35 @@ class GlobalPoolKernel : public OpKernel {
     if (planes == 0) return;
     const int64_t in_size = x.numel() / planes;
     if (in_size == 0 && Kind == GlobalKind::Max) ctx.fail("GlobalMaxPool over an empty input");
+    // Stored as T, computed as C: float for the 16-bit types, each result rounded once.
     auto run = [&](auto tag) {
       using T = decltype(tag);
+      using C = std::conditional_t<kIs16Bit<T>, float, T>;
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      const T p = static_cast<T>(p_);
+      const C p = static_cast<C>(p_);
       ctx.parallel_for(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(in_size, 1)),
                        [&](int64_t b, int64_t e) {
                          for (int64_t plane = b; plane < e; ++plane) {
                            const T* xs = xp + plane * in_size;
-                           T acc = Kind == GlobalKind::Max ? xs[0] : T(0);
+                           C acc = Kind == GlobalKind::Max ? static_cast<C>(xs[0]) : C(0);
                            for (int64_t i = 0; i < in_size; ++i) {
+                             const C v = static_cast<C>(xs[i]);
                              if constexpr (Kind == GlobalKind::Max)
-                               acc = xs[i] > acc ? xs[i] : acc;
+                               acc = v > acc ? v : acc;
                              else if constexpr (Kind == GlobalKind::Average)
-                               acc += xs[i];
+                               acc += v;
                              else
-                               acc += std::pow(std::abs(xs[i]), p);
+                               acc += std::pow(std::abs(v), p);
                            }
                            if constexpr (Kind == GlobalKind::Average)
-                             acc = in_size ? acc / static_cast<T>(in_size) : T(0);
-                           if constexpr (Kind == GlobalKind::Lp) acc = std::pow(acc, T(1) / p);
-                           yp[plane] = acc;
+                             acc = in_size ? acc / static_cast<C>(in_size) : C(0);
+                           if constexpr (Kind == GlobalKind::Lp) acc = std::pow(acc, C(1) / p);
+                           yp[plane] = T(acc);
                          }
                        });
     };
-    visit_dtype_among<float, double>(x.dtype(), run);
+    visit_dtype_among<float, double, Float16, BFloat16>(x.dtype(), run);
   }
 
  private:
@@ -247,6 +255,8 @@ class GlobalPoolKernel : public OpKernel {
 
 const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float64, DType::Int8,
                                           DType::UInt8};
+const std::vector<DType> kGlobalPoolTypes = {DType::Float32, DType::Float64, DType::Float16,
+                                             DType::BFloat16};
 
 DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
                        .since = 1,
@@ -260,15 +270,15 @@ DPRUN_REGISTER_KERNEL(
     {.op_type = "LpPool", .since = 1, .dtypes = kFloatTypes, .factory = make_kernel<LpPoolKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
                        .since = 1,
-                       .dtypes = kFloatTypes,
+                       .dtypes = kGlobalPoolTypes,
                        .factory = make_kernel<GlobalPoolKernel<GlobalKind::Max>>});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalAveragePool",
                        .since = 1,
-                       .dtypes = kFloatTypes,
+                       .dtypes = kGlobalPoolTypes,
                        .factory = make_kernel<GlobalPoolKernel<GlobalKind::Average>>});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalLpPool",
                        .since = 1,
-                       .dtypes = kFloatTypes,
+                       .dtypes = kGlobalPoolTypes,
                        .factory = make_kernel<GlobalPoolKernel<GlobalKind::Lp>>});
 
 }  // namespace

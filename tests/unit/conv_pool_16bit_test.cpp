@@ -1,9 +1,9 @@
-// Conv, MaxPool and AveragePool in float16 and bfloat16 on every device: the float32 result of
-// the same values, rounded once to the operands' type. Values are multiples of 1/8 below 2 and
-// averaging windows hold 4 values, so every product, sum and mean is exact in float32 and any
-// summation order gives the same bits. The node must run as it is (a 16-bit kernel, no Casts
-// around it) on the CPU, where oneDNN's 16-bit primitive runs where the CPU has one, else the
-// kernel's float32 path over widened copies; and for Conv on every device (cuDNN on CUDA, where
+// Conv, MaxPool, AveragePool and the global poolings in float16 and bfloat16 on every device: the
+// float32 result of the same values, rounded once to the operands' type. Values are multiples of
+// 1/8 below 2 and averaging windows hold 4 values, so every product, sum and mean is exact in
+// float32 and any summation order gives the same bits. The node must run as it is (a 16-bit kernel,
+// no Casts around it) on the CPU, where oneDNN's 16-bit primitive runs where the CPU has one, else
+// the kernel's float32 path over widened copies; and for Conv on every device (cuDNN on CUDA, where
 // pooling runs in float32 between Casts, which rounds once too). cuDNN adds a Conv's bias to the
 // rounded product, so there a result with a bias may be one 16-bit step from the single rounding.
 #include <gtest/gtest.h>
@@ -108,6 +108,8 @@ std::vector<Case> cases() {
        {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}},
        false,
        "2x2 stride 2"},
+      {"GlobalAveragePool", {2, 3, 2, 2}, std::nullopt, std::nullopt, {}, false, "2x2 planes"},
+      {"GlobalMaxPool", {2, 3, 3, 5}, std::nullopt, std::nullopt, {}, false, "3x5 planes"},
       {"AveragePool",
        {1, 2, 5, 5},
        std::nullopt,
