@@ -1,5 +1,7 @@
 // MaxPool (the Y output only), AveragePool, GlobalMaxPool and GlobalAveragePool on CUDA
-// (float32, NCHW) with cuDNN pooling; 1-D windows are lifted to 2-D, up to 3 spatial dims.
+// (NCHW) with cuDNN pooling; 1-D windows are lifted to 2-D, up to 3 spatial dims. float32, and
+// float16 and bfloat16 for all but AveragePool (whose per-position count factor would round a
+// 16-bit result twice).
 //
 // The output shape is the CPU kernel's (WindowAttrs::resolve: pads, auto_pad, ceil_mode, the
 // last window dropped when it would start in the end padding). cuDNN pads both ends alike and
@@ -16,7 +18,7 @@
 //    once per input shape and device and kept on the GPU.
 // Declined (the node runs on the host): MaxPool asked for its Indices output, any dilation
 // other than 1 (cuDNN pooling has none), more than 3 spatial dims or an unknown rank, and
-// inputs known not to be float32.
+// inputs known to be of other dtypes.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/backends/cuda/cuda_check.h"
@@ -34,9 +37,19 @@
 namespace dprun {
 namespace {
 
-/// y = alpha * pool(x) for float32 x, y with the given descriptors.
-void pool_forward(CudaExecutionContext& cuda, const cudnn::PoolDesc& pool, const float* x,
-                  const cudnn::TensorDesc& x_desc, float* y, const cudnn::TensorDesc& y_desc,
+/// The dtypes of MaxPool and the global poolings: 16-bit tensors are pooled in float by cuDNN,
+/// each result rounded once.
+const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16};
+
+/// Whether a kernel takes `dtype`: any of kMaxPoolTypes for `max` (MaxPool and the global
+/// poolings), float32 only for AveragePool.
+bool takes(bool max, DType dtype) {
+  return dtype == DType::Float32 || (max && is_16bit_float(dtype));
+}
+
+/// y = pool(x) with the given descriptors (their data type is x's and y's).
+void pool_forward(CudaExecutionContext& cuda, const cudnn::PoolDesc& pool, const void* x,
+                  const cudnn::TensorDesc& x_desc, void* y, const cudnn::TensorDesc& y_desc,
                   const char* op) {
   const float one = 1.f, zero = 0.f;
   cudnn_check(cudnnPoolingForward(cuda.cudnn(), pool, &one, x_desc, x, &zero, y_desc, y), op,
@@ -51,7 +64,9 @@ class PoolCudnn : public OpKernel {
         count_include_pad_(!kMax && info.node.attr_int("count_include_pad", 0) != 0) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_float32(info, 0)) return nullptr;
+    if (kMax ? cudnn::known_not_of(info, 0, {DType::Float32, DType::Float16, DType::BFloat16})
+             : cudnn::known_not_float32(info, 0))
+      return nullptr;
     // The Indices output has no cuDNN counterpart.
     if (kMax && info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
     for (int64_t d : info.node.attr_ints("dilations", {}))
@@ -64,10 +79,13 @@ class PoolCudnn : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "MaxPool" : "AveragePool";
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::Float32) ctx.fail("expects float32, got ", x.describe());
+    if (!takes(kMax, x.dtype()))
+      ctx.fail("expects ", kMax ? "float32, float16 or bfloat16" : "float32", ", got ",
+               x.describe());
     Shape out_shape;
     const WindowGeometry g = cudnn::lift_1d(base_.geometry(ctx, x, out_shape));
-    Tensor& y = ctx.allocate_output(0, out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
+    const cudnnDataType_t type = cudnn::data_type_of(x.dtype());
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
     const cudnnPoolingMode_t mode = kMax ? CUDNN_POOLING_MAX
@@ -76,7 +94,7 @@ class PoolCudnn : public OpKernel {
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     const std::vector<int64_t> x_dims = cudnn::nc_dims(x.dim(0), x.dim(1), g.in),
                                y_dims = cudnn::nc_dims(x.dim(0), x.dim(1), g.out);
-    const cudnn::TensorDesc y_desc(ctx, y_dims);
+    const cudnn::TensorDesc y_desc(ctx, y_dims, {}, type);
     bool direct = cudnn::symmetric_pads(g) && x.numel() > 0;
     for (size_t i = 0; i < g.rank(); ++i) {
       const int64_t span = g.in[i] + 2 * g.pads_begin[i] - g.kernel[i];
@@ -85,7 +103,7 @@ class PoolCudnn : public OpKernel {
     }
     if (direct) {
       const cudnn::PoolDesc pool(ctx, mode, g.kernel, g.pads_begin, g.strides);
-      pool_forward(cuda, pool, x.data<float>(), cudnn::TensorDesc(ctx, x_dims), y.data<float>(),
+      pool_forward(cuda, pool, x.raw_data(), cudnn::TensorDesc(ctx, x_dims, {}, type), y.raw_data(),
                    y_desc, op);
       return;
     }
@@ -100,7 +118,7 @@ class PoolCudnn : public OpKernel {
     const cudnn::PoolDesc pool(
         ctx, kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, g.kernel,
         std::vector<int64_t>(g.rank(), 0), g.strides);
-    const cudnn::TensorDesc padded_desc(ctx, padded_dims);
+    const cudnn::TensorDesc padded_desc(ctx, padded_dims, {}, type);
     std::shared_ptr<const Tensor> factor;
     if (!kMax) {
       std::vector<int64_t> key = g.in;
@@ -112,7 +130,7 @@ class PoolCudnn : public OpKernel {
           [&] { backend_for(ctx.device()).synchronize(ctx.device()); });
     }
     if (!factor || factor->numel() == 0) {
-      pool_forward(cuda, pool, padded.data<float>(), padded_desc, y.data<float>(), y_desc, op);
+      pool_forward(cuda, pool, padded.raw_data(), padded_desc, y.raw_data(), y_desc, op);
       return;
     }
     Tensor sum = Tensor::empty(y.shape(), DType::Float32, ctx.device());
@@ -184,20 +202,22 @@ class GlobalPoolCudnn : public OpKernel {
   explicit GlobalPoolCudnn(const KernelInfo&) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_float32(info, 0)) return nullptr;
+    if (cudnn::known_not_of(info, 0, {DType::Float32, DType::Float16, DType::BFloat16}))
+      return nullptr;
     return std::make_unique<GlobalPoolCudnn>(info);
   }
 
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "GlobalMaxPool" : "GlobalAveragePool";
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::Float32) ctx.fail("expects float32, got ", x.describe());
+    if (!takes(true, x.dtype()))
+      ctx.fail("expects float32, float16 or bfloat16, got ", x.describe());
     if (x.rank() < 3)
       ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
     Shape out_shape(x.shape().size(), 1);
     out_shape[0] = x.dim(0);
     out_shape[1] = x.dim(1);
-    Tensor& y = ctx.allocate_output(0, out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
     if (y.numel() == 0) return;
     const int64_t s = x.numel() / y.numel();
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
@@ -210,15 +230,17 @@ class GlobalPoolCudnn : public OpKernel {
     const cudnn::PoolDesc pool(
         ctx, kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, {s, 1}, {0, 0},
         {1, 1});
-    pool_forward(cuda, pool, x.data<float>(), cudnn::TensorDesc(ctx, {x.dim(0), x.dim(1), s, 1}),
-                 y.data<float>(), cudnn::TensorDesc(ctx, {x.dim(0), x.dim(1), 1, 1}), op);
+    const cudnnDataType_t type = cudnn::data_type_of(x.dtype());
+    pool_forward(cuda, pool, x.raw_data(),
+                 cudnn::TensorDesc(ctx, {x.dim(0), x.dim(1), s, 1}, {}, type), y.raw_data(),
+                 cudnn::TensorDesc(ctx, {x.dim(0), x.dim(1), 1, 1}, {}, type), op);
   }
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = kMaxPoolTypes,
                        .impl = "cudnn",
                        .factory = PoolCudnn<true>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
@@ -230,13 +252,13 @@ DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = kMaxPoolTypes,
                        .impl = "cudnn",
                        .factory = GlobalPoolCudnn<true>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalAveragePool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = kMaxPoolTypes,
                        .impl = "cudnn",
                        .factory = GlobalPoolCudnn<false>::create});
 

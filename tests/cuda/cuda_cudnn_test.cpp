@@ -1,12 +1,13 @@
-// The cuDNN-backed CUDA kernels (Conv, also in float16 and bfloat16, ConvTranspose, MaxPool,
-// AveragePool, GlobalMaxPool, GlobalAveragePool, BatchNormalization, LRN), BatchNormalization's
-// training-mode kernel (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu),
-// each compared with the CPU kernel on the same random inputs through the shared case table
-// (cuda_op_cases.h): with a GPU, one-node models run on cuda:0 and cpu:0; without one, the table is
-// checked against the registry. The geometry cases aim at both of each kernel's paths: cuDNN's own
-// symmetric padding, and the explicit padding (or cropping) used for asymmetric pads, SAME_* with
-// odd totals, ceil_mode and output_shape. A last test, needing no GPU, checks the attribute
-// combinations that are declined so that their nodes run on the host.
+// The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
+// GlobalAveragePool, BatchNormalization, LRN; Conv, MaxPool and the global poolings in float16
+// and bfloat16 too), BatchNormalization's training-mode kernel (batch_norm_training.cu) and
+// MaxPool with Indices (max_pool_indices.cu), each compared with the CPU kernel on the same random
+// inputs through the shared case table (cuda_op_cases.h): with a GPU, one-node models run on cuda:0
+// and cpu:0; without one, the table is checked against the registry. The geometry cases aim at both
+// of each kernel's paths: cuDNN's own symmetric padding, and the explicit padding (or cropping)
+// used for asymmetric pads, SAME_* with odd totals, ceil_mode and output_shape. A last test,
+// needing no GPU, checks the attribute combinations that are declined so that their nodes run on
+// the host.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -313,6 +314,24 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
       cases.push_back({.name = op + "_" + testing::dims_name(x),
                        .node = node_with(op, {"x"}),
                        .inputs = {floats(x)}});
+  // float16 and bfloat16: MaxPool on cuDNN's own padding and on the explicit padding (whose
+  // -FLT_MAX border is -infinity in float16), and the global poolings.
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    std::string suffix = "_";
+    suffix += dtype_name(dtype);
+    for (const PoolCase& c : {table[1], table[3], table[4]}) {
+      cases.push_back({.name = "MaxPool_" + c.name + suffix,
+                       .node = node_with("MaxPool", {"x"}, c.attrs),
+                       .inputs = {floats(c.x)}});
+      cases.back().inputs[0].dtype = dtype;
+    }
+    for (const std::string op : {"GlobalMaxPool", "GlobalAveragePool"}) {
+      cases.push_back({.name = op + "_2x3x5x6" + suffix,
+                       .node = node_with(op, {"x"}),
+                       .inputs = {floats({2, 3, 5, 6})}});
+      cases.back().inputs[0].dtype = dtype;
+    }
+  }
 }
 
 void add_norm_cases(std::vector<CudaCase>& cases) {
