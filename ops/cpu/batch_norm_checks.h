@@ -1,7 +1,7 @@
 #pragma once
-// What BatchNormalization's kernels share to agree on a node: whether it is in training mode,
-// and the checks of X and the parameter vectors (so a bad shape fails with the same message on
-// the host, ops/cpu/batch_norm.cpp, and on CUDA, ops/cuda/batch_norm_training.cu).
+// What BatchNormalization's kernels share to agree on a node: whether it is in training mode or
+// per activation, and the checks of X and the parameter vectors (so a bad shape fails with the same
+// message on the host, ops/cpu/batch_norm.cpp, and on CUDA, ops/cuda/batch_norm_training.cu).
 #include <cstdint>
 
 #include "engine/kernel.h"
@@ -16,6 +16,19 @@ inline bool batch_norm_training(const KernelInfo& info) {
   size_t named = 0;
   for (const auto& o : info.node.outputs) named += o.empty() ? 0 : 1;
   return named > 1;
+}
+
+/// Per-activation parameters ([C, D1, ...]): spatial=0, which exists before opset 9 only.
+inline bool batch_norm_per_activation(const KernelInfo& info) {
+  return info.opset < 9 && info.node.attr_int("spatial", 1) == 0;
+}
+
+/// Whether every parameter (inputs 1 to 4) whose type is known has X's dtype, if X's is known.
+inline bool batch_norm_params_of_x_dtype(const KernelInfo& info) {
+  const auto& types = info.input_types;
+  for (size_t i = 1; i < types.size() && i < 5; ++i)
+    if (types[0] && types[i] && types[i]->dtype != types[0]->dtype) return false;
+  return true;
 }
 
 /// X [N, C, D1, ...] seen as [N, C, S], S = D1 * D2 * ...

@@ -9,6 +9,7 @@
 // and X or parameters known not to be float32.
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
+#include "ops/cpu/batch_norm_checks.h"
 #include "ops/cuda/cudnn_util.h"
 
 namespace dprun {
@@ -21,13 +22,7 @@ class BatchNormCudnn : public OpKernel {
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
     const Node& node = info.node;
-    if (info.opset >= 14) {
-      if (node.attr_int("training_mode", 0) != 0) return nullptr;
-    } else {
-      for (size_t i = 1; i < node.outputs.size(); ++i)
-        if (!node.outputs[i].empty()) return nullptr;
-    }
-    if (info.opset < 9 && node.attr_int("spatial", 1) == 0) return nullptr;
+    if (batch_norm_training(info) || batch_norm_per_activation(info)) return nullptr;
     if (static_cast<double>(node.attr_float("epsilon", 1e-5f)) < CUDNN_BN_MIN_EPSILON)
       return nullptr;
     for (size_t i = 0; i < 5; ++i)

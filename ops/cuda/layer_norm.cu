@@ -1,10 +1,11 @@
-// LayerNormalization on CUDA (float32 and float64), with the semantics of
+// LayerNormalization on CUDA (float32, float64, float16 and bfloat16), with the semantics of
 // ops/cpu/layer_norm.cpp: X normalized over dims [axis, rank), times Scale, plus the optional
 // B (both unidirectionally broadcast to X.shape[axis:]); optional outputs Mean and InvStdDev of
-// shape X.shape[:axis] + [1, ...] in X's dtype. As on the CPU, the row statistics are
-// accumulated in double (two passes: mean, then the mean squared deviation) whatever stash_type
-// asks, and y = (x - mean) * inv_std * scale + bias is evaluated in X's type, step by step
-// (no fused multiply-add, which the CPU formula does not have either).
+// shape X.shape[:axis] + [1, ...], float64 for float64 X and float32 otherwise. As on the CPU,
+// the row statistics are accumulated in double (two passes: mean, then the mean squared
+// deviation) whatever stash_type asks, and y = (x - mean) * inv_std * scale + bias is evaluated
+// in float64 for float64 X and float32 otherwise, step by step (no fused multiply-add, which the
+// CPU formula does not have either); a 16-bit y is rounded once.
 //
 // One block per normalized row. Scale and B must have X's dtype: a node whose Scale or B has
 // another dtype is declined by the factory when its types are known (it then runs on the host).
@@ -16,13 +17,20 @@
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/layer_norm_util.h"
 #include "ops/cuda/elementwise_layout.h"
+#include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
 #include "ops/cuda/strided_copy.h"
 
 namespace dprun {
 namespace {
 
+using cuda_half::load;
+using cuda_half::store;
 using cuda_reduce::block_reduce;
+
+/// The type y is computed in, and Mean and InvStdDev stored in: double for double, else float.
+template <class T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 struct SumOp {
   __device__ double operator()(double a, double b) const { return a + b; }
@@ -48,28 +56,30 @@ __device__ T add_rounded(T a, T b) {
 
 /// One block per row of d elements; bias, mean_out and inv_out may be null.
 template <class T>
-__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean_out,
-                                  T* inv_out, int64_t rows, int64_t d, double epsilon) {
+__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y,
+                                  stat_t<T>* mean_out, stat_t<T>* inv_out, int64_t rows, int64_t d,
+                                  double epsilon) {
+  using C = stat_t<T>;
   __shared__ double scratch[cuda_reduce::kScratch];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * d;
     T* yr = y + r * d;
     double sum = 0.0;
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) sum += static_cast<double>(xr[j]);
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) sum += static_cast<double>(load(xr[j]));
     sum = block_reduce(sum, 0.0, SumOp{}, scratch);
     const double mean = d > 0 ? sum / static_cast<double>(d) : 0.0;
     double sq = 0.0;
     for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const double dev = static_cast<double>(xr[j]) - mean;
+      const double dev = static_cast<double>(load(xr[j])) - mean;
       sq += dev * dev;
     }
     sq = block_reduce(sq, 0.0, SumOp{}, scratch);
     const double var = d > 0 ? sq / static_cast<double>(d) : 0.0;
-    const T m = static_cast<T>(mean);
-    const T inv = static_cast<T>(1.0 / sqrt(var + epsilon));
+    const C m = static_cast<C>(mean);
+    const C inv = static_cast<C>(1.0 / sqrt(var + epsilon));
     for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      const T v = scaled_deviation(xr[j], m, inv, scale[j]);
-      yr[j] = bias ? add_rounded(v, bias[j]) : v;
+      const C v = scaled_deviation<C>(load(xr[j]), m, inv, load(scale[j]));
+      yr[j] = store<T>(bias ? add_rounded<C>(v, load(bias[j])) : v);
     }
     if (threadIdx.x == 0) {
       if (mean_out) mean_out[r] = m;
@@ -106,6 +116,10 @@ class LayerNormCuda : public OpKernel {
         return run<float>(ctx);
       case DType::Float64:
         return run<double>(ctx);
+      case DType::Float16:
+        return run<Float16>(ctx);
+      case DType::BFloat16:
+        return run<BFloat16>(ctx);
       default:
         ctx.fail("input dtype ", dtype_name(ctx.input(0).dtype()), " is not supported on CUDA");
     }
@@ -124,8 +138,8 @@ class LayerNormCuda : public OpKernel {
     if (ln.rows == 0) return;
     layer_norm_kernel<T><<<cuda_reduce::grid_for(ln.rows), cuda_reduce::row_threads(ln.d), 0,
                            cuda_ew::stream_of(ctx)>>>(
-        x.data<T>(), scale, bias, ln.y->data<T>(), ln.mean ? ln.mean->data<T>() : nullptr,
-        ln.inv_std ? ln.inv_std->data<T>() : nullptr, ln.rows, ln.d,
+        x.data<T>(), scale, bias, ln.y->data<T>(), ln.mean ? ln.mean->data<stat_t<T>>() : nullptr,
+        ln.inv_std ? ln.inv_std->data<stat_t<T>>() : nullptr, ln.rows, ln.d,
         static_cast<double>(attrs_.epsilon));
     cuda_ew::check_launch(ctx);
   }
@@ -144,7 +158,7 @@ std::unique_ptr<OpKernel> make_layer_norm(const KernelInfo& info) {
 DPRUN_REGISTER_KERNEL({.op_type = "LayerNormalization",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float64},
+                       .dtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16},
                        .factory = make_layer_norm});
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} on CUDA for float32, float64,
-// int32 and int64, with the semantics of ops/cpu/reduce.cpp: the same axes rules and output
-// shape (ReduceAxes, ops/cpu/reduce_axes.h) and the same per-element math, accumulator types
-// and identities (Reducer, ops/math/reduce_functors.h); LogSumExp is shifted by each output's
-// maximum when that is finite, as on the CPU. Other dtypes (16-bit floats, bool, 8/16-bit and
+// float16, bfloat16, int32 and int64, with the semantics of ops/cpu/reduce.cpp: the same axes
+// rules and output shape (ReduceAxes, ops/cpu/reduce_axes.h) and the same per-element math,
+// accumulator types and identities (Reducer, ops/math/reduce_functors.h; floats accumulate in
+// double, a 16-bit result is rounded through float as the CPU's is); LogSumExp is shifted by
+// each output's maximum when that is finite, as on the CPU. Other dtypes (bool, 8/16-bit and
 // unsigned integers) have no CUDA definition and run on the host.
 //
 // Dimensions of size 1 are dropped and neighbours that are both kept or both reduced merged.
@@ -19,12 +20,15 @@
 
 #include "ops/cpu/reduce_axes.h"
 #include "ops/cuda/elementwise_layout.h"
+#include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
 #include "ops/cuda/strided_copy.h"
 
 namespace dprun {
 namespace {
 
+using cuda_half::load;
+using cuda_half::store;
 using cuda_reduce::block_reduce;
 
 /// Reducer<Op, A>::combine as a functor, for the block reduction.
@@ -50,14 +54,15 @@ __global__ void reduce_rows_kernel(const T* x, T* y, int64_t rows, int64_t red, 
     if constexpr (Op == ReduceOp::LogSumExp) {
       using M = Combine<ReduceOp::Max, A>;
       A m = -INFINITY;
-      for (int64_t j = threadIdx.x; j < red; j += blockDim.x) m = M{}(m, static_cast<A>(row[j]));
+      for (int64_t j = threadIdx.x; j < red; j += blockDim.x)
+        m = M{}(m, static_cast<A>(load(row[j])));
       shift = finite_or_zero(block_reduce(m, A(-INFINITY), M{}, scratch));
     }
     A acc = identity;
     for (int64_t j = threadIdx.x; j < red; j += blockDim.x)
-      acc = R::combine(acc, R::map(static_cast<A>(row[j]), shift));
+      acc = R::combine(acc, R::map(static_cast<A>(load(row[j])), shift));
     acc = block_reduce(acc, identity, Combine<Op, A>{}, scratch);
-    if (threadIdx.x == 0) y[r] = static_cast<T>(R::finalize(acc, red, shift));
+    if (threadIdx.x == 0) y[r] = store<T>(R::finalize(acc, red, shift));
   }
 }
 
@@ -74,13 +79,13 @@ __global__ void reduce_columns_kernel(const T* x, T* y, int64_t outer, int64_t r
     if constexpr (Op == ReduceOp::LogSumExp) {
       A m = -INFINITY;
       for (int64_t j = 0; j < red; ++j)
-        m = Reducer<ReduceOp::Max, A>::combine(m, static_cast<A>(col[j * inner]));
+        m = Reducer<ReduceOp::Max, A>::combine(m, static_cast<A>(load(col[j * inner])));
       shift = finite_or_zero(m);
     }
     A acc = identity;
     for (int64_t j = 0; j < red; ++j)
-      acc = R::combine(acc, R::map(static_cast<A>(col[j * inner]), shift));
-    y[t] = static_cast<T>(R::finalize(acc, red, shift));
+      acc = R::combine(acc, R::map(static_cast<A>(load(col[j * inner])), shift));
+    y[t] = store<T>(R::finalize(acc, red, shift));
   }
 }
 
@@ -177,6 +182,10 @@ class ReduceCuda : public OpKernel {
         return launch_reduce<Op>(ctx, source.data<float>(), y.data<float>(), plan);
       case DType::Float64:
         return launch_reduce<Op>(ctx, source.data<double>(), y.data<double>(), plan);
+      case DType::Float16:
+        return launch_reduce<Op>(ctx, source.data<Float16>(), y.data<Float16>(), plan);
+      case DType::BFloat16:
+        return launch_reduce<Op>(ctx, source.data<BFloat16>(), y.data<BFloat16>(), plan);
       case DType::Int32:
         return launch_reduce<Op>(ctx, source.data<int32_t>(), y.data<int32_t>(), plan);
       case DType::Int64:
@@ -190,12 +199,15 @@ class ReduceCuda : public OpKernel {
   ReduceAxes axes_;
 };
 
-#define DPRUN_CUDA_REDUCE(name, op)                                                              \
-  DPRUN_REGISTER_KERNEL({.op_type = name,                                                        \
-                         .since = 1,                                                             \
-                         .device = DeviceType::CUDA,                                             \
-                         .dtypes = {DType::Float32, DType::Float64, DType::Int32, DType::Int64}, \
-                         .host_inputs = {1},                                                     \
+const std::vector<DType> kReduceTypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                         DType::BFloat16, DType::Int32,   DType::Int64};
+
+#define DPRUN_CUDA_REDUCE(name, op)                  \
+  DPRUN_REGISTER_KERNEL({.op_type = name,            \
+                         .since = 1,                 \
+                         .device = DeviceType::CUDA, \
+                         .dtypes = kReduceTypes,     \
+                         .host_inputs = {1},         \
                          .factory = make_kernel<ReduceCuda<op>>})
 
 DPRUN_CUDA_REDUCE("ReduceSum", ReduceOp::Sum);

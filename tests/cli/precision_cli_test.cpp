@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
+#include "graph_test_util.h"
 #include "loader/npy.h"
+#include "loader/onnx_loader.h"
 
 namespace dprun::testing {
 namespace {
@@ -62,18 +64,38 @@ TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
   EXPECT_EQ(r.output.find("rewrite for sim"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("placement on sim: 7 nodes on sim"), std::string::npos) << r.output;
 
-  // The CNN: every node has a 16-bit CPU kernel; on a GPU BatchNormalization has none and runs
-  // in float32 between Casts of its five inputs and its output.
+  // The CNN: every node has a 16-bit kernel on both.
   r = run_dprun("inspect " + source_path("models/cnn.onnx") +
                 " --precision float16 --devices cpu:0,sim:0");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(r.output.find("rewrite for cpu"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rewrite for"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("placement on cpu: 15 nodes on cpu\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("rewrite for sim: 15 nodes become 21 (Cast 6 (16-bit values to and "
-                          "from float32 kernels))\n"
-                          "  in float32 between Casts: BatchNormalization 1\n"),
+  EXPECT_NE(r.output.find("placement on sim: 15 nodes on sim"), std::string::npos) << r.output;
+
+  // AveragePool has a 16-bit kernel on the CPU, none on a GPU: there it runs in float32 between
+  // a Cast of its input and one of its output.
+  auto graph = std::make_shared<Graph>();
+  graph->name = "pool";
+  graph->opset_imports[""] = 17;
+  graph->inputs = {{"x", float32_type({1, 2, 4, 4})}};
+  Node pool = make_node("AveragePool", {"x"}, {"p"});
+  pool.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
+  graph->nodes = {pool, make_node("Relu", {"p"}, {"y"})};
+  graph->outputs = {{"y", float32_type({1, 2, 3, 3})}};
+  const fs::path dir = scratch_path("dprun_precision_inspect");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  save_graph(*graph, {}, (dir / "pool.onnx").string());
+  r = run_dprun("inspect " + (dir / "pool.onnx").string() +
+                " --precision float16 --devices cpu:0,sim:0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("rewrite for cpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rewrite for sim: 4 nodes become 6 (Cast 2 (16-bit values to and from "
+                          "float32 kernels))\n"
+                          "  in float32 between Casts: AveragePool 1\n"),
             std::string::npos)
       << r.output;
+  fs::remove_all(dir);
 }
 
 TEST(PrecisionCli, BenchRunsIn16Bits) {

@@ -1,13 +1,13 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN; Conv, MaxPool and the global poolings in float16
-// and bfloat16 too), BatchNormalization's training-mode kernel (batch_norm_training.cu) and
-// MaxPool with Indices (max_pool_indices.cu), each compared with the CPU kernel on the same random
-// inputs through the shared case table (cuda_op_cases.h): with a GPU, one-node models run on cuda:0
-// and cpu:0; without one, the table is checked against the registry. The geometry cases aim at both
-// of each kernel's paths: cuDNN's own symmetric padding, and the explicit padding (or cropping)
-// used for asymmetric pads, SAME_* with odd totals, ceil_mode and output_shape. A last test,
-// needing no GPU, checks the attribute combinations that are declined so that their nodes run on
-// the host.
+// GlobalAveragePool, BatchNormalization, LRN; Conv, MaxPool, the global poolings and
+// BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
+// (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
+// CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
+// one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
+// The geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
+// explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode and
+// output_shape. A last test, needing no GPU, checks the attribute combinations that are declined so
+// that their nodes run on the host.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -357,6 +357,20 @@ void add_norm_cases(std::vector<CudaCase>& cases) {
          .inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}), floats({ch}, 0.1, 2.0)},
          .opset = c.opset});
   }
+  // float16 and bfloat16 (batch_norm_16bit.cu): X and all four parameters of one 16-bit type.
+  for (DType dtype : {DType::Float16, DType::BFloat16})
+    for (const BnCase& c : {table[0], table[1], table[4]}) {
+      const int64_t ch = c.x[1];
+      std::string name = "BatchNormalization_" + c.name + "_";
+      name += dtype_name(dtype);
+      CudaCase cc{
+          .name = name,
+          .node = node_with("BatchNormalization", {"x", "scale", "b", "mean", "var"}, c.attrs),
+          .inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}), floats({ch}, 0.1, 2.0)},
+          .opset = c.opset};
+      for (testing::InputSpec& input : cc.inputs) input.dtype = dtype;
+      cases.push_back(std::move(cc));
+    }
   // Training mode (batch_norm_training.cu): batch statistics, and the statistics outputs of
   // each opset; before opset 14 the extra outputs are what selects training.
   struct BnTrainingCase {

@@ -104,6 +104,14 @@ void add_softmax_cases(std::vector<CudaCase>& cases) {
     add("2x3x70_opset11_default_axis", {2, 3, 70}, 11, std::nullopt);
     add("4x5000_wide_row", {4, 5000}, 13, -1);  // longer than a block
     add("scalar", {}, 13, std::nullopt);
+    // float16 and bfloat16, computed in float: rows and columns.
+    for (DType dtype : {DType::Float16, DType::BFloat16}) {
+      const std::string type(dtype_name(dtype));
+      add("2x3x70_axis_last_" + type, {2, 3, 70}, 13, -1);
+      cases.back().inputs[0].dtype = dtype;
+      add("2x3x70_axis1_" + type, {2, 3, 70}, 13, 1);
+      cases.back().inputs[0].dtype = dtype;
+    }
   }
 }
 

@@ -114,7 +114,8 @@ void add_reduce_cases(std::vector<CudaCase>& cases) {
                      .inputs = {reduce_input(op, {3, 0, 2})},
                      .opset = 11});
     // The other dtypes, over rows and columns.
-    for (DType dtype : {DType::Float64, DType::Int32, DType::Int64})
+    for (DType dtype :
+         {DType::Float64, DType::Float16, DType::BFloat16, DType::Int32, DType::Int64})
       for (int64_t axis : {0, 1})
         cases.push_back(
             {.name = op + "_" + std::string(dtype_name(dtype)) + "_axis" + std::to_string(axis),
@@ -173,8 +174,8 @@ void add_layer_norm_cases(std::vector<CudaCase>& cases) {
   for (const LnShape& s : shapes)
     for (int bias = 0; bias < 2; ++bias)
       for (int stats = 0; stats < 2; ++stats)
-        for (DType dtype : {DType::Float32, DType::Float64}) {
-          if (dtype == DType::Float64 && (s.what != "last" || !bias || !stats)) continue;
+        for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+          if (dtype != DType::Float32 && (s.what != "last" || !bias || !stats)) continue;
           std::vector<std::string> inputs = {"x", "scale"};
           if (bias) inputs.push_back("b");
           Node node = testing::make_node(

@@ -1,0 +1,101 @@
+// BatchNormalization inference on CUDA in float16 and bfloat16, bit for bit the CPU kernel's
+// (ops/cpu/batch_norm.cpp): per channel a = scale / sqrt(var + epsilon) and b = B - mean * a in
+// double, both rounded to float; then y = x * a + b in float, each step rounded on its own (no
+// fused multiply-add, which the CPU's loop does not have either), rounded once to X's type.
+// cuDNN's batch normalization takes 16-bit X only with float32 parameters, and ONNX gives a
+// 16-bit node 16-bit ones.
+//
+// Declined (the node runs on the host), as by the float32 kernel (batch_norm.cpp): training
+// mode, spatial=0 before opset 9, and parameters known to differ from X's dtype.
+#include <cuda_runtime_api.h>
+
+#include "ops/cpu/batch_norm_checks.h"
+#include "ops/cuda/elementwise.cuh"
+#include "ops/cuda/half_convert.cuh"
+
+namespace dprun {
+namespace {
+
+using cuda_half::load;
+using cuda_half::store;
+
+/// a[k] and b[k] for each of the c channels (one thread each), in double as on the CPU.
+template <class T>
+__global__ void batch_norm_affine_kernel(const T* scale, const T* bias, const T* mean, const T* var,
+                                         double epsilon, float* a, float* b, int64_t c) {
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < c;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const double ak = __ddiv_rn(static_cast<double>(load(scale[k])),
+                                sqrt(__dadd_rn(static_cast<double>(load(var[k])), epsilon)));
+    a[k] = static_cast<float>(ak);
+    b[k] = static_cast<float>(__dsub_rn(static_cast<double>(load(bias[k])),
+                                        __dmul_rn(static_cast<double>(load(mean[k])), ak)));
+  }
+}
+
+/// y = x * a[channel] + b[channel] over X [N, C, inner].
+template <class T>
+__global__ void batch_norm_apply_kernel(const T* x, const float* a, const float* b, T* y, int64_t c,
+                                        int64_t inner, int64_t total) {
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = (t / inner) % c;
+    y[t] = store<T>(__fadd_rn(__fmul_rn(load(x[t]), a[k]), b[k]));
+  }
+}
+
+class BatchNorm16BitCuda : public OpKernel {
+ public:
+  explicit BatchNorm16BitCuda(const KernelInfo& info)
+      : epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
+
+  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
+    if (batch_norm_training(info) || batch_norm_per_activation(info) ||
+        !batch_norm_params_of_x_dtype(info))
+      return nullptr;
+    return std::make_unique<BatchNorm16BitCuda>(info);
+  }
+
+  void compute(KernelContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() == DType::Float16) return run<Float16>(ctx, x);
+    if (x.dtype() == DType::BFloat16) return run<BFloat16>(ctx, x);
+    ctx.fail("expects float16 or bfloat16 X, got ", x.describe());
+  }
+
+ private:
+  template <class T>
+  void run(KernelContext& ctx, const Tensor& x) const {
+    const BatchNormDims dims = batch_norm_dims(ctx, x);
+    const int64_t c = dims.c;
+    check_batch_norm_params(ctx, c, x.shape());
+    for (size_t i = 1; i <= 4; ++i)
+      if (ctx.input(i).dtype() != x.dtype())
+        ctx.fail("expects X and its parameters of one dtype, got ", x.describe(), " and ",
+                 ctx.input(i).describe());
+    Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
+    if (y.numel() == 0) return;
+    Tensor affine = Tensor::empty({2 * c}, DType::Float32, ctx.device());
+    float* a = affine.data<float>();
+    const cudaStream_t stream = cuda_ew::stream_of(ctx);
+    batch_norm_affine_kernel<T><<<cuda_ew::blocks_for(c), cuda_ew::kThreads, 0, stream>>>(
+        ctx.input(1).data<T>(), ctx.input(2).data<T>(), ctx.input(3).data<T>(),
+        ctx.input(4).data<T>(), static_cast<double>(epsilon_), a, a + c, c);
+    cuda_ew::check_launch(ctx);
+    batch_norm_apply_kernel<T><<<cuda_ew::blocks_for(y.numel()), cuda_ew::kThreads, 0, stream>>>(
+        x.data<T>(), a, a + c, y.data<T>(), c, dims.s, y.numel());
+    cuda_ew::check_launch(ctx);
+  }
+
+  float epsilon_;
+};
+
+DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = {DType::Float16, DType::BFloat16},
+                       .impl = "affine",
+                       .factory = BatchNorm16BitCuda::create});
+
+}  // namespace
+}  // namespace dprun
