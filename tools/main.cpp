@@ -84,6 +84,8 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --json FILE            losses, step_seconds, samples_per_s (after the warm-up),
                          samples_per_s_overall, warmup_steps, devices, peak_bytes per device
   --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
+  --precision P          float32 (default) or bfloat16: mixed precision, the passes in
+                         bfloat16 with float32 parameters, gradients, optimizer and loss
 
 inspect options:
   --devices LIST         also show where each node runs on those devices' backends, the

@@ -156,7 +156,8 @@ std::vector<OptionSpec> train_option_specs() {
                              {"save"},
                              {"checkpoint-every"},
                              {"json"},
-                             {"export-training-graph"}});
+                             {"export-training-graph"},
+                             {"precision"}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
@@ -177,6 +178,15 @@ TrainerOptions parse_trainer_options(const Args& args) {
   options.training.loss.output = args.get("output").value_or("");
   for (const auto& list : args.all("freeze"))
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
+  if (auto precision = args.get("precision")) {
+    if (*precision == "float16")
+      throw UsageError(
+          "--precision float16: training in float16 needs loss scaling, which "
+          "dprun does not do; use bfloat16");
+    if (*precision != "float32" && *precision != "bfloat16")
+      throw UsageError("--precision: '" + *precision + "' is not float32 or bfloat16");
+    options.training.precision = dtype_from_name(*precision);
+  }
   return options;
 }
 
@@ -221,8 +231,11 @@ int train_command(int argc, char** argv, int first) {
 
   const std::vector<Device> devices = options.parallel.device_ids;
   if (dist) choose_gradient_backend(*dist, args, devices.front());
-  auto model = std::make_shared<Model>(
-      load_model(model_path, devices.front(), {}, parse_model_options(args)));
+  // --precision is the training's (TrainingSpec::precision): the model itself stays float32,
+  // its parameters the float32 master weights.
+  ModelOptions model_options = parse_model_options(args);
+  model_options.precision = DType::Float32;
+  auto model = std::make_shared<Model>(load_model(model_path, devices.front(), {}, model_options));
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<Trainer> single;
   if (dist)

@@ -4,13 +4,17 @@
 #include <set>
 
 #include "engine/autograd/shape_propagation.h"
+#include "engine/half.h"
 
 namespace dprun {
 
 namespace {
 
 // A 0-d tensor of `dtype` holding v.
+/// `v` as a 0-d tensor of `dtype` (float16 and bfloat16 rounded from float, to nearest even).
 Tensor scalar_tensor(double v, DType dtype) {
+  if (dtype == DType::Float16) return Tensor::scalar<Float16>(Float16(static_cast<float>(v)));
+  if (dtype == DType::BFloat16) return Tensor::scalar<BFloat16>(BFloat16(static_cast<float>(v)));
   return visit_numeric_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     return Tensor::scalar<T>(static_cast<T>(v));

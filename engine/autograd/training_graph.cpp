@@ -7,6 +7,7 @@
 #include "engine/autograd/gradient_builder.h"
 #include "engine/autograd/gradient_registry.h"
 #include "engine/error.h"
+#include "engine/rewrites/half_precision.h"
 
 namespace dprun {
 
@@ -211,9 +212,29 @@ std::string gradient_output_name(const std::string& name) {
   return name + "_grad";
 }
 
+namespace {
+
+/// The forward graph a training graph is built from: `forward` itself in float32, its mixed-
+/// precision form in bfloat16 (TrainingSpec::precision).
+std::shared_ptr<Graph> forward_in(const Graph& forward, DType precision) {
+  if (precision == DType::Float32) return std::make_shared<Graph>(forward);
+  if (precision == DType::Float16)
+    fail(
+        "training in float16 needs loss scaling, which dprun does not do: train in bfloat16, "
+        "whose range is float32's");
+  DPRUN_CHECK(precision == DType::BFloat16, "training precision ", dtype_name(precision),
+              " is not float32 or bfloat16");
+  return to_half_precision(forward, {.dtype = precision,
+                                     .keep_io_types = true,
+                                     .keep_parameters = true,
+                                     .float32_ops_too = {"BatchNormalization"}});
+}
+
+}  // namespace
+
 TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spec) {
   TrainingGraph result;
-  auto graph = std::make_shared<Graph>(forward);
+  std::shared_ptr<Graph> graph = forward_in(forward, spec.precision);
   name_dropout_masks(*graph);
   write_back_unbiased_running_variance(*graph);
   LossNodes loss = append_loss(*graph, spec.loss);

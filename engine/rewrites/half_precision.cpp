@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "engine/error.h"
@@ -34,8 +36,10 @@ const std::set<std::string>& float32_ops() {
 
 namespace {
 
-bool is_float32_op(const Node& node) {
-  return canonical_domain(node.domain).empty() && float32_ops().count(node.op_type);
+/// Whether `node` stays in float32: one of float32_ops() or of `too`.
+bool is_float32_op(const Node& node, const std::set<std::string>& too) {
+  return canonical_domain(node.domain).empty() &&
+         (float32_ops().count(node.op_type) || too.count(node.op_type));
 }
 
 /// `t`, a float32 tensor, rounded to `dtype` on the host.
@@ -47,28 +51,33 @@ Tensor converted(const Tensor& t, DType dtype) {
 
 /// Which float32 values the conversion leaves in float32: those every reader of which is a
 /// float32 op, made by a float32 op or known when the graph is compiled (initializers and
-/// Constants), and not a graph output.
-std::set<std::string> values_kept_in_float32(const Graph& graph) {
+/// Constants), and not a graph output; and the unread outputs of float32 ops (the running
+/// statistics a BatchNormalization kept in float32 writes back).
+std::set<std::string> values_kept_in_float32(const Graph& graph, const std::set<std::string>& too) {
   std::map<std::string, bool> only_float32_readers;
   for (const Node& node : graph.nodes)
     for (const auto& name : node.inputs)
       if (!name.empty()) {
         auto [it, first] = only_float32_readers.emplace(name, true);
-        it->second = it->second && is_float32_op(node);
+        it->second = it->second && is_float32_op(node, too);
       }
   for (const auto& out : graph.outputs) only_float32_readers[out.name] = false;
   std::set<std::string> kept;
-  auto keep_if_read_by_float32_ops_only = [&](const std::string& name) {
+  auto keep_if_read_by_float32_ops_only = [&](const std::string& name, bool unread_too) {
     auto it = only_float32_readers.find(name);
     std::optional<TensorType> type = graph.type_of(name);
-    if (it != only_float32_readers.end() && it->second && type && type->dtype == DType::Float32)
-      kept.insert(name);
+    const bool read_by_float32_only = it == only_float32_readers.end() ? unread_too : it->second;
+    if (read_by_float32_only && type && type->dtype == DType::Float32) kept.insert(name);
   };
-  for (const auto& [name, tensor] : graph.initializers) keep_if_read_by_float32_ops_only(name);
-  for (const auto& in : graph.inputs) keep_if_read_by_float32_ops_only(in.name);
-  for (const Node& node : graph.nodes)
-    if (is_float32_op(node) || node.op_type == "Constant")
-      for (const auto& name : node.outputs) keep_if_read_by_float32_ops_only(name);
+  for (const auto& [name, tensor] : graph.initializers)
+    keep_if_read_by_float32_ops_only(name, false);
+  for (const auto& in : graph.inputs) keep_if_read_by_float32_ops_only(in.name, false);
+  for (const Node& node : graph.nodes) {
+    const bool float32_op = is_float32_op(node, too);
+    if (float32_op || node.op_type == "Constant")
+      for (const auto& name : node.outputs)
+        if (!name.empty()) keep_if_read_by_float32_ops_only(name, float32_op);
+  }
   return kept;
 }
 
@@ -76,7 +85,14 @@ std::set<std::string> values_kept_in_float32(const Graph& graph) {
 class Converter {
  public:
   Converter(Graph& graph, const HalfPrecisionOptions& options)
-      : graph_(graph), dtype_(options.dtype), kept_(values_kept_in_float32(graph)) {}
+      : graph_(graph),
+        dtype_(options.dtype),
+        float32_ops_too_(options.float32_ops_too),
+        kept_(values_kept_in_float32(graph, options.float32_ops_too)) {}
+
+  bool is_float32_op(const Node& node) const {
+    return dprun::is_float32_op(node, float32_ops_too_);
+  }
 
   bool converts(const std::string& value) const {
     std::optional<TensorType> type = graph_.type_of(value);
@@ -133,6 +149,7 @@ class Converter {
 
   Graph& graph_;
   const DType dtype_;
+  const std::set<std::string> float32_ops_too_;
   const std::set<std::string> kept_;
 };
 
@@ -141,6 +158,21 @@ void rename_reads(Graph& graph, const std::string& from, const std::string& to) 
   for (Node& node : graph.nodes)
     for (auto& name : node.inputs)
       if (name == from) name = to;
+}
+
+/// `value` + "/" + the dtype's name, or that with "_1", "_2", ... : a name no value of `graph`
+/// has (a model converted already has the plain one).
+std::string converted_name(const Graph& graph, const std::string& value, DType dtype) {
+  std::set<std::string> used;
+  for (const auto& in : graph.inputs) used.insert(in.name);
+  for (const auto& out : graph.outputs) used.insert(out.name);
+  for (const auto& [name, tensor] : graph.initializers) used.insert(name);
+  for (const auto& [name, type] : graph.value_types) used.insert(name);
+  for (const Node& node : graph.nodes) used.insert(node.outputs.begin(), node.outputs.end());
+  const std::string base = value + "/" + std::string(dtype_name(dtype));
+  std::string name = base;
+  for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+  return name;
 }
 
 TensorType retyped(TensorType type, DType dtype) {
@@ -153,10 +185,35 @@ std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
   std::vector<Node> casts;
   for (const auto& in : graph.inputs) {
     if (!c.converts(in.name)) continue;
-    const std::string name = in.name + "/" + std::string(dtype_name(c.dtype()));
+    const std::string name = converted_name(graph, in.name, c.dtype());
     rename_reads(graph, in.name, name);
     graph.value_types[name] = retyped(in.type, c.dtype());
     casts.push_back(cast_node(in.name, name, c.dtype(), cast_opset(graph)));
+  }
+  return casts;
+}
+
+/// Float32 initializers stay float32 (keep_parameters): each is cast to 16 bits once for the
+/// nodes that compute in 16 bits; float32 ops go on reading it as it is.
+std::vector<Node> cast_parameters(Graph& graph, const Converter& c, std::set<std::string>& kept) {
+  std::vector<Node> casts;
+  for (const auto& [name, tensor] : graph.initializers) {
+    if (!c.converts(name)) continue;
+    kept.insert(name);
+    const std::string cast = converted_name(graph, name, c.dtype());
+    bool read = false;
+    for (Node& node : graph.nodes)
+      if (!c.is_float32_op(node))
+        for (auto& in : node.inputs)
+          if (in == name) {
+            in = cast;
+            read = true;
+          }
+    if (!read) continue;
+    SymbolicShape shape;
+    for (int64_t d : tensor.shape()) shape.push_back(Dim::known(d));
+    graph.value_types[cast] = TensorType{c.dtype(), shape};
+    casts.push_back(cast_node(name, cast, c.dtype(), cast_opset(graph)));
   }
   return casts;
 }
@@ -169,7 +226,7 @@ std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
         std::any_of(graph.inputs.begin(), graph.inputs.end(),
                     [&](const ValueInfo& in) { return in.name == out.name; });
     if (!c.converts(out.name) || graph.initializers.count(out.name) || passed_through) continue;
-    const std::string name = out.name + "/" + std::string(dtype_name(c.dtype()));
+    const std::string name = converted_name(graph, out.name, c.dtype());
     rename_reads(graph, out.name, name);
     for (Node& node : graph.nodes)
       for (auto& o : node.outputs)
@@ -211,13 +268,18 @@ std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecision
     for (auto& o : out->outputs)
       if (converter.converts(o.name)) o.type.dtype = options.dtype;
   }
+  if (options.keep_parameters) {
+    std::vector<Node> casts = cast_parameters(*out, converter, input_names);
+    before.insert(before.end(), casts.begin(), casts.end());
+  }
   converter.convert_initializers(input_names);
   converter.convert_value_types();
   for (Node& node : out->nodes) converter.convert_attributes(node);
   out->nodes.insert(out->nodes.begin(), before.begin(), before.end());
   out->nodes.insert(out->nodes.end(), after.begin(), after.end());
   std::vector<bool> float32(out->nodes.size());
-  for (size_t n = 0; n < out->nodes.size(); ++n) float32[n] = is_float32_op(out->nodes[n]);
+  for (size_t n = 0; n < out->nodes.size(); ++n)
+    float32[n] = converter.is_float32_op(out->nodes[n]);
   return widen_nodes(*out, float32);
 }
 

@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 
 #include "cli_test_util.h"
 #include "graph_test_util.h"
@@ -124,8 +128,55 @@ TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
                      "--precision: 'half' is not float32, float16 or bfloat16");
   expect_usage_error(run_dprun("conformance --precision float16 --via-cli"),
                      "--precision runs in process: leave out --via-cli");
-  expect_usage_error(run_dprun("train " + model + " --precision float16"),
-                     "unknown option '--precision' (see --help)");
+  expect_usage_error(run_dprun("train " + model + " --loss mse --precision float16"),
+                     "--precision float16: training in float16 needs loss scaling, which dprun "
+                     "does not do; use bfloat16");
+  expect_usage_error(run_dprun("train " + model + " --loss mse --precision float64"),
+                     "--precision: 'float64' is not float32 or bfloat16");
+}
+
+// Mixed-precision training: the passes in bfloat16, the saved parameters float32; the losses
+// follow the float32 run's within bfloat16's rounding.
+TEST(PrecisionCli, TrainInBfloat16SavesFloat32ParametersAndTracksFloat32) {
+  const fs::path dir = scratch_path("dprun_precision_train");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string data = source_path("models/training/mlp_sgd");
+  std::map<std::string, std::vector<double>> losses;
+  for (const char* precision : {"float32", "bfloat16"}) {
+    const fs::path saved = dir / (std::string(precision) + ".onnx");
+    const fs::path json = dir / (std::string(precision) + ".json");
+    CommandResult r =
+        run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+                  ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 --steps 6 "
+                  "--no-shuffle --devices cpu:0,cpu:1 --precision " +
+                  precision + " --save " + saved.string() + " --json " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::shared_ptr<Graph> trained = load_graph(saved.string());
+    for (const auto& [name, tensor] : trained->initializers)
+      if (is_floating(tensor.dtype())) {
+        EXPECT_EQ(tensor.dtype(), DType::Float32) << name;
+      }
+    std::ifstream in(json);
+    std::stringstream read;
+    read << in.rdbuf();
+    const std::string text = read.str();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex(R"re("losses": \[([^\]]*)\])re"))) << text;
+    std::stringstream list(m[1].str());
+    for (std::string item; std::getline(list, item, ',');)
+      losses[precision].push_back(std::stod(item));
+  }
+  ASSERT_EQ(losses["bfloat16"].size(), 6u);
+  ASSERT_EQ(losses["float32"].size(), 6u);
+  bool any_difference = false;
+  for (size_t s = 0; s < 6; ++s) {
+    EXPECT_NEAR(losses["bfloat16"][s], losses["float32"][s], 0.02 * losses["float32"][s])
+        << "step " << s;
+    any_difference = any_difference || losses["bfloat16"][s] != losses["float32"][s];
+  }
+  EXPECT_TRUE(any_difference) << "bfloat16 training gave the float32 losses";
+  fs::remove_all(dir);
 }
 
 }  // namespace

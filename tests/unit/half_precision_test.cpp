@@ -85,6 +85,49 @@ TEST(HalfPrecision, ConvertsValuesAndKeepsFloat32InputsOutputsAndScales) {
   EXPECT_EQ(node_writing(*h, "y").inputs[0], "y/float16");
 }
 
+// A converted graph converted again gets new names for its new Casts (the plain ones are
+// taken) and computes the same values.
+TEST(HalfPrecision, ConvertingAConvertedGraphAgainComputesTheSame) {
+  auto g = resize_graph();
+  std::shared_ptr<Graph> once = to_half_precision(*g, {.dtype = DType::BFloat16});
+  std::shared_ptr<Graph> twice = to_half_precision(*once, {.dtype = DType::BFloat16});
+  EXPECT_EQ(node_writing(*twice, "y").inputs[0], "y/bfloat16_1");
+  Tensor x = Tensor::from_vector<float>({1, 2, 2, 2}, {0.5f, -1, 2, 0.25f, 1, 1.5f, -2, 3});
+  const Tensor want = Model(once, Device::cpu()).run(std::vector<Tensor>{x})[0];
+  const Tensor got = Model(twice, Device::cpu()).run(std::vector<Tensor>{x})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    EXPECT_EQ(got.item_as_double(i), want.item_as_double(i)) << "element " << i;
+}
+
+// keep_parameters (mixed-precision training): initializers stay float32, each cast once for
+// its 16-bit readers; an initializer only a float32 op reads (Resize's scales) is read as it is.
+TEST(HalfPrecision, KeptParametersAreCastOnceForTheir16BitReaders) {
+  auto g = resize_graph();
+  g->initializers["w"] = Tensor::from_vector<float>({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  for (Node& node : g->nodes)
+    if (node.op_type == "Mul") node.inputs[1] = "w";
+  std::shared_ptr<Graph> h =
+      to_half_precision(*g, {.dtype = DType::BFloat16, .keep_parameters = true});
+  EXPECT_EQ(h->initializers.at("w").dtype(), DType::Float32);
+  EXPECT_EQ(h->initializers.at("scales").dtype(), DType::Float32);
+  const Node& cast = node_writing(*h, "w/bfloat16");
+  EXPECT_EQ(cast.op_type, "Cast");
+  EXPECT_EQ(cast.inputs[0], "w");
+  EXPECT_EQ(h->type_of("w/bfloat16")->dtype, DType::BFloat16);
+  int readers_of_w = 0;
+  for (const Node& node : h->nodes) {
+    if (node.op_type == "Resize") {
+      EXPECT_EQ(node.inputs[2], "scales");
+    }
+    if (node.op_type == "Mul") {
+      EXPECT_EQ(node.inputs[1], "w/bfloat16");
+    }
+    for (const std::string& in : node.inputs) readers_of_w += in == "w" ? 1 : 0;
+  }
+  EXPECT_EQ(readers_of_w, 1) << "only the Cast reads the float32 w";
+}
+
 TEST(HalfPrecision, RunsWhatTheFloat32GraphComputes) {
   auto g = resize_graph();
   Tensor x = Tensor::from_vector<float>({1, 2, 2, 2}, {0.5f, -1, 2, 0.25f, 1, 1.5f, -2, 3});
