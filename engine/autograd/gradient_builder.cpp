@@ -8,21 +8,6 @@
 
 namespace dprun {
 
-namespace {
-
-// A 0-d tensor of `dtype` holding v.
-/// `v` as a 0-d tensor of `dtype` (float16 and bfloat16 rounded from float, to nearest even).
-Tensor scalar_tensor(double v, DType dtype) {
-  if (dtype == DType::Float16) return Tensor::scalar<Float16>(Float16(static_cast<float>(v)));
-  if (dtype == DType::BFloat16) return Tensor::scalar<BFloat16>(BFloat16(static_cast<float>(v)));
-  return visit_numeric_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    return Tensor::scalar<T>(static_cast<T>(v));
-  });
-}
-
-}  // namespace
-
 /// Holds the state of one build_gradient call: the forward graph's index and the nodes emitted.
 class GradientBuilder {
  public:
@@ -426,6 +411,15 @@ std::string GradientContext::emit(const std::string& op_type, std::vector<std::s
 
 std::string GradientContext::constant(const Tensor& t) {
   return emit("Constant", {}, {{"value", Attribute::of_tensor(t)}});
+}
+
+Tensor scalar_tensor(double v, DType dtype) {
+  if (dtype == DType::Float16) return Tensor::scalar<Float16>(Float16(static_cast<float>(v)));
+  if (dtype == DType::BFloat16) return Tensor::scalar<BFloat16>(BFloat16(static_cast<float>(v)));
+  return visit_numeric_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return Tensor::scalar<T>(static_cast<T>(v));
+  });
 }
 
 std::string GradientContext::scalar(double v, DType dtype) {

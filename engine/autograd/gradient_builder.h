@@ -57,6 +57,10 @@ GradientResult build_gradient(const Graph& graph, const GradientSpec& spec);
 
 class GradientBuilder;
 
+/// `v` as a 0-d tensor of `dtype`, any numeric type (float16 and bfloat16 rounded from float to
+/// nearest even): the constants gradient rules emit in the type of the values they combine.
+Tensor scalar_tensor(double v, DType dtype);
+
 /// What a gradient rule sees for one forward node, and how it emits nodes.
 class GradientContext {
  public:

@@ -1,7 +1,8 @@
-// oneDNN fast paths for Conv (float32, bfloat16, float16) and float32 ConvTranspose (1-D to
-// 3-D, groups, dilations); a float32 Conv shaped like a weight gradient runs as a
-// backward-weights primitive. A 16-bit Conv runs oneDNN's 16-bit convolution (float32 sums,
-// rounded once) where this CPU has one, else its float32 path over widened copies.
+// oneDNN fast paths for Conv and ConvTranspose (1-D to 3-D, groups, dilations) in float32,
+// bfloat16 and float16; a float32 Conv shaped like a weight gradient runs as a backward-weights
+// primitive. A 16-bit Conv runs oneDNN's 16-bit convolution (float32 sums, rounded once) where
+// this CPU has one, else its float32 path over widened copies; a 16-bit ConvTranspose (the data
+// gradient of a Conv in mixed-precision training) runs that float32 path.
 // Primitives are cached per input shapes; constant weights are reordered into the primitive's
 // preferred layout once per parameter version (packed_weights.h), others on every call.
 #include <string>
@@ -165,7 +166,8 @@ class ConvOnednnKernel : public OpKernel {
 class ConvTransposeOnednnKernel : public OpKernel {
  public:
   explicit ConvTransposeOnednnKernel(const KernelInfo& info)
-      : reference_(onednn::make_reference(info)), weights_(info.constant_inputs.count(1) > 0) {
+      : reference_(onednn::make_float32_reference(info)),
+        weights_(info.constant_inputs.count(1) > 0) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
     output_padding_ = info.node.attr_ints("output_padding", {});
@@ -173,6 +175,8 @@ class ConvTransposeOnednnKernel : public OpKernel {
   }
 
   void compute(KernelContext& ctx) const override {
+    const DType dtype = ctx.input(0).dtype();
+    if (is_16bit_float(dtype)) return run_in_float32(*this, ctx, dtype);
     if (!conv_inputs_ok(ctx)) return reference_->compute(ctx);
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -269,7 +273,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "Conv",
                        .factory = make_kernel<ConvOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
                        .since = 1,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<ConvTransposeOnednnKernel>});

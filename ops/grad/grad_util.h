@@ -98,10 +98,7 @@ inline std::string reduce(GradientContext& ctx, const std::string& op, const std
 /// Zeros of `dtype` with the runtime shape `dims` (a 1-D int64 value; ConstantOfShape, opset 9).
 inline std::string zeros_of_shape(GradientContext& ctx, const std::string& dims, DType dtype) {
   if (ctx.onnx_opset() < 9) ctx.fail("building zeros needs ai.onnx opset >= 9");
-  Tensor zero = visit_numeric_dtype(dtype, [](auto tag) {
-    using T = decltype(tag);
-    return Tensor::scalar<T>(static_cast<T>(0.0)).reshape({1});
-  });
+  Tensor zero = scalar_tensor(0.0, dtype).reshape({1});
   return ctx.emit("ConstantOfShape", {dims}, {{"value", Attribute::of_tensor(zero)}});
 }
 
