@@ -69,6 +69,19 @@ std::string train_command(const std::string& name, const std::string& device_typ
          (out / "trained.onnx").string() + " --json " + (out / "run.json").string() + extra;
 }
 
+/// Expects the losses of the run in `out` to be PyTorch's for case `name`, each within
+/// `absolute` + `relative` times its size.
+void expect_losses_near(const std::string& name, const fs::path& out, double relative,
+                        double absolute) {
+  Tensor expected = read_npy((source_path("models/training") / (name + ".losses.npy")).string());
+  std::vector<double> losses = json_losses(read_text(out / "run.json"));
+  ASSERT_EQ(static_cast<int64_t>(losses.size()), expected.numel());
+  for (size_t s = 0; s < losses.size(); ++s) {
+    double e = expected.item_as_double(static_cast<int64_t>(s));
+    EXPECT_NEAR(losses[s], e, absolute + relative * std::abs(e)) << "loss of step " << s + 1;
+  }
+}
+
 class TrainReference : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(TrainReference, MatchesPyTorch) {
@@ -78,14 +91,7 @@ TEST_P(TrainReference, MatchesPyTorch) {
   fs::create_directories(out);
   auto r = run_dprun(train_command(name, device_type, out));
   ASSERT_EQ(r.status, 0) << r.output;
-
-  Tensor expected = read_npy((dir / (name + ".losses.npy")).string());
-  std::vector<double> losses = json_losses(read_text(out / "run.json"));
-  ASSERT_EQ(static_cast<int64_t>(losses.size()), expected.numel());
-  for (size_t s = 0; s < losses.size(); ++s) {
-    double e = expected.item_as_double(static_cast<int64_t>(s));
-    EXPECT_NEAR(losses[s], e, kAbsolute + kRelative * std::abs(e)) << "loss of step " << s + 1;
-  }
+  expect_losses_near(name, out, kRelative, kAbsolute);
 
   auto trained = load_graph((out / "trained.onnx").string());
   auto reference = load_graph((dir / (name + ".trained.onnx")).string());
@@ -112,13 +118,7 @@ TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
   fs::create_directories(out);
   auto r = run_dprun(train_command(name, device_type, out, " --precision bfloat16"));
   ASSERT_EQ(r.status, 0) << r.output;
-  Tensor expected = read_npy((dir / (name + ".losses.npy")).string());
-  std::vector<double> losses = json_losses(read_text(out / "run.json"));
-  ASSERT_EQ(static_cast<int64_t>(losses.size()), expected.numel());
-  for (size_t s = 0; s < losses.size(); ++s) {
-    double e = expected.item_as_double(static_cast<int64_t>(s));
-    EXPECT_NEAR(losses[s], e, 0.03 * std::abs(e)) << "loss of step " << s + 1;
-  }
+  expect_losses_near(name, out, 0.03, 0);
   auto trained = load_graph((out / "trained.onnx").string());
   auto reference = load_graph((dir / (name + ".trained.onnx")).string());
   for (const auto& [param, want] : reference->initializers)
