@@ -73,7 +73,8 @@ std::string train_command(const std::string& name, const std::string& device_typ
 /// `absolute` + `relative` times its size.
 void expect_losses_near(const std::string& name, const fs::path& out, double relative,
                         double absolute) {
-  Tensor expected = read_npy((source_path("models/training") / (name + ".losses.npy")).string());
+  Tensor expected =
+      read_npy((fs::path(source_path("models/training")) / (name + ".losses.npy")).string());
   std::vector<double> losses = json_losses(read_text(out / "run.json"));
   ASSERT_EQ(static_cast<int64_t>(losses.size()), expected.numel());
   for (size_t s = 0; s < losses.size(); ++s) {
