@@ -253,9 +253,10 @@ def trained_weights(path):
     return {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
 
 
-def train_once(c, name, argv, device, folder):
+def train_once(c, name, argv, device, folder, tag=""):
     """Runs one training case on `device`; (losses, trained weights) or the error line."""
-    saved, report = os.path.join(folder, device + ".onnx"), os.path.join(folder, device + ".json")
+    saved = os.path.join(folder, device + tag + ".onnx")
+    report = os.path.join(folder, device + tag + ".json")
     rc, out = c.dprun("dprun", ["train", f"models/training/{name}.onnx"] + argv +
                       ["--devices", device, "--save", saved, "--json", report], "train.log", 300)
     if rc:
@@ -296,6 +297,16 @@ def step_train(c):
             c.say(f"train {name} on {c.args.device} vs {against}: losses max rel diff "
                   f"{loss_rel:.2g}; weights worst |diff| / (1e-6 + 1e-4 |ref|) {worst:.3g} "
                   f"{'ok' if loss_rel <= 1e-4 and worst <= 1 else 'OUTSIDE 1e-4'}")
+            # Mixed precision: the same case in bfloat16, its losses against the float32 ones
+            # within 5% (tests/cli/train_references_test.cpp holds the CPU to the same).
+            half = train_once(c, name, argv + ["--precision", "bfloat16"], c.args.device, folder,
+                              "-bf16")
+            if isinstance(half, str):
+                c.say(f"train {name} on {c.args.device} in bfloat16: {half}")
+                continue
+            half_rel = float(np.max(np.abs(half[0] - ref) / np.maximum(np.abs(ref), 1e-6)))
+            c.say(f"train {name} on {c.args.device} in bfloat16 vs {against} in float32: losses "
+                  f"max rel diff {half_rel:.2g} {'ok' if half_rel <= 0.05 else 'OUTSIDE 5%'}")
 
 
 def step_distributed(c):
