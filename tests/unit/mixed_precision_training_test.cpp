@@ -21,7 +21,6 @@ using testing::make_node;
 using testing::random_floats;
 using testing::rounded_16bit;
 
-
 /// x [N, 8] -> MatMul W [8, 16] -> Add b -> Relu -> MatMul V [16, 4] -> y.
 std::shared_ptr<Graph> mlp_graph() {
   auto g = std::make_shared<Graph>();
