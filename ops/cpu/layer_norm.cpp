@@ -5,7 +5,10 @@
 // as precise. Standard since opset 17; registered from opset 1 as well because the same
 // signature was widely used as a contrib op in the default domain before that.
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
+#include "engine/half.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/layer_norm_util.h"
 
@@ -61,22 +64,31 @@ class LayerNormKernel : public OpKernel {
       Ct* ip = inv_out ? inv_out->data<Ct>() : nullptr;
       const Ct* sp = scale.data();
       const Ct* bp = bias.empty() ? nullptr : bias.data();
+      // One row: its moments and y over float or double values `xr` into `yr`.
+      auto normalize = [&](int64_t r, const Ct* xr, Ct* yr) {
+        const auto [m, v] = row_moments(xr, D);
+        const double inv = 1.0 / std::sqrt(v + static_cast<double>(attrs_.epsilon));
+        const Ct mean = static_cast<Ct>(m), inv_std = static_cast<Ct>(inv);
+        if (bp)
+          for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - mean) * inv_std * sp[d] + bp[d];
+        else
+          for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - mean) * inv_std * sp[d];
+        if (mp) mp[r] = mean;
+        if (ip) ip[r] = inv_std;
+      };
       ctx.parallel_for(
           rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)), [&](int64_t r0, int64_t r1) {
-            for (int64_t r = r0; r < r1; ++r) {
-              const T* xr = xp + r * D;
-              T* yr = yp + r * D;
-              const auto [m, v] = row_moments(xr, D);
-              const double inv = 1.0 / std::sqrt(v + static_cast<double>(attrs_.epsilon));
-              const Ct mean = static_cast<Ct>(m), inv_std = static_cast<Ct>(inv);
-              if (bp)
-                for (int64_t d = 0; d < D; ++d)
-                  yr[d] = store_as<T>((load_as<Ct>(xr[d]) - mean) * inv_std * sp[d] + bp[d]);
-              else
-                for (int64_t d = 0; d < D; ++d)
-                  yr[d] = store_as<T>((load_as<Ct>(xr[d]) - mean) * inv_std * sp[d]);
-              if (mp) mp[r] = mean;
-              if (ip) ip[r] = inv_std;
+            if constexpr (std::is_same_v<T, Ct>) {
+              for (int64_t r = r0; r < r1; ++r) normalize(r, xp + r * D, yp + r * D);
+            } else {
+              // 16-bit rows are widened into float and narrowed back a row at a time, in
+              // vectorised loops (engine/half.h): the same values as element by element.
+              std::vector<float> wide(static_cast<size_t>(D)), out(static_cast<size_t>(D));
+              for (int64_t r = r0; r < r1; ++r) {
+                widen(xp + r * D, wide.data(), D);
+                normalize(r, wide.data(), out.data());
+                narrow(out.data(), yp + r * D, D);
+              }
             }
           });
     });

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "engine/half.h"
 #include "ops/cpu/reduce_common.h"
 #include "ops/cpu/simd_loops.h"
 #include "ops/cpu/softmax_util.h"
@@ -64,53 +67,47 @@ DPRUN_SIMD_CLONES void softmax_row_f32(const float* x, float* y, int64_t D) {
 template <SoftmaxKind K, class T>
 void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, int64_t D) {
   using C = compute_t<T>;
-  exec.parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      std::vector<C> buf(is_half_v<T> ? static_cast<size_t>(D) : 0);
-                      for (int64_t r = begin; r < end; ++r) {
-                        const T* xr = x + r * D;
-                        T* yr = y + r * D;
-                        if constexpr (K != SoftmaxKind::Hardmax && std::is_same_v<T, float>) {
-                          softmax_row_f32<K>(xr, yr, D);
-                          continue;
-                        }
-                        if constexpr (K == SoftmaxKind::Hardmax) {
-                          int64_t best = 0;
-                          for (int64_t d = 1; d < D; ++d)
-                            if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
-                          for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
-                          continue;
-                        }
-                        C mx = -std::numeric_limits<C>::infinity();
+  exec.parallel_for(
+      rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)), [&](int64_t begin, int64_t end) {
+        // 16-bit rows: widened into `wide`, computed by the float32 row into `out`,
+        // narrowed (each step a vectorised loop, engine/half.h).
+        std::vector<float> wide(is_half_v<T> ? static_cast<size_t>(D) : 0), out(wide.size());
+        for (int64_t r = begin; r < end; ++r) {
+          const T* xr = x + r * D;
+          T* yr = y + r * D;
+          if constexpr (K == SoftmaxKind::Hardmax) {
+            int64_t best = 0;
+            for (int64_t d = 1; d < D; ++d)
+              if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
+            for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
+          } else if constexpr (std::is_same_v<T, float>) {
+            softmax_row_f32<K>(xr, yr, D);
+          } else if constexpr (is_half_v<T>) {
+            widen(xr, wide.data(), D);
+            softmax_row_f32<K>(wide.data(), out.data(), D);
+            narrow(out.data(), yr, D);
+          } else {  // double
+            C mx = -std::numeric_limits<C>::infinity();
 #pragma omp simd reduction(max : mx)
-                        for (int64_t d = 0; d < D; ++d) mx = std::max(mx, load_as<C>(xr[d]));
-                        C sum = 0;
-                        if constexpr (K == SoftmaxKind::Softmax) {
-                          // Exponentials go to the output (or a float buffer for 16-bit types),
-                          // then one scaling pass.
-                          C* e;
-                          if constexpr (is_half_v<T>)
-                            e = buf.data();
-                          else
-                            e = yr;
-                          // Separate loops so both vectorise: the exponentials (math::exp_of is a
-                          // polynomial for float) and the sum.
-                          for (int64_t d = 0; d < D; ++d)
-                            e[d] = math::exp_of(load_as<C>(xr[d]) - mx);
+            for (int64_t d = 0; d < D; ++d) mx = std::max(mx, xr[d]);
+            C sum = 0;
+            if constexpr (K == SoftmaxKind::Softmax) {
+              // Exponentials go to the output, then one scaling pass; separate loops so both
+              // vectorise.
+              for (int64_t d = 0; d < D; ++d) yr[d] = math::exp_of(xr[d] - mx);
 #pragma omp simd reduction(+ : sum)
-                          for (int64_t d = 0; d < D; ++d) sum += e[d];
-                          const C inv = C(1) / sum;
-                          for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(e[d] * inv);
-                        } else {
+              for (int64_t d = 0; d < D; ++d) sum += yr[d];
+              const C inv = C(1) / sum;
+              for (int64_t d = 0; d < D; ++d) yr[d] *= inv;
+            } else {
 #pragma omp simd reduction(+ : sum)
-                          for (int64_t d = 0; d < D; ++d)
-                            sum += math::exp_of(load_as<C>(xr[d]) - mx);
-                          const C shift = mx + std::log(sum);
-                          for (int64_t d = 0; d < D; ++d)
-                            yr[d] = store_as<T>(load_as<C>(xr[d]) - shift);
-                        }
-                      }
-                    });
+              for (int64_t d = 0; d < D; ++d) sum += math::exp_of(xr[d] - mx);
+              const C shift = mx + std::log(sum);
+              for (int64_t d = 0; d < D; ++d) yr[d] = xr[d] - shift;
+            }
+          }
+        }
+      });
 }
 
 /// The strided case: the softmax dimension D has stride `inner`; columns are processed in
