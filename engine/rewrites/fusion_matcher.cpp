@@ -11,10 +11,10 @@ bool Matcher::is_constant_near(const std::string& value, double want) const {
   return v && std::abs(*v - want) <= 1e-5 * std::abs(want);
 }
 
-bool has_type(const Graph& graph, const std::string& value, const std::vector<int64_t>& dims) {
+bool has_type(const Graph& graph, const std::string& value, const std::vector<int64_t>& dims,
+              DType dtype) {
   auto t = graph.type_of(value);
-  if (!t || t->dtype != DType::Float32 || !t->shape || t->shape->size() != dims.size())
-    return false;
+  if (!t || t->dtype != dtype || !t->shape || t->shape->size() != dims.size()) return false;
   for (size_t i = 0; i < dims.size(); ++i)
     if (!(*t->shape)[i].is_known() || (*t->shape)[i].value != dims[i]) return false;
   return true;

@@ -106,8 +106,9 @@ class Matcher {
   std::map<std::string, size_t> producer_;
 };
 
-/// True when `value`'s declared type is float32 with the given known dims.
-bool has_type(const Graph& graph, const std::string& value, const std::vector<int64_t>& dims);
+/// True when `value`'s declared type is `dtype` with the given known dims.
+bool has_type(const Graph& graph, const std::string& value, const std::vector<int64_t>& dims,
+              DType dtype = DType::Float32);
 
 /// A node of the rewrite domain, `op`, reading `inputs`, with `last`'s name and outputs.
 Node fused_node(const Node& last, const char* op, std::vector<std::string> inputs);

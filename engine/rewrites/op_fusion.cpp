@@ -17,12 +17,14 @@ std::optional<Fusion> match_matmul_bias(const Matcher& m, size_t i) {
   if (matmul.inputs.size() != 2 || !g.initializers.count(matmul.inputs[1])) return std::nullopt;
   auto b = g.type_of(matmul.inputs[1]);
   if (!b || !b->shape || b->shape->size() != 2 || !(*b->shape)[1].is_known()) return std::nullopt;
+  if (b->dtype != DType::Float32 && !is_16bit_float(b->dtype)) return std::nullopt;
   const int64_t n = (*b->shape)[1].value;
-  if (!has_type(g, matmul.inputs[1], {(*b->shape)[0].value, n})) return std::nullopt;
+  if (!has_type(g, matmul.inputs[1], {(*b->shape)[0].value, n}, b->dtype)) return std::nullopt;
   auto add = m.only_reader(matmul.outputs[0], "Add");
   if (!add) return std::nullopt;
   auto bias = m.other_operand(*add, matmul.outputs[0]);
-  if (!bias || !g.initializers.count(*bias) || !has_type(g, *bias, {n})) return std::nullopt;
+  if (!bias || !g.initializers.count(*bias) || !has_type(g, *bias, {n}, b->dtype))
+    return std::nullopt;
   return Fusion{
       {i, *add},
       fused_node(g.nodes[*add], "MatMulBias", {matmul.inputs[0], matmul.inputs[1], *bias})};

@@ -14,7 +14,8 @@ namespace dprun {
 
 /// Returns a rewritten copy of `graph` with these chains fused, or nullptr when none matches:
 /// - MatMul(A, B) followed by Add(., bias), B a 2-D initializer [K, N] and bias a 1-D
-///   initializer [N] (either Add operand order), becomes MatMulBias(A, B, bias): the bias is
+///   initializer [N] of B's type (float32, float16 or bfloat16; either Add operand order),
+///   becomes MatMulBias(A, B, bias): the bias is
 ///   added while the product is written (a oneDNN post-op, a cuBLASLt epilogue), saving a pass
 ///   over the output;
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,

@@ -44,22 +44,27 @@ class MatMulOnednnKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor* bias = with_bias_ ? &ctx.input(2) : nullptr;
-    if (is_16bit_float(a.dtype()) && !bias) {
-      if (b.dtype() != a.dtype())
-        ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe());
+    const bool half = is_16bit_float(a.dtype());
+    if (half) {
+      if (b.dtype() != a.dtype() || (bias && bias->dtype() != a.dtype()))
+        ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe(),
+                 bias ? " and " + bias->describe() : std::string());
     } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
                (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1))) {
       return reference_->compute(ctx);
     }
     MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
-    if (bias && (bias->numel() != s.n || s.k == 0 || b.rank() != 2))
-      return reference_->compute(ctx);  // reports a bad bias; fills an empty product's bias
+    // The float32 path reports a bad bias and fills an empty product's bias.
+    if (bias && (bias->rank() != 1 || bias->numel() != s.n || s.k == 0 || b.rank() != 2))
+      return half ? run_in_float32(*this, ctx, a.dtype()) : reference_->compute(ctx);
     const double multiply_adds = static_cast<double>(shape_numel(s.batch)) * s.m * s.n * s.k;
-    if (is_16bit_float(a.dtype()) && multiply_adds > 0) {
+    if (half && multiply_adds > 0) {
       // Made where it runs: oneDNN fixes a primitive's threads when it makes it (run_sized).
+      // An activation applied after oneDNN (SiLU) works on float32 outputs only.
       bool usable = false;
       onednn::run_sized(ctx, multiply_adds, [&] { usable = primitive(s, a, b)->usable; });
-      if (!usable) return run_in_float32(*this, ctx, a.dtype());  // no 16-bit product here
+      if (!usable || activation_.applied_after_onednn())
+        return run_in_float32(*this, ctx, a.dtype());  // no 16-bit product here
     }
     Tensor& y = ctx.allocate_output(0, s.out_shape, a.dtype());
     if (y.numel() == 0) return;
@@ -123,7 +128,7 @@ class MatMulOnednnKernel : public OpKernel {
       if (with_bias_) {  // compute() checked that B is a matrix
         Shape bias_shape(c_shape.size(), 1);
         bias_shape.back() = s.n;
-        p->bias_md = onednn::plain_desc(bias_shape);
+        p->bias_md = onednn::plain_desc(bias_shape, type);
       }
       dnnl::matmul::desc desc = with_bias_ ? dnnl::matmul::desc(p->a_md, b_md, p->bias_md, p->c_md)
                                            : dnnl::matmul::desc(p->a_md, b_md, p->c_md);
@@ -301,7 +306,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
                        .factory = make_kernel<MatMulOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "MatMulBias",
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",
                        .factory = make_kernel<MatMulOnednnKernel>});

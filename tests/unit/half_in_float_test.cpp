@@ -213,20 +213,18 @@ TEST(HalfInFloatRewrite, CastsNameTheirTypeBeforeOpset6) {
 
 TEST(HalfInFloatRewrite, AGraphOfOtherDomainsOnlyImportsAiOnnxForItsCasts) {
   auto g = std::make_shared<Graph>();
-  g->opset_imports["dprun"] = 1;
-  g->inputs = {{"x", typed(DType::Float16, {2, 4})}};
-  g->initializers["w"] = small_values(DType::Float16, {4, 3}, 7);
-  g->initializers["b"] = small_values(DType::Float16, {3}, 8);
-  g->nodes.push_back(testing::make_node("MatMulBias", {"x", "w", "b"}, {"y"}));
-  g->nodes.back().domain = "dprun";
+  g->opset_imports[kTestDomain] = 1;
+  g->inputs = {{"x", typed(DType::Float16, {2, 3})}};
+  g->nodes.push_back(testing::make_node("Twice", {"x"}, {"y"}));
+  g->nodes.back().domain = kTestDomain;
   g->outputs = {{"y", typed(DType::Float16, {2, 3})}};
   std::shared_ptr<Graph> out = compute_half_in_float(*g, DeviceType::CPU);
   ASSERT_NE(out, nullptr);
-  EXPECT_EQ(op_types(*out),
-            (std::vector<std::string>{"Cast", "Cast", "Cast", "MatMulBias", "Cast"}));
-  EXPECT_EQ(out->opset_imports, (std::map<std::string, int64_t>{{"", 13}, {"dprun", 1}}));
+  EXPECT_EQ(op_types(*out), (std::vector<std::string>{"Cast", "Twice", "Cast"}));
+  EXPECT_EQ(out->opset_imports,
+            (std::map<std::string, int64_t>{{"", 13}, {std::string(kTestDomain), 1}}));
   Model model(g, Device::cpu());
-  std::vector<Tensor> y = model.run(std::vector<Tensor>{small_values(DType::Float16, {2, 4}, 9)});
+  std::vector<Tensor> y = model.run(std::vector<Tensor>{small_values(DType::Float16, {2, 3}, 9)});
   EXPECT_EQ(y[0].dtype(), DType::Float16);
 }
 

@@ -208,11 +208,15 @@ TEST(HalfPrecision, DataParallelScattersAndGathers16BitTensors) {
     const Tensor host = got[o].to(Device::cpu());
     ASSERT_EQ(host.dtype(), DType::Float16);
     ASSERT_EQ(host.shape(), want[o].shape());
-    // Each row's arithmetic does not depend on the split but for the products' blocking:
-    // within one float16 step.
+    // A row's arithmetic does not depend on the split, but it does on the device: the CPU
+    // fuses each MatMul with its bias (one rounding), a GPU's float32-only MatMulBias leaves
+    // them two 16-bit nodes (two roundings), and the difference travels through the layers.
+    // Within 2^-8 of the output's scale (float16 has 10 fraction bits).
+    double scale = 0;
     for (int64_t i = 0; i < want[o].numel(); ++i)
-      ASSERT_NEAR(host.item_as_double(i), want[o].item_as_double(i),
-                  std::abs(want[o].item_as_double(i)) / 1024 + 1e-6)
+      scale = std::max(scale, std::abs(want[o].item_as_double(i)));
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      ASSERT_NEAR(host.item_as_double(i), want[o].item_as_double(i), scale / 256)
           << "output " << o << " element " << i;
   }
 }

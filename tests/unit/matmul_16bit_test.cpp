@@ -1,6 +1,7 @@
-// MatMul and Gemm in float16 and bfloat16 on every device: the float32 product of the operands,
-// rounded once to the operands' type. Values are multiples of 1/8 below 2, so every product and sum
-// is exact in float32 and any summation order gives the same bits.
+// MatMul and Gemm in float16 and bfloat16 on every device, and the fused MatMulBias on the CPU: the
+// float32 product of the operands, rounded once to the operands' type. Values are multiples of 1/8
+// below 2, so every product and sum is exact in float32 and any summation order gives the same
+// bits.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -136,6 +137,44 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
       ASSERT_EQ(got.item_as_double(i), rounded)
           << shape_to_string(c.a) << " x " << shape_to_string(c.b) << " with "
           << c.attributes.size() << " attribute(s), element " << i;
+    }
+  }
+}
+
+// MatMul then Add of a constant bias, in 16 bits on the CPU: the op fusion makes one 16-bit
+// MatMulBias of them (oneDNN's 16-bit product with its bias, rounded once), for A of 2 and 3
+// dims; the result is the float32 product plus bias, rounded once.
+TEST(MatMulBias16Bit, FusesOnTheCpuAndRoundsOnce) {
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    for (const Shape& a_shape : {Shape{6, 5}, Shape{2, 3, 5}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " A " + shape_to_string(a_shape));
+      auto [a32, a16] = eighths(dtype, a_shape, 7);
+      auto [b32, b16] = eighths(dtype, {5, 4}, 8);
+      auto [c32, c16] = eighths(dtype, {4}, 9);
+      auto graph = [&](DType t, const Tensor& b, const Tensor& c) {
+        auto g = std::make_shared<Graph>();
+        g->opset_imports[""] = 17;
+        g->inputs = {{"a", typed(t, a_shape)}};
+        g->initializers["b"] = b;
+        g->initializers["c"] = c;
+        g->nodes = {testing::make_node("MatMul", {"a", "b"}, {"p"}),
+                    testing::make_node("Add", {"p", "c"}, {"y"})};
+        Shape out = a_shape;
+        out.back() = 4;
+        g->value_types["p"] = typed(t, out);
+        g->outputs = {{"y", typed(t, out)}};
+        return g;
+      };
+      Model wide(graph(DType::Float32, b32, c32), Device::cpu());
+      Model narrow(graph(dtype, b16, c16), Device::cpu());
+      ASSERT_EQ(narrow.plan()->graph().nodes.size(), 1u);
+      EXPECT_EQ(narrow.plan()->graph().nodes[0].op_type, "MatMulBias");
+      const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
+      const Tensor got = narrow.run(std::vector<Tensor>{a16})[0];
+      ASSERT_EQ(got.dtype(), dtype);
+      ASSERT_EQ(got.shape(), want.shape());
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_EQ(got.item_as_double(i), rounded_16bit(want.data<float>()[i], dtype)) << i;
     }
   }
 }
