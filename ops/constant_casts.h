@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/kernel.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -16,6 +17,20 @@ namespace dprun {
 /// read; it is never sole-owned, so no kernel writes over it. Thread-safe.
 class ConstantCasts {
  public:
+  /// Sets output 0 of `ctx` to the kept cast of `in` for the run's parameter version, or to
+  /// what `cast` writes there (then kept, once it is complete: the run waits for its device,
+  /// since later runs may read it from other streams). Runs of unknown version always cast.
+  template <class Cast>
+  void cast_or_reuse(KernelContext& ctx, const Tensor& in, const Cast& cast) const {
+    const uint64_t version = ctx.parameters_version();
+    if (version == 0) return cast();
+    if (Tensor kept = find(in, version); kept.defined()) return ctx.set_output(0, kept);
+    cast();
+    ctx.execution().synchronize();
+    keep(in, version, ctx.output(0));
+  }
+
+ private:
   /// The kept cast of `in`, or an undefined tensor.
   Tensor find(const Tensor& in, uint64_t version) const {
     std::lock_guard lock(mutex_);
@@ -30,7 +45,6 @@ class ConstantCasts {
     entries_.push_back({in.storage_handle(), in.raw_data(), version, cast});
   }
 
- private:
   struct Entry {
     std::weak_ptr<const Storage> storage;  // entries of freed storage are dropped
     const void* data;

@@ -160,20 +160,29 @@ void rename_reads(Graph& graph, const std::string& from, const std::string& to) 
       if (name == from) name = to;
 }
 
-/// `value` + "/" + the dtype's name, or that with "_1", "_2", ... : a name no value of `graph`
-/// has (a model converted already has the plain one).
-std::string converted_name(const Graph& graph, const std::string& value, DType dtype) {
-  std::set<std::string> used;
-  for (const auto& in : graph.inputs) used.insert(in.name);
-  for (const auto& out : graph.outputs) used.insert(out.name);
-  for (const auto& [name, tensor] : graph.initializers) used.insert(name);
-  for (const auto& [name, type] : graph.value_types) used.insert(name);
-  for (const Node& node : graph.nodes) used.insert(node.outputs.begin(), node.outputs.end());
-  const std::string base = value + "/" + std::string(dtype_name(dtype));
-  std::string name = base;
-  for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
-  return name;
-}
+/// Names for the 16-bit copies of values: `value` + "/" + the dtype's name, or that with "_1",
+/// "_2", ... where the graph (a model converted already, say) or an earlier copy has it.
+class ConvertedNames {
+ public:
+  explicit ConvertedNames(const Graph& graph) {
+    for (const auto& in : graph.inputs) used_.insert(in.name);
+    for (const auto& out : graph.outputs) used_.insert(out.name);
+    for (const auto& [name, tensor] : graph.initializers) used_.insert(name);
+    for (const auto& [name, type] : graph.value_types) used_.insert(name);
+    for (const Node& node : graph.nodes) used_.insert(node.outputs.begin(), node.outputs.end());
+  }
+
+  std::string of(const std::string& value, DType dtype) {
+    const std::string base = value + "/" + std::string(dtype_name(dtype));
+    std::string name = base;
+    for (int k = 1; used_.count(name); ++k) name = base + "_" + std::to_string(k);
+    used_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
 
 TensorType retyped(TensorType type, DType dtype) {
   type.dtype = dtype;
@@ -181,11 +190,11 @@ TensorType retyped(TensorType type, DType dtype) {
 }
 
 /// Float32 graph inputs stay float32: each is cast to 16 bits for its readers.
-std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
+std::vector<Node> cast_inputs(Graph& graph, const Converter& c, ConvertedNames& names) {
   std::vector<Node> casts;
   for (const auto& in : graph.inputs) {
     if (!c.converts(in.name)) continue;
-    const std::string name = converted_name(graph, in.name, c.dtype());
+    const std::string name = names.of(in.name, c.dtype());
     rename_reads(graph, in.name, name);
     graph.value_types[name] = retyped(in.type, c.dtype());
     casts.push_back(cast_node(in.name, name, c.dtype(), cast_opset(graph)));
@@ -195,12 +204,13 @@ std::vector<Node> cast_inputs(Graph& graph, const Converter& c) {
 
 /// Float32 initializers stay float32 (keep_parameters): each is cast to 16 bits once for the
 /// nodes that compute in 16 bits; float32 ops go on reading it as it is.
-std::vector<Node> cast_parameters(Graph& graph, const Converter& c, std::set<std::string>& kept) {
+std::vector<Node> cast_parameters(Graph& graph, const Converter& c, ConvertedNames& names,
+                                  std::set<std::string>& kept) {
   std::vector<Node> casts;
   for (const auto& [name, tensor] : graph.initializers) {
     if (!c.converts(name)) continue;
     kept.insert(name);
-    const std::string cast = converted_name(graph, name, c.dtype());
+    const std::string cast = names.of(name, c.dtype());
     bool read = false;
     for (Node& node : graph.nodes)
       if (!c.is_float32_op(node))
@@ -219,14 +229,14 @@ std::vector<Node> cast_parameters(Graph& graph, const Converter& c, std::set<std
 }
 
 /// Float32 graph outputs stay float32: each is computed in 16 bits under another name and cast.
-std::vector<Node> cast_outputs(Graph& graph, const Converter& c) {
+std::vector<Node> cast_outputs(Graph& graph, const Converter& c, ConvertedNames& names) {
   std::vector<Node> casts;
   for (const auto& out : graph.outputs) {
     const bool passed_through =
         std::any_of(graph.inputs.begin(), graph.inputs.end(),
                     [&](const ValueInfo& in) { return in.name == out.name; });
     if (!c.converts(out.name) || graph.initializers.count(out.name) || passed_through) continue;
-    const std::string name = converted_name(graph, out.name, c.dtype());
+    const std::string name = names.of(out.name, c.dtype());
     rename_reads(graph, out.name, name);
     for (Node& node : graph.nodes)
       for (auto& o : node.outputs)
@@ -256,11 +266,12 @@ std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecision
   }
   auto out = std::make_shared<Graph>(graph);
   Converter converter(*out, options);
+  ConvertedNames names(*out);
   std::vector<Node> before, after;
   std::set<std::string> input_names;
   if (options.keep_io_types) {
-    before = cast_inputs(*out, converter);
-    after = cast_outputs(*out, converter);
+    before = cast_inputs(*out, converter, names);
+    after = cast_outputs(*out, converter, names);
     for (const auto& in : graph.inputs) input_names.insert(in.name);
   } else {
     for (auto& in : out->inputs)
@@ -269,7 +280,7 @@ std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecision
       if (converter.converts(o.name)) o.type.dtype = options.dtype;
   }
   if (options.keep_parameters) {
-    std::vector<Node> casts = cast_parameters(*out, converter, input_names);
+    std::vector<Node> casts = cast_parameters(*out, converter, names, input_names);
     before.insert(before.end(), casts.begin(), casts.end());
   }
   converter.convert_initializers(input_names);

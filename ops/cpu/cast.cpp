@@ -66,11 +66,8 @@ class CastKernel : public OpKernel {
       : to_(parse_to(info.node)), constant_(info.constant_inputs.count(0) > 0) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& in = ctx.input(0);
-    const uint64_t version = ctx.parameters_version();
-    if (!constant_ || version == 0 || in.dtype() == to_) return cast_to(ctx, in, to_);
-    if (Tensor kept = kept_.find(in, version); kept.defined()) return ctx.set_output(0, kept);
-    cast_to(ctx, in, to_);
-    kept_.keep(in, version, ctx.output(0));
+    if (!constant_ || in.dtype() == to_) return cast_to(ctx, in, to_);
+    kept_.cast_or_reuse(ctx, in, [&] { cast_to(ctx, in, to_); });
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "ops/cpu/half_tensors.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -108,9 +109,7 @@ class ConvOnednnKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
-    if (w.dtype() != dtype || (b && b->dtype() != dtype))
-      ctx.fail("expects X, W and B of one dtype, got ", x.describe(), ", ", w.describe(),
-               b ? " and " + b->describe() : std::string());
+    check_one_dtype(ctx, "X, W and B", 3);
     if (!conv_inputs_ok(ctx, dtype) || !shapes_ok(ctx)) return run_in_float32(*this, ctx, dtype);
     auto p =
         cache_16bit_.get(onednn::shape_key({&x.shape(), &w.shape(), b ? &b->shape() : nullptr}),

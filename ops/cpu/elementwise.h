@@ -221,6 +221,30 @@ void run_plan(const ExecutionContext& exec, const BroadcastPlan<N>& plan, const 
   });
 }
 
+/// z[i] = f(x, y) for i < n, x and y each a run of n values (`x_runs`, `y_runs`) or one value
+/// broadcast; all-float runs go to the vectorised loops (simd_loops.h).
+template <class TA, class TB, class TO, class F>
+void map2_run(const F& f, const TA* x, bool x_runs, const TB* y, bool y_runs, TO* z, int64_t n) {
+  if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float> &&
+                std::is_same_v<TO, float>) {
+    if (x_runs && y_runs) return simd::map2(f, x, y, z, n);
+    if (x_runs) return simd::map2_scalar_b(f, x, *y, z, n);
+    if (y_runs) return simd::map2_scalar_a(f, *x, y, z, n);
+  }
+  if (x_runs && y_runs) {
+    for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+  } else if (x_runs) {
+    const TB yv = *y;
+    for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
+  } else if (y_runs) {
+    const TA xv = *x;
+    for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
+  } else {
+    const TO v = f(*x, *y);
+    for (int64_t i = 0; i < n; ++i) z[i] = v;
+  }
+}
+
 /// out = f(a, b) with a and b broadcast to out's shape (which must already be allocated).
 template <class TA, class TB, class TO, class F>
 void binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, Tensor& out,
@@ -232,30 +256,7 @@ void binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor& b, 
   run_plan(exec, plan,
            [&](int64_t o, const std::array<int64_t, 2>& offs, const std::array<int64_t, 2>& st,
                int64_t n) {
-             const TA* x = pa + offs[0];
-             const TB* y = pb + offs[1];
-             TO* z = po + o;
-             if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float> &&
-                           std::is_same_v<TO, float>) {
-               if (st[0] && st[1])
-                 return simd::map2(f, x, y, z, n);
-               else if (st[0])
-                 return simd::map2_scalar_b(f, x, *y, z, n);
-               else if (st[1])
-                 return simd::map2_scalar_a(f, *x, y, z, n);
-             }
-             if (st[0] && st[1]) {
-               for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
-             } else if (st[0]) {
-               const TB yv = *y;
-               for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
-             } else if (st[1]) {
-               const TA xv = *x;
-               for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
-             } else {
-               const TO v = f(*x, *y);
-               for (int64_t i = 0; i < n; ++i) z[i] = v;
-             }
+             map2_run(f, pa + offs[0], st[0] != 0, pb + offs[1], st[1] != 0, po + o, n);
            });
 }
 
@@ -277,15 +278,7 @@ void half_binary_map(const ExecutionContext& exec, const Tensor& a, const Tensor
                // A run of an operand, or its one broadcast value (stride 0) in x[0] or y[0].
                widen(pa + offs[0] + (st[0] ? k : 0), x, st[0] ? len : 1);
                widen(pb + offs[1] + (st[1] ? k : 0), y, st[1] ? len : 1);
-               if (st[0] && st[1]) {
-                 simd::map2(f, x, y, z, len);
-               } else if (st[0]) {
-                 simd::map2_scalar_b(f, x, y[0], z, len);
-               } else if (st[1]) {
-                 simd::map2_scalar_a(f, x[0], y, z, len);
-               } else {
-                 std::fill(z, z + len, static_cast<float>(f(x[0], y[0])));
-               }
+               map2_run(f, x, st[0] != 0, y, st[1] != 0, z, len);
                narrow(z, po + o + k, len);
              }
            });

@@ -15,6 +15,7 @@
 #include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -46,9 +47,7 @@ class MatMulOnednnKernel : public OpKernel {
     const Tensor* bias = with_bias_ ? &ctx.input(2) : nullptr;
     const bool half = is_16bit_float(a.dtype());
     if (half) {
-      if (b.dtype() != a.dtype() || (bias && bias->dtype() != a.dtype()))
-        ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe(),
-                 bias ? " and " + bias->describe() : std::string());
+      check_one_dtype(ctx, with_bias_ ? "A, B and the bias" : "A and B", with_bias_ ? 3 : 2);
     } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
                (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1))) {
       return reference_->compute(ctx);
@@ -173,9 +172,7 @@ class GemmOnednnKernel : public OpKernel {
     const Tensor& b = ctx.input(1);
     const Tensor* c = ctx.optional_input(2);
     if (is_16bit_float(a.dtype())) {
-      if (b.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
-        ctx.fail("expects A, B and C of one dtype, got ", a.describe(), ", ", b.describe(),
-                 c ? ", " + c->describe() : "");
+      check_one_dtype(ctx, "A, B and C", 3);
     } else if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 ||
                (c && c->dtype() != DType::Float32)) {
       return reference_->compute(ctx);

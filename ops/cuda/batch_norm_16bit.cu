@@ -10,14 +10,15 @@
 #include <cuda_runtime_api.h>
 
 #include "ops/cpu/batch_norm_checks.h"
+#include "ops/cuda/batch_norm_affine.cuh"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
 
 using cuda_half::load;
-using cuda_half::store;
 
 /// a[k] and b[k] for each of the c channels (one thread each), in double as on the CPU.
 template <class T>
@@ -30,17 +31,6 @@ __global__ void batch_norm_affine_kernel(const T* scale, const T* bias, const T*
     a[k] = static_cast<float>(ak);
     b[k] = static_cast<float>(__dsub_rn(static_cast<double>(load(bias[k])),
                                         __dmul_rn(static_cast<double>(load(mean[k])), ak)));
-  }
-}
-
-/// y = x * a[channel] + b[channel] over X [N, C, inner].
-template <class T>
-__global__ void batch_norm_apply_kernel(const T* x, const float* a, const float* b, T* y, int64_t c,
-                                        int64_t inner, int64_t total) {
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
-       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t k = (t / inner) % c;
-    y[t] = store<T>(__fadd_rn(__fmul_rn(load(x[t]), a[k]), b[k]));
   }
 }
 
@@ -69,10 +59,7 @@ class BatchNorm16BitCuda : public OpKernel {
     const BatchNormDims dims = batch_norm_dims(ctx, x);
     const int64_t c = dims.c;
     check_batch_norm_params(ctx, c, x.shape());
-    for (size_t i = 1; i <= 4; ++i)
-      if (ctx.input(i).dtype() != x.dtype())
-        ctx.fail("expects X and its parameters of one dtype, got ", x.describe(), " and ",
-                 ctx.input(i).describe());
+    check_one_dtype(ctx, "X, scale, B, mean and var", 5);
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     if (y.numel() == 0) return;
     Tensor affine = Tensor::empty({2 * c}, DType::Float32, ctx.device());
@@ -82,9 +69,7 @@ class BatchNorm16BitCuda : public OpKernel {
         ctx.input(1).data<T>(), ctx.input(2).data<T>(), ctx.input(3).data<T>(),
         ctx.input(4).data<T>(), static_cast<double>(epsilon_), a, a + c, c);
     cuda_ew::check_launch(ctx);
-    batch_norm_apply_kernel<T><<<cuda_ew::blocks_for(y.numel()), cuda_ew::kThreads, 0, stream>>>(
-        x.data<T>(), a, a + c, y.data<T>(), c, dims.s, y.numel());
-    cuda_ew::check_launch(ctx);
+    cuda_bn::apply_affine(ctx, x.data<T>(), y.data<T>(), a, a + c, y.numel(), dims.s, c);
   }
 
   float epsilon_;

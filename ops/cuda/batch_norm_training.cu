@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "ops/cpu/batch_norm_checks.h"
+#include "ops/cuda/batch_norm_affine.cuh"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/reduce.cuh"
 
@@ -119,26 +120,6 @@ __global__ void channel_stats_kernel(const T* x, int64_t N, int64_t C, int64_t S
   }
 }
 
-__device__ inline float mul_add_rounded(float x, float a, float b) {
-  return __fadd_rn(__fmul_rn(x, a), b);
-}
-__device__ inline double mul_add_rounded(double x, double a, double b) {
-  return __dadd_rn(__dmul_rn(x, a), b);
-}
-
-/// y = x * a[c] + b[c] over X seen as [N, C, S]; the channel is found in Index arithmetic
-/// (int32_t where the element count allows: faster division).
-template <class T, class Index>
-__global__ void apply_affine_kernel(const T* __restrict__ x, T* __restrict__ y,
-                                    const T* __restrict__ a, const T* __restrict__ b, int64_t n,
-                                    Index S, Index C) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const Index c = static_cast<Index>(i) / S % C;
-    y[i] = mul_add_rounded(x[i], a[c], b[c]);
-  }
-}
-
 bool float32_or_64(DType t) {
   return t == DType::Float32 || t == DType::Float64;
 }
@@ -206,15 +187,7 @@ class BatchNormTrainingCuda : public OpKernel {
             x.data<T>(), d.n, d.c, d.s, static_cast<double>(epsilon_),
             static_cast<double>(momentum_), p, a, b);
     cuda_ew::check_launch(ctx);
-    const int64_t n = x.numel();
-    if (n == 0) return;
-    if (cuda_ew::fits_32_bit_index(n))
-      apply_affine_kernel<T, int32_t><<<cuda_ew::blocks_for(n), cuda_ew::kThreads, 0, stream>>>(
-          x.data<T>(), y.data<T>(), a, b, n, static_cast<int32_t>(d.s), static_cast<int32_t>(d.c));
-    else
-      apply_affine_kernel<T, int64_t><<<cuda_ew::blocks_for(n), cuda_ew::kThreads, 0, stream>>>(
-          x.data<T>(), y.data<T>(), a, b, n, d.s, d.c);
-    cuda_ew::check_launch(ctx);
+    cuda_bn::apply_affine(ctx, x.data<T>(), y.data<T>(), a, b, x.numel(), d.s, d.c);
   }
 
   float epsilon_;

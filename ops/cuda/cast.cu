@@ -137,14 +137,8 @@ class CastCuda : public OpKernel {
     const DType to = to_ ? *to_ : ctx.input(1).dtype();
     if (!is_cast_type(to)) ctx.fail("cannot cast to dtype ", dtype_name(to), " on CUDA");
     const Tensor& in = ctx.input(0);
-    const uint64_t version = ctx.parameters_version();
-    if (!constant_ || version == 0 || in.dtype() == to) return cast_to(ctx, in, to);
-    if (Tensor kept = kept_.find(in, version); kept.defined()) return ctx.set_output(0, kept);
-    cast_to(ctx, in, to);
-    // Later runs read the kept cast from other streams: it must be complete first. This waits
-    // once per parameter version.
-    ctx.execution().synchronize();
-    kept_.keep(in, version, ctx.output(0));
+    if (!constant_ || in.dtype() == to) return cast_to(ctx, in, to);
+    kept_.cast_or_reuse(ctx, in, [&] { cast_to(ctx, in, to); });
   }
 
  private:

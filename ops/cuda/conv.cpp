@@ -28,6 +28,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -133,9 +134,7 @@ class ConvCudnn : public OpKernel {
     const DType dtype = x.dtype();
     if (dtype != DType::Float32 && !is_16bit_float(dtype))
       ctx.fail("expects float32, float16 or bfloat16 X, got ", x.describe());
-    if (w.dtype() != dtype || (b && b->dtype() != dtype))
-      ctx.fail("expects X, W and B of one dtype, got ", x.describe(), ", ", w.describe(),
-               b ? " and " + b->describe() : std::string());
+    check_one_dtype(ctx, "X, W and B", 3);
     const ConvShapes s = conv_shapes(ctx, attrs_, group_, x, w);
     if (b && b->shape() != Shape{s.m})
       ctx.fail("B must be ", dtype_name(dtype), "[", s.m, "], got ", b->describe());

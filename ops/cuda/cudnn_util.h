@@ -267,7 +267,7 @@ inline void add_channel_bias(CudaExecutionContext& cuda, const KernelContext& ct
 }
 
 /// True when the node's input `i` is known (from its type) to be of a dtype not in `dtypes`.
-inline bool known_not_of(const KernelInfo& info, size_t i, std::initializer_list<DType> dtypes) {
+inline bool known_not_of(const KernelInfo& info, size_t i, const std::vector<DType>& dtypes) {
   return i < info.input_types.size() && info.input_types[i] &&
          std::find(dtypes.begin(), dtypes.end(), info.input_types[i]->dtype) == dtypes.end();
 }
@@ -287,7 +287,7 @@ inline size_t known_rank(const KernelInfo& info, size_t i) {
 /// rank of X or W (or kernel_shape) shows 1 to 3 spatial dims, and X, W and B are not known
 /// to be of a dtype other than `dtypes`.
 inline bool conv_node_fits(const KernelInfo& info,
-                           std::initializer_list<DType> dtypes = {DType::Float32}) {
+                           const std::vector<DType>& dtypes = {DType::Float32}) {
   for (size_t i = 0; i < 3; ++i)
     if (known_not_of(info, i, dtypes)) return false;
   size_t rank = known_rank(info, 0);

@@ -20,6 +20,7 @@
 #include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/fused_epilogue.h"
 #include "ops/cuda/half_convert.cuh"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -78,9 +79,7 @@ class GemmCuda : public OpKernel {
     const DType dtype = a.dtype();
     if (dtype != DType::Float32 && !is_16bit_float(dtype))
       ctx.fail("expects float32, float16 or bfloat16 operands, got ", a.describe());
-    if (b.dtype() != dtype || (c && c->dtype() != dtype))
-      ctx.fail("expects A, B and C of one dtype, got ", a.describe(), ", ", b.describe(),
-               c ? " and " + c->describe() : std::string());
+    check_one_dtype(ctx, "A, B and C", 3);
     const GemmShapes s = gemm_shapes(ctx, attrs_, a, b, c);
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, dtype);
     if (y.numel() == 0) return;

@@ -12,6 +12,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cuda/cublas_gemm.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -23,8 +24,7 @@ class MatMulCuda : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype())
-      ctx.fail("expects operands of one dtype, got ", a.describe(), " and ", b.describe());
+    check_one_dtype(ctx, "A and B", 2);
     const cudaDataType_t type = cublas_type(a.dtype(), ctx);
     const MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
     Tensor& y = ctx.allocate_output(0, s.out_shape, a.dtype());

@@ -37,14 +37,14 @@
 namespace dprun {
 namespace {
 
-/// The dtypes of MaxPool and the global poolings: 16-bit tensors are pooled in float by cuDNN,
-/// each result rounded once.
+/// The dtypes of MaxPool and the global poolings (16-bit tensors pooled in float by cuDNN, each
+/// result rounded once), and AveragePool's.
 const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16};
+const std::vector<DType> kAveragePoolTypes = {DType::Float32};
 
-/// Whether a kernel takes `dtype`: any of kMaxPoolTypes for `max` (MaxPool and the global
-/// poolings), float32 only for AveragePool.
-bool takes(bool max, DType dtype) {
-  return dtype == DType::Float32 || (max && is_16bit_float(dtype));
+/// Whether `types` holds `dtype`.
+bool takes(const std::vector<DType>& types, DType dtype) {
+  return std::find(types.begin(), types.end(), dtype) != types.end();
 }
 
 /// y = pool(x) with the given descriptors (their data type is x's and y's).
@@ -58,15 +58,15 @@ void pool_forward(CudaExecutionContext& cuda, const cudnn::PoolDesc& pool, const
 
 template <bool kMax>
 class PoolCudnn : public OpKernel {
+  static constexpr const std::vector<DType>& kTypes = kMax ? kMaxPoolTypes : kAveragePoolTypes;
+
  public:
   explicit PoolCudnn(const KernelInfo& info)
       : base_(info.node),
         count_include_pad_(!kMax && info.node.attr_int("count_include_pad", 0) != 0) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (kMax ? cudnn::known_not_of(info, 0, {DType::Float32, DType::Float16, DType::BFloat16})
-             : cudnn::known_not_float32(info, 0))
-      return nullptr;
+    if (cudnn::known_not_of(info, 0, kTypes)) return nullptr;
     // The Indices output has no cuDNN counterpart.
     if (kMax && info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
     for (int64_t d : info.node.attr_ints("dilations", {}))
@@ -79,7 +79,7 @@ class PoolCudnn : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "MaxPool" : "AveragePool";
     const Tensor& x = ctx.input(0);
-    if (!takes(kMax, x.dtype()))
+    if (!takes(kTypes, x.dtype()))
       ctx.fail("expects ", kMax ? "float32, float16 or bfloat16" : "float32", ", got ",
                x.describe());
     Shape out_shape;
@@ -202,15 +202,14 @@ class GlobalPoolCudnn : public OpKernel {
   explicit GlobalPoolCudnn(const KernelInfo&) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_of(info, 0, {DType::Float32, DType::Float16, DType::BFloat16}))
-      return nullptr;
+    if (cudnn::known_not_of(info, 0, kMaxPoolTypes)) return nullptr;
     return std::make_unique<GlobalPoolCudnn>(info);
   }
 
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "GlobalMaxPool" : "GlobalAveragePool";
     const Tensor& x = ctx.input(0);
-    if (!takes(true, x.dtype()))
+    if (!takes(kMaxPoolTypes, x.dtype()))
       ctx.fail("expects float32, float16 or bfloat16, got ", x.describe());
     if (x.rank() < 3)
       ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
@@ -246,7 +245,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
 DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = kAveragePoolTypes,
                        .impl = "cudnn",
                        .factory = PoolCudnn<false>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
