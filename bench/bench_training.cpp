@@ -58,14 +58,16 @@ std::shared_ptr<Graph> gelu_mlp(const std::vector<int64_t>& widths) {
   return g;
 }
 
-// args: batch, devices (one thread each), bf16 (1: mixed precision, TrainingSpec::precision)
+// args: batch, devices (one thread each), half (TrainingSpec::precision: 0 float32, 1 bfloat16,
+// 2 float16 with loss scaling)
 void BM_TrainStep(benchmark::State& state) {
   const int64_t kBatch = state.range(0);
   const int devices = static_cast<int>(state.range(1));
   auto model = std::make_shared<Model>(gelu_mlp({784, 512, 256, 10}), Device::cpu(0));
   TrainerOptions options;
   options.training.loss = {.kind = LossKind::Nll};
-  if (state.range(2) == 1) options.training.precision = DType::BFloat16;
+  constexpr DType kPrecisions[] = {DType::Float32, DType::BFloat16, DType::Float16};
+  options.training.precision = kPrecisions[state.range(2)];
   for (int i = 0; i < devices; ++i) options.parallel.device_ids.push_back(Device::cpu(i));
   options.parallel.threads = 1;
   Trainer trainer(model, options);
@@ -79,8 +81,8 @@ void BM_TrainStep(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TrainStep)
-    ->ArgsProduct({{64, 256}, {1, 2}, {0, 1}})
-    ->ArgNames({"batch", "devices", "bf16"})
+    ->ArgsProduct({{64, 256}, {1, 2}, {0, 1, 2}})
+    ->ArgNames({"batch", "devices", "half"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

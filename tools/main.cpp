@@ -82,10 +82,15 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
   --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps
   --json FILE            losses, step_seconds, samples_per_s (after the warm-up),
-                         samples_per_s_overall, warmup_steps, devices, peak_bytes per device
+                         samples_per_s_overall, warmup_steps, devices, peak_bytes per device;
+                         in float16 also loss_scales and skipped_steps
   --export-training-graph FILE   the training graph (loss and <param>_grad outputs) as ONNX
-  --precision P          float32 (default) or bfloat16: mixed precision, the passes in
-                         bfloat16 with float32 parameters, gradients, optimizer and loss
+  --precision P          float32 (default), bfloat16 or float16: mixed precision, the passes
+                         in 16 bits with float32 parameters, gradients, optimizer and loss;
+                         float16 scales the loss dynamically as PyTorch's GradScaler
+  --loss-scale F         float16: the initial loss scale (default 65536)
+  --loss-scale-growth-interval N   float16: double the scale after N steps without an
+                         overflow (default 2000); an overflow skips the step, halves the scale
 
 inspect options:
   --devices LIST         also show where each node runs on those devices' backends, the

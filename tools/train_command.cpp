@@ -157,7 +157,9 @@ std::vector<OptionSpec> train_option_specs() {
                              {"checkpoint-every"},
                              {"json"},
                              {"export-training-graph"},
-                             {"precision"}});
+                             {"precision"},
+                             {"loss-scale"},
+                             {"loss-scale-growth-interval"}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
@@ -179,14 +181,22 @@ TrainerOptions parse_trainer_options(const Args& args) {
   for (const auto& list : args.all("freeze"))
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
   if (auto precision = args.get("precision")) {
-    if (*precision == "float16")
-      throw UsageError(
-          "--precision float16: training in float16 needs loss scaling, which "
-          "dprun does not do; use bfloat16");
-    if (*precision != "float32" && *precision != "bfloat16")
-      throw UsageError("--precision: '" + *precision + "' is not float32 or bfloat16");
+    if (*precision != "float32" && *precision != "bfloat16" && *precision != "float16")
+      throw UsageError("--precision: '" + *precision + "' is not float32, bfloat16 or float16");
     options.training.precision = dtype_from_name(*precision);
   }
+  for (const char* option : {"loss-scale", "loss-scale-growth-interval"})
+    if (args.has(option) && options.training.precision != DType::Float16)
+      throw UsageError(std::string("--") + option +
+                       ": only float16 training scales its loss (--precision float16)");
+  if (auto scale = args.get("loss-scale")) {
+    const double v = parse_double(*scale, "loss-scale");
+    if (!(v > 0) || !std::isfinite(static_cast<float>(v)))
+      throw UsageError("--loss-scale: " + *scale + " is not a positive float32");
+    options.loss_scaling.init_scale = v;
+  }
+  options.loss_scaling.growth_interval = args.get_int(
+      "loss-scale-growth-interval", options.loss_scaling.growth_interval, 1, int64_t(1) << 40);
   return options;
 }
 
@@ -307,6 +317,9 @@ int train_command(int argc, char** argv, int first) {
   for (int64_t step = 0; step < schedule.steps; ++step) {
     int64_t epoch = step / data.batches_per_epoch(), k = step % data.batches_per_epoch();
     Batch b = dist ? data.batch(epoch, k, dist->rank(), dist->size()) : data.batch(epoch, k);
+    const GradScaler* scaler = trainer.grad_scaler();
+    const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
+    const double scale = scaler ? scaler->scale() : 0;
     auto start = std::chrono::steady_clock::now();
     double loss = ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, *optimizer)
                       : trainer.step(b.inputs, b.target, *optimizer);
@@ -319,6 +332,10 @@ int train_command(int argc, char** argv, int first) {
       fail(message);
     }
     report.steps.push_back({.loss = loss, .rows = b.global_rows, .seconds = elapsed});
+    if (scaler) {
+      report.steps.back().loss_scale = scale;
+      report.steps.back().skipped = scaler->skipped_steps() > skipped_before;
+    }
     seconds += elapsed;
     epoch_seconds += elapsed;
     samples += b.global_rows;
@@ -350,6 +367,10 @@ int train_command(int argc, char** argv, int first) {
                 static_cast<long long>(report.throughput.warmup_steps),
                 report.throughput.warmup_steps == 1 ? "" : "s",
                 report.throughput.overall_samples_per_s);
+  if (const GradScaler* scaler = trainer.grad_scaler())
+    std::printf("; %lld of %lld steps skipped for overflowing gradients, loss scale now %g",
+                static_cast<long long>(scaler->skipped_steps()),
+                static_cast<long long>(schedule.steps), static_cast<double>(scaler->scale()));
   std::printf("; saved %s\n", save->c_str());
   return 0;
 }

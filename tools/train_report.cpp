@@ -61,6 +61,15 @@ void write_train_json(const std::string& path, const TrainReport& report) {
     if (v.accuracy) out << ", \"accuracy\": " << *v.accuracy;
     out << "}";
   });
+  if (!report.steps.empty() && report.steps.front().loss_scale) {
+    out << ",\n  \"loss_scales\": ";
+    write_list(out, report.steps, [&](const StepRecord& s) { out << s.loss_scale.value_or(0); });
+    std::vector<size_t> skipped;
+    for (size_t i = 0; i < report.steps.size(); ++i)
+      if (report.steps[i].skipped) skipped.push_back(i + 1);
+    out << ",\n  \"skipped_steps\": ";
+    write_list(out, skipped, [&](size_t step) { out << step; });
+  }
   if (!report.ranks_json.empty()) out << ",\n  \"ranks\": " << report.ranks_json;
   out << "\n}\n";
   write_file_atomically(path, out.str());

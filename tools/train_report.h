@@ -2,6 +2,7 @@
 // What `dprun train` reports: the loss, rows and time of every step, the throughput with and
 // without the warm-up steps, and the --json file.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ struct StepRecord {
   double loss = 0;
   int64_t rows = 0;
   double seconds = 0;  // wall time of Trainer::step
+  /// float16 training: the loss scale the step ran with, and whether its update was skipped
+  /// because a gradient overflowed.
+  std::optional<double> loss_scale;
+  bool skipped = false;
 };
 
 struct Throughput {
@@ -43,7 +48,8 @@ struct TrainReport {
 
 /// Writes the --json file atomically: losses, step_seconds, samples_per_s (after the warm-up),
 /// samples_per_s_overall, warmup_steps, devices, peak_bytes per device, parameters and
-/// validation results, and ranks for a distributed run.
+/// validation results, and ranks for a distributed run; in float16 training, loss_scales (each
+/// step's) and skipped_steps (the 1-based steps whose update was skipped).
 void write_train_json(const std::string& path, const TrainReport& report);
 
 }  // namespace dprun::cli

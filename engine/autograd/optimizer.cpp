@@ -51,10 +51,9 @@ std::vector<const K*> Optimizer::find_update_kernels(const char* op_type) {
   for (const Tensor& p : parameters_) {
     const K*& kernel = found[{p.device().type, p.dtype()}];
     if (kernel == nullptr) {
-      owned_kernels_.push_back(create_update_kernel(op_type, p.device().type, p.dtype()));
-      kernel = dynamic_cast<const K*>(owned_kernels_.back().get());
-      DPRUN_CHECK(kernel != nullptr, "optimizer: the ", op_type, " kernel for ",
-                  p.device().to_string(), " is not an update kernel of that op");
+      std::unique_ptr<K> made = create_update_kernel_as<K>(op_type, p.device().type, p.dtype());
+      kernel = made.get();
+      owned_kernels_.push_back(std::move(made));
     }
     out.push_back(kernel);
   }

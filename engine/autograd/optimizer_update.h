@@ -1,8 +1,9 @@
 #pragma once
-// The per-tensor updates of the optimizers (optimizer.h), as kernels of dprun's private domain
-// "ai.dprun": ops SgdUpdate and AdamUpdate, each with a CPU definition
-// (ops/cpu/optimizer_update.cpp) and a CUDA one (ops/cuda/optimizer_update.cu), both running
-// the element updates of ops/math/optimizer_functors.h.
+// The per-tensor updates of the optimizers (optimizer.h) and the loss scaler (grad_scaler.h), as
+// kernels of dprun's private domain "ai.dprun": ops SgdUpdate, AdamUpdate and UnscaleGradient,
+// each with a CPU definition (ops/cpu/optimizer_update.cpp) and a CUDA one
+// (ops/cuda/optimizer_update.cu), the optimizers' running the element updates of
+// ops/math/optimizer_functors.h.
 //
 // Why registry kernels rather than a Backend hook: the update math is written once as
 // host/device functors in ops/, which engine/ never includes (backends included); the kernel
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "engine/error.h"
 #include "engine/execution_context.h"
 #include "engine/kernel.h"
 #include "engine/tensor.h"
@@ -24,6 +26,7 @@ namespace dprun {
 inline constexpr char kDprunDomain[] = "ai.dprun";
 inline constexpr char kSgdUpdateOp[] = "SgdUpdate";
 inline constexpr char kAdamUpdateOp[] = "AdamUpdate";
+inline constexpr char kUnscaleGradientOp[] = "UnscaleGradient";
 
 struct SgdOptions {
   double lr = 0.01;
@@ -74,6 +77,17 @@ class AdamUpdateKernel : public ParameterUpdateKernel {
                       Tensor& exp_avg_sq, int64_t begin, int64_t end) const = 0;
 };
 
+/// torch's _amp_foreach_non_finite_check_and_unscale_ for one tensor: every element of
+/// `gradient` is multiplied by `inv_scale` in place (in the gradient's dtype, float32 or
+/// float64), and `found_inf` (one float32 element on the gradient's device) is set to 1 when any
+/// element was infinite or NaN before; it is never reset, so one flag serves a device's tensors.
+/// `execution` as for the updates above.
+class GradientUnscaleKernel : public ParameterUpdateKernel {
+ public:
+  virtual void unscale(ExecutionContext* execution, float inv_scale, Tensor& gradient,
+                       Tensor& found_inf) const = 0;
+};
+
 /// The factory of an update kernel: K, or nullptr for a node inside a graph.
 template <class K>
 std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
@@ -81,9 +95,21 @@ std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
   return std::make_unique<K>();
 }
 
-/// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp) for tensors of `dtype`
-/// on devices of `device`; throws Error when this build has none ("optimizer: no SgdUpdate
-/// kernel for float16 on cpu (no kernel for dtype float16)").
+/// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp, kUnscaleGradientOp) for
+/// tensors of `dtype` on devices of `device`; throws Error when this build has none ("optimizer: no
+/// SgdUpdate kernel for float16 on cpu (no kernel for dtype float16)").
 std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType device, DType dtype);
+
+/// create_update_kernel as a K (SgdUpdateKernel, AdamUpdateKernel, GradientUnscaleKernel);
+/// throws Error when the registered kernel is not one.
+template <class K>
+std::unique_ptr<K> create_update_kernel_as(const char* op_type, DeviceType device, DType dtype) {
+  std::unique_ptr<OpKernel> kernel = create_update_kernel(op_type, device, dtype);
+  auto* typed = dynamic_cast<K*>(kernel.get());
+  DPRUN_CHECK(typed != nullptr, "the ", op_type, " kernel for ", device_type_name(device),
+              " is not an update kernel of that op");
+  kernel.release();
+  return std::unique_ptr<K>(typed);
+}
 
 }  // namespace dprun

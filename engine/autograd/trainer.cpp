@@ -59,6 +59,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(
   compile.plan = model_->plan()->options();  // as the model was compiled
   training_model_ = share_parameters(*model_, training_.graph, compile);
   devices_ = options.parallel.device_ids;
+  if (options.training.precision == DType::Float16)
+    scaler_ = std::make_unique<GradScaler>(options.loss_scaling);
   parallel_ = std::make_unique<DataParallel>(
       training_model_, training_parallel_options(std::move(options.parallel), training_));
   // Where each trainable parameter sits in the training model's (and replicas') parameters.
@@ -91,7 +93,10 @@ std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tens
 
 double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target,
                                  double loss_weight) {
-  std::vector<Tensor> all = feeds(inputs, target, loss_weight);
+  // In float16 the loss is scaled through its weight: the gradient every replica starts its
+  // backward pass from is the scale times its share.
+  const double scale = scaler_ ? scaler_->scale() : 1.0;
+  std::vector<Tensor> all = feeds(inputs, target, loss_weight * scale);
   // An optimizer may have updated the parameters in place since the last call without telling
   // the model (optimizer.step(gradients()) after forward_backward, as in PyTorch): refresh
   // the replicas from them.
@@ -99,11 +104,13 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
   replicas_current_ = false;  // the caller may update the parameters before the next call
   std::vector<Tensor> outputs = parallel_->forward(all);
   gradients_.assign(outputs.begin() + 1, outputs.end());
-  return outputs[0].to(Device::cpu()).item_as_double();  // the loss may sit on a GPU
+  // The loss may sit on a GPU. A power-of-two scale divides out exactly.
+  return outputs[0].to(Device::cpu()).item_as_double() / scale;
 }
 
 bool Trainer::can_fuse(const Optimizer& optimizer) const {
-  if (devices_.size() < 2) return false;
+  // With loss scaling every gradient is checked before any parameter is updated.
+  if (devices_.size() < 2 || scaler_) return false;
   for (const Device& d : devices_)
     if (d.type != DeviceType::CPU) return false;
   for (const Tensor& p : training_model_->parameters())
@@ -122,7 +129,12 @@ double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
   if (!can_fuse(optimizer)) {
     double loss = forward_backward(inputs, target);
     // The devices' workers are idle between steps: the update is split over them.
-    optimizer.step(gradients_, devices_);
+    if (scaler_) {
+      scaler_->step(optimizer, gradients_, devices_);
+      scaler_->update();
+    } else {
+      optimizer.step(gradients_, devices_);
+    }
     model_->mark_parameters_changed();
     return loss;
   }

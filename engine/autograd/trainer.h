@@ -24,10 +24,15 @@
 // device_ids[0] by one NCCL reduce, and the optimizer updates the parameters there with its GPU
 // kernels. NCCL picks its own summation order (engine/backends/cuda/nccl_collectives.h), so on
 // GPUs one-device and multi-device steps agree within float rounding, not bit for bit.
+//
+// Training in float16 (TrainingSpec::precision) scales the loss dynamically, as PyTorch's
+// GradScaler does (grad_scaler.h): step() computes the gradients of the loss times the scale,
+// divides them by it and skips the update when one overflowed.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/autograd/grad_scaler.h"
 #include "engine/autograd/optimizer.h"
 #include "engine/autograd/training_graph.h"
 #include "engine/model.h"
@@ -43,6 +48,8 @@ struct TrainerOptions {
   DataParallelOptions parallel;
   /// Compile the training graph from the channels-last rewrite on CPU (ModelOptions).
   bool channels_last = false;
+  /// The loss scaling of float16 training (unused in other precisions).
+  GradScalerOptions loss_scaling;
 };
 
 /// Thread safety: as DataParallel, calls are serialized; parameters change only in step().
@@ -58,7 +65,9 @@ class Trainer {
   /// device_ids[0]. Parameters are not changed. A rank of DistributedDataParallel passes its
   /// shard's share of the global batch's rows as the weight. The replicas are refreshed from
   /// the model's parameters first, so `optimizer.step(trainer.gradients())` between two calls
-  /// is seen on every device, as after loss.backward(); optimizer.step() in PyTorch.
+  /// is seen on every device, as after loss.backward(); optimizer.step() in PyTorch. In float16
+  /// the gradients are those of the loss times grad_scaler()->scale() (the loss returned is not
+  /// scaled), until the scaler unscales them.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {},
                           double loss_weight = 1.0);
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
@@ -67,7 +76,9 @@ class Trainer {
   /// copied to the replicas in one pass split over the devices' worker threads (the same
   /// values as the separate calls). Between two step() calls the replicas are then current;
   /// code that changes the parameters in place in between must call
-  /// model().mark_parameters_changed() (set_parameter does).
+  /// model().mark_parameters_changed() (set_parameter does). In float16, the scaler unscales
+  /// the gradients and skips the update when one overflowed (grad_scaler()->skipped_steps()
+  /// counts them), then updates its scale.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
   /// Gradients of the last forward_backward or step, in parameter_names() order.
@@ -81,6 +92,9 @@ class Trainer {
   /// The compiled training graph, sharing the model's parameters (compiled with the model's
   /// PlanOptions).
   const Model& training_model() const { return *training_model_; }
+  /// The loss scaler of float16 training; null in other precisions.
+  GradScaler* grad_scaler() { return scaler_.get(); }
+  const GradScaler* grad_scaler() const { return scaler_.get(); }
   /// What the last step's DataParallel call did (devices, rows, timings).
   DataParallelRun last_run() const { return parallel_->last_run(); }
 
@@ -98,6 +112,7 @@ class Trainer {
   /// the gradients, updates the parameters and copies them to the replicas.
   double fused_step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
+  std::unique_ptr<GradScaler> scaler_;  // float16 training only
   std::vector<Tensor> gradients_;
   std::vector<Device> devices_;  // options.parallel.device_ids
   /// For each parameter of the training model (plan order), its index in parameter_names(),

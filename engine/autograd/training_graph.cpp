@@ -215,15 +215,11 @@ std::string gradient_output_name(const std::string& name) {
 namespace {
 
 /// The forward graph a training graph is built from: `forward` itself in float32, its mixed-
-/// precision form in bfloat16 (TrainingSpec::precision).
+/// precision form in bfloat16 or float16 (TrainingSpec::precision).
 std::shared_ptr<Graph> forward_in(const Graph& forward, DType precision) {
   if (precision == DType::Float32) return std::make_shared<Graph>(forward);
-  if (precision == DType::Float16)
-    fail(
-        "training in float16 needs loss scaling, which dprun does not do: train in bfloat16, "
-        "whose range is float32's");
-  DPRUN_CHECK(precision == DType::BFloat16, "training precision ", dtype_name(precision),
-              " is not float32 or bfloat16");
+  DPRUN_CHECK(precision == DType::BFloat16 || precision == DType::Float16, "training precision ",
+              dtype_name(precision), " is not float32, bfloat16 or float16");
   return to_half_precision(forward, {.dtype = precision,
                                      .keep_io_types = true,
                                      .keep_parameters = true,

@@ -26,11 +26,12 @@ struct TrainingSpec {
   /// Initializers that are never trained (in addition to BatchNormalization running
   /// statistics and non-floating initializers, which never are).
   std::vector<std::string> freeze;
-  /// Float32: train as the model is. BFloat16: mixed precision, as PyTorch's autocast: the
-  /// forward and backward passes compute in bfloat16 (to_half_precision, with the parameters
-  /// kept float32 as master weights and cast to bfloat16 where read; BatchNormalization, its
-  /// statistics and the loss stay float32), so gradients, the optimizer and the saved model
-  /// are float32. Float16 is refused: it would need loss scaling, which is not built.
+  /// Float32: train as the model is. BFloat16 or Float16: mixed precision, as PyTorch's
+  /// autocast: the forward and backward passes compute in 16 bits (to_half_precision, with the
+  /// parameters kept float32 as master weights and cast to 16 bits where read;
+  /// BatchNormalization, its statistics and the loss stay float32), so gradients, the
+  /// optimizer and the saved model are float32. Float16 needs its loss scaled (the Trainer's
+  /// GradScaler): its gradients would otherwise flush to zero below 6e-5.
   DType precision = DType::Float32;
 };
 

@@ -219,7 +219,14 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
 double DistributedDataParallel::step(const std::vector<Tensor>& inputs, const Tensor& target,
                                      int64_t rows, int64_t global_rows, Optimizer& optimizer) {
   double loss = forward_backward(inputs, target, rows, global_rows);
-  optimizer.step(gradients());
+  // Every rank holds the same summed gradients, so in float16 every rank's scaler finds the
+  // same overflow and skips the same steps.
+  if (GradScaler* scaler = trainer_->grad_scaler()) {
+    scaler->step(optimizer, gradients());
+    scaler->update();
+  } else {
+    optimizer.step(gradients());
+  }
   model_->mark_parameters_changed();
   return loss;
 }

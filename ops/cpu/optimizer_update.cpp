@@ -2,6 +2,9 @@
 // loops over a range of elements, one per combination of settings, so that the compiler
 // vectorises each (this file is compiled without errno for sqrt, see ops/CMakeLists.txt).
 #include "engine/autograd/optimizer_update.h"
+
+#include <cmath>
+
 #include "ops/math/optimizer_functors.h"
 
 namespace dprun {
@@ -51,6 +54,27 @@ class CpuAdamUpdate final : public AdamUpdateKernel {
   }
 };
 
+class CpuUnscaleGradient final : public GradientUnscaleKernel {
+ public:
+  void unscale(ExecutionContext*, float inv_scale, Tensor& gradient,
+               Tensor& found_inf) const override {
+    bool found = false;
+    visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* g = gradient.data<T>();
+      const T factor = static_cast<T>(inv_scale);
+      const int64_t n = gradient.numel();
+      bool finite = true;  // one flag for the whole loop, so that it vectorises
+      for (int64_t i = 0; i < n; ++i) {
+        finite &= std::isfinite(g[i]);
+        g[i] *= factor;
+      }
+      found = !finite;
+    });
+    if (found) found_inf.data<float>()[0] = 1.0f;
+  }
+};
+
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kSgdUpdateOp,
                        .dtypes = kFloatTypes,
@@ -59,6 +83,10 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kAdamUpdateOp,
                        .dtypes = kFloatTypes,
                        .factory = make_update_kernel<CpuAdamUpdate>});
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kUnscaleGradientOp,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CpuUnscaleGradient>});
 
 }  // namespace
 }  // namespace dprun

@@ -38,6 +38,21 @@ __global__ void adam_kernel(Op op, T* __restrict__ p, const T* __restrict__ g, T
     p[i] = op(p[i], g[i], m[i], v[i]);
 }
 
+// Multiplies g by inv_scale; sets *found_inf to 1 when an element was not finite. Threads that
+// find one all write the same value, so the race is benign.
+template <class T>
+__global__ void unscale_kernel(T factor, T* __restrict__ g, float* __restrict__ found_inf,
+                               int64_t n) {
+  bool finite = true;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T v = g[i];
+    finite = finite && isfinite(v);
+    g[i] = v * factor;
+  }
+  if (!finite) *found_inf = 1.0f;
+}
+
 // The stream of `execution`, which must be a CUDA context on the parameter's GPU.
 cudaStream_t stream_for(ExecutionContext* execution, const Tensor& parameter, const char* op) {
   DPRUN_CHECK(execution != nullptr, op, " on ", parameter.device().to_string(),
@@ -92,6 +107,26 @@ class CudaAdamUpdate final : public AdamUpdateKernel {
   }
 };
 
+class CudaUnscaleGradient final : public GradientUnscaleKernel {
+ public:
+  void unscale(ExecutionContext* execution, float inv_scale, Tensor& gradient,
+               Tensor& found_inf) const override {
+    cudaStream_t stream = stream_for(execution, gradient, kUnscaleGradientOp);
+    DPRUN_CHECK(found_inf.device() == gradient.device() && found_inf.dtype() == DType::Float32,
+                kUnscaleGradientOp, ": the flag is ", found_inf.describe(), ", not float32 on ",
+                gradient.device().to_string());
+    const int64_t n = gradient.numel();
+    if (n == 0) return;
+    visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<T>(inv_scale), gradient.data<T>(), found_inf.data<float>(), n);
+    });
+    cuda_check(cudaGetLastError(), kUnscaleGradientOp, " on ", gradient.device().to_string(),
+               ": kernel launch");
+  }
+};
+
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kSgdUpdateOp,
                        .device = DeviceType::CUDA,
@@ -102,6 +137,12 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .device = DeviceType::CUDA,
                        .dtypes = kFloatTypes,
                        .factory = make_update_kernel<CudaAdamUpdate>});
+
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kUnscaleGradientOp,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CudaUnscaleGradient>});
 
 }  // namespace
 }  // namespace dprun

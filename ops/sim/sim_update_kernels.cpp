@@ -53,6 +53,21 @@ class SimAdamUpdate final : public AdamUpdateKernel {
   std::unique_ptr<AdamUpdateKernel> host_;
 };
 
+class SimUnscaleGradient final : public GradientUnscaleKernel {
+ public:
+  explicit SimUnscaleGradient(std::unique_ptr<GradientUnscaleKernel> host)
+      : host_(std::move(host)) {}
+  void unscale(ExecutionContext*, float inv_scale, Tensor& gradient,
+               Tensor& found_inf) const override {
+    SimAccess access(gradient.device(), data_on(gradient.device(), {&gradient, &found_inf}));
+    book_update(gradient, gradient, {&gradient, &found_inf}, "a gradient unscale");
+    host_->unscale(nullptr, inv_scale, gradient, found_inf);
+  }
+
+ private:
+  std::unique_ptr<GradientUnscaleKernel> host_;
+};
+
 // `kernel` as a K, taking ownership, or nullptr leaving it alone.
 template <class K>
 std::unique_ptr<K> take_as(std::unique_ptr<OpKernel>& kernel) {
@@ -67,6 +82,8 @@ std::unique_ptr<OpKernel> sim_update_kernel(std::unique_ptr<OpKernel>& host_kern
     return std::make_unique<SimSgdUpdate>(std::move(sgd));
   if (auto adam = take_as<AdamUpdateKernel>(host_kernel))
     return std::make_unique<SimAdamUpdate>(std::move(adam));
+  if (auto unscale = take_as<GradientUnscaleKernel>(host_kernel))
+    return std::make_unique<SimUnscaleGradient>(std::move(unscale));
   return nullptr;
 }
 

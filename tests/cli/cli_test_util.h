@@ -3,7 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../command_util.h"
 
@@ -17,6 +22,27 @@ inline CommandResult run_dprun(const std::string& arguments) {
 /// checkouts of the project may run the same tests concurrently): NAME_PID.
 inline std::filesystem::path scratch_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()));
+}
+
+/// The bytes of the file at `path` (empty when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream read;
+  read << in.rdbuf();
+  return read.str();
+}
+
+/// The numbers of the list `"key": [...]` in the JSON `text`, as dprun writes them; nullopt
+/// when `text` has no such list.
+inline std::optional<std::vector<double>> json_numbers(const std::string& text,
+                                                       const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]")))
+    return std::nullopt;
+  std::vector<double> out;
+  std::stringstream list(m[1].str());
+  for (std::string item; std::getline(list, item, ',');) out.push_back(std::stod(item));
+  return out;
 }
 
 }  // namespace dprun::testing

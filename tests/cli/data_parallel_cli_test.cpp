@@ -17,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 fs::path fresh_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("dprun_dp_cli_" + name);
   fs::remove_all(dir);
@@ -100,7 +93,7 @@ TEST_P(BitwiseAcrossDevices, SameBytesAsOneDevice) {
       auto r = run_dprun(base + out.string() + " --devices " + devices);
       ASSERT_EQ(r.status, 0) << r.output;
       for (const auto& entry : fs::directory_iterator(dir / "one"))
-        EXPECT_TRUE(read_file(entry.path()) == read_file(out / entry.path().filename()))
+        EXPECT_TRUE(read_text(entry.path()) == read_text(out / entry.path().filename()))
             << model << " batch " << batch << " on " << devices << ": " << entry.path().filename();
     }
   }
@@ -123,7 +116,7 @@ TEST(DataParallelCli, JsonReportsTheSplit) {
                      " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --json " +
                      (dir / "run.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  std::string json = read_file(dir / "run.json");
+  std::string json = read_text(dir / "run.json");
   EXPECT_NE(json.find("\"devices_used\": [\"cpu:0\", \"cpu:1\", \"cpu:2\"]"), std::string::npos)
       << json;
   EXPECT_NE(json.find("\"chunk_rows\": [2, 2, 1]"), std::string::npos) << json;
@@ -147,13 +140,13 @@ TEST(DataParallelCli, JsonReportsTheSplit) {
                 " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --split-policy even --json " +
                 (dir / "even.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(read_file(dir / "even.json").find("\"chunk_rows\": [2, 1, 1, 1]"), std::string::npos);
+  EXPECT_NE(read_text(dir / "even.json").find("\"chunk_rows\": [2, 1, 1, 1]"), std::string::npos);
 
   r = run_dprun(source_path("models/mlp.onnx") +
                 " --devices cpu:0,cpu:1 --batch 9 --split-policy weighted --weights 2,1 --json " +
                 (dir / "weighted.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(read_file(dir / "weighted.json").find("\"chunk_rows\": [6, 3]"), std::string::npos);
+  EXPECT_NE(read_text(dir / "weighted.json").find("\"chunk_rows\": [6, 3]"), std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -163,7 +156,7 @@ TEST(DataParallelCli, ScalarOutputsGatherIntoAVectorAndBroadcastSplit) {
   auto r = run_dprun(model + " --devices cpu:0,cpu:1,cpu:2 --batch 6 --split row=none --json " +
                      (dir / "s.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  std::string json = read_file(dir / "s.json");
+  std::string json = read_text(dir / "s.json");
   EXPECT_NE(json.find("\"total\": [3]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"y\": [6, 3]"), std::string::npos) << json;
   EXPECT_NE(
@@ -239,7 +232,7 @@ TEST(BenchCli, JsonAndSweep) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("samples/s"), std::string::npos);
   EXPECT_NE(r.output.find("efficiency"), std::string::npos) << r.output;
-  std::string json = read_file(dir / "b.json");
+  std::string json = read_text(dir / "b.json");
   for (const char* key :
        {"\"samples_per_s\"", "\"batch\": 8", "\"iters\": 3", "\"devices\": [\"cpu:0\", \"cpu:1\"]",
         "\"per_device\"", "\"rows\": 4", "\"sweep\""})
@@ -293,7 +286,7 @@ TEST(BenchCli, RoundsKeepEachDeviceListsBestAndReportEveryRound) {
   EXPECT_NE(r.output.find(" over 6 steps\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rounds (samples/s, the best kept): "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("median step ms"), std::string::npos) << r.output;
-  std::string json = read_file(dir / "b.json");
+  std::string json = read_text(dir / "b.json");
   EXPECT_NE(json.find("\"rounds\": 3"), std::string::npos) << json;
   // The given list, then the sweep's one and two devices (the given list again): three rounds
   // each, the best kept.

@@ -2,6 +2,7 @@
 // errors for what it does not take.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -128,54 +129,117 @@ TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
                      "--precision: 'half' is not float32, float16 or bfloat16");
   expect_usage_error(run_dprun("conformance --precision float16 --via-cli"),
                      "--precision runs in process: leave out --via-cli");
-  expect_usage_error(run_dprun("train " + model + " --loss mse --precision float16"),
-                     "--precision float16: training in float16 needs loss scaling, which dprun "
-                     "does not do; use bfloat16");
-  expect_usage_error(run_dprun("train " + model + " --loss mse --precision float64"),
-                     "--precision: 'float64' is not float32 or bfloat16");
+  const std::string train = "train " + model + " --loss mse ";
+  const std::vector<std::pair<std::string, std::string>> train_errors = {
+      {"--precision float64", "--precision: 'float64' is not float32, bfloat16 or float16"},
+      {"--precision bfloat16 --loss-scale 8",
+       "--loss-scale: only float16 training scales its loss (--precision float16)"},
+      {"--loss-scale-growth-interval 5",
+       "--loss-scale-growth-interval: only float16 training scales its loss (--precision "
+       "float16)"},
+      {"--precision float16 --loss-scale 0", "--loss-scale: 0 is not a positive float32"},
+      {"--precision float16 --loss-scale 1e39", "--loss-scale: 1e39 is not a positive float32"},
+  };
+  for (const auto& [options, message] : train_errors)
+    expect_usage_error(run_dprun(train + options), message);
 }
 
-// Mixed-precision training: the passes in bfloat16, the saved parameters float32; the losses
-// follow the float32 run's within bfloat16's rounding.
-TEST(PrecisionCli, TrainInBfloat16SavesFloat32ParametersAndTracksFloat32) {
+const std::string kMlpData = "models/training/mlp_sgd";
+
+std::string train_mlp_command(const std::string& precision, const fs::path& dir,
+                              const std::string& more = "") {
+  const std::string data = source_path(kMlpData);
+  return "train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+         ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 --no-shuffle "
+         "--devices cpu:0,cpu:1 --precision " +
+         precision + " --save " + (dir / (precision + ".onnx")).string() + " --json " +
+         (dir / (precision + ".json")).string() + more;
+}
+
+// Mixed-precision training: the passes in 16 bits, the saved parameters float32; the losses
+// follow the float32 run's within the 16-bit type's rounding. float16 scales its loss: the
+// default scale overflows no gradient of this model, so every step is taken.
+TEST(PrecisionCli, TrainIn16BitsSavesFloat32ParametersAndTracksFloat32) {
   const fs::path dir = scratch_path("dprun_precision_train");
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string data = source_path("models/training/mlp_sgd");
   std::map<std::string, std::vector<double>> losses;
-  for (const char* precision : {"float32", "bfloat16"}) {
-    const fs::path saved = dir / (std::string(precision) + ".onnx");
-    const fs::path json = dir / (std::string(precision) + ".json");
-    CommandResult r =
-        run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
-                  ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 --steps 6 "
-                  "--no-shuffle --devices cpu:0,cpu:1 --precision " +
-                  precision + " --save " + saved.string() + " --json " + json.string());
+  for (const std::string precision : {"float32", "bfloat16", "float16"}) {
+    CommandResult r = run_dprun(train_mlp_command(precision, dir, " --steps 6"));
     ASSERT_EQ(r.status, 0) << r.output;
-    const std::shared_ptr<Graph> trained = load_graph(saved.string());
+    const std::shared_ptr<Graph> trained = load_graph((dir / (precision + ".onnx")).string());
     for (const auto& [name, tensor] : trained->initializers)
       if (is_floating(tensor.dtype())) {
         EXPECT_EQ(tensor.dtype(), DType::Float32) << name;
       }
-    std::ifstream in(json);
-    std::stringstream read;
-    read << in.rdbuf();
-    const std::string text = read.str();
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(text, m, std::regex(R"re("losses": \[([^\]]*)\])re"))) << text;
-    std::stringstream list(m[1].str());
-    for (std::string item; std::getline(list, item, ',');)
-      losses[precision].push_back(std::stod(item));
+    const std::string text = read_text(dir / (precision + ".json"));
+    losses[precision] = json_numbers(text, "losses").value_or(std::vector<double>{});
+    if (precision == "float16") {
+      EXPECT_EQ(json_numbers(text, "loss_scales"), std::vector<double>(6, 65536)) << text;
+      EXPECT_EQ(json_numbers(text, "skipped_steps"), std::vector<double>{}) << text;
+      EXPECT_NE(r.output.find("; 0 of 6 steps skipped for overflowing gradients, loss scale now "
+                              "65536; saved "),
+                std::string::npos)
+          << r.output;
+    } else {
+      EXPECT_EQ(json_numbers(text, "loss_scales"), std::nullopt) << text;
+    }
   }
-  ASSERT_EQ(losses["bfloat16"].size(), 6u);
   ASSERT_EQ(losses["float32"].size(), 6u);
-  bool any_difference = false;
-  for (size_t s = 0; s < 6; ++s) {
-    EXPECT_NEAR(losses["bfloat16"][s], losses["float32"][s], 0.02 * losses["float32"][s])
-        << "step " << s;
-    any_difference = any_difference || losses["bfloat16"][s] != losses["float32"][s];
+  for (const std::string precision : {"bfloat16", "float16"}) {
+    SCOPED_TRACE(precision);
+    ASSERT_EQ(losses[precision].size(), 6u);
+    const double tolerance = precision == "bfloat16" ? 0.02 : 0.002;
+    bool any_difference = false;
+    for (size_t s = 0; s < 6; ++s) {
+      EXPECT_NEAR(losses[precision][s], losses["float32"][s], tolerance * losses["float32"][s])
+          << "step " << s;
+      any_difference = any_difference || losses[precision][s] != losses["float32"][s];
+    }
+    EXPECT_TRUE(any_difference) << precision << " training gave the float32 losses";
   }
-  EXPECT_TRUE(any_difference) << "bfloat16 training gave the float32 losses";
+  fs::remove_all(dir);
+}
+
+// From a scale far too large, each overflowing step is skipped and halves the scale until the
+// gradients fit; after three clean steps in a row the scale doubles. The reported scales follow
+// GradScaler's rule exactly from the reported skips, and the summary line agrees.
+TEST(PrecisionCli, TrainInFloat16BacksOffAnOverflowingLossScale) {
+  const fs::path dir = scratch_path("dprun_precision_train_scale");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CommandResult r = run_dprun(train_mlp_command(
+      "float16", dir, " --steps 24 --loss-scale 1e9 --loss-scale-growth-interval 3"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string text = read_text(dir / "float16.json");
+  const std::vector<double> scales =
+      json_numbers(text, "loss_scales").value_or(std::vector<double>{});
+  const std::vector<double> skipped =
+      json_numbers(text, "skipped_steps").value_or(std::vector<double>{});
+  ASSERT_EQ(scales.size(), 24u) << text;
+  ASSERT_FALSE(skipped.empty()) << text;
+  EXPECT_EQ(skipped.front(), 1) << "a scale of 1e9 overflows the first step";
+  double scale = 1e9;
+  int clean = 0;
+  for (size_t s = 0; s < scales.size(); ++s) {
+    // The JSON holds 9 digits: each float32 scale exactly, read back.
+    ASSERT_EQ(static_cast<float>(scales[s]), static_cast<float>(scale)) << "step " << s + 1;
+    if (std::count(skipped.begin(), skipped.end(), static_cast<double>(s + 1))) {
+      scale /= 2;
+      clean = 0;
+    } else if (++clean == 3) {
+      scale *= 2;
+      clean = 0;
+    }
+  }
+  EXPECT_LT(skipped.size(), 16u) << "training stalled: " << text;
+  std::ostringstream summary;
+  summary << "; " << skipped.size() << " of 24 steps skipped for overflowing gradients, loss "
+          << "scale now " << scale << "; saved ";
+  EXPECT_NE(r.output.find(summary.str()), std::string::npos) << r.output << "\n" << summary.str();
+  const std::vector<double> losses = json_numbers(text, "losses").value_or(std::vector<double>{});
+  ASSERT_EQ(losses.size(), 24u) << text;
+  for (double loss : losses) EXPECT_TRUE(std::isfinite(loss)) << text;
   fs::remove_all(dir);
 }
 

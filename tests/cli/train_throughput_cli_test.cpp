@@ -45,16 +45,8 @@ TrainJson train(const std::string& extra, const std::string& tag) {
                 " --json " + (dir / "run.json").string() + " " + extra);
   EXPECT_EQ(r.status, 0) << r.output;
   TrainJson out;
-  std::ifstream in(dir / "run.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out.text = ss.str();
-  std::smatch m;
-  if (std::regex_search(out.text, m, std::regex(R"re("step_seconds": \[([^\]]*)\])re"))) {
-    std::stringstream list(m[1].str());
-    for (std::string item; std::getline(list, item, ',');)
-      out.step_seconds.push_back(std::stod(item));
-  }
+  out.text = read_text(dir / "run.json");
+  out.step_seconds = json_numbers(out.text, "step_seconds").value_or(std::vector<double>{});
   out.samples_per_s = std::stod(json_field(out.text, "samples_per_s"));
   out.samples_per_s_overall = std::stod(json_field(out.text, "samples_per_s_overall"));
   out.warmup_steps = std::stoi(json_field(out.text, "warmup_steps"));

@@ -19,13 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 double json_number(const std::string& json, const std::string& pattern) {
   std::smatch m;
   EXPECT_TRUE(std::regex_search(json, m, std::regex(pattern))) << pattern << " in " << json;

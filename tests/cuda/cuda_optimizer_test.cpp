@@ -1,5 +1,6 @@
-// The optimizers' update kernels on CUDA: every update of the ai.dprun domain has a CPU and a
-// CUDA definition over the same dtypes, and on a GPU the update gives the host's bits.
+// The optimizers' and the loss scaler's update kernels on CUDA: every update of the ai.dprun domain
+// has a CPU and a CUDA definition over the same dtypes, and on a GPU the update gives the host's
+// bits.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -17,7 +18,7 @@ TEST(CudaOptimizerKernels, EveryUpdateHasACpuAndACudaDefinition) {
   for (const KernelDef& def : KernelRegistry::instance().definitions())
     if (def.domain == kDprunDomain) defined[def.device][def.op_type] = def.dtypes;
   const std::vector<DType> floats = {DType::Float32, DType::Float64};
-  for (const char* op : {kSgdUpdateOp, kAdamUpdateOp}) {
+  for (const char* op : {kSgdUpdateOp, kAdamUpdateOp, kUnscaleGradientOp}) {
     SCOPED_TRACE(op);
     ASSERT_TRUE(defined[DeviceType::CPU].count(op));
     ASSERT_TRUE(defined[DeviceType::CUDA].count(op));
@@ -35,6 +36,9 @@ TEST(CudaOptimizerKernels, EveryUpdateHasACpuAndACudaDefinition) {
             nullptr);
   EXPECT_NE(dynamic_cast<AdamUpdateKernel*>(
                 create_update_kernel(kAdamUpdateOp, DeviceType::CUDA, DType::Float64).get()),
+            nullptr);
+  EXPECT_NE(dynamic_cast<GradientUnscaleKernel*>(
+                create_update_kernel(kUnscaleGradientOp, DeviceType::CUDA, DType::Float32).get()),
             nullptr);
 }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -102,18 +103,30 @@ enum class SumIn { Host, Device };
 // once per bucket) or the rank's device memory (the buckets live there).
 class DistributedRanks : public ::testing::TestWithParam<std::tuple<int, DeviceType, SumIn>> {};
 
-TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
-  const auto [n, type, sum_in] = GetParam();
+// `n` ranks on devices of `type` train as one process over n such devices, bit for bit. In
+// float16 the loss scale starts far too large (2^30): the first steps overflow, and every rank
+// must skip exactly the steps the one process skips. (A power of two, so that a loss scaled and
+// unscaled is the same number however the ranks' losses are summed.)
+void expect_ranks_equal_one_process(int n, DeviceType type, SumIn sum_in, DType precision) {
   Data data;
+  auto options_for = [&](std::vector<Device> devices) {
+    TrainerOptions options = options_on(std::move(devices));
+    options.training.precision = precision;
+    options.loss_scaling = {.init_scale = std::ldexp(1.0, 30), .growth_interval = 3};
+    return options;
+  };
+  std::vector<std::vector<int64_t>> batches;
+  for (int round = 0; round < (precision == DType::Float16 ? 4 : 1); ++round)
+    batches.insert(batches.end(), kBatches.begin(), kBatches.end());
   // The reference: one process, one device per rank, each batch reordered so that device r's
   // chunk (even split) is rank r's shard.
   std::vector<Device> devices;
   for (int r = 0; r < n; ++r) devices.push_back({type, r});
   auto reference_model = mlp_on(devices[0]);
-  Trainer reference(reference_model, options_on(devices));
+  Trainer reference(reference_model, options_for(devices));
   Sgd reference_sgd(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
   std::vector<double> reference_losses;
-  for (const auto& batch : kBatches) {
+  for (const auto& batch : batches) {
     std::vector<int64_t> reordered;
     for (int r = 0; r < n; ++r)
       for (int64_t row : shard_rows(batch, r, n)) reordered.push_back(row);
@@ -121,16 +134,18 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
                                               rows_of(data.target, reordered), reference_sgd));
   }
 
-  std::vector<std::vector<double>> losses(static_cast<size_t>(n));
-  std::vector<std::vector<Tensor>> parameters(static_cast<size_t>(n));
+  const auto ranks = static_cast<size_t>(n);
+  std::vector<std::vector<double>> losses(ranks);
+  std::vector<std::vector<Tensor>> parameters(ranks);
+  std::vector<std::pair<int64_t, float>> skipped_and_scale(ranks);
   auto body = [&](ProcessGroup& g) {
     auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
     const Device rank_device{type, g.rank()};
     auto model = mlp_on(rank_device);
-    DistributedDataParallel ddp(model, options_on({rank_device}), group, {.deterministic = true});
+    DistributedDataParallel ddp(model, options_for({rank_device}), group, {.deterministic = true});
     EXPECT_TRUE(ddp.overlaps_backward());
     Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1, .momentum = 0.9});
-    for (const auto& batch : kBatches) {
+    for (const auto& batch : batches) {
       auto mine = shard_rows(batch, g.rank(), n);
       losses[static_cast<size_t>(g.rank())].push_back(
           ddp.step({rows_of(data.x, mine)}, rows_of(data.target, mine),
@@ -138,19 +153,38 @@ TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
     }
     ddp.check_parameters_in_sync();
     parameters[static_cast<size_t>(g.rank())] = clones(model->parameters());
-    EXPECT_EQ(ddp.stats().steps, 4);
+    if (const GradScaler* scaler = ddp.trainer().grad_scaler())
+      skipped_and_scale[static_cast<size_t>(g.rank())] = {scaler->skipped_steps(), scaler->scale()};
+    EXPECT_EQ(ddp.stats().steps, static_cast<int64_t>(batches.size()));
     const Device gradients_in = type == DeviceType::CPU ? Device::cpu() : rank_device;
     for (const Tensor& gradient : ddp.gradients())
       EXPECT_EQ(gradient.device(), gradients_in) << "rank " << g.rank();
   };
   auto errors = run_ranks(n, body, {}, sum_in == SumIn::Device ? devices : std::vector<Device>{});
-  EXPECT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n)));
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(losses[static_cast<size_t>(r)], reference_losses) << "rank " << r;
-    EXPECT_TRUE(
-        same_bytes(parameters[static_cast<size_t>(r)], clones(reference_model->parameters())))
-        << "rank " << r;
+  EXPECT_EQ(errors, std::vector<std::string>(ranks));
+  for (size_t r = 0; r < ranks; ++r) {
+    EXPECT_EQ(losses[r], reference_losses) << "rank " << r;
+    EXPECT_TRUE(same_bytes(parameters[r], clones(reference_model->parameters()))) << "rank " << r;
+    if (const GradScaler* scaler = reference.grad_scaler()) {
+      EXPECT_EQ(skipped_and_scale[r], std::make_pair(scaler->skipped_steps(), scaler->scale()))
+          << "rank " << r;
+    }
   }
+  if (const GradScaler* scaler = reference.grad_scaler()) {
+    // Scales above 2^18 overflow this model's float16 gradients: 12 halvings at least.
+    EXPECT_GE(scaler->skipped_steps(), 12);
+    EXPECT_LT(scaler->skipped_steps(), static_cast<int64_t>(batches.size()));
+  }
+}
+
+TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
+  const auto [n, type, sum_in] = GetParam();
+  expect_ranks_equal_one_process(n, type, sum_in, DType::Float32);
+}
+
+TEST(DistributedDataParallel, Float16RanksSkipTheStepsOneProcessSkips) {
+  expect_ranks_equal_one_process(2, DeviceType::CPU, SumIn::Host, DType::Float16);
+  expect_ranks_equal_one_process(2, DeviceType::Sim, SumIn::Device, DType::Float16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DistributedRanks,

@@ -1,6 +1,6 @@
-// Mixed-precision training (TrainingSpec::precision = bfloat16): the forward and backward
-// passes compute in bfloat16, the parameters, their gradients, the loss, BatchNormalization and
-// its running statistics stay float32.
+// Mixed-precision training (TrainingSpec::precision = bfloat16 or float16): the forward and
+// backward passes compute in 16 bits, the parameters, their gradients, the loss,
+// BatchNormalization and its running statistics stay float32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,35 +38,27 @@ TrainingSpec mse_in(DType precision) {
   return spec;
 }
 
-TEST(MixedPrecision, TheTrainingGraphComputesInBfloat16FromFloat32Parameters) {
-  const TrainingGraph training = build_training_graph(*mlp_graph(), mse_in(DType::BFloat16));
-  const Graph& g = *training.graph;
-  EXPECT_EQ(training.parameters, (std::vector<std::string>{"W1", "W2", "b1", "b2"}));
-  for (const std::string& p : training.parameters) {
-    EXPECT_EQ(g.initializers.at(p).dtype(), DType::Float32) << p;
-    EXPECT_EQ(g.type_of(gradient_output_name(p))->dtype, DType::Float32) << p;
-  }
-  EXPECT_EQ(g.type_of(training.loss)->dtype, DType::Float32);
-  EXPECT_EQ(training.loss_dtype, DType::Float32);
-  // Every MatMul, forward and backward, reads and writes bfloat16.
-  int matmuls = 0;
-  for (const Node& node : g.nodes) {
-    if (node.op_type != "MatMul") continue;
-    ++matmuls;
-    for (const std::string& v : {node.inputs[0], node.inputs[1], node.outputs[0]})
-      EXPECT_EQ(g.type_of(v)->dtype, DType::BFloat16) << node.name << " " << v;
-  }
-  EXPECT_EQ(matmuls, 2 + 3);  // two forward; dW1, dW2 and the gradient of h2
-}
-
-TEST(MixedPrecision, Float16IsRefusedForWantOfLossScaling) {
-  try {
-    build_training_graph(*mlp_graph(), mse_in(DType::Float16));
-    FAIL() << "float16 training was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "training in float16 needs loss scaling, which dprun does not do: train in "
-              "bfloat16, whose range is float32's");
+TEST(MixedPrecision, TheTrainingGraphComputesIn16BitsFromFloat32Parameters) {
+  for (DType precision : {DType::BFloat16, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    const TrainingGraph training = build_training_graph(*mlp_graph(), mse_in(precision));
+    const Graph& g = *training.graph;
+    EXPECT_EQ(training.parameters, (std::vector<std::string>{"W1", "W2", "b1", "b2"}));
+    for (const std::string& p : training.parameters) {
+      EXPECT_EQ(g.initializers.at(p).dtype(), DType::Float32) << p;
+      EXPECT_EQ(g.type_of(gradient_output_name(p))->dtype, DType::Float32) << p;
+    }
+    EXPECT_EQ(g.type_of(training.loss)->dtype, DType::Float32);
+    EXPECT_EQ(training.loss_dtype, DType::Float32);
+    // Every MatMul, forward and backward, reads and writes 16 bits.
+    int matmuls = 0;
+    for (const Node& node : g.nodes) {
+      if (node.op_type != "MatMul") continue;
+      ++matmuls;
+      for (const std::string& v : {node.inputs[0], node.inputs[1], node.outputs[0]})
+        EXPECT_EQ(g.type_of(v)->dtype, precision) << node.name << " " << v;
+    }
+    EXPECT_EQ(matmuls, 2 + 3);  // two forward; dW1, dW2 and the gradient of h2
   }
 }
 
@@ -81,6 +73,8 @@ TrainingRun train(DType precision, const char* devices, int steps) {
   options.training = mse_in(precision);
   options.parallel.device_ids = parse_device_list(devices);
   auto model = std::make_shared<Model>(mlp_graph(), options.parallel.device_ids[0]);
+  // float16: a scale at which no gradient of this MLP overflows, so every step is taken.
+  options.loss_scaling.init_scale = 1024;
   Trainer trainer(model, options);
   Sgd sgd(trainer.parameters(), {.lr = 0.05, .momentum = 0.9});
   const Tensor x = random_floats({12, 4}, 10), t = random_floats({12, 3}, 11);
@@ -89,42 +83,52 @@ TrainingRun train(DType precision, const char* devices, int steps) {
     if (s == 0) {
       trainer.forward_backward({x}, t);
       for (const Tensor& g : trainer.gradients()) run.first_gradients.push_back(g.clone());
+      if (GradScaler* scaler = trainer.grad_scaler()) {  // they are of the scaled loss
+        EXPECT_TRUE(scaler->unscale(run.first_gradients));
+        scaler->update();
+      }
     }
     run.losses.push_back(trainer.step({x}, t, sgd));
   }
   run.w = model->parameter("W1").to(Device::cpu());
   EXPECT_EQ(run.w.dtype(), DType::Float32);
+  if (const GradScaler* scaler = trainer.grad_scaler()) {
+    EXPECT_EQ(scaler->skipped_steps(), 0);
+  }
   return run;
 }
 
-// bfloat16 keeps 8 significant bits: each gradient is within a few of its steps of the float32
-// one, relative to the largest gradient of its parameter, and differs from it somewhere (the
-// passes did run in bfloat16). The losses follow the float32 run's.
-TEST(MixedPrecision, TracksFloat32TrainingWithinBfloat16Rounding) {
-  for (const char* devices : {"cpu:0", "cpu:0,cpu:1", "sim:0"}) {
-    SCOPED_TRACE(devices);
-    const TrainingRun wide = train(DType::Float32, devices, 6);
-    const TrainingRun narrow = train(DType::BFloat16, devices, 6);
-    ASSERT_EQ(narrow.first_gradients.size(), wide.first_gradients.size());
-    bool any_difference = false;
-    for (size_t p = 0; p < wide.first_gradients.size(); ++p) {
-      const Tensor want = wide.first_gradients[p].to(Device::cpu());
-      const Tensor got = narrow.first_gradients[p].to(Device::cpu());
-      ASSERT_EQ(got.dtype(), DType::Float32);
-      double scale = 0;
-      for (int64_t i = 0; i < want.numel(); ++i)
-        scale = std::max(scale, std::fabs(want.item_as_double(i)));
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        EXPECT_NEAR(got.item_as_double(i), want.item_as_double(i), 0.05 * scale)
-            << "parameter " << p << " element " << i;
-        any_difference = any_difference || got.item_as_double(i) != want.item_as_double(i);
+// bfloat16 keeps 8 significant bits, float16 11: each gradient is within a few of its steps of
+// the float32 one, relative to the largest gradient of its parameter, and differs from it
+// somewhere (the passes did run in 16 bits). The losses follow the float32 run's.
+TEST(MixedPrecision, TracksFloat32TrainingWithin16BitRounding) {
+  for (DType precision : {DType::BFloat16, DType::Float16})
+    for (const char* devices : {"cpu:0", "cpu:0,cpu:1", "sim:0"}) {
+      SCOPED_TRACE(std::string(dtype_name(precision)) + " on " + devices);
+      const double tolerance = precision == DType::BFloat16 ? 0.05 : 0.01;
+      const TrainingRun wide = train(DType::Float32, devices, 6);
+      const TrainingRun narrow = train(precision, devices, 6);
+      ASSERT_EQ(narrow.first_gradients.size(), wide.first_gradients.size());
+      bool any_difference = false;
+      for (size_t p = 0; p < wide.first_gradients.size(); ++p) {
+        const Tensor want = wide.first_gradients[p].to(Device::cpu());
+        const Tensor got = narrow.first_gradients[p].to(Device::cpu());
+        ASSERT_EQ(got.dtype(), DType::Float32);
+        double scale = 0;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          scale = std::max(scale, std::fabs(want.item_as_double(i)));
+        for (int64_t i = 0; i < want.numel(); ++i) {
+          EXPECT_NEAR(got.item_as_double(i), want.item_as_double(i), tolerance * scale)
+              << "parameter " << p << " element " << i;
+          any_difference = any_difference || got.item_as_double(i) != want.item_as_double(i);
+        }
       }
+      EXPECT_TRUE(any_difference) << "the 16-bit gradients are the float32 ones";
+      for (size_t s = 0; s < wide.losses.size(); ++s)
+        EXPECT_NEAR(narrow.losses[s], wide.losses[s], 0.6 * tolerance * wide.losses[s])
+            << "step " << s;
+      EXPECT_LT(narrow.losses.back(), 0.8 * narrow.losses.front());
     }
-    EXPECT_TRUE(any_difference) << "the bfloat16 gradients are the float32 ones";
-    for (size_t s = 0; s < wide.losses.size(); ++s)
-      EXPECT_NEAR(narrow.losses[s], wide.losses[s], 0.03 * wide.losses[s]) << "step " << s;
-    EXPECT_LT(narrow.losses.back(), 0.8 * narrow.losses.front());
-  }
 }
 
 TEST(MixedPrecision, SameSeedSameDevicesSameBits) {
