@@ -1,6 +1,8 @@
 // CUDA binary arithmetic with numpy broadcasting (legacy broadcast/axis before opset 7): Add,
-// Sub, Mul over the CPU's numeric types; Div and Pow over float32/64. Integer Div is left to
-// the CPU: it must fail on a zero divisor, which a GPU kernel cannot report without a sync.
+// Sub, Mul over the CPU's numeric types; Div and Pow over float32/64, float16 and bfloat16 (in
+// float, rounded once: Pow squares a decomposed LayerNormalization's deviations, in 16-bit
+// training graphs too). Integer Div is left to the CPU: it must fail on a zero divisor, which a
+// GPU kernel cannot report without a sync.
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 
@@ -11,8 +13,8 @@ namespace {
 /// differ); the output has the base's dtype.
 class PowKernel : public OpKernel {
  public:
-  using Types = FloatTypes;
-  using ExponentTypes = NumericTypes;
+  using Types = FloatAndHalfTypes;
+  using ExponentTypes = NumericAndHalfTypes;
   explicit PowKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);

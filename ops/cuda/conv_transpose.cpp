@@ -1,15 +1,19 @@
-// ConvTranspose on CUDA (float32, NCHW) with cuDNN: the transposed convolution is the data
-// gradient of a convolution (cudnnConvolutionBackwardData) whose input is Y and whose output is
-// X, with W [C, M / group, k...] read as that convolution's filters. Geometry (pads, auto_pad,
-// output_padding, output_shape, groups, dilations) is resolved as the CPU kernel does
-// (WindowAttrs::resolve_transpose); bias B is added with cudnnAddTensor.
+// ConvTranspose on CUDA (NCHW) with cuDNN, in float32, float16 and bfloat16 (16-bit X, W and B,
+// float32 sums on tensor cores, each result rounded once; a 16-bit bias is added to the rounded
+// result, as Conv's): the transposed convolution is the data gradient of a convolution
+// (cudnnConvolutionBackwardData) whose input is Y and whose output is X, with W
+// [C, M / group, k...] read as that convolution's filters. It is also the data gradient of Conv
+// in training (ops/grad/conv_grad.cpp), so mixed-precision training keeps it in 16 bits. Geometry
+// (pads, auto_pad, output_padding, output_shape, groups, dilations) is resolved as the CPU kernel
+// does (WindowAttrs::resolve_transpose); bias B is added with cudnnAddTensor.
 //
 // cuDNN crops the same number of rows at both ends of the full result. When the node crops
 // the ends differently (asymmetric pads, SAME_* with an odd total, output_shape), or asks for
 // more rows than cuDNN derives from the shapes (output_padding >= stride, or an output_shape
 // larger than the full result), the full, uncropped result is computed into a temporary and
 // the wanted box copied out, rows past its end left zero. Nothing is declined for its geometry;
-// declined (host): more than 3 spatial dims, an unknown rank, inputs known not to be float32.
+// declined (host): more than 3 spatial dims, an unknown rank, inputs known to be of other
+// dtypes.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -39,19 +44,23 @@ class ConvTransposeCudnn : public OpKernel {
   }
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    return cudnn::conv_node_fits(info) ? std::make_unique<ConvTransposeCudnn>(info) : nullptr;
+    return cudnn::conv_node_fits(info, {DType::Float32, DType::Float16, DType::BFloat16})
+               ? std::make_unique<ConvTransposeCudnn>(info)
+               : nullptr;
   }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.optional_input(2);
-    if (x.dtype() != DType::Float32)
-      ctx.fail("expects float32 X and W, got ", x.describe(), " and ", w.describe());
+    const DType dtype = x.dtype();
+    if (dtype != DType::Float32 && !is_16bit_float(dtype))
+      ctx.fail("expects float32, float16 or bfloat16 X, got ", x.describe());
+    check_one_dtype(ctx, "X, W and B", 3);
     const ConvTransposeShapes s =
         conv_transpose_shapes(ctx, attrs_, group_, output_padding_, output_shape_, x, w, b);
     if (s.g.rank() > 3) ctx.fail("cuDNN convolves at most 3 spatial dims");
-    Tensor& y = ctx.allocate_output(0, s.out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, s.out_shape, dtype);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
     const WindowGeometry g = cudnn::lift_1d(s.g);
@@ -68,7 +77,7 @@ class ConvTransposeCudnn : public OpKernel {
       if (span < 0 || span / g.strides[i] + 1 != g.in[i]) direct = false;
     }
     if (direct) {
-      backward_data(ctx, cuda, x, x_dims, w, g.pads_begin, g, y.data<float>(), y_dims);
+      backward_data(ctx, cuda, x, x_dims, w, g.pads_begin, g, y.raw_data(), y_dims);
     } else {
       // Y[o] = full[o + pads_begin] where that lies inside the full result, else 0.
       std::vector<int64_t> box = y_dims, src_start(y_dims.size(), 0);
@@ -84,32 +93,37 @@ class ConvTransposeCudnn : public OpKernel {
       if (x.numel() > 0) {
         const std::vector<int64_t> full_dims = cudnn::nc_dims(s.n, s.m, full);
         Tensor uncropped =
-            Tensor::empty(Shape(full_dims.begin(), full_dims.end()), DType::Float32, ctx.device());
+            Tensor::empty(Shape(full_dims.begin(), full_dims.end()), dtype, ctx.device());
         backward_data(ctx, cuda, x, x_dims, w, std::vector<int64_t>(g.rank(), 0), g,
-                      uncropped.data<float>(), full_dims);
-        cudnn::copy_box(cuda, ctx, DType::Float32, uncropped.data<float>(), full_dims, src_start,
-                        y.data<float>(), y_dims, std::vector<int64_t>(y_dims.size(), 0), box);
+                      uncropped.raw_data(), full_dims);
+        cudnn::copy_box(cuda, ctx, dtype, uncropped.raw_data(), full_dims, src_start, y.raw_data(),
+                        y_dims, std::vector<int64_t>(y_dims.size(), 0), box);
       }
     }
-    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.data<float>(), y_dims);
+    if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.raw_data(), y_dims);
   }
 
  private:
-  /// out (dense, `out_dims`) = the transposed convolution of x with w, cuDNN cropping `pads`
-  /// at both ends of every spatial dim.
+  /// out (dense, `out_dims`, x's dtype) = the transposed convolution of x with w, cuDNN
+  /// cropping `pads` at both ends of every spatial dim.
   void backward_data(const KernelContext& ctx, CudaExecutionContext& cuda, const Tensor& x,
                      const std::vector<int64_t>& x_dims, const Tensor& w,
-                     const std::vector<int64_t>& pads, const WindowGeometry& g, float* out,
+                     const std::vector<int64_t>& pads, const WindowGeometry& g, void* out,
                      const std::vector<int64_t>& out_dims) const {
     std::vector<int64_t> w_dims = {x_dims[1], out_dims[1] / group_};
     w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    const cudnn::TensorDesc x_desc(ctx, x_dims), out_desc(ctx, out_dims);
-    const cudnn::FilterDesc w_desc(ctx, w_dims);
+    const cudnnDataType_t type = cudnn::data_type_of(x.dtype());
+    const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), out_desc(ctx, out_dims, {}, type);
+    const cudnn::FilterDesc w_desc(ctx, w_dims, type);
+    // 16-bit operands go to tensor cores as they are: float32 sums.
+    const bool tensor_ops = tf32_ || is_16bit_float(x.dtype());
     cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, group_, tf32_);
+    if (is_16bit_float(x.dtype())) conv_desc.set_math(CUDNN_TENSOR_OP_MATH);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), out_dims.begin(), out_dims.end());
     key.insert(key.end(), pads.begin(), pads.end());
     key.push_back(ctx.device().index);
+    key.push_back(static_cast<int64_t>(x.dtype()));
     const auto algorithm = algorithms_.get(key, [&] {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
@@ -119,7 +133,7 @@ class ConvTransposeCudnn : public OpKernel {
                   "ConvTranspose: cudnnGetConvolutionBackwardDataAlgorithm_v7");
       auto chosen = std::make_shared<BackwardDataAlgorithm>();
       const auto& best =
-          cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data", tf32_);
+          cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data", tensor_ops);
       chosen->algo = best.algo;
       chosen->math = best.mathType;
       conv_desc.set_math(chosen->math);
@@ -131,10 +145,10 @@ class ConvTransposeCudnn : public OpKernel {
     });
     conv_desc.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
-    const float one = 1.f, zero = 0.f;
+    const float one = 1.f, zero = 0.f;  // float scaling factors for every one of these types
     cudnn_check(
-        cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc, w.data<float>(), x_desc,
-                                     x.data<float>(), conv_desc, algorithm->algo, work.raw_data(),
+        cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc, w.raw_data(), x_desc, x.raw_data(),
+                                     conv_desc, algorithm->algo, work.raw_data(),
                                      algorithm->workspace_bytes, &zero, out_desc, out),
         "ConvTranspose: cudnnConvolutionBackwardData of X [", shape_to_string(x_dims), "] into [",
         shape_to_string(out_dims), "]");
@@ -150,7 +164,7 @@ class ConvTransposeCudnn : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .impl = "cudnn",
                        .factory = ConvTransposeCudnn::create});
 

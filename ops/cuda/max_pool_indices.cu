@@ -7,18 +7,22 @@
 // strictly greater: the first maximum wins ties, a NaN wins only as the first tap. Indices are
 // flat over X, row-major or, for storage_order=1, column-major over the spatial dims after
 // plane * plane size, as ops/cpu/pool.cpp computes them. A window wholly in the padding gives
-// the lowest value of the dtype and the plane's first index, as on the CPU.
+// the lowest value of the dtype and the plane's first index, as on the CPU. Float16 and
+// bfloat16 are compared in float and the maximum stored back as the CPU kernel's float32 path
+// narrows it (the padding's lowest float becomes -infinity), so 16-bit training graphs keep
+// their pooling on the GPU.
 #include <limits>
 #include <memory>
 
 #include "ops/cpu/conv_util.h"
 #include "ops/cuda/elementwise.cuh"
+#include "ops/cuda/half_convert.cuh"
 
 namespace dprun {
 namespace {
 
 /// The dtypes of the CPU reference MaxPool, all compared exactly.
-using MaxPoolTypes = cuda_ew::TypeList<float, double, int8_t, uint8_t>;
+using MaxPoolTypes = cuda_ew::TypeList<float, double, Float16, BFloat16, int8_t, uint8_t>;
 
 constexpr size_t kMaxSpatial = 3;
 
@@ -33,7 +37,7 @@ struct PoolWindows {
 template <class T, int ND>
 __global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__ y,
                                         int64_t* __restrict__ indices, int64_t n, PoolWindows<ND> w,
-                                        T lowest) {
+                                        cuda_half::compute_t<T> lowest) {
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t plane = t / w.out_size;
@@ -53,7 +57,7 @@ __global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__
       k[d] = lo[d];
     }
     const T* xs = x + plane * w.in_size;
-    T best = lowest;
+    cuda_half::compute_t<T> best = lowest;
     int64_t arg = 0;
     if (!empty) {
       bool first = true;
@@ -61,7 +65,7 @@ __global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__
         int64_t flat = 0;
 #pragma unroll
         for (int d = 0; d < ND; ++d) flat = flat * w.in[d] + start[d] + k[d] * w.dilations[d];
-        const T v = xs[flat];
+        const auto v = cuda_half::load(xs[flat]);
         if (first || v > best) {
           best = v;
           arg = flat;
@@ -75,7 +79,7 @@ __global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__
         if (d < 0) break;
       }
     }
-    y[t] = best;
+    y[t] = cuda_half::store<T>(best);
     if (indices) {
       int64_t offset = arg;
       if (w.column_major) {
@@ -165,7 +169,7 @@ class MaxPoolIndicesCuda : public OpKernel {
     w.column_major = column_major_;
     max_pool_indices_kernel<T, ND>
         <<<cuda_ew::blocks_for(n), cuda_ew::kThreads, 0, cuda_ew::stream_of(ctx)>>>(
-            x, y, indices, n, w, std::numeric_limits<T>::lowest());
+            x, y, indices, n, w, std::numeric_limits<cuda_half::compute_t<T>>::lowest());
     cuda_ew::check_launch(ctx);
   }
 

@@ -12,8 +12,10 @@
 //   pairs are sorted by target with CUB's stable radix sort, and one thread folds each run of
 //   equal targets in order of position.
 // "none" moves elements as unsigned integers of their size (any dtype); add, mul, max and min
-// run for float32, float64, the integer types and bool. Float16 and bfloat16 with a reduction
-// are left to the host kernel (the factory declines them when the plan knows the dtype).
+// run for float32, float64, float16, bfloat16, the integer types and bool. A 16-bit output
+// element and its update are combined in float and rounded once per update, as the CPU kernel
+// does, so float16 and bfloat16 training graphs (the gradient of an embedding's Gather) keep
+// their scatters on the GPU.
 //
 // Index validation: indices that are a constant of the plan are validated on the host from the
 // plan's copy and fail like the CPU kernel. Other indices are not read on the host: an update
@@ -33,6 +35,7 @@
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/scatter.h"
 #include "ops/cuda/elementwise.cuh"
+#include "ops/cuda/half_convert.cuh"
 
 namespace dprun {
 namespace {
@@ -99,6 +102,17 @@ __device__ int64_t normalized(I index, int64_t size) {
   return i >= 0 && i < size ? i : -1;
 }
 
+/// scatter_combine on the device: a 16-bit pair combined in float and rounded once, as the CPU
+/// kernel combines it.
+template <class T>
+__device__ T combine(T a, T b, ScatterReduction red) {
+  if constexpr (cuda_half::is_16bit_v<T>)
+    return cuda_half::from_float<T>(
+        scatter_combine(cuda_half::to_float(a), cuda_half::to_float(b), red));
+  else
+    return scatter_combine(a, b, red);
+}
+
 /// One thread per line, walking it in increasing order along the axis.
 template <class T, class I>
 __global__ void scatter_lines_kernel(T* out, const I* indices, const T* updates, ScatterLayout l,
@@ -119,7 +133,7 @@ __global__ void scatter_lines_kernel(T* out, const I* indices, const T* updates,
       const int64_t index = normalized(indices[from], l.axis_size);
       if (index < 0) continue;
       T& o = out[to + index * out_step];
-      o = scatter_combine(o, updates[from], red);
+      o = combine(o, updates[from], red);
     }
   }
 }
@@ -159,13 +173,13 @@ __global__ void scatter_sorted_kernel(T* out, const T* updates, const uint64_t* 
     if (target == invalid || (i > 0 && targets[i - 1] == target)) continue;
     T acc = out[target];
     for (int64_t j = i; j < n && targets[j] == target; ++j)
-      acc = scatter_combine(acc, updates[positions[j]], red);
+      acc = combine(acc, updates[positions[j]], red);
     out[target] = acc;
   }
 }
 
-using ReductionTypes = cuda_ew::TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t,
-                                         uint16_t, uint32_t, uint64_t, bool>;
+using ReductionTypes = cuda_ew::TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t,
+                                         int64_t, uint8_t, uint16_t, uint32_t, uint64_t, bool>;
 
 const std::vector<DType> kMovableTypes = {
     DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8,
@@ -257,14 +271,7 @@ class ScatterElementsCuda : public OpKernel {
   Tensor constant_indices_;  // the plan's host copy of constant indices, else undefined
 };
 
-/// Declines a reduction on a dtype known to have no device combination (float16, bfloat16):
-/// the node runs on the host.
 std::unique_ptr<OpKernel> make_scatter_elements(const KernelInfo& info) {
-  if (parse_scatter_reduction(info.node) != ScatterReduction::None && !info.input_types.empty() &&
-      info.input_types[0]) {
-    const DType t = info.input_types[0]->dtype;
-    if (t == DType::Float16 || t == DType::BFloat16) return nullptr;
-  }
   return std::make_unique<ScatterElementsCuda>(info);
 }
 

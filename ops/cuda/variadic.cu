@@ -1,8 +1,10 @@
 // CUDA variadic Sum, Mean, Min, Max with numpy broadcasting of all inputs, as the CPU kernels
 // (ops/cpu/variadic.cpp) compute them: input 0 broadcast into the output, then each further
-// input combined into it in input order, so floats round as on the CPU. Gradient graphs sum
-// the gradients of a value used several times with Sum; without this kernel each such Sum
-// would run on the host between two copies.
+// input combined into it in input order, so floats round as on the CPU; float16 and bfloat16
+// inputs are combined in a float32 accumulator and the result rounded once, as there. Gradient
+// graphs sum the gradients of a value used several times with Sum; without this kernel each
+// such Sum would run on the host between two copies (in 16-bit training, in float32 between
+// Casts).
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 
@@ -24,6 +26,14 @@ struct ScaleBy {
   DPRUN_HOST_DEVICE T operator()(T a, T) const { return a * scale; }
 };
 
+/// The value itself: narrows a float32 accumulator into the 16-bit output.
+struct Keep {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T a) const {
+    return a;
+  }
+};
+
 template <class Op, class TypesT, bool kMean = false>
 class VariadicKernel : public OpKernel {
  public:
@@ -43,7 +53,15 @@ class VariadicKernel : public OpKernel {
     Tensor& out = ctx.allocate_output(0, out_shape, dtype);
     dispatch(Types{}, dtype, ctx, [&](auto tag) {
       using T = decltype(tag);
-      T* y = out.data<T>();
+      using A = cuda_half::compute_t<T>;  // the accumulator's type: float for 16-bit inputs
+      Tensor wide;
+      A* y = nullptr;
+      if constexpr (cuda_half::is_16bit_v<T>) {
+        wide = Tensor::empty(out_shape, DType::Float32, ctx.device());
+        y = wide.data<float>();
+      } else {
+        y = out.data<T>();
+      }
       // Each thread reads and writes only its own output element: the passes run in place.
       launch_binary(ctx, First{}, binary_layout(ctx, ctx.input(0).shape(), out_shape, false),
                     ctx.input(0).data<T>(), y, y);
@@ -51,16 +69,18 @@ class VariadicKernel : public OpKernel {
         launch_binary(ctx, Op{}, binary_layout(ctx, out_shape, ctx.input(i).shape(), false), y,
                       ctx.input(i).data<T>(), y);
       if constexpr (kMean)
-        launch_binary(ctx, ScaleBy<T>{T(1) / static_cast<T>(n)},
+        launch_binary(ctx, ScaleBy<A>{A(1) / static_cast<A>(n)},
                       binary_layout(ctx, out_shape, out_shape, false), y, y, y);
+      if constexpr (cuda_half::is_16bit_v<T>)
+        launch_unary(ctx, Keep{}, y, out.data<T>(), out.numel());
     });
   }
 };
 
-DPRUN_CUDA_ELEMENTWISE("Sum", 1, VariadicKernel<math::Add, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Mean", 1, VariadicKernel<math::Add, FloatTypes, true>);
-DPRUN_CUDA_ELEMENTWISE("Min", 1, VariadicKernel<math::Min, NumericTypes>);
-DPRUN_CUDA_ELEMENTWISE("Max", 1, VariadicKernel<math::Max, NumericTypes>);
+DPRUN_CUDA_ELEMENTWISE("Sum", 1, VariadicKernel<math::Add, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Mean", 1, VariadicKernel<math::Add, FloatAndHalfTypes, true>);
+DPRUN_CUDA_ELEMENTWISE("Min", 1, VariadicKernel<math::Min, NumericAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("Max", 1, VariadicKernel<math::Max, NumericAndHalfTypes>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

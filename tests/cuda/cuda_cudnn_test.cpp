@@ -1,6 +1,6 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN; Conv, MaxPool, the global poolings and
-// BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
+// GlobalAveragePool, BatchNormalization, LRN; Conv, ConvTranspose, MaxPool, the global poolings
+// and BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
 // (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
 // CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
 // one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
@@ -168,17 +168,32 @@ void add_conv_transpose_cases(std::vector<CudaCase>& cases) {
       {"1d_strides", {2, 3, 7}, {3, 2, 3}, {{"strides", ints({3})}}},
       {"3d_strides", {1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, {{"strides", ints({2, 1, 2})}}},
   };
+  // B has one value per output channel: W's dim 1 per group.
+  auto bias_of = [](const ConvTransposeCase& c) {
+    int64_t group = 1;
+    if (auto it = c.attrs.find("group"); it != c.attrs.end()) group = it->second.i;
+    return floats({c.w[1] * group});
+  };
   for (const ConvTransposeCase& c : table)
     for (bool bias : {false, true}) {
-      int64_t group = 1;
-      if (auto it = c.attrs.find("group"); it != c.attrs.end()) group = it->second.i;
       CudaCase cc{.name = "ConvTranspose_" + c.name + (bias ? "_bias" : ""),
                   .node = node_with("ConvTranspose",
                                     bias ? std::vector<std::string>{"x", "w", "b"}
                                          : std::vector<std::string>{"x", "w"},
                                     c.attrs),
                   .inputs = {floats(c.x), floats(c.w)}};
-      if (bias) cc.inputs.push_back(floats({c.w[1] * group}));
+      if (bias) cc.inputs.push_back(bias_of(c));
+      cases.push_back(std::move(cc));
+    }
+  // float16 and bfloat16 (the data gradient of a 16-bit Conv in training): cuDNN's own crop,
+  // the uncropped result copied out (asymmetric pads, output_shape larger than the result),
+  // groups and a 1-D window, each with a bias.
+  for (DType dtype : {DType::Float16, DType::BFloat16})
+    for (const ConvTransposeCase& c : {table[1], table[2], table[6], table[9], table[11]}) {
+      CudaCase cc{.name = "ConvTranspose_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
+                  .node = node_with("ConvTranspose", {"x", "w", "b"}, c.attrs),
+                  .inputs = {floats(c.x), floats(c.w), bias_of(c)}};
+      for (testing::InputSpec& input : cc.inputs) input.dtype = dtype;
       cases.push_back(std::move(cc));
     }
 }
@@ -305,6 +320,13 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
       {"float64", {2, 3, 9, 8}, k3s2p1, DType::Float64},
       {"int8", {2, 3, 9, 8}, k3s2p1, DType::Int8},
       {"uint8", {2, 3, 9, 8}, k3s2p1, DType::UInt8},
+      // 16-bit: the pooling of a mixed-precision training graph; a window in the padding
+      // gives -infinity, as the CPU's float32 lowest narrowed.
+      {"float16", {2, 3, 9, 8}, k3s2p1, DType::Float16},
+      {"bfloat16_window_in_padding",
+       {1, 2, 5, 5},
+       {{"kernel_shape", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}},
+       DType::BFloat16},
       {"indices_only", {2, 3, 9, 8}, k3s2p1, DType::Float32, {"", "indices"}},
       {"many_blocks", {4, 16, 64, 64}, k3s2p1},  // 65536 outputs
   };

@@ -1,9 +1,9 @@
 // The CUDA kernel of ScatterElements and Scatter (ops/cuda/scatter_elements.cu) compared with
 // the CPU kernel on the same inputs: every reduction at the opsets that name it, axes 0, 1 and
-// -1 on rank-2 and rank-3 data, negative indices, and small index ranges so that duplicates make
-// the order of accumulation matter. Cases with short lines or many of them take the kernel's
-// one-thread-per-line way; those with few lines longer than 16 updates take its sorted way.
-// Without a GPU the table is still checked against the registry.
+// -1 on rank-2 and rank-3 data, float16 and bfloat16 among the dtypes, negative indices, and
+// small index ranges so that duplicates make the order of accumulation matter. Cases with short
+// lines or many of them take the kernel's one-thread-per-line way; those with few lines longer than
+// 16 updates take its sorted way. Without a GPU the table is still checked against the registry.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -100,6 +100,17 @@ std::vector<CudaCase> make_cases() {
   }
   add("max_int32", 18, 1, "max", data({4, 5}, DType::Int32), indices({4, 6}, 5, DType::Int32));
   add("min_uint8_3d", 18, -1, "min", data({2, 3, 4}, DType::UInt8, 0, 255), indices({2, 3, 5}, 4));
+  // 16-bit reductions, each update rounded as on the CPU: both ways, and an embedding's
+  // gradient (add into many short lines).
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    const std::string name(dtype_name(dt));
+    add("add_" + name, 18, 0, "add", data({4, 5}, dt, -2, 2), indices({6, 5}, 4));
+    add("max_" + name + "_3d", 18, -1, "max", data({2, 3, 4}, dt, -2, 2), indices({2, 2, 7}, 4));
+    add("add_" + name + "_sorted", 18, 1, "add", data({3, 5, 4}, dt, -2, 2),
+        indices({2, 24, 4}, 5));
+    add("add_" + name + "_lines_blocks", 18, 0, "add", data({50, 8}, dt, -2, 2),
+        indices({700, 8}, 50));
+  }
   add("add_int8_wraps", 18, 0, "add", data({3, 4}, DType::Int8, -128, 127), indices({9, 4}, 3));
   add("add_bool", 18, 1, "add", data({3, 4}, DType::Bool), indices({3, 6}, 4));
   add("mul_bool_sorted", 18, 0, "mul", data({3, 4}, DType::Bool), indices({30, 4}, 3));
@@ -119,17 +130,6 @@ const std::vector<CudaCase>& cases() {
 }
 
 DPRUN_CUDA_CASE_TESTS(CudaScatter, cases(), kCoveredOps);
-
-// Float16 and bfloat16 with a reduction have no device kernel: the factory declines, and the
-// node runs on the host.
-TEST(CudaScatterCases, DeclinesAReductionOnFloat16) {
-  for (DType dt : {DType::Float16, DType::BFloat16}) {
-    const CudaCase c = scatter_case("f16_add", "ScatterElements", 18, 0, "add", data({4, 5}, dt),
-                                    indices({6, 5}, 4));
-    EXPECT_EQ(KernelRegistry::instance().create(testing::cuda_kernel_info(c)), nullptr)
-        << dtype_name(dt);
-  }
-}
 
 }  // namespace
 }  // namespace dprun
