@@ -96,18 +96,21 @@ void check_writable(const std::string& path, const char* option) {
          " does not exist or is not writable");
 }
 
+/// The progress bar on a terminal and one line per epoch; in float16 training both show the
+/// loss scale and the steps skipped so far (`scaler`).
 class Progress {
  public:
-  Progress(int64_t total, int64_t per_epoch)
-      : total_(total), per_epoch_(per_epoch), tty_(isatty(STDERR_FILENO)) {}
+  Progress(int64_t total, int64_t per_epoch, const GradScaler* scaler)
+      : total_(total), per_epoch_(per_epoch), tty_(isatty(STDERR_FILENO)), scaler_(scaler) {}
 
   void update(int64_t step, double loss, double samples_per_s) {
     if (!tty_) return;
     int width = 30;
     int filled = static_cast<int>(width * step / total_);
-    std::fprintf(stderr, "\r[%-*s] step %lld/%lld  loss %.5f  %.1f samples/s", width,
+    std::fprintf(stderr, "\r[%-*s] step %lld/%lld  loss %.5f  %.1f samples/s%s", width,
                  std::string(static_cast<size_t>(filled), '#').c_str(),
-                 static_cast<long long>(step), static_cast<long long>(total_), loss, samples_per_s);
+                 static_cast<long long>(step), static_cast<long long>(total_), loss, samples_per_s,
+                 scaling().c_str());
     if (step == total_) std::fprintf(stderr, "\n");
   }
 
@@ -120,15 +123,25 @@ class Progress {
       std::printf(", val_loss %.6f", val->loss);
       if (val->accuracy) std::printf(", val_accuracy %.4f", *val->accuracy);
     }
-    std::printf("\n");
+    std::printf("%s\n", scaling().c_str());
     std::fflush(stdout);
   }
 
   int64_t per_epoch() const { return per_epoch_; }
 
  private:
+  std::string scaling() const {
+    if (!scaler_) return "";
+    char text[96];
+    std::snprintf(text, sizeof text, ", loss scale %g, %lld skipped",
+                  static_cast<double>(scaler_->scale()),
+                  static_cast<long long>(scaler_->skipped_steps()));
+    return text;
+  }
+
   int64_t total_, per_epoch_;
   bool tty_;
+  const GradScaler* scaler_;
 };
 
 std::vector<OptionSpec> train_option_specs() {
@@ -308,7 +321,7 @@ int train_command(int argc, char** argv, int first) {
         dist->options.deterministic        ? "rank-order (deterministic)"
         : dist->group->backend() == "nccl" ? "NCCL's"
                                            : "MPI's");
-  Progress progress(schedule.steps, data.batches_per_epoch());
+  Progress progress(schedule.steps, data.batches_per_epoch(), trainer.grad_scaler());
   TrainReport report;
   report.devices = devices;
   report.parameters = trainer.parameter_names();

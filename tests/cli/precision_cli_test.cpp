@@ -237,6 +237,10 @@ TEST(PrecisionCli, TrainInFloat16BacksOffAnOverflowingLossScale) {
   summary << "; " << skipped.size() << " of 24 steps skipped for overflowing gradients, loss "
           << "scale now " << scale << "; saved ";
   EXPECT_NE(r.output.find(summary.str()), std::string::npos) << r.output << "\n" << summary.str();
+  // The last epoch's line shows the scale and the skips too.
+  std::ostringstream last_epoch;
+  last_epoch << ", loss scale " << scale << ", " << skipped.size() << " skipped\nfinal loss ";
+  EXPECT_NE(r.output.find(last_epoch.str()), std::string::npos) << r.output;
   const std::vector<double> losses = json_numbers(text, "losses").value_or(std::vector<double>{});
   ASSERT_EQ(losses.size(), 24u) << text;
   for (double loss : losses) EXPECT_TRUE(std::isfinite(loss)) << text;

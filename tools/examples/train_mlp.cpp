@@ -9,8 +9,11 @@
 // The data are synthetic: rows of N(0, 1) features whose label is the index of the largest of
 // the first C features (C = the model's class count), so the loss falls within a few steps.
 //
-// usage: dprun_train_mlp MODEL.onnx OUT.onnx [STEPS] [sgd|adam]
+// usage: dprun_train_mlp MODEL.onnx OUT.onnx [STEPS] [sgd|adam] [float32|bfloat16|float16]
 //   MODEL.onnx takes float32[batch, F] and returns logits float32[batch, C] (models/mlp.onnx).
+//   bfloat16 and float16 train in mixed precision (float32 parameters); float16 scales its
+//   loss, so the loop hands the update to the trainer's GradScaler, as PyTorch's
+//   scaler.step(optimizer); scaler.update().
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -34,14 +37,20 @@ int64_t declared_dim(const dprun::TensorType& type, size_t axis) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 5) {
-    std::fprintf(stderr, "usage: %s MODEL.onnx OUT.onnx [STEPS] [sgd|adam]\n", argv[0]);
+  if (argc < 3 || argc > 6) {
+    std::fprintf(stderr,
+                 "usage: %s MODEL.onnx OUT.onnx [STEPS] [sgd|adam] [float32|bfloat16|float16]\n",
+                 argv[0]);
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 20;
   const std::string kind = argc > 4 ? argv[4] : "sgd";
-  if (steps < 1 || (kind != "sgd" && kind != "adam")) {
-    std::fprintf(stderr, "STEPS must be positive and the optimizer sgd or adam\n");
+  const std::string precision = argc > 5 ? argv[5] : "float32";
+  if (steps < 1 || (kind != "sgd" && kind != "adam") ||
+      (precision != "float32" && precision != "bfloat16" && precision != "float16")) {
+    std::fprintf(stderr,
+                 "STEPS must be positive, the optimizer sgd or adam and the precision float32, "
+                 "bfloat16 or float16\n");
     return 2;
   }
   try {
@@ -53,6 +62,7 @@ int main(int argc, char** argv) {
     dprun::TrainerOptions options;
     options.training.loss.kind = dprun::LossKind::CrossEntropy;  // mean over the batch
     options.parallel.device_ids = {dprun::Device::cpu(0), dprun::Device::cpu(1)};
+    options.training.precision = dprun::dtype_from_name(precision);
     dprun::Trainer trainer(model, options);
 
     std::unique_ptr<dprun::Optimizer> optimizer;
@@ -79,8 +89,9 @@ int main(int argc, char** argv) {
     dprun::Tensor all_x = dprun::Tensor::from_vector<float>({kRows, features}, x);
     dprun::Tensor all_labels = dprun::Tensor::from_vector<int64_t>({kRows}, labels);
 
-    std::printf("training %s on cpu:0,cpu:1 (%zu parameters), %s, batch %lld\n", argv[1],
-                trainer.parameter_names().size(), kind.c_str(), static_cast<long long>(kBatch));
+    std::printf("training %s on cpu:0,cpu:1 (%zu parameters), %s, batch %lld, %s\n", argv[1],
+                trainer.parameter_names().size(), kind.c_str(), static_cast<long long>(kBatch),
+                precision.c_str());
     for (int step = 0; step < steps; ++step) {
       const int64_t start = (step * kBatch) % kRows;
       dprun::Tensor batch = all_x.narrow(0, start, kBatch);
@@ -89,7 +100,15 @@ int main(int argc, char** argv) {
       double loss = trainer.forward_backward({batch}, target);
       // ... then the update, in place on the model's parameters. trainer.step({batch}, target,
       // *optimizer) does both in one call.
-      optimizer->step(trainer.gradients());
+      if (dprun::GradScaler* scaler = trainer.grad_scaler()) {
+        // float16: the gradients are of the loss times the scale; the scaler divides them, skips
+        // the update if one overflowed, and adjusts the scale.
+        const bool stepped = scaler->step(*optimizer, trainer.gradients());
+        scaler->update();
+        if (!stepped) std::printf("step %d skipped: a gradient overflowed\n", step + 1);
+      } else {
+        optimizer->step(trainer.gradients());
+      }
       std::printf("step %d loss %.6f\n", step + 1, loss);
     }
     dprun::save_model(*model, argv[2]);
