@@ -87,6 +87,18 @@ inline std::shared_ptr<Graph> small_mlp_graph(bool total) {
   return g;
 }
 
+/// y = x W with one weight W = [[w]] (x: float32 [N, 1]), for training tests worked out by hand.
+inline std::shared_ptr<Graph> one_weight_graph(float w) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(1)}}});
+  g->initializers["W"] = Tensor::from_vector<float>({1, 1}, {w});
+  g->nodes.push_back(make_node("MatMul", {"x", "W"}, {"y"}));
+  g->nodes.back().name = "matmul";
+  g->outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(1)}}});
+  return g;
+}
+
 /// A graph over `nodes`; `inputs` are declared with the dtype (and no shape) of the paired
 /// example tensor; `untyped_inputs` are declared without type (sequences, optionals).
 inline std::shared_ptr<Graph> make_graph(std::vector<Node> nodes,

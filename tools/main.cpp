@@ -88,6 +88,8 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --precision P          float32 (default), bfloat16 or float16: mixed precision, the passes
                          in 16 bits with float32 parameters, gradients, optimizer and loss;
                          float16 scales the loss dynamically as PyTorch's GradScaler
+  --clip-grad-norm F     clip the gradients to total 2-norm F before each update
+                         (torch.nn.utils.clip_grad_norm_); --json lists grad_norms
   --loss-scale F         float16: the initial loss scale (default 65536)
   --loss-scale-growth-interval N   float16: double the scale after N steps without an
                          overflow (default 2000); an overflow skips the step, halves the scale

@@ -172,6 +172,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"export-training-graph"},
                              {"precision"},
                              {"loss-scale"},
+                             {"clip-grad-norm"},
                              {"loss-scale-growth-interval"}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
@@ -207,6 +208,12 @@ TrainerOptions parse_trainer_options(const Args& args) {
     if (!(v > 0) || !std::isfinite(static_cast<float>(v)))
       throw UsageError("--loss-scale: " + *scale + " is not a positive float32");
     options.loss_scaling.init_scale = v;
+  }
+  if (auto clip = args.get("clip-grad-norm")) {
+    const double v = parse_double(*clip, "clip-grad-norm");
+    if (!(v > 0) || !std::isfinite(v))
+      throw UsageError("--clip-grad-norm: " + *clip + " is not a positive number");
+    options.max_grad_norm = v;
   }
   options.loss_scaling.growth_interval = args.get_int(
       "loss-scale-growth-interval", options.loss_scaling.growth_interval, 1, int64_t(1) << 40);
@@ -349,6 +356,7 @@ int train_command(int argc, char** argv, int first) {
       report.steps.back().loss_scale = scale;
       report.steps.back().skipped = scaler->skipped_steps() > skipped_before;
     }
+    report.steps.back().grad_norm = trainer.last_grad_norm();
     seconds += elapsed;
     epoch_seconds += elapsed;
     samples += b.global_rows;

@@ -1,5 +1,6 @@
 #include "tools/train_report.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "engine/backend.h"
@@ -69,6 +70,17 @@ void write_train_json(const std::string& path, const TrainReport& report) {
       if (report.steps[i].skipped) skipped.push_back(i + 1);
     out << ",\n  \"skipped_steps\": ";
     write_list(out, skipped, [&](size_t step) { out << step; });
+  }
+  if (!report.steps.empty() && report.steps.front().grad_norm) {
+    out << ",\n  \"grad_norms\": ";
+    // A float16 step that overflowed has no finite norm: JSON's null.
+    write_list(out, report.steps, [&](const StepRecord& s) {
+      const double norm = s.grad_norm.value_or(0);
+      if (std::isfinite(norm))
+        out << norm;
+      else
+        out << "null";
+    });
   }
   if (!report.ranks_json.empty()) out << ",\n  \"ranks\": " << report.ranks_json;
   out << "\n}\n";

@@ -20,6 +20,8 @@ struct StepRecord {
   /// because a gradient overflowed.
   std::optional<double> loss_scale;
   bool skipped = false;
+  /// With --clip-grad-norm: the gradients' total norm before clipping.
+  std::optional<double> grad_norm;
 };
 
 struct Throughput {
@@ -49,7 +51,8 @@ struct TrainReport {
 /// Writes the --json file atomically: losses, step_seconds, samples_per_s (after the warm-up),
 /// samples_per_s_overall, warmup_steps, devices, peak_bytes per device, parameters and
 /// validation results, and ranks for a distributed run; in float16 training, loss_scales (each
-/// step's) and skipped_steps (the 1-based steps whose update was skipped).
+/// step's) and skipped_steps (the 1-based steps whose update was skipped); with clipping,
+/// grad_norms (each step's total norm before clipping).
 void write_train_json(const std::string& path, const TrainReport& report);
 
 }  // namespace dprun::cli

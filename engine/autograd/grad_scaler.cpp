@@ -2,13 +2,14 @@
 
 #include <cmath>
 
-#include "engine/backend.h"
 #include "engine/error.h"
 
 namespace dprun {
 
 GradScaler::GradScaler(GradScalerOptions options)
-    : options_(options), scale_(static_cast<float>(options.init_scale)) {
+    : options_(options),
+      scale_(static_cast<float>(options.init_scale)),
+      kernels_(kScaleGradientOp) {
   DPRUN_CHECK(std::isfinite(scale_) && scale_ > 0, "loss scaling: the initial scale ",
               options.init_scale, " is not a positive float32");
   DPRUN_CHECK(options.growth_factor > 1, "loss scaling: the growth factor ", options.growth_factor,
@@ -20,38 +21,26 @@ GradScaler::GradScaler(GradScalerOptions options)
               options.growth_interval, " is not a positive number of steps");
 }
 
-const GradientUnscaleKernel& GradScaler::kernel_for(DeviceType device, DType dtype) {
-  std::unique_ptr<GradientUnscaleKernel>& kernel = kernels_[{device, dtype}];
-  if (!kernel)
-    kernel = create_update_kernel_as<GradientUnscaleKernel>(kUnscaleGradientOp, device, dtype);
-  return *kernel;
-}
-
 bool GradScaler::unscale(const std::vector<Tensor>& gradients) {
   DPRUN_CHECK(!found_inf_, "loss scaling: the gradients were already unscaled this step; call ",
               "update() first");
+  for (size_t i = 0; i < gradients.size(); ++i)
+    DPRUN_CHECK(gradients[i].dtype() == DType::Float32 || gradients[i].dtype() == DType::Float64,
+                "loss scaling: gradient ", i, " is ", gradients[i].describe(),
+                "; only float32 and float64 gradients are unscaled");
   // PyTorch multiplies by the float32 reciprocal of the scale, computed in double.
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
-  // The gradients by where their memory is: the host (every CPU device) or one accelerator.
-  std::map<Device, std::vector<Tensor>> by_memory;
-  for (size_t i = 0; i < gradients.size(); ++i) {
-    const Tensor& g = gradients[i];
-    DPRUN_CHECK(g.dtype() == DType::Float32 || g.dtype() == DType::Float64,
-                "loss scaling: gradient ", i, " is ", g.describe(),
-                "; only float32 and float64 gradients are unscaled");
-    by_memory[g.device().type == DeviceType::CPU ? Device::cpu() : g.device()].push_back(g);
-  }
   bool found = false;
-  for (auto& [device, tensors] : by_memory) {
-    std::unique_ptr<ExecutionContext> context;
-    if (device.type != DeviceType::CPU)
-      context = backend_for(device).create_execution_context(device, {});
-    Tensor flag = Tensor::zeros({1}, DType::Float32, device);
-    for (Tensor& g : tensors)
-      kernel_for(device.type, g.dtype()).unscale(context.get(), inv_scale, g, flag);
-    if (context) context->synchronize();
+  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
+                                 const std::vector<size_t>& indices) {
+    Tensor flag = Tensor::zeros({1}, DType::Float32, memory);
+    for (size_t i : indices) {
+      Tensor g = gradients[i];  // a handle on the caller's storage
+      kernels_.get(memory.type, g.dtype()).scale(execution, inv_scale, g, flag);
+    }
+    if (execution) execution->synchronize();
     found = found || flag.to(Device::cpu()).data<float>()[0] != 0;
-  }
+  });
   found_inf_ = found;
   return !found;
 }

@@ -17,10 +17,7 @@
 //   bool stepped = scaler.step(optimizer, trainer.gradients());  // unscaled; skipped on overflow
 //   scaler.update();
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "engine/autograd/optimizer.h"
@@ -69,14 +66,12 @@ class GradScaler {
   const GradScalerOptions& options() const { return options_; }
 
  private:
-  const GradientUnscaleKernel& kernel_for(DeviceType device, DType dtype);
-
   GradScalerOptions options_;
   float scale_;
   int64_t growth_tracker_ = 0;
   int64_t skipped_steps_ = 0;
   std::optional<bool> found_inf_;  // set by unscale(), cleared by update()
-  std::map<std::pair<DeviceType, DType>, std::unique_ptr<GradientUnscaleKernel>> kernels_;
+  UpdateKernelCache<GradientScaleKernel> kernels_;
 };
 
 }  // namespace dprun

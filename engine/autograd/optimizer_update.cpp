@@ -1,5 +1,7 @@
 #include "engine/autograd/optimizer_update.h"
 
+#include "engine/backend.h"
+
 namespace dprun {
 
 void ParameterUpdateKernel::compute(KernelContext& ctx) const {
@@ -20,6 +22,27 @@ std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType d
     fail("optimizer: no ", op_type, " kernel for ", dtype_name(dtype), " on ",
          device_type_name(device), " (", why, ")");
   return kernel;
+}
+
+void for_each_memory(
+    const std::vector<Tensor>& tensors,
+    const std::function<void(Device, ExecutionContext*, const std::vector<size_t>&)>& fn) {
+  // Device::cpu() sorts before every accelerator: the host goes first.
+  std::map<Device, std::vector<size_t>> by_memory;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Device d = tensors[i].device();
+    by_memory[d.type == DeviceType::CPU ? Device::cpu() : d].push_back(i);
+  }
+  for (const auto& [memory, indices] : by_memory) {
+    if (memory.type == DeviceType::CPU) {
+      fn(memory, nullptr, indices);
+      continue;
+    }
+    std::unique_ptr<ExecutionContext> context =
+        backend_for(memory).create_execution_context(memory, {});
+    fn(memory, context.get(), indices);
+    context->synchronize();
+  }
 }
 
 }  // namespace dprun

@@ -1,9 +1,9 @@
 #pragma once
-// The per-tensor updates of the optimizers (optimizer.h) and the loss scaler (grad_scaler.h), as
-// kernels of dprun's private domain "ai.dprun": ops SgdUpdate, AdamUpdate and UnscaleGradient,
-// each with a CPU definition (ops/cpu/optimizer_update.cpp) and a CUDA one
-// (ops/cuda/optimizer_update.cu), the optimizers' running the element updates of
-// ops/math/optimizer_functors.h.
+// The per-tensor updates of the optimizers (optimizer.h), the loss scaler (grad_scaler.h) and
+// gradient clipping (clip_grad_norm.h), as kernels of dprun's private domain "ai.dprun": ops
+// SgdUpdate, AdamUpdate, ScaleGradient and GradientNorm, each with a CPU definition
+// (ops/cpu/optimizer_update.cpp) and a CUDA one (ops/cuda/optimizer_update.cu), the optimizers'
+// running the element updates of ops/math/optimizer_functors.h.
 //
 // Why registry kernels rather than a Backend hook: the update math is written once as
 // host/device functors in ops/, which engine/ never includes (backends included); the kernel
@@ -13,7 +13,11 @@
 // no graph, plan or KernelContext per call, so the CPU loops cost what they did, and the
 // fused Trainer step can still update disjoint ranges from several worker threads at once.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "engine/error.h"
 #include "engine/execution_context.h"
@@ -26,7 +30,8 @@ namespace dprun {
 inline constexpr char kDprunDomain[] = "ai.dprun";
 inline constexpr char kSgdUpdateOp[] = "SgdUpdate";
 inline constexpr char kAdamUpdateOp[] = "AdamUpdate";
-inline constexpr char kUnscaleGradientOp[] = "UnscaleGradient";
+inline constexpr char kScaleGradientOp[] = "ScaleGradient";
+inline constexpr char kGradientNormOp[] = "GradientNorm";
 
 struct SgdOptions {
   double lr = 0.01;
@@ -77,15 +82,26 @@ class AdamUpdateKernel : public ParameterUpdateKernel {
                       Tensor& exp_avg_sq, int64_t begin, int64_t end) const = 0;
 };
 
-/// torch's _amp_foreach_non_finite_check_and_unscale_ for one tensor: every element of
-/// `gradient` is multiplied by `inv_scale` in place (in the gradient's dtype, float32 or
-/// float64), and `found_inf` (one float32 element on the gradient's device) is set to 1 when any
-/// element was infinite or NaN before; it is never reset, so one flag serves a device's tensors.
-/// `execution` as for the updates above.
-class GradientUnscaleKernel : public ParameterUpdateKernel {
+/// Every element of `gradient` (float32 or float64) multiplied in place by `factor` rounded to
+/// the gradient's dtype, and `found_inf` (one float32 element on the gradient's device) set to 1
+/// when any element was infinite or NaN before; it is never reset, so one flag serves a device's
+/// tensors.
+/// The loss scaler's unscale (torch's _amp_foreach_non_finite_check_and_unscale_) and gradient
+/// clipping's multiply. `execution` as for the updates above.
+class GradientScaleKernel : public ParameterUpdateKernel {
  public:
-  virtual void unscale(ExecutionContext* execution, float inv_scale, Tensor& gradient,
-                       Tensor& found_inf) const = 0;
+  virtual void scale(ExecutionContext* execution, double factor, Tensor& gradient,
+                     Tensor& found_inf) const = 0;
+};
+
+/// A gradient's norm for clip_grad_norm: the sum of its squared elements (`infinity` false) or
+/// the largest absolute value (true; NaN when an element is NaN), computed in double and written
+/// into element `slot` of `out` (float64, on the gradient's device). Deterministic: the same
+/// tensor gives the same bits on every run. `execution` as for the updates above.
+class GradientNormKernel : public ParameterUpdateKernel {
+ public:
+  virtual void norm(ExecutionContext* execution, const Tensor& gradient, bool infinity, Tensor& out,
+                    int64_t slot) const = 0;
 };
 
 /// The factory of an update kernel: K, or nullptr for a node inside a graph.
@@ -95,13 +111,13 @@ std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
   return std::make_unique<K>();
 }
 
-/// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp, kUnscaleGradientOp) for
-/// tensors of `dtype` on devices of `device`; throws Error when this build has none ("optimizer: no
-/// SgdUpdate kernel for float16 on cpu (no kernel for dtype float16)").
+/// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp,
+/// kGradientNormOp) for tensors of `dtype` on devices of `device`; throws Error when this build
+/// has none ("optimizer: no SgdUpdate kernel for float16 on cpu (no kernel for dtype float16)").
 std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType device, DType dtype);
 
-/// create_update_kernel as a K (SgdUpdateKernel, AdamUpdateKernel, GradientUnscaleKernel);
-/// throws Error when the registered kernel is not one.
+/// create_update_kernel as a K (SgdUpdateKernel, AdamUpdateKernel, GradientScaleKernel,
+/// GradientNormKernel); throws Error when the registered kernel is not one.
 template <class K>
 std::unique_ptr<K> create_update_kernel_as(const char* op_type, DeviceType device, DType dtype) {
   std::unique_ptr<OpKernel> kernel = create_update_kernel(op_type, device, dtype);
@@ -111,5 +127,29 @@ std::unique_ptr<K> create_update_kernel_as(const char* op_type, DeviceType devic
   kernel.release();
   return std::unique_ptr<K>(typed);
 }
+
+/// The kernels of one update op, each looked up on first use of its (device type, dtype).
+template <class K>
+class UpdateKernelCache {
+ public:
+  explicit UpdateKernelCache(const char* op_type) : op_type_(op_type) {}
+  const K& get(DeviceType device, DType dtype) {
+    std::unique_ptr<K>& kernel = kernels_[{device, dtype}];
+    if (!kernel) kernel = create_update_kernel_as<K>(op_type_, device, dtype);
+    return *kernel;
+  }
+
+ private:
+  const char* op_type_;
+  std::map<std::pair<DeviceType, DType>, std::unique_ptr<K>> kernels_;
+};
+
+/// Runs fn(memory, execution, indices) once for each memory holding some of `tensors`: the host
+/// (the tensors on CPU devices; `execution` null), then each accelerator in device order (a fresh
+/// execution context of that device, synchronized after fn returns). `indices` are the
+/// positions in `tensors` of the tensors in that memory.
+void for_each_memory(
+    const std::vector<Tensor>& tensors,
+    const std::function<void(Device, ExecutionContext*, const std::vector<size_t>&)>& fn);
 
 }  // namespace dprun

@@ -1,7 +1,9 @@
 #include "engine/autograd/trainer.h"
 
+#include <cmath>
 #include <cstring>
 
+#include "engine/autograd/clip_grad_norm.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/replicate.h"
 #include "engine/parallel/run_in_parts.h"
@@ -61,6 +63,9 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options) : model_(
   devices_ = options.parallel.device_ids;
   if (options.training.precision == DType::Float16)
     scaler_ = std::make_unique<GradScaler>(options.loss_scaling);
+  DPRUN_CHECK(options.max_grad_norm >= 0 && std::isfinite(options.max_grad_norm),
+              "Trainer: max_grad_norm ", options.max_grad_norm, " is not a positive number or 0");
+  max_grad_norm_ = options.max_grad_norm;
   parallel_ = std::make_unique<DataParallel>(
       training_model_, training_parallel_options(std::move(options.parallel), training_));
   // Where each trainable parameter sits in the training model's (and replicas') parameters.
@@ -109,8 +114,8 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
 }
 
 bool Trainer::can_fuse(const Optimizer& optimizer) const {
-  // With loss scaling every gradient is checked before any parameter is updated.
-  if (devices_.size() < 2 || scaler_) return false;
+  // With loss scaling or clipping every gradient is read before any parameter is updated.
+  if (devices_.size() < 2 || scaler_ || max_grad_norm_ > 0) return false;
   for (const Device& d : devices_)
     if (d.type != DeviceType::CPU) return false;
   for (const Tensor& p : training_model_->parameters())
@@ -129,16 +134,25 @@ double Trainer::step(const std::vector<Tensor>& inputs, const Tensor& target,
   if (!can_fuse(optimizer)) {
     double loss = forward_backward(inputs, target);
     // The devices' workers are idle between steps: the update is split over them.
-    if (scaler_) {
-      scaler_->step(optimizer, gradients_, devices_);
-      scaler_->update();
-    } else {
-      optimizer.step(gradients_, devices_);
-    }
+    update(optimizer, gradients_, devices_);
     model_->mark_parameters_changed();
     return loss;
   }
   return fused_step(inputs, target, optimizer);
+}
+
+bool Trainer::update(Optimizer& optimizer, const std::vector<Tensor>& gradients,
+                     const std::vector<Device>& workers) {
+  // As PyTorch's loop: scaler.unscale_(optimizer), clip_grad_norm_, scaler.step, scaler.update.
+  if (scaler_) scaler_->unscale(gradients);
+  if (max_grad_norm_ > 0) last_grad_norm_ = clip_grad_norm(gradients, max_grad_norm_);
+  if (!scaler_) {
+    optimizer.step(gradients, workers);
+    return true;
+  }
+  const bool stepped = scaler_->step(optimizer, gradients, workers);
+  scaler_->update();
+  return stepped;
 }
 
 double Trainer::fused_step(const std::vector<Tensor>& inputs, const Tensor& target,

@@ -27,8 +27,10 @@
 //
 // Training in float16 (TrainingSpec::precision) scales the loss dynamically, as PyTorch's
 // GradScaler does (grad_scaler.h): step() computes the gradients of the loss times the scale,
-// divides them by it and skips the update when one overflowed.
+// divides them by it and skips the update when one overflowed. With max_grad_norm, step()
+// clips the (unscaled) gradients by their total norm before the update (clip_grad_norm.h).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,9 @@ struct TrainerOptions {
   bool channels_last = false;
   /// The loss scaling of float16 training (unused in other precisions).
   GradScalerOptions loss_scaling;
+  /// When positive, step() clips the gradients to this total 2-norm
+  /// (torch.nn.utils.clip_grad_norm_) before the update.
+  double max_grad_norm = 0;
 };
 
 /// Thread safety: as DataParallel, calls are serialized; parameters change only in step().
@@ -80,6 +85,17 @@ class Trainer {
   /// the gradients and skips the update when one overflowed (grad_scaler()->skipped_steps()
   /// counts them), then updates its scale.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
+
+  /// What step() does after the backward pass, for a caller that computed `gradients` itself
+  /// (DistributedDataParallel, after summing the ranks'): in float16 unscales them, clips them
+  /// when max_grad_norm is set, and runs `optimizer.step(gradients, workers)` unless the scaler
+  /// found an overflow (then skipped; its scale is updated either way). Returns whether the
+  /// optimizer stepped. `gradients` are changed in place.
+  bool update(Optimizer& optimizer, const std::vector<Tensor>& gradients,
+              const std::vector<Device>& workers = {});
+  /// The total norm of the gradients of the last update, before clipping; nullopt without
+  /// max_grad_norm.
+  std::optional<double> last_grad_norm() const { return last_grad_norm_; }
 
   /// Gradients of the last forward_backward or step, in parameter_names() order.
   const std::vector<Tensor>& gradients() const { return gradients_; }
@@ -113,6 +129,8 @@ class Trainer {
   double fused_step(const std::vector<Tensor>& inputs, const Tensor& target, Optimizer& optimizer);
 
   std::unique_ptr<GradScaler> scaler_;  // float16 training only
+  double max_grad_norm_ = 0;
+  std::optional<double> last_grad_norm_;
   std::vector<Tensor> gradients_;
   std::vector<Device> devices_;  // options.parallel.device_ids
   /// For each parameter of the training model (plan order), its index in parameter_names(),

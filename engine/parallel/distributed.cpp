@@ -219,14 +219,9 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
 double DistributedDataParallel::step(const std::vector<Tensor>& inputs, const Tensor& target,
                                      int64_t rows, int64_t global_rows, Optimizer& optimizer) {
   double loss = forward_backward(inputs, target, rows, global_rows);
-  // Every rank holds the same summed gradients, so in float16 every rank's scaler finds the
-  // same overflow and skips the same steps.
-  if (GradScaler* scaler = trainer_->grad_scaler()) {
-    scaler->step(optimizer, gradients());
-    scaler->update();
-  } else {
-    optimizer.step(gradients());
-  }
+  // Every rank holds the same summed gradients, so every rank clips them alike and, in float16,
+  // finds the same overflows and skips the same steps.
+  trainer_->update(optimizer, gradients());
   model_->mark_parameters_changed();
   return loss;
 }

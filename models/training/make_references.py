@@ -14,6 +14,7 @@ For every case <case> this writes, next to this script:
     <case>.target.npy    the labels / targets, when the loss needs them
     <case>.args          the `dprun train` arguments after the model path
     <case>.losses.npy    float64 [steps]: PyTorch's loss at each step (before the update)
+    <case>.grad_norms.npy  float64 [steps], cases that clip: clip_grad_norm_'s total norm
     <case>.trained.onnx  the model after the steps (same export, same initializer names)
 
 Data parallelism is simulated the way nn.DataParallel does it: each batch is
@@ -246,7 +247,9 @@ def dp_step(model, inputs, target, loss_fn, n_devices, rows):
     return total
 
 
-def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices):
+def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=None, norms=None):
+    """With `clip`, each step clips the gradients with clip_grad_norm_(clip) before the update
+    and appends the total norm it returns to `norms`."""
     model.train()
     n_rows = inputs[0].shape[0]
     losses = []
@@ -254,6 +257,8 @@ def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices):
         rows = batch_rows(step, n_rows, batch)
         opt.zero_grad(set_to_none=True)
         loss = dp_step(model, inputs, target, loss_fn, n_devices, rows)
+        if clip is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip)))
         opt.step()
         losses.append(float(loss.item()))
     return np.array(losses, dtype=np.float64)
@@ -386,6 +391,10 @@ def cases():
                   loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True),
                   batch=10, steps=4, devices=3, opset=17))
+    # clip_grad_norm_ at 0.5, below the total norm of most steps, so clipping acts
+    c.append(dict(name="mlp_clip_dp3", seed=109, model=MLP, data=lambda: mlp_data(1109),
+                  loss="cross_entropy", opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),
+                  batch=10, steps=4, devices=3, opset=17, clip=0.5))
     c.append(dict(name="mlp_adam", seed=103, model=MLP, data=lambda: mlp_data(1103),
                   loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=1e-2, weight_decay=1e-3, betas=(0.9, 0.99), eps=1e-8),
@@ -448,8 +457,9 @@ def run_case(case):
 
     opt = make_optimizer(case["opt"], model.parameters())
     loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    norms = []
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
-                   case["devices"])
+                   case["devices"], case.get("clip"), norms)
 
     names1, patched1 = export(model, base + ".trained.onnx", example, input_names, output_names,
                               dyn, case["opset"])
@@ -466,6 +476,9 @@ def run_case(case):
     if "class_dim" in case:
         args.append(f"--class-dim {case['class_dim']}")
     args += optimizer_args(case["opt"])
+    if "clip" in case:
+        args.append(f"--clip-grad-norm {case['clip']:g}")
+        np.save(base + ".grad_norms.npy", np.array(norms, dtype=np.float64))
     args += [f"--batch {case['batch']}", f"--steps {case['steps']}", "--no-shuffle",
              "--devices " + ",".join(f"cpu:{i}" for i in range(case["devices"]))]
     with open(base + ".args", "w") as f:

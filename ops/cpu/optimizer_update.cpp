@@ -54,24 +54,46 @@ class CpuAdamUpdate final : public AdamUpdateKernel {
   }
 };
 
-class CpuUnscaleGradient final : public GradientUnscaleKernel {
+class CpuScaleGradient final : public GradientScaleKernel {
  public:
-  void unscale(ExecutionContext*, float inv_scale, Tensor& gradient,
-               Tensor& found_inf) const override {
+  void scale(ExecutionContext*, double factor, Tensor& gradient, Tensor& found_inf) const override {
     bool found = false;
     visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T* g = gradient.data<T>();
-      const T factor = static_cast<T>(inv_scale);
+      const T by = static_cast<T>(factor);
       const int64_t n = gradient.numel();
       bool finite = true;  // one flag for the whole loop, so that it vectorises
       for (int64_t i = 0; i < n; ++i) {
         finite &= std::isfinite(g[i]);
-        g[i] *= factor;
+        g[i] *= by;
       }
       found = !finite;
     });
     if (found) found_inf.data<float>()[0] = 1.0f;
+  }
+};
+
+class CpuGradientNorm final : public GradientNormKernel {
+ public:
+  void norm(ExecutionContext*, const Tensor& gradient, bool infinity, Tensor& out,
+            int64_t slot) const override {
+    double result = 0;
+    visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* g = gradient.data<T>();
+      const int64_t n = gradient.numel();
+      if (infinity) {
+        for (int64_t i = 0; i < n; ++i) {
+          const double a = std::fabs(static_cast<double>(g[i]));
+          result = std::isnan(a) || a > result ? a : result;  // a NaN wins, and stays
+          if (std::isnan(result)) break;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) result += static_cast<double>(g[i]) * g[i];
+      }
+    });
+    out.data<double>()[slot] = result;
   }
 };
 
@@ -84,9 +106,13 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .dtypes = kFloatTypes,
                        .factory = make_update_kernel<CpuAdamUpdate>});
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kUnscaleGradientOp,
+                       .op_type = kScaleGradientOp,
                        .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CpuUnscaleGradient>});
+                       .factory = make_update_kernel<CpuScaleGradient>});
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kGradientNormOp,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CpuGradientNorm>});
 
 }  // namespace
 }  // namespace dprun

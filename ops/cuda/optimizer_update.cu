@@ -1,8 +1,11 @@
 // The optimizers' update kernels on CUDA GPUs (engine/autograd/optimizer_update.h): one
-// grid-stride kernel per update running the ops/math functors that the CPU loops run. Compiled
-// without fused multiply-add (ops/CMakeLists.txt), so each element's update rounds as the
+// grid-stride kernel per update running the ops/math functors that the CPU loops run; the loss
+// scaler's and gradient clipping's scale, and the gradient norm in two deterministic passes.
+// Compiled without fused multiply-add (ops/CMakeLists.txt), so each element's update rounds as the
 // host's does.
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 #include "engine/autograd/optimizer_update.h"
 #include "engine/backends/cuda/cuda_check.h"
@@ -38,11 +41,11 @@ __global__ void adam_kernel(Op op, T* __restrict__ p, const T* __restrict__ g, T
     p[i] = op(p[i], g[i], m[i], v[i]);
 }
 
-// Multiplies g by inv_scale; sets *found_inf to 1 when an element was not finite. Threads that
+// Multiplies g by factor; sets *found_inf to 1 when an element was not finite. Threads that
 // find one all write the same value, so the race is benign.
 template <class T>
-__global__ void unscale_kernel(T factor, T* __restrict__ g, float* __restrict__ found_inf,
-                               int64_t n) {
+__global__ void scale_kernel(T factor, T* __restrict__ g, float* __restrict__ found_inf,
+                             int64_t n) {
   bool finite = true;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -51,6 +54,48 @@ __global__ void unscale_kernel(T factor, T* __restrict__ g, float* __restrict__ 
     g[i] = v * factor;
   }
   if (!finite) *found_inf = 1.0f;
+}
+
+// The blocks of a gradient norm's first pass: few enough for one thread to fold their partials.
+constexpr int64_t kNormBlocks = 1024;
+
+// max(a, b) where a NaN wins, as the host loop keeps one.
+__device__ double max_or_nan(double a, double b) {
+  return isnan(a) || isnan(b) ? nan("") : fmax(a, b);
+}
+
+// Pass 1 of a gradient norm: each block's sum of squares (or largest absolute value) of its
+// grid-stride share of g, folded in a fixed tree order, into partials[block].
+template <class T>
+__global__ void norm_partials_kernel(const T* __restrict__ g, int64_t n, bool infinity,
+                                     double* __restrict__ partials) {
+  __shared__ double folded[kThreads];
+  double acc = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const double v = static_cast<double>(g[i]);
+    acc = infinity ? max_or_nan(acc, fabs(v)) : acc + v * v;
+  }
+  folded[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const double other = folded[threadIdx.x + half];
+      folded[threadIdx.x] =
+          infinity ? max_or_nan(folded[threadIdx.x], other) : folded[threadIdx.x] + other;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = folded[0];
+}
+
+// Pass 2: one thread folds the blocks' partials in block order into *out.
+__global__ void norm_finish_kernel(const double* __restrict__ partials, unsigned blocks,
+                                   bool infinity, double* __restrict__ out) {
+  double acc = 0;
+  for (unsigned b = 0; b < blocks; ++b)
+    acc = infinity ? max_or_nan(acc, partials[b]) : acc + partials[b];
+  *out = acc;
 }
 
 // The stream of `execution`, which must be a CUDA context on the parameter's GPU.
@@ -107,22 +152,47 @@ class CudaAdamUpdate final : public AdamUpdateKernel {
   }
 };
 
-class CudaUnscaleGradient final : public GradientUnscaleKernel {
+class CudaScaleGradient final : public GradientScaleKernel {
  public:
-  void unscale(ExecutionContext* execution, float inv_scale, Tensor& gradient,
-               Tensor& found_inf) const override {
-    cudaStream_t stream = stream_for(execution, gradient, kUnscaleGradientOp);
+  void scale(ExecutionContext* execution, double factor, Tensor& gradient,
+             Tensor& found_inf) const override {
+    cudaStream_t stream = stream_for(execution, gradient, kScaleGradientOp);
     DPRUN_CHECK(found_inf.device() == gradient.device() && found_inf.dtype() == DType::Float32,
-                kUnscaleGradientOp, ": the flag is ", found_inf.describe(), ", not float32 on ",
+                kScaleGradientOp, ": the flag is ", found_inf.describe(), ", not float32 on ",
                 gradient.device().to_string());
     const int64_t n = gradient.numel();
     if (n == 0) return;
     visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-          static_cast<T>(inv_scale), gradient.data<T>(), found_inf.data<float>(), n);
+      scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<T>(factor), gradient.data<T>(), found_inf.data<float>(), n);
     });
-    cuda_check(cudaGetLastError(), kUnscaleGradientOp, " on ", gradient.device().to_string(),
+    cuda_check(cudaGetLastError(), kScaleGradientOp, " on ", gradient.device().to_string(),
+               ": kernel launch");
+  }
+};
+
+class CudaGradientNorm final : public GradientNormKernel {
+ public:
+  void norm(ExecutionContext* execution, const Tensor& gradient, bool infinity, Tensor& out,
+            int64_t slot) const override {
+    cudaStream_t stream = stream_for(execution, gradient, kGradientNormOp);
+    DPRUN_CHECK(out.device() == gradient.device() && out.dtype() == DType::Float64 && slot >= 0 &&
+                    slot < out.numel(),
+                kGradientNormOp, ": slot ", slot, " of ", out.describe(), " for a gradient on ",
+                gradient.device().to_string());
+    const int64_t n = gradient.numel();
+    const auto blocks =
+        static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kNormBlocks));
+    Tensor partials = Tensor::empty({blocks}, DType::Float64, gradient.device());
+    visit_dtype_among<float, double>(gradient.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      norm_partials_kernel<T><<<blocks, kThreads, 0, stream>>>(gradient.data<T>(), n, infinity,
+                                                               partials.data<double>());
+    });
+    norm_finish_kernel<<<1, 1, 0, stream>>>(partials.data<double>(), blocks, infinity,
+                                            out.data<double>() + slot);
+    cuda_check(cudaGetLastError(), kGradientNormOp, " on ", gradient.device().to_string(),
                ": kernel launch");
   }
 };
@@ -139,10 +209,16 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .factory = make_update_kernel<CudaAdamUpdate>});
 
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kUnscaleGradientOp,
+                       .op_type = kScaleGradientOp,
                        .device = DeviceType::CUDA,
                        .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaUnscaleGradient>});
+                       .factory = make_update_kernel<CudaScaleGradient>});
+
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kGradientNormOp,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CudaGradientNorm>});
 
 }  // namespace
 }  // namespace dprun

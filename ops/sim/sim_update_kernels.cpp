@@ -53,19 +53,31 @@ class SimAdamUpdate final : public AdamUpdateKernel {
   std::unique_ptr<AdamUpdateKernel> host_;
 };
 
-class SimUnscaleGradient final : public GradientUnscaleKernel {
+class SimScaleGradient final : public GradientScaleKernel {
  public:
-  explicit SimUnscaleGradient(std::unique_ptr<GradientUnscaleKernel> host)
-      : host_(std::move(host)) {}
-  void unscale(ExecutionContext*, float inv_scale, Tensor& gradient,
-               Tensor& found_inf) const override {
+  explicit SimScaleGradient(std::unique_ptr<GradientScaleKernel> host) : host_(std::move(host)) {}
+  void scale(ExecutionContext*, double factor, Tensor& gradient, Tensor& found_inf) const override {
     SimAccess access(gradient.device(), data_on(gradient.device(), {&gradient, &found_inf}));
-    book_update(gradient, gradient, {&gradient, &found_inf}, "a gradient unscale");
-    host_->unscale(nullptr, inv_scale, gradient, found_inf);
+    book_update(gradient, gradient, {&gradient, &found_inf}, "a gradient scale");
+    host_->scale(nullptr, factor, gradient, found_inf);
   }
 
  private:
-  std::unique_ptr<GradientUnscaleKernel> host_;
+  std::unique_ptr<GradientScaleKernel> host_;
+};
+
+class SimGradientNorm final : public GradientNormKernel {
+ public:
+  explicit SimGradientNorm(std::unique_ptr<GradientNormKernel> host) : host_(std::move(host)) {}
+  void norm(ExecutionContext*, const Tensor& gradient, bool infinity, Tensor& out,
+            int64_t slot) const override {
+    SimAccess access(gradient.device(), data_on(gradient.device(), {&gradient, &out}));
+    book_update(gradient, gradient, {&out}, "a gradient norm");
+    host_->norm(nullptr, gradient, infinity, out, slot);
+  }
+
+ private:
+  std::unique_ptr<GradientNormKernel> host_;
 };
 
 // `kernel` as a K, taking ownership, or nullptr leaving it alone.
@@ -82,8 +94,10 @@ std::unique_ptr<OpKernel> sim_update_kernel(std::unique_ptr<OpKernel>& host_kern
     return std::make_unique<SimSgdUpdate>(std::move(sgd));
   if (auto adam = take_as<AdamUpdateKernel>(host_kernel))
     return std::make_unique<SimAdamUpdate>(std::move(adam));
-  if (auto unscale = take_as<GradientUnscaleKernel>(host_kernel))
-    return std::make_unique<SimUnscaleGradient>(std::move(unscale));
+  if (auto scale = take_as<GradientScaleKernel>(host_kernel))
+    return std::make_unique<SimScaleGradient>(std::move(scale));
+  if (auto norm = take_as<GradientNormKernel>(host_kernel))
+    return std::make_unique<SimGradientNorm>(std::move(norm));
   return nullptr;
 }
 

@@ -77,6 +77,19 @@ TEST_P(TrainReference, MatchesPyTorch) {
   auto r = run_dprun(train_command(name, device_type, out));
   ASSERT_EQ(r.status, 0) << r.output;
   expect_losses_near(name, out, kRelative, kAbsolute);
+  // Cases that clip: each step's total norm before clipping, as clip_grad_norm_ returned it.
+  const fs::path norms_file = dir / (name + ".grad_norms.npy");
+  const std::optional<std::vector<double>> norms =
+      testing::json_numbers(testing::read_text(out / "run.json"), "grad_norms");
+  ASSERT_EQ(norms.has_value(), fs::exists(norms_file));
+  if (norms) {
+    const Tensor want = read_npy(norms_file.string());
+    ASSERT_EQ(static_cast<int64_t>(norms->size()), want.numel());
+    for (size_t s = 0; s < norms->size(); ++s)
+      EXPECT_NEAR((*norms)[s], want.item_as_double(static_cast<int64_t>(s)),
+                  kRelative * want.item_as_double(static_cast<int64_t>(s)))
+          << "norm of step " << s + 1;
+  }
 
   auto trained = load_graph((out / "trained.onnx").string());
   auto reference = load_graph((dir / (name + ".trained.onnx")).string());

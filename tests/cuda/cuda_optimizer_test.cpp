@@ -18,7 +18,7 @@ TEST(CudaOptimizerKernels, EveryUpdateHasACpuAndACudaDefinition) {
   for (const KernelDef& def : KernelRegistry::instance().definitions())
     if (def.domain == kDprunDomain) defined[def.device][def.op_type] = def.dtypes;
   const std::vector<DType> floats = {DType::Float32, DType::Float64};
-  for (const char* op : {kSgdUpdateOp, kAdamUpdateOp, kUnscaleGradientOp}) {
+  for (const char* op : {kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp}) {
     SCOPED_TRACE(op);
     ASSERT_TRUE(defined[DeviceType::CPU].count(op));
     ASSERT_TRUE(defined[DeviceType::CUDA].count(op));
@@ -37,8 +37,8 @@ TEST(CudaOptimizerKernels, EveryUpdateHasACpuAndACudaDefinition) {
   EXPECT_NE(dynamic_cast<AdamUpdateKernel*>(
                 create_update_kernel(kAdamUpdateOp, DeviceType::CUDA, DType::Float64).get()),
             nullptr);
-  EXPECT_NE(dynamic_cast<GradientUnscaleKernel*>(
-                create_update_kernel(kUnscaleGradientOp, DeviceType::CUDA, DType::Float32).get()),
+  EXPECT_NE(dynamic_cast<GradientScaleKernel*>(
+                create_update_kernel(kScaleGradientOp, DeviceType::CUDA, DType::Float32).get()),
             nullptr);
 }
 

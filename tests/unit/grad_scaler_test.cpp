@@ -10,22 +10,16 @@
 #include "accelerator_test_util.h"
 #include "engine/autograd/grad_scaler.h"
 #include "engine/autograd/trainer.h"
+#include "error_test_util.h"
 #include "graph_test_util.h"
 #include "op_test_util.h"
 
 namespace dprun {
 namespace {
 
+using testing::error_of;
 using testing::make_node;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::one_weight_graph;
 
 TEST(GradScaler, RefusesOptionsPyTorchRefuses) {
   EXPECT_EQ(error_of([] { GradScaler({.init_scale = 0}); }),
@@ -140,18 +134,6 @@ TEST(GradScaler, SkipsTheOptimizerStepOnOverflow) {
   EXPECT_EQ(testing::values_of<float>(p), (std::vector<float>{1 - 0.5f * 4, 2 - 0.5f * 2}));
   EXPECT_EQ(sgd.steps(), 1);
   EXPECT_EQ(scaler.skipped_steps(), 1);
-}
-
-/// y = x W with one weight w, for the mean squared error against 0.
-std::shared_ptr<Graph> one_weight_graph(float w) {
-  auto g = std::make_shared<Graph>();
-  g->opset_imports[""] = 17;
-  g->inputs.push_back({"x", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(1)}}});
-  g->initializers["W"] = Tensor::from_vector<float>({1, 1}, {w});
-  g->nodes.push_back(make_node("MatMul", {"x", "W"}, {"y"}));
-  g->nodes.back().name = "matmul";
-  g->outputs.push_back({"y", {DType::Float32, SymbolicShape{Dim::named("N"), Dim::known(1)}}});
-  return g;
 }
 
 // Float16 training through the Trainer, worked out by hand. Rows x = 1 and x = 0, targets 0:

@@ -5,6 +5,7 @@
 // case, planned for a GPU, keep no node on the host but their shape arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -195,29 +196,41 @@ std::vector<BundledCase> bundled_training_cases() {
   return cases;
 }
 
-// Every bundled training case: its training graph, built with the case's loss, places no node
-// on the host in a CUDA plan other than shape arithmetic (NonZero of a mask over shapes, the
-// run-time unbroadcasting of a gradient, included), and its plan reads nothing back from the
-// device (engine/plan_reads.h).
+// Every bundled training case, in float32, bfloat16 and float16: its training graph, built with
+// the case's loss, places no node on the host in a CUDA plan other than shape arithmetic
+// (NonZero of a mask over shapes, the run-time unbroadcasting of a gradient, included), needs no
+// float32 kernel between Casts for a 16-bit node, and its plan reads nothing back from the
+// device (engine/plan_reads.h): each of those would cost a copy and a wait in every step.
 TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
   if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  auto casts = [](const Graph& g) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(),
+                         [](const Node& n) { return n.op_type == "Cast"; });
+  };
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
-    SCOPED_TRACE(c.name);
-    const TrainingSpec& spec = c.spec;
     auto forward = load_graph(c.model.string());
-    const TrainingGraph training = build_training_graph(*forward, spec);
-    training.graph->sort_topologically();
-    std::vector<std::string> on_host;
-    for (const NodePlacement& p : place_nodes(*training.graph, DeviceType::CUDA))
-      if (p.device == DeviceType::CPU && !p.shape_arithmetic)
-        on_host.push_back(p.node->describe() + ": " + p.why_not);
-    EXPECT_EQ(on_host, std::vector<std::string>{});
-    for (const DeviceRead& r : device_reads_per_run(*Plan::build(training.graph, DeviceType::CUDA)))
-      ADD_FAILURE() << r.value << " is read back for " << r.reader->describe();
+    for (DType precision : {DType::Float32, DType::BFloat16, DType::Float16}) {
+      SCOPED_TRACE(c.name + " in " + std::string(dtype_name(precision)));
+      TrainingSpec spec = c.spec;
+      spec.precision = precision;
+      const TrainingGraph training = build_training_graph(*forward, spec);
+      training.graph->sort_topologically();
+      // A simulated GPU compiles what a CUDA one would (engine/backends/sim).
+      const std::shared_ptr<const Graph> compiled =
+          backend_for(DeviceType::Sim).rewrite_graph(training.graph, {});
+      EXPECT_EQ(casts(*compiled), casts(*training.graph)) << "nodes in float32 between Casts";
+      std::vector<std::string> on_host;
+      for (const NodePlacement& p : place_nodes(*compiled, DeviceType::CUDA))
+        if (p.device == DeviceType::CPU && !p.shape_arithmetic)
+          on_host.push_back(p.node->describe() + ": " + p.why_not);
+      EXPECT_EQ(on_host, std::vector<std::string>{});
+      for (const DeviceRead& r : device_reads_per_run(*Plan::build(compiled, DeviceType::CUDA)))
+        ADD_FAILURE() << r.value << " is read back for " << r.reader->describe();
+    }
     ++cases;
   }
-  EXPECT_EQ(cases, 13);
+  EXPECT_EQ(cases, 14);
 }
 
 // Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
@@ -227,11 +240,13 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
 TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
   // Copies to the device per step: the inputs and target, the loss weight, the counts.
   const std::map<std::string, int64_t> to_device = {
-      {"mlp_sgd", 3},     {"mlp_nesterov_dp3", 3}, {"mlp_adam", 3},
-      {"mlp_adamw", 3},   {"losses_mse", 4},       {"losses_l1", 4},
-      {"losses_nll", 3},  {"loss_none", 5},        {"losses_bce_with_logits", 4},
-      {"cnn_bn_1dev", 8}, {"cnn_bn_dp3", 8},       {"resnet_mini", 28},
-      {"gpt_adamw", 6}};
+      {"mlp_sgd", 3},      {"mlp_nesterov_dp3", 3},
+      {"mlp_clip_dp3", 3}, {"mlp_adam", 3},
+      {"mlp_adamw", 3},    {"losses_mse", 4},
+      {"losses_l1", 4},    {"losses_nll", 3},
+      {"loss_none", 5},    {"losses_bce_with_logits", 4},
+      {"cnn_bn_1dev", 8},  {"cnn_bn_dp3", 8},
+      {"resnet_mini", 28}, {"gpt_adamw", 6}};
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
     SCOPED_TRACE(c.name);
@@ -249,7 +264,7 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
     EXPECT_EQ(t.host_to_device.copies, to_device.at(c.name));
     ++cases;
   }
-  EXPECT_EQ(cases, 13);
+  EXPECT_EQ(cases, 14);
 }
 
 }  // namespace
