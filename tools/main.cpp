@@ -88,6 +88,13 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --precision P          float32 (default), bfloat16 or float16: mixed precision, the passes
                          in 16 bits with float32 parameters, gradients, optimizer and loss;
                          float16 scales the loss dynamically as PyTorch's GradScaler
+  --lr-schedule S        the lr of each step, as torch.optim.lr_scheduler stepped after each
+                         update: constant (default), step:SIZE[:GAMMA] (StepLR, gamma 0.1),
+                         exponential:GAMMA, cosine[:ETA_MIN] (CosineAnnealingLR over the
+                         steps after the warm-up), linear[:END_FACTOR] (decay to END_FACTOR
+                         times --lr, default 0); --json lists lrs
+  --lr-warmup N          first a linear warm-up over N steps from --lr-warmup-start F times
+                         --lr (default 1/3, LinearLR's) to --lr
   --clip-grad-norm F     clip the gradients to total 2-norm F before each update
                          (torch.nn.utils.clip_grad_norm_); --json lists grad_norms
   --loss-scale F         float16: the initial loss scale (default 65536)

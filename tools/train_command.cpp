@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "engine/autograd/lr_schedule.h"
 #include "engine/autograd/trainer.h"
 #include "engine/backend.h"
 #include "engine/comm/rank_failure.h"
@@ -173,6 +174,9 @@ std::vector<OptionSpec> train_option_specs() {
                              {"precision"},
                              {"loss-scale"},
                              {"clip-grad-norm"},
+                             {"lr-schedule"},
+                             {"lr-warmup"},
+                             {"lr-warmup-start"},
                              {"loss-scale-growth-interval"}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
@@ -218,6 +222,24 @@ TrainerOptions parse_trainer_options(const Args& args) {
   options.loss_scaling.growth_interval = args.get_int(
       "loss-scale-growth-interval", options.loss_scaling.growth_interval, 1, int64_t(1) << 40);
   return options;
+}
+
+/// --lr-schedule, --lr-warmup and --lr-warmup-start.
+LrSchedule parse_lr_schedule_options(const Args& args) {
+  LrSchedule schedule;
+  try {
+    if (auto text = args.get("lr-schedule")) schedule = parse_lr_schedule(*text);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--lr-schedule: ") + e.what());
+  }
+  schedule.warmup_steps = args.get_int("lr-warmup", 0, 0, int64_t(1) << 40);
+  if (auto start = args.get("lr-warmup-start")) {
+    if (!args.has("lr-warmup")) throw UsageError("--lr-warmup-start needs --lr-warmup N");
+    const double v = parse_double(*start, "lr-warmup-start");
+    if (!(v > 0 && v <= 1)) throw UsageError("--lr-warmup-start: " + *start + " is not in (0, 1]");
+    schedule.warmup_start_factor = v;
+  }
+  return schedule;
 }
 
 std::map<std::string, std::string> input_files(const Args& args, const char* option) {
@@ -306,6 +328,8 @@ int train_command(int argc, char** argv, int first) {
     validation.emplace(*model, options.training.loss, val);
   }
   std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer.parameters());
+  const double base_lr = optimizer->lr();
+  const LrSchedule lr_schedule = parse_lr_schedule_options(args);
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
   if (dist)
     check_same_on_every_rank(
@@ -337,6 +361,7 @@ int train_command(int argc, char** argv, int first) {
   for (int64_t step = 0; step < schedule.steps; ++step) {
     int64_t epoch = step / data.batches_per_epoch(), k = step % data.batches_per_epoch();
     Batch b = dist ? data.batch(epoch, k, dist->rank(), dist->size()) : data.batch(epoch, k);
+    optimizer->set_lr(lr_schedule.lr(base_lr, step, schedule.steps));
     const GradScaler* scaler = trainer.grad_scaler();
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     const double scale = scaler ? scaler->scale() : 0;
@@ -357,6 +382,7 @@ int train_command(int argc, char** argv, int first) {
       report.steps.back().skipped = scaler->skipped_steps() > skipped_before;
     }
     report.steps.back().grad_norm = trainer.last_grad_norm();
+    report.steps.back().lr = optimizer->lr();
     seconds += elapsed;
     epoch_seconds += elapsed;
     samples += b.global_rows;

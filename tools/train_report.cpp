@@ -45,6 +45,8 @@ void write_train_json(const std::string& path, const TrainReport& report) {
   out.precision(9);
   out << "{\n  \"losses\": ";
   write_list(out, report.steps, [&](const StepRecord& s) { out << s.loss; });
+  out << ",\n  \"lrs\": ";
+  write_list(out, report.steps, [&](const StepRecord& s) { out << s.lr; });
   out << ",\n  \"step_seconds\": ";
   write_list(out, report.steps, [&](const StepRecord& s) { out << s.seconds; });
   out << ",\n  \"samples_per_s\": " << report.throughput.samples_per_s

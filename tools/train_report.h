@@ -22,6 +22,7 @@ struct StepRecord {
   bool skipped = false;
   /// With --clip-grad-norm: the gradients' total norm before clipping.
   std::optional<double> grad_norm;
+  double lr = 0;  // the learning rate of the step's update
 };
 
 struct Throughput {
@@ -48,11 +49,11 @@ struct TrainReport {
   std::string ranks_json;
 };
 
-/// Writes the --json file atomically: losses, step_seconds, samples_per_s (after the warm-up),
-/// samples_per_s_overall, warmup_steps, devices, peak_bytes per device, parameters and
-/// validation results, and ranks for a distributed run; in float16 training, loss_scales (each
-/// step's) and skipped_steps (the 1-based steps whose update was skipped); with clipping,
-/// grad_norms (each step's total norm before clipping).
+/// Writes the --json file atomically: losses, lrs (each step's learning rate), step_seconds,
+/// samples_per_s (after the warm-up), samples_per_s_overall, warmup_steps, devices, peak_bytes per
+/// device, parameters and validation results, and ranks for a distributed run; in float16 training,
+/// loss_scales (each step's) and skipped_steps (the 1-based steps whose update was skipped); with
+/// clipping, grad_norms (each step's total norm before clipping).
 void write_train_json(const std::string& path, const TrainReport& report);
 
 }  // namespace dprun::cli

@@ -247,9 +247,10 @@ def dp_step(model, inputs, target, loss_fn, n_devices, rows):
     return total
 
 
-def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=None, norms=None):
+def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=None, norms=None,
+          scheduler=None):
     """With `clip`, each step clips the gradients with clip_grad_norm_(clip) before the update
-    and appends the total norm it returns to `norms`."""
+    and appends the total norm it returns to `norms`; a `scheduler` steps after every update."""
     model.train()
     n_rows = inputs[0].shape[0]
     losses = []
@@ -260,6 +261,8 @@ def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=Non
         if clip is not None:
             norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip)))
         opt.step()
+        if scheduler is not None:
+            scheduler.step()
         losses.append(float(loss.item()))
     return np.array(losses, dtype=np.float64)
 
@@ -395,6 +398,26 @@ def cases():
     c.append(dict(name="mlp_clip_dp3", seed=109, model=MLP, data=lambda: mlp_data(1109),
                   loss="cross_entropy", opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),
                   batch=10, steps=4, devices=3, opset=17, clip=0.5))
+    # learning-rate schedules, stepped after every update: a linear warm-up into cosine
+    # annealing, and StepLR under Adam
+    c.append(dict(name="mlp_warmup_cosine_dp2", seed=130, model=MLP, data=lambda: mlp_data(1130),
+                  loss="cross_entropy", opt=dict(optimizer="sgd", lr=0.2, momentum=0.9),
+                  batch=10, steps=6, devices=2, opset=17,
+                  sched=lambda opt, steps: torch.optim.lr_scheduler.SequentialLR(
+                      opt, [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.25,
+                                                              total_iters=2),
+                            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps - 2,
+                                                                       eta_min=0.01)],
+                      milestones=[2]),
+                  sched_args=["--lr-schedule cosine:0.01", "--lr-warmup 2",
+                              "--lr-warmup-start 0.25"]))
+    c.append(dict(name="mlp_step_adam", seed=131, model=MLP, data=lambda: mlp_data(1131),
+                  loss="cross_entropy",
+                  opt=dict(optimizer="adam", lr=2e-2, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8),
+                  batch=10, steps=5, devices=1, opset=17,
+                  sched=lambda opt, steps: torch.optim.lr_scheduler.StepLR(opt, step_size=2,
+                                                                           gamma=0.5),
+                  sched_args=["--lr-schedule step:2:0.5"]))
     c.append(dict(name="mlp_adam", seed=103, model=MLP, data=lambda: mlp_data(1103),
                   loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=1e-2, weight_decay=1e-3, betas=(0.9, 0.99), eps=1e-8),
@@ -458,8 +481,9 @@ def run_case(case):
     opt = make_optimizer(case["opt"], model.parameters())
     loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
     norms = []
+    scheduler = case["sched"](opt, case["steps"]) if "sched" in case else None
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
-                   case["devices"], case.get("clip"), norms)
+                   case["devices"], case.get("clip"), norms, scheduler)
 
     names1, patched1 = export(model, base + ".trained.onnx", example, input_names, output_names,
                               dyn, case["opset"])
@@ -476,6 +500,7 @@ def run_case(case):
     if "class_dim" in case:
         args.append(f"--class-dim {case['class_dim']}")
     args += optimizer_args(case["opt"])
+    args += case.get("sched_args", [])
     if "clip" in case:
         args.append(f"--clip-grad-norm {case['clip']:g}")
         np.save(base + ".grad_norms.npy", np.array(norms, dtype=np.float64))

@@ -1,5 +1,6 @@
 #pragma once
 // Runs the dprun executable and captures its exit status and combined output.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -22,6 +23,12 @@ inline CommandResult run_dprun(const std::string& arguments) {
 /// checkouts of the project may run the same tests concurrently): NAME_PID.
 inline std::filesystem::path scratch_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()));
+}
+
+/// Expects `r` to be a usage error: status 2 and exactly "dprun: MESSAGE" on one line.
+inline void expect_usage_error(const CommandResult& r, const std::string& message) {
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, "dprun: " + message + "\n");
 }
 
 /// The bytes of the file at `path` (empty when it cannot be read).

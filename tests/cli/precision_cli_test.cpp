@@ -20,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void expect_usage_error(const CommandResult& r, const std::string& message) {
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_EQ(r.output, "dprun: " + message + "\n");
-}
-
 TEST(PrecisionCli, RunWritesFloat32OutputsWithin16BitsOfTheFloat32Run) {
   const std::string model = source_path("models/mlp.onnx");
   const std::string input = " --input input=" + source_path("models/mlp.input.input.npy");
