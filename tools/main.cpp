@@ -95,6 +95,8 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
                          times --lr, default 0); --json lists lrs
   --lr-warmup N          first a linear warm-up over N steps from --lr-warmup-start F times
                          --lr (default 1/3, LinearLR's) to --lr
+  --accumulate N         each optimizer step sums the gradients of N batches of --batch rows
+                         (each weighted by its share of the step's rows) before one update
   --clip-grad-norm F     clip the gradients to total 2-norm F before each update
                          (torch.nn.utils.clip_grad_norm_); --json lists grad_norms
   --loss-scale F         float16: the initial loss scale (default 65536)

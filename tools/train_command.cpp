@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "engine/autograd/gradient_accumulation.h"
 #include "engine/autograd/lr_schedule.h"
 #include "engine/autograd/trainer.h"
 #include "engine/backend.h"
@@ -82,11 +83,14 @@ struct Schedule {
   bool by_epochs = false;
 };
 
-Schedule parse_schedule(const Args& args, int64_t batches_per_epoch) {
+/// The optimizer steps of the run; with --epochs, enough steps of `accumulate` batches each to
+/// pass over the data that many times (the last step may run into the next pass).
+Schedule parse_schedule(const Args& args, int64_t batches_per_epoch, int64_t accumulate) {
   if (args.has("steps") == args.has("epochs"))
     throw UsageError("give exactly one of --steps N and --epochs N");
   if (args.has("steps")) return {args.get_int("steps", 1, 1, int64_t(1) << 40), false};
-  return {args.get_int("epochs", 1, 1, 1 << 20) * batches_per_epoch, true};
+  const int64_t batches = args.get_int("epochs", 1, 1, 1 << 20) * batches_per_epoch;
+  return {(batches + accumulate - 1) / accumulate, true};
 }
 
 void check_writable(const std::string& path, const char* option) {
@@ -101,8 +105,8 @@ void check_writable(const std::string& path, const char* option) {
 /// loss scale and the steps skipped so far (`scaler`).
 class Progress {
  public:
-  Progress(int64_t total, int64_t per_epoch, const GradScaler* scaler)
-      : total_(total), per_epoch_(per_epoch), tty_(isatty(STDERR_FILENO)), scaler_(scaler) {}
+  Progress(int64_t total, const GradScaler* scaler)
+      : total_(total), tty_(isatty(STDERR_FILENO)), scaler_(scaler) {}
 
   void update(int64_t step, double loss, double samples_per_s) {
     if (!tty_) return;
@@ -128,8 +132,6 @@ class Progress {
     std::fflush(stdout);
   }
 
-  int64_t per_epoch() const { return per_epoch_; }
-
  private:
   std::string scaling() const {
     if (!scaler_) return "";
@@ -140,7 +142,7 @@ class Progress {
     return text;
   }
 
-  int64_t total_, per_epoch_;
+  int64_t total_;
   bool tty_;
   const GradScaler* scaler_;
 };
@@ -174,6 +176,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"precision"},
                              {"loss-scale"},
                              {"clip-grad-norm"},
+                             {"accumulate"},
                              {"lr-schedule"},
                              {"lr-warmup"},
                              {"lr-warmup-start"},
@@ -255,6 +258,37 @@ std::map<std::string, std::string> input_files(const Args& args, const char* opt
 
 }  // namespace
 
+/// One optimizer step over several batches (--accumulate): each one's forward and backward
+/// with its share of the step's rows as loss weight, their gradients summed, then the update
+/// Trainer::step would make (unscale, clip, step). Returns the step's loss.
+double accumulated_step(const std::vector<Batch>& batches, int64_t step_rows,
+                        DistributedDataParallel* ddp, Trainer& trainer, Optimizer& optimizer,
+                        const std::vector<Device>& devices) {
+  double loss = 0;
+  std::vector<Tensor> sums;  // a distributed run's: the next batch overwrites ddp's gradients
+  for (size_t j = 0; j < batches.size(); ++j) {
+    const Batch& b = batches[j];
+    if (!ddp) {
+      loss += trainer.forward_backward(
+          b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step_rows), j > 0);
+      continue;
+    }
+    loss += ddp->forward_backward(b.inputs, b.target, b.rows, step_rows);
+    if (j == 0) {
+      for (const Tensor& g : ddp->gradients()) sums.push_back(g.to(g.device(), true));
+    } else {
+      add_gradients(sums, ddp->gradients());
+    }
+  }
+  if (ddp) {
+    trainer.update(optimizer, sums);
+  } else {
+    trainer.update(optimizer, trainer.gradients(), devices);
+  }
+  trainer.model().mark_parameters_changed();
+  return loss;
+}
+
 int train_command(int argc, char** argv, int first) {
   Args args(argc, argv, first, train_option_specs());
   if (args.positionals().size() != 1)
@@ -315,7 +349,10 @@ int train_command(int argc, char** argv, int first) {
       break;
     }
   TrainingData data(data_options);
-  Schedule schedule = parse_schedule(args, data.batches_per_epoch());
+  // Batches per optimizer step: their gradients are summed, weighted by their shares of the
+  // step's rows, before one update.
+  const int64_t accumulate = args.get_int("accumulate", 1, 1, 1 << 20);
+  Schedule schedule = parse_schedule(args, data.batches_per_epoch(), accumulate);
 
   std::optional<Validation> validation;
   if (args.has("val-input")) {
@@ -352,22 +389,35 @@ int train_command(int argc, char** argv, int first) {
         dist->options.deterministic        ? "rank-order (deterministic)"
         : dist->group->backend() == "nccl" ? "NCCL's"
                                            : "MPI's");
-  Progress progress(schedule.steps, data.batches_per_epoch(), trainer.grad_scaler());
+  Progress progress(schedule.steps, trainer.grad_scaler());
   TrainReport report;
   report.devices = devices;
   report.parameters = trainer.parameter_names();
   int64_t samples = 0, epoch_samples = 0;
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
+  const int64_t per_epoch = data.batches_per_epoch();
   for (int64_t step = 0; step < schedule.steps; ++step) {
-    int64_t epoch = step / data.batches_per_epoch(), k = step % data.batches_per_epoch();
-    Batch b = dist ? data.batch(epoch, k, dist->rank(), dist->size()) : data.batch(epoch, k);
+    // The step's batches: the next `accumulate` of the epochs' sequence. An epoch ends in this
+    // step when one of them is its last batch.
+    std::vector<Batch> batches;
+    int64_t step_rows = 0, epoch = -1;
+    for (int64_t j = 0; j < accumulate; ++j) {
+      const int64_t m = step * accumulate + j, k = m % per_epoch;
+      batches.push_back(dist ? data.batch(m / per_epoch, k, dist->rank(), dist->size())
+                             : data.batch(m / per_epoch, k));
+      step_rows += batches.back().global_rows;
+      if (k + 1 == per_epoch) epoch = m / per_epoch;
+    }
     optimizer->set_lr(lr_schedule.lr(base_lr, step, schedule.steps));
     const GradScaler* scaler = trainer.grad_scaler();
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     const double scale = scaler ? scaler->scale() : 0;
     auto start = std::chrono::steady_clock::now();
-    double loss = ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, *optimizer)
-                      : trainer.step(b.inputs, b.target, *optimizer);
+    const Batch& b = batches[0];
+    double loss = accumulate > 1 ? accumulated_step(batches, step_rows, ddp.get(), trainer,
+                                                    *optimizer, devices)
+                  : ddp          ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, *optimizer)
+                                 : trainer.step(b.inputs, b.target, *optimizer);
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!std::isfinite(loss)) {  // every rank holds the same global loss
@@ -376,7 +426,7 @@ int train_command(int argc, char** argv, int first) {
       if (dist) throw CollectiveError(message);
       fail(message);
     }
-    report.steps.push_back({.loss = loss, .rows = b.global_rows, .seconds = elapsed});
+    report.steps.push_back({.loss = loss, .rows = step_rows, .seconds = elapsed});
     if (scaler) {
       report.steps.back().loss_scale = scale;
       report.steps.back().skipped = scaler->skipped_steps() > skipped_before;
@@ -385,13 +435,14 @@ int train_command(int argc, char** argv, int first) {
     report.steps.back().lr = optimizer->lr();
     seconds += elapsed;
     epoch_seconds += elapsed;
-    samples += b.global_rows;
-    epoch_samples += b.global_rows;
-    epoch_loss += loss * static_cast<double>(b.global_rows);
+    samples += step_rows;
+    epoch_samples += step_rows;
+    epoch_loss += loss * static_cast<double>(step_rows);
     progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
     if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_model(*model, *save);
-    bool epoch_end = k + 1 == data.batches_per_epoch() || step + 1 == schedule.steps;
-    if (epoch_end) {
+    if (step + 1 == schedule.steps && epoch < 0)  // a run that ends within an epoch
+      epoch = (step * accumulate + accumulate - 1) / per_epoch;
+    if (epoch >= 0) {
       std::optional<ValidationResult> val;
       if (validation && writes) report.validation.push_back(*(val = validation->run(batch)));
       progress.epoch_done(epoch, epoch_loss / static_cast<double>(epoch_samples),

@@ -1,7 +1,8 @@
 #pragma once
-// The per-tensor updates of the optimizers (optimizer.h), the loss scaler (grad_scaler.h) and
-// gradient clipping (clip_grad_norm.h), as kernels of dprun's private domain "ai.dprun": ops
-// SgdUpdate, AdamUpdate, ScaleGradient and GradientNorm, each with a CPU definition
+// The per-tensor updates of the optimizers (optimizer.h), the loss scaler (grad_scaler.h),
+// gradient clipping (clip_grad_norm.h) and gradient accumulation (Trainer), as kernels of
+// dprun's private domain "ai.dprun": ops SgdUpdate, AdamUpdate, ScaleGradient, GradientNorm and
+// AddGradient, each with a CPU definition
 // (ops/cpu/optimizer_update.cpp) and a CUDA one (ops/cuda/optimizer_update.cu), the optimizers'
 // running the element updates of ops/math/optimizer_functors.h.
 //
@@ -32,6 +33,7 @@ inline constexpr char kSgdUpdateOp[] = "SgdUpdate";
 inline constexpr char kAdamUpdateOp[] = "AdamUpdate";
 inline constexpr char kScaleGradientOp[] = "ScaleGradient";
 inline constexpr char kGradientNormOp[] = "GradientNorm";
+inline constexpr char kAddGradientOp[] = "AddGradient";
 
 struct SgdOptions {
   double lr = 0.01;
@@ -104,6 +106,13 @@ class GradientNormKernel : public ParameterUpdateKernel {
                     int64_t slot) const = 0;
 };
 
+/// sum += more, elementwise, in place (same shape, dtype float32 or float64, and device): a
+/// batch's gradients added to those accumulated so far. `execution` as for the updates above.
+class GradientAddKernel : public ParameterUpdateKernel {
+ public:
+  virtual void add(ExecutionContext* execution, Tensor& sum, const Tensor& more) const = 0;
+};
+
 /// The factory of an update kernel: K, or nullptr for a node inside a graph.
 template <class K>
 std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
@@ -112,12 +121,13 @@ std::unique_ptr<OpKernel> make_update_kernel(const KernelInfo& info) {
 }
 
 /// The registered update kernel `op_type` (kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp,
-/// kGradientNormOp) for tensors of `dtype` on devices of `device`; throws Error when this build
-/// has none ("optimizer: no SgdUpdate kernel for float16 on cpu (no kernel for dtype float16)").
+/// kGradientNormOp, kAddGradientOp) for tensors of `dtype` on devices of `device`; throws Error
+/// when this build has none ("optimizer: no SgdUpdate kernel for float16 on cpu (no kernel for
+/// dtype float16)").
 std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType device, DType dtype);
 
 /// create_update_kernel as a K (SgdUpdateKernel, AdamUpdateKernel, GradientScaleKernel,
-/// GradientNormKernel); throws Error when the registered kernel is not one.
+/// GradientNormKernel, GradientAddKernel); throws Error when the registered kernel is not one.
 template <class K>
 std::unique_ptr<K> create_update_kernel_as(const char* op_type, DeviceType device, DType dtype) {
   std::unique_ptr<OpKernel> kernel = create_update_kernel(op_type, device, dtype);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/autograd/clip_grad_norm.h"
+#include "engine/autograd/gradient_accumulation.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/replicate.h"
 #include "engine/parallel/run_in_parts.h"
@@ -97,7 +98,9 @@ std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tens
 }
 
 double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target,
-                                 double loss_weight) {
+                                 double loss_weight, bool accumulate) {
+  DPRUN_CHECK(!accumulate || !gradients_.empty(),
+              "Trainer: nothing to accumulate into: no forward_backward ran yet");
   // In float16 the loss is scaled through its weight: the gradient every replica starts its
   // backward pass from is the scale times its share.
   const double scale = scaler_ ? scaler_->scale() : 1.0;
@@ -108,7 +111,11 @@ double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor
   model_->mark_parameters_changed();
   replicas_current_ = false;  // the caller may update the parameters before the next call
   std::vector<Tensor> outputs = parallel_->forward(all);
-  gradients_.assign(outputs.begin() + 1, outputs.end());
+  std::vector<Tensor> gradients(outputs.begin() + 1, outputs.end());
+  if (accumulate)
+    add_gradients(gradients_, gradients);
+  else
+    gradients_ = std::move(gradients);
   // The loss may sit on a GPU. A power-of-two scale divides out exactly.
   return outputs[0].to(Device::cpu()).item_as_double() / scale;
 }

@@ -73,8 +73,12 @@ class Trainer {
   /// is seen on every device, as after loss.backward(); optimizer.step() in PyTorch. In float16
   /// the gradients are those of the loss times grad_scaler()->scale() (the loss returned is not
   /// scaled), until the scaler unscales them.
+  ///
+  /// With `accumulate`, the batch's gradients are added to gradients() instead of replacing
+  /// them (PyTorch's backward() without zero_grad()): k calls with loss_weight rows_i / rows,
+  /// then one update(), train on the k batches as on one of all their rows.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {},
-                          double loss_weight = 1.0);
+                          double loss_weight = 1.0, bool accumulate = false);
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
   /// changed. Returns the loss. On several CPU devices, with an optimizer made from
   /// parameters(), the replicas' gradients are summed, the update is made and its result is
@@ -97,7 +101,8 @@ class Trainer {
   /// max_grad_norm.
   std::optional<double> last_grad_norm() const { return last_grad_norm_; }
 
-  /// Gradients of the last forward_backward or step, in parameter_names() order.
+  /// Gradients of the last forward_backward or step (summed over the calls that accumulated
+  /// into them), in parameter_names() order.
   const std::vector<Tensor>& gradients() const { return gradients_; }
   /// The trainable parameters, sharing storage with the model's: give them to an optimizer.
   std::vector<Tensor> parameters() const;

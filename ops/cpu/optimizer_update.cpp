@@ -97,6 +97,19 @@ class CpuGradientNorm final : public GradientNormKernel {
   }
 };
 
+class CpuAddGradient final : public GradientAddKernel {
+ public:
+  void add(ExecutionContext*, Tensor& sum, const Tensor& more) const override {
+    visit_dtype_among<float, double>(sum.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* s = sum.data<T>();
+      const T* m = more.data<T>();
+      const int64_t n = sum.numel();
+      for (int64_t i = 0; i < n; ++i) s[i] += m[i];
+    });
+  }
+};
+
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kSgdUpdateOp,
                        .dtypes = kFloatTypes,
@@ -113,6 +126,10 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kGradientNormOp,
                        .dtypes = kFloatTypes,
                        .factory = make_update_kernel<CpuGradientNorm>});
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kAddGradientOp,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CpuAddGradient>});
 
 }  // namespace
 }  // namespace dprun

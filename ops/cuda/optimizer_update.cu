@@ -1,6 +1,7 @@
 // The optimizers' update kernels on CUDA GPUs (engine/autograd/optimizer_update.h): one
 // grid-stride kernel per update running the ops/math functors that the CPU loops run; the loss
-// scaler's and gradient clipping's scale, and the gradient norm in two deterministic passes.
+// scaler's and gradient clipping's scale, the gradient norm in two deterministic passes, and the
+// sum of accumulated gradients.
 // Compiled without fused multiply-add (ops/CMakeLists.txt), so each element's update rounds as the
 // host's does.
 #include <cuda_runtime_api.h>
@@ -54,6 +55,13 @@ __global__ void scale_kernel(T factor, T* __restrict__ g, float* __restrict__ fo
     g[i] = v * factor;
   }
   if (!finite) *found_inf = 1.0f;
+}
+
+template <class T>
+__global__ void add_kernel(T* __restrict__ sum, const T* __restrict__ more, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    sum[i] += more[i];
 }
 
 // The blocks of a gradient norm's first pass: few enough for one thread to fold their partials.
@@ -197,6 +205,24 @@ class CudaGradientNorm final : public GradientNormKernel {
   }
 };
 
+class CudaAddGradient final : public GradientAddKernel {
+ public:
+  void add(ExecutionContext* execution, Tensor& sum, const Tensor& more) const override {
+    cudaStream_t stream = stream_for(execution, sum, kAddGradientOp);
+    DPRUN_CHECK(
+        more.device() == sum.device() && more.dtype() == sum.dtype() && more.numel() == sum.numel(),
+        kAddGradientOp, ": adding ", more.describe(), " to ", sum.describe());
+    const int64_t n = sum.numel();
+    if (n == 0) return;
+    visit_dtype_among<float, double>(sum.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(sum.data<T>(), more.data<T>(), n);
+    });
+    cuda_check(cudaGetLastError(), kAddGradientOp, " on ", sum.device().to_string(),
+               ": kernel launch");
+  }
+};
+
 DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .op_type = kSgdUpdateOp,
                        .device = DeviceType::CUDA,
@@ -219,6 +245,12 @@ DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
                        .device = DeviceType::CUDA,
                        .dtypes = kFloatTypes,
                        .factory = make_update_kernel<CudaGradientNorm>});
+
+DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
+                       .op_type = kAddGradientOp,
+                       .device = DeviceType::CUDA,
+                       .dtypes = kFloatTypes,
+                       .factory = make_update_kernel<CudaAddGradient>});
 
 }  // namespace
 }  // namespace dprun

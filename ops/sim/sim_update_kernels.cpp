@@ -80,6 +80,19 @@ class SimGradientNorm final : public GradientNormKernel {
   std::unique_ptr<GradientNormKernel> host_;
 };
 
+class SimAddGradient final : public GradientAddKernel {
+ public:
+  explicit SimAddGradient(std::unique_ptr<GradientAddKernel> host) : host_(std::move(host)) {}
+  void add(ExecutionContext*, Tensor& sum, const Tensor& more) const override {
+    SimAccess access(sum.device(), data_on(sum.device(), {&sum, &more}));
+    book_update(sum, more, {&sum}, "a gradient sum");
+    host_->add(nullptr, sum, more);
+  }
+
+ private:
+  std::unique_ptr<GradientAddKernel> host_;
+};
+
 // `kernel` as a K, taking ownership, or nullptr leaving it alone.
 template <class K>
 std::unique_ptr<K> take_as(std::unique_ptr<OpKernel>& kernel) {
@@ -98,6 +111,8 @@ std::unique_ptr<OpKernel> sim_update_kernel(std::unique_ptr<OpKernel>& host_kern
     return std::make_unique<SimScaleGradient>(std::move(scale));
   if (auto norm = take_as<GradientNormKernel>(host_kernel))
     return std::make_unique<SimGradientNorm>(std::move(norm));
+  if (auto add = take_as<GradientAddKernel>(host_kernel))
+    return std::make_unique<SimAddGradient>(std::move(add));
   return nullptr;
 }
 

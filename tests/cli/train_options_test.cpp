@@ -1,15 +1,19 @@
-// `dprun train`'s learning-rate schedule and gradient clipping options: each bad value is a
-// usage error naming it, and a run reports what it used in --json. Their values against
+// `dprun train`'s learning-rate schedule, gradient clipping and accumulation options: each bad
+// value is a usage error naming it, a run reports what it used in --json, and accumulated
+// batches train as one batch of their rows. Their values against
 // PyTorch's are checked by the models/training cases mlp_warmup_cosine_dp2, mlp_step_adam and
 // mlp_clip_dp3 (tests/cli/train_references_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli_test_util.h"
+#include "loader/onnx_loader.h"
 
 namespace dprun::testing {
 namespace {
@@ -25,7 +29,7 @@ std::string train_command(const fs::path& dir, const std::string& more) {
          (dir / "out.onnx").string() + " --json " + (dir / "run.json").string() + more;
 }
 
-TEST(TrainOptions, BadSchedulesAndClippingAreUsageErrors) {
+TEST(TrainOptions, BadSchedulesClippingAndAccumulationAreUsageErrors) {
   const fs::path dir = scratch_path("dprun_train_options_errors");
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -41,6 +45,7 @@ TEST(TrainOptions, BadSchedulesAndClippingAreUsageErrors) {
       {" --lr-warmup 2 --lr-warmup-start 0", "--lr-warmup-start: 0 is not in (0, 1]"},
       {" --clip-grad-norm 0", "--clip-grad-norm: 0 is not a positive number"},
       {" --clip-grad-norm inf", "--clip-grad-norm must be a number, got 'inf'"},
+      {" --accumulate 0", "--accumulate must be between 1 and 1048576, got 0"},
   };
   for (const auto& [options, message] : errors) {
     SCOPED_TRACE(options);
@@ -70,6 +75,71 @@ TEST(TrainOptions, TheJsonListsEachStepsLearningRateAndNorm) {
       json_numbers(json, "grad_norms").value_or(std::vector<double>{});
   ASSERT_EQ(norms.size(), 4u) << json;
   for (double norm : norms) EXPECT_GT(norm, 0.25) << "the case clips every step: " << json;
+  fs::remove_all(dir);
+}
+
+/// The losses and trained initializers of `dprun train` on the mlp_sgd data with `options`.
+struct Trained {
+  std::vector<double> losses;
+  std::shared_ptr<Graph> model;
+};
+Trained train_mlp(const fs::path& dir, const std::string& options) {
+  const std::string data = source_path("models/training/mlp_sgd");
+  CommandResult r = run_dprun(
+      "train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+      ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 "
+      "--momentum 0.9 --no-shuffle --devices cpu:0,cpu:1 --save " +
+      (dir / "out.onnx").string() + " --json " + (dir / "run.json").string() + " " + options);
+  EXPECT_EQ(r.status, 0) << r.output;
+  return {json_numbers(read_text(dir / "run.json"), "losses").value_or(std::vector<double>{}),
+          load_graph((dir / "out.onnx").string())};
+}
+
+// Two batches of 5 rows summed into one step are one batch of 10 (the model has no
+// BatchNormalization): the same losses and parameters within float rounding, in one process and
+// as one rank of a distributed run, whose accumulation sums the ranks' gradients per batch.
+TEST(TrainOptions, AccumulatingTwoBatchesTrainsAsOneOfTheirRows) {
+  const fs::path dir = scratch_path("dprun_train_options_accumulate");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Trained whole = train_mlp(dir, "--batch 10 --steps 2");
+  ASSERT_EQ(whole.losses.size(), 2u);
+  for (const std::string distributed : {"", " --distributed"}) {
+    SCOPED_TRACE(distributed);
+    const Trained parts = train_mlp(dir, "--batch 5 --accumulate 2 --steps 2" + distributed);
+    ASSERT_EQ(parts.losses.size(), 2u);
+    for (size_t s = 0; s < 2; ++s)
+      EXPECT_NEAR(parts.losses[s], whole.losses[s], 1e-6 * whole.losses[s]) << "step " << s + 1;
+    for (const auto& [name, want] : whole.model->initializers) {
+      const Tensor& got = parts.model->initializers.at(name);
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(got.item_as_double(i), want.item_as_double(i),
+                    1e-6 + 1e-5 * std::fabs(want.item_as_double(i)))
+            << name << "[" << i << "]";
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// With --epochs, a step takes --accumulate batches of the epochs' sequence: 25 rows in batches
+// of 5 are 5 batches an epoch, so one epoch is 3 steps, the last running into the next pass.
+TEST(TrainOptions, AnEpochOfAccumulatedStepsEndsInTheStepOfItsLastBatch) {
+  const fs::path dir = scratch_path("dprun_train_options_accumulate_epochs");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string data = source_path("models/training/mlp_sgd");
+  CommandResult r =
+      run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+                ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 "
+                "--batch 5 --accumulate 2 --epochs 1 --devices cpu:0 --save " +
+                (dir / "out.onnx").string() + " --json " + (dir / "run.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("5 batches of 5 per epoch, 3 steps\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nepoch 1: loss "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("epoch 2"), std::string::npos) << r.output;
+  EXPECT_EQ(
+      json_numbers(read_text(dir / "run.json"), "losses").value_or(std::vector<double>{}).size(),
+      3u);
   fs::remove_all(dir);
 }
 

@@ -18,7 +18,8 @@ TEST(CudaOptimizerKernels, EveryUpdateHasACpuAndACudaDefinition) {
   for (const KernelDef& def : KernelRegistry::instance().definitions())
     if (def.domain == kDprunDomain) defined[def.device][def.op_type] = def.dtypes;
   const std::vector<DType> floats = {DType::Float32, DType::Float64};
-  for (const char* op : {kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp}) {
+  for (const char* op :
+       {kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp, kGradientNormOp, kAddGradientOp}) {
     SCOPED_TRACE(op);
     ASSERT_TRUE(defined[DeviceType::CPU].count(op));
     ASSERT_TRUE(defined[DeviceType::CUDA].count(op));
