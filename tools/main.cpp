@@ -80,7 +80,10 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --shuffle|--no-shuffle reshuffle each epoch from --seed N (default: shuffle with --epochs)
   --freeze NAME,...      initializers not to train
   --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
-  --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps
+  --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps,
+                         with the optimizer's state beside it (OUT.onnx.state)
+  --resume               MODEL is such a checkpoint: continue the run where it stopped (the same
+                         data, batch, devices and options; --steps counts the whole run)
   --json FILE            losses, step_seconds, samples_per_s (after the warm-up),
                          samples_per_s_overall, warmup_steps, devices, peak_bytes per device;
                          in float16 also loss_scales and skipped_steps

@@ -18,6 +18,7 @@
 #include "tools/distributed_cli.h"
 #include "tools/format.h"
 #include "tools/parallel_options.h"
+#include "tools/train_checkpoint.h"
 #include "tools/train_data.h"
 #include "tools/train_report.h"
 #include "tools/train_validation.h"
@@ -177,6 +178,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"loss-scale"},
                              {"clip-grad-norm"},
                              {"accumulate"},
+                             {"resume", false},
                              {"lr-schedule"},
                              {"lr-warmup"},
                              {"lr-warmup-start"},
@@ -367,6 +369,24 @@ int train_command(int argc, char** argv, int first) {
   std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer.parameters());
   const double base_lr = optimizer->lr();
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
+  // --resume: MODEL is a checkpoint; its state beside it says where the run stopped.
+  int64_t first_step = 0;
+  if (args.has("resume")) {
+    first_step = load_training_state(training_state_path(model_path), *model, *optimizer,
+                                     trainer.grad_scaler());
+    if (first_step >= schedule.steps)
+      fail("--resume: the checkpoint is at step ", first_step, "; a run of ", schedule.steps,
+           " steps has none left");
+    std::printf("resuming %s at step %lld\n", model_path.c_str(),
+                static_cast<long long>(first_step + 1));
+  }
+  // Each checkpoint: the state (with --checkpoint-every), then the model.
+  auto save_checkpoint = [&](int64_t steps_done) {
+    if (checkpoint_every)
+      save_training_state(training_state_path(*save), *model, *optimizer, trainer.grad_scaler(),
+                          steps_done);
+    save_model(*model, *save);
+  };
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
   if (dist)
     check_same_on_every_rank(
@@ -396,7 +416,7 @@ int train_command(int argc, char** argv, int first) {
   int64_t samples = 0, epoch_samples = 0;
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
   const int64_t per_epoch = data.batches_per_epoch();
-  for (int64_t step = 0; step < schedule.steps; ++step) {
+  for (int64_t step = first_step; step < schedule.steps; ++step) {
     // The step's batches: the next `accumulate` of the epochs' sequence. An epoch ends in this
     // step when one of them is its last batch.
     std::vector<Batch> batches;
@@ -439,7 +459,7 @@ int train_command(int argc, char** argv, int first) {
     epoch_samples += step_rows;
     epoch_loss += loss * static_cast<double>(step_rows);
     progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
-    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_model(*model, *save);
+    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_checkpoint(step + 1);
     if (step + 1 == schedule.steps && epoch < 0)  // a run that ends within an epoch
       epoch = (step * accumulate + accumulate - 1) / per_epoch;
     if (epoch >= 0) {
@@ -455,7 +475,7 @@ int train_command(int argc, char** argv, int first) {
     ddp->check_parameters_in_sync();
     report.ranks_json = ranks_json(*dist, *ddp);
   }
-  if (writes) save_model(*model, *save);
+  if (writes) save_checkpoint(schedule.steps);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
   std::printf("final loss %.6f, %.1f samples/s", report.steps.back().loss,

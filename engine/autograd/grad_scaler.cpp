@@ -21,6 +21,16 @@ GradScaler::GradScaler(GradScalerOptions options)
               options.growth_interval, " is not a positive number of steps");
 }
 
+void GradScaler::restore(float scale, int64_t growth_tracker, int64_t skipped_steps) {
+  DPRUN_CHECK(std::isfinite(scale) && scale > 0, "loss scaling: a saved scale of ", scale);
+  DPRUN_CHECK(growth_tracker >= 0 && skipped_steps >= 0, "loss scaling: saved counts ",
+              growth_tracker, " and ", skipped_steps);
+  scale_ = scale;
+  growth_tracker_ = growth_tracker;
+  skipped_steps_ = skipped_steps;
+  found_inf_.reset();
+}
+
 bool GradScaler::unscale(const std::vector<Tensor>& gradients) {
   DPRUN_CHECK(!found_inf_, "loss scaling: the gradients were already unscaled this step; call ",
               "update() first");

@@ -64,6 +64,9 @@ class GradScaler {
   /// Finite steps in a row since the scale last changed or overflowed.
   int64_t growth_tracker() const { return growth_tracker_; }
   const GradScalerOptions& options() const { return options_; }
+  /// Continues from a checkpoint's state (scale(), growth_tracker(), skipped_steps()). Throws
+  /// Error on a scale that is not a positive float32 or negative counts.
+  void restore(float scale, int64_t growth_tracker, int64_t skipped_steps);
 
  private:
   GradScalerOptions options_;

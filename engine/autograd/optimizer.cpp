@@ -116,6 +116,34 @@ void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, in
   update(i, nullptr, parameters_[i], gradient, begin, end);
 }
 
+void Optimizer::load_state(const State& state) {
+  DPRUN_CHECK(state.steps >= 0, "optimizer: a state of ", state.steps, " steps");
+  std::map<std::string, Tensor> own = buffers();
+  for (const auto& [name, value] : state.buffers)
+    DPRUN_CHECK(own.count(name), "optimizer: the state has '", name,
+                "', which this optimizer does not keep");
+  for (const auto& [name, buffer] : own) {
+    auto it = state.buffers.find(name);
+    DPRUN_CHECK(it != state.buffers.end(), "optimizer: the state lacks '", name, "'");
+    DPRUN_CHECK(it->second.shape() == buffer.shape() && it->second.dtype() == buffer.dtype(),
+                "optimizer: '", name, "' is ", it->second.describe(), " in the state but ",
+                buffer.describe(), " here");
+  }
+  for (auto& [name, buffer] : own) buffer.copy_from(state.buffers.at(name));
+  steps_ = state.steps;
+}
+
+namespace {
+
+/// `tensors` named "<prefix>.<index>".
+void name_each(std::map<std::string, Tensor>& out, const char* prefix,
+               const std::vector<Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    out[std::string(prefix) + "." + std::to_string(i)] = tensors[i];
+}
+
+}  // namespace
+
 Sgd::Sgd(std::vector<Tensor> parameters, SgdOptions options)
     : Optimizer(std::move(parameters)), options_(options) {
   DPRUN_CHECK(options_.lr >= 0, "SGD: invalid learning rate ", options_.lr);
@@ -134,6 +162,12 @@ void Sgd::update(size_t i, ExecutionContext* execution, Tensor& parameter, const
   kernels_[i]->update(execution, options_, steps() == 1, parameter, gradient, buffer, begin, end);
 }
 
+std::map<std::string, Tensor> Sgd::buffers() const {
+  std::map<std::string, Tensor> out;
+  name_each(out, "momentum_buffer", momentum_);
+  return out;
+}
+
 Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
     : Optimizer(std::move(parameters)), options_(options) {
   DPRUN_CHECK(options_.lr >= 0, "Adam: invalid learning rate ", options_.lr);
@@ -150,6 +184,13 @@ void Adam::update(size_t i, ExecutionContext* execution, Tensor& parameter, cons
                   int64_t begin, int64_t end) {
   kernels_[i]->update(execution, options_, steps(), parameter, gradient, exp_avg_[i],
                       exp_avg_sq_[i], begin, end);
+}
+
+std::map<std::string, Tensor> Adam::buffers() const {
+  std::map<std::string, Tensor> out;
+  name_each(out, "exp_avg", exp_avg_);
+  name_each(out, "exp_avg_sq", exp_avg_sq_);
+  return out;
 }
 
 }  // namespace dprun

@@ -9,6 +9,7 @@
 // on GPUs by kernels queued on the device (the update kernels of optimizer_update.h, one element
 // update shared by both). Every update kernel an optimizer needs is looked up when it is made.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,7 +49,22 @@ class Optimizer {
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
 
+  /// The optimizer's state, as PyTorch's optimizer.state_dict() holds it: the steps taken and
+  /// the per-parameter buffers by name ("momentum_buffer.<i>", "exp_avg.<i>",
+  /// "exp_avg_sq.<i>", i the parameter's index), sharing storage with the optimizer's own.
+  struct State {
+    int64_t steps = 0;
+    std::map<std::string, Tensor> buffers;
+  };
+  State state() const { return {steps_, buffers()}; }
+  /// Continues from `state` (a checkpoint's): copies each buffer's values into the
+  /// optimizer's and sets the step count. Throws Error naming a buffer that is missing, extra,
+  /// or of another shape or dtype; nothing changes then.
+  void load_state(const State& state);
+
  protected:
+  /// The per-parameter buffers by name (see state()).
+  virtual std::map<std::string, Tensor> buffers() const = 0;
   /// Updates elements [begin, end) of parameter i (and of its state) with the parameter's
   /// update kernel; steps() already counts this step. `execution`: as the kernels take it (the
   /// GPU's context; null for host memory). Called concurrently for disjoint host ranges of one
@@ -84,6 +100,7 @@ class Sgd final : public Optimizer {
  private:
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
               int64_t begin, int64_t end) override;
+  std::map<std::string, Tensor> buffers() const override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
   std::vector<const SgdUpdateKernel*> kernels_;
@@ -100,6 +117,7 @@ class Adam final : public Optimizer {
  private:
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
               int64_t begin, int64_t end) override;
+  std::map<std::string, Tensor> buffers() const override;
   AdamOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
   std::vector<const AdamUpdateKernel*> kernels_;

@@ -143,5 +143,72 @@ TEST(TrainOptions, AnEpochOfAccumulatedStepsEndsInTheStepOfItsLastBatch) {
   fs::remove_all(dir);
 }
 
+// A run stopped after a checkpoint and resumed from it ends with the model, bit for bit, of
+// the run that did not stop, and reports the losses of the steps it ran: the optimizer's
+// buffers and step count, the float16 loss scaler (whose first steps overflow here) and the
+// shuffled data order all continue. A state that does not fit is refused, naming the file.
+TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
+  const fs::path dir = scratch_path("dprun_train_options_resume");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string data = source_path("models/training/mlp_sgd");
+  const std::string common = " --input x=" + data + ".x.npy --target " + data +
+                             ".target.npy --loss cross_entropy --lr 0.01 --batch 10 --shuffle "
+                             "--seed 3 --lr-schedule step:1:0.9 --devices cpu:0,cpu:1 "
+                             "--precision float16 --loss-scale 1e9 --loss-scale-growth-interval 2";
+  auto run = [&](const std::string& model, const std::string& options, const std::string& out,
+                 const std::string& optimizer = "adam") {
+    return run_dprun("train " + model + common + " --optimizer " + optimizer + options +
+                     " --save " + (dir / out).string() + ".onnx --json " + (dir / out).string() +
+                     ".json");
+  };
+  CommandResult whole = run(data + ".onnx", " --steps 16", "whole");
+  ASSERT_EQ(whole.status, 0) << whole.output;
+  CommandResult first = run(data + ".onnx", " --steps 7 --checkpoint-every 7", "first");
+  ASSERT_EQ(first.status, 0) << first.output;
+  ASSERT_TRUE(fs::exists(dir / "first.onnx.state"));
+  CommandResult rest = run((dir / "first.onnx").string(), " --steps 16 --resume", "rest");
+  ASSERT_EQ(rest.status, 0) << rest.output;
+  EXPECT_NE(rest.output.find("resuming " + (dir / "first.onnx").string() + " at step 8\n"),
+            std::string::npos)
+      << rest.output;
+  EXPECT_EQ(read_text(dir / "rest.onnx"), read_text(dir / "whole.onnx"));
+  const std::string whole_json = read_text(dir / "whole.json");
+  const std::vector<double> losses = *json_numbers(whole_json, "losses");
+  EXPECT_EQ(json_numbers(read_text(dir / "rest.json"), "losses"),
+            std::vector<double>(losses.begin() + 7, losses.end()));
+  const std::vector<double> skipped = *json_numbers(whole_json, "skipped_steps");
+  ASSERT_FALSE(skipped.empty()) << "the scale never overflowed: " << whole_json;
+
+  auto expect_refused = [&](const std::string& model, const std::string& options,
+                            const std::string& message, const std::string& optimizer = "adam") {
+    CommandResult r = run(model, options, "refused", optimizer);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(r.output, "dprun: error: " + message + "\n");
+    EXPECT_FALSE(fs::exists(dir / "refused.onnx"));
+  };
+  const std::string state = (dir / "first.onnx.state").string();
+  expect_refused(data + ".onnx", " --steps 16 --resume",
+                 data +
+                     ".onnx.state: does not exist (--checkpoint-every writes it beside each "
+                     "checkpoint)");
+  expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
+                 (dir / "whole.onnx.state").string() +
+                     ": does not exist (--checkpoint-every writes it beside each checkpoint)");
+  fs::copy_file(state, dir / "whole.onnx.state");
+  expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
+                 (dir / "whole.onnx.state").string() +
+                     ": was saved with other parameters than the model's: the checkpoint model "
+                     "and its state are not of one step");
+  expect_refused((dir / "first.onnx").string(), " --steps 7 --resume",
+                 "--resume: the checkpoint is at step 7; a run of 7 steps has none left");
+  expect_refused((dir / "first.onnx").string(), " --steps 16 --resume",
+                 state +
+                     ": optimizer: the state has 'exp_avg.0', which this optimizer does not "
+                     "keep",
+                 "sgd --momentum 0.9");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dprun::testing
