@@ -260,22 +260,44 @@ std::map<std::string, std::string> input_files(const Args& args, const char* opt
 
 }  // namespace
 
-/// One optimizer step over several batches (--accumulate): each one's forward and backward
-/// with its share of the step's rows as loss weight, their gradients summed, then the update
-/// Trainer::step would make (unscale, clip, step). Returns the step's loss.
-double accumulated_step(const std::vector<Batch>& batches, int64_t step_rows,
-                        DistributedDataParallel* ddp, Trainer& trainer, Optimizer& optimizer,
-                        const std::vector<Device>& devices) {
+/// The batches of optimizer step `step`: the next `accumulate` of the epochs' sequence (a
+/// distributed rank's shard of each), the step's rows over all ranks, and the epoch that ends in
+/// the step when one of its batches is that epoch's last.
+struct StepBatches {
+  std::vector<Batch> batches;
+  int64_t rows = 0;
+  std::optional<int64_t> epoch_end;
+};
+
+StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
+                         const std::optional<DistributedRun>& dist) {
+  const int64_t per_epoch = data.batches_per_epoch();
+  StepBatches s;
+  for (int64_t j = 0; j < accumulate; ++j) {
+    const int64_t m = step * accumulate + j, epoch = m / per_epoch, k = m % per_epoch;
+    s.batches.push_back(dist ? data.batch(epoch, k, dist->rank(), dist->size())
+                             : data.batch(epoch, k));
+    s.rows += s.batches.back().global_rows;
+    if (k + 1 == per_epoch) s.epoch_end = epoch;
+  }
+  return s;
+}
+
+/// Forward and backward over the step's batches, each weighted by its share of the step's
+/// rows and their gradients summed (--accumulate), then the update Trainer::step makes
+/// (unscale, clip, step). Returns the step's loss.
+double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
+                        Optimizer& optimizer, const std::vector<Device>& devices) {
   double loss = 0;
   std::vector<Tensor> sums;  // a distributed run's: the next batch overwrites ddp's gradients
-  for (size_t j = 0; j < batches.size(); ++j) {
-    const Batch& b = batches[j];
+  for (size_t j = 0; j < step.batches.size(); ++j) {
+    const Batch& b = step.batches[j];
     if (!ddp) {
       loss += trainer.forward_backward(
-          b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step_rows), j > 0);
+          b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step.rows), j > 0);
       continue;
     }
-    loss += ddp->forward_backward(b.inputs, b.target, b.rows, step_rows);
+    loss += ddp->forward_backward(b.inputs, b.target, b.rows, step.rows);
     if (j == 0) {
       for (const Tensor& g : ddp->gradients()) sums.push_back(g.to(g.device(), true));
     } else {
@@ -289,6 +311,26 @@ double accumulated_step(const std::vector<Batch>& batches, int64_t step_rows,
   }
   trainer.model().mark_parameters_changed();
   return loss;
+}
+
+/// Runs one optimizer step over `step`'s batches and records it: the loss, rows and wall time,
+/// the lr, the gradients' norm with clipping, the loss scale and whether the update was
+/// skipped in float16.
+StepRecord run_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
+                    Optimizer& optimizer, const std::vector<Device>& devices) {
+  StepRecord record{.rows = step.rows, .lr = optimizer.lr()};
+  const GradScaler* scaler = trainer.grad_scaler();
+  const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
+  if (scaler) record.loss_scale = scaler->scale();
+  const auto start = std::chrono::steady_clock::now();
+  const Batch& b = step.batches[0];
+  record.loss = step.batches.size() > 1 ? accumulated_step(step, ddp, trainer, optimizer, devices)
+                : ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, optimizer)
+                      : trainer.step(b.inputs, b.target, optimizer);
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.skipped = scaler && scaler->skipped_steps() > skipped_before;
+  record.grad_norm = trainer.last_grad_norm();
+  return record;
 }
 
 int train_command(int argc, char** argv, int first) {
@@ -415,57 +457,31 @@ int train_command(int argc, char** argv, int first) {
   report.parameters = trainer.parameter_names();
   int64_t samples = 0, epoch_samples = 0;
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
-  const int64_t per_epoch = data.batches_per_epoch();
   for (int64_t step = first_step; step < schedule.steps; ++step) {
-    // The step's batches: the next `accumulate` of the epochs' sequence. An epoch ends in this
-    // step when one of them is its last batch.
-    std::vector<Batch> batches;
-    int64_t step_rows = 0, epoch = -1;
-    for (int64_t j = 0; j < accumulate; ++j) {
-      const int64_t m = step * accumulate + j, k = m % per_epoch;
-      batches.push_back(dist ? data.batch(m / per_epoch, k, dist->rank(), dist->size())
-                             : data.batch(m / per_epoch, k));
-      step_rows += batches.back().global_rows;
-      if (k + 1 == per_epoch) epoch = m / per_epoch;
-    }
+    const StepBatches batches = step_batches(data, step, accumulate, dist);
     optimizer->set_lr(lr_schedule.lr(base_lr, step, schedule.steps));
-    const GradScaler* scaler = trainer.grad_scaler();
-    const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
-    const double scale = scaler ? scaler->scale() : 0;
-    auto start = std::chrono::steady_clock::now();
-    const Batch& b = batches[0];
-    double loss = accumulate > 1 ? accumulated_step(batches, step_rows, ddp.get(), trainer,
-                                                    *optimizer, devices)
-                  : ddp          ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, *optimizer)
-                                 : trainer.step(b.inputs, b.target, *optimizer);
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.steps.push_back(run_step(batches, ddp.get(), trainer, *optimizer, devices));
+    const double loss = report.steps.back().loss, elapsed = report.steps.back().seconds;
     if (!std::isfinite(loss)) {  // every rank holds the same global loss
       std::string message = detail::concat("step ", step + 1, ": the loss is ", loss,
                                            "; training diverged (try a smaller --lr)");
       if (dist) throw CollectiveError(message);
       fail(message);
     }
-    report.steps.push_back({.loss = loss, .rows = step_rows, .seconds = elapsed});
-    if (scaler) {
-      report.steps.back().loss_scale = scale;
-      report.steps.back().skipped = scaler->skipped_steps() > skipped_before;
-    }
-    report.steps.back().grad_norm = trainer.last_grad_norm();
-    report.steps.back().lr = optimizer->lr();
     seconds += elapsed;
     epoch_seconds += elapsed;
-    samples += step_rows;
-    epoch_samples += step_rows;
-    epoch_loss += loss * static_cast<double>(step_rows);
+    samples += batches.rows;
+    epoch_samples += batches.rows;
+    epoch_loss += loss * static_cast<double>(batches.rows);
     progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
     if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_checkpoint(step + 1);
-    if (step + 1 == schedule.steps && epoch < 0)  // a run that ends within an epoch
-      epoch = (step * accumulate + accumulate - 1) / per_epoch;
-    if (epoch >= 0) {
+    std::optional<int64_t> epoch = batches.epoch_end;
+    if (step + 1 == schedule.steps && !epoch)  // a run that ends within an epoch
+      epoch = (step * accumulate + accumulate - 1) / data.batches_per_epoch();
+    if (epoch) {
       std::optional<ValidationResult> val;
       if (validation && writes) report.validation.push_back(*(val = validation->run(batch)));
-      progress.epoch_done(epoch, epoch_loss / static_cast<double>(epoch_samples),
+      progress.epoch_done(*epoch, epoch_loss / static_cast<double>(epoch_samples),
                           static_cast<double>(epoch_samples) / epoch_seconds, val);
       epoch_samples = 0;
       epoch_seconds = epoch_loss = 0;

@@ -16,13 +16,13 @@ struct StepRecord {
   double loss = 0;
   int64_t rows = 0;
   double seconds = 0;  // wall time of Trainer::step
+  double lr = 0;       // the learning rate of the step's update
   /// float16 training: the loss scale the step ran with, and whether its update was skipped
   /// because a gradient overflowed.
   std::optional<double> loss_scale;
   bool skipped = false;
   /// With --clip-grad-norm: the gradients' total norm before clipping.
   std::optional<double> grad_norm;
-  double lr = 0;  // the learning rate of the step's update
 };
 
 struct Throughput {
