@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "engine/autograd/gradient_accumulation.h"
 #include "engine/autograd/lr_schedule.h"
 #include "engine/autograd/trainer.h"
 #include "engine/backend.h"
@@ -21,6 +20,7 @@
 #include "tools/train_checkpoint.h"
 #include "tools/train_data.h"
 #include "tools/train_report.h"
+#include "tools/train_step.h"
 #include "tools/train_validation.h"
 #include "tools/training_export.h"
 
@@ -259,79 +259,6 @@ std::map<std::string, std::string> input_files(const Args& args, const char* opt
 }
 
 }  // namespace
-
-/// The batches of optimizer step `step`: the next `accumulate` of the epochs' sequence (a
-/// distributed rank's shard of each), the step's rows over all ranks, and the epoch that ends in
-/// the step when one of its batches is that epoch's last.
-struct StepBatches {
-  std::vector<Batch> batches;
-  int64_t rows = 0;
-  std::optional<int64_t> epoch_end;
-};
-
-StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
-                         const std::optional<DistributedRun>& dist) {
-  const int64_t per_epoch = data.batches_per_epoch();
-  StepBatches s;
-  for (int64_t j = 0; j < accumulate; ++j) {
-    const int64_t m = step * accumulate + j, epoch = m / per_epoch, k = m % per_epoch;
-    s.batches.push_back(dist ? data.batch(epoch, k, dist->rank(), dist->size())
-                             : data.batch(epoch, k));
-    s.rows += s.batches.back().global_rows;
-    if (k + 1 == per_epoch) s.epoch_end = epoch;
-  }
-  return s;
-}
-
-/// Forward and backward over the step's batches, each weighted by its share of the step's
-/// rows and their gradients summed (--accumulate), then the update Trainer::step makes
-/// (unscale, clip, step). Returns the step's loss.
-double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
-                        Optimizer& optimizer, const std::vector<Device>& devices) {
-  double loss = 0;
-  std::vector<Tensor> sums;  // a distributed run's: the next batch overwrites ddp's gradients
-  for (size_t j = 0; j < step.batches.size(); ++j) {
-    const Batch& b = step.batches[j];
-    if (!ddp) {
-      loss += trainer.forward_backward(
-          b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step.rows), j > 0);
-      continue;
-    }
-    loss += ddp->forward_backward(b.inputs, b.target, b.rows, step.rows);
-    if (j == 0) {
-      for (const Tensor& g : ddp->gradients()) sums.push_back(g.to(g.device(), true));
-    } else {
-      add_gradients(sums, ddp->gradients());
-    }
-  }
-  if (ddp) {
-    trainer.update(optimizer, sums);
-  } else {
-    trainer.update(optimizer, trainer.gradients(), devices);
-  }
-  trainer.model().mark_parameters_changed();
-  return loss;
-}
-
-/// Runs one optimizer step over `step`'s batches and records it: the loss, rows and wall time,
-/// the lr, the gradients' norm with clipping, the loss scale and whether the update was
-/// skipped in float16.
-StepRecord run_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
-                    Optimizer& optimizer, const std::vector<Device>& devices) {
-  StepRecord record{.rows = step.rows, .lr = optimizer.lr()};
-  const GradScaler* scaler = trainer.grad_scaler();
-  const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
-  if (scaler) record.loss_scale = scaler->scale();
-  const auto start = std::chrono::steady_clock::now();
-  const Batch& b = step.batches[0];
-  record.loss = step.batches.size() > 1 ? accumulated_step(step, ddp, trainer, optimizer, devices)
-                : ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, optimizer)
-                      : trainer.step(b.inputs, b.target, optimizer);
-  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  record.skipped = scaler && scaler->skipped_steps() > skipped_before;
-  record.grad_norm = trainer.last_grad_norm();
-  return record;
-}
 
 int train_command(int argc, char** argv, int first) {
   Args args(argc, argv, first, train_option_specs());

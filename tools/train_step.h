@@ -1,0 +1,36 @@
+#pragma once
+// One optimizer step of `dprun train`: the step's batches (--accumulate of them) and the step
+// run through the Trainer or a distributed rank, timed and recorded for the report.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/autograd/trainer.h"
+#include "engine/parallel/distributed.h"
+#include "tools/distributed_cli.h"
+#include "tools/train_data.h"
+#include "tools/train_report.h"
+
+namespace dprun::cli {
+
+/// The batches of optimizer step `step`: the next `accumulate` of the epochs' sequence (a
+/// distributed rank's shard of each), the step's rows over all ranks, and the epoch that ends in
+/// the step when one of its batches is that epoch's last.
+struct StepBatches {
+  std::vector<Batch> batches;
+  int64_t rows = 0;
+  std::optional<int64_t> epoch_end;
+};
+
+StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
+                         const std::optional<DistributedRun>& dist);
+
+/// Runs one optimizer step over `step`'s batches and records it: the loss, rows and wall time,
+/// the lr, the gradients' norm with clipping, the loss scale and whether the update was
+/// skipped in float16. Several batches are each weighted by their share of the step's rows and
+/// their gradients summed before the update (through `ddp` on a distributed rank, else
+/// `trainer`, whose parameters are split over `devices`' workers).
+StepRecord run_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
+                    Optimizer& optimizer, const std::vector<Device>& devices);
+
+}  // namespace dprun::cli
