@@ -73,6 +73,9 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --output NAME          the output the loss reads (default: the first)
   --optimizer O --lr F   sgd | adam | adamw, and the learning rate (both required)
   --momentum F --nesterov --weight-decay F --betas B1,B2 --eps F   as torch.optim
+  --no-weight-decay LIST parameters updated without weight decay (a param group with
+                         weight_decay 0): names, PREFIX* patterns, or 1d for every
+                         parameter of rank below 2 (biases, normalization weights)
   --batch N              rows per step (required); a last partial batch is used as it is
   --steps N | --epochs N optimizer steps, or passes over the data
   --warmup-steps N       steps left out of the reported samples/s (default 1: the first step

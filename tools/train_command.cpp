@@ -44,7 +44,29 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const Args& args, std::vector<Tensor> parameters) {
+/// Which parameters --no-weight-decay exempts: "1d" names every parameter of rank below 2 (the
+/// biases and normalization weights of GPT recipes), "PREFIX*" those whose names start so, any
+/// other item one parameter by name. Throws UsageError for an item that names none.
+std::vector<bool> decay_exemptions(const std::string& list, const std::vector<std::string>& names,
+                                   const std::vector<Tensor>& parameters) {
+  std::vector<bool> exempt(names.size(), false);
+  for (const std::string& item : split_list(list)) {
+    bool matched = false;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const bool match = item == "1d" ? parameters[i].rank() < 2
+                         : item.ends_with('*')
+                             ? names[i].rfind(item.substr(0, item.size() - 1), 0) == 0
+                             : names[i] == item;
+      if (match) exempt[i] = matched = true;
+    }
+    if (!matched)
+      throw UsageError("--no-weight-decay: '" + item + "' names no trainable parameter");
+  }
+  return exempt;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& trainer) {
+  std::vector<Tensor> parameters = trainer.parameters();
   std::string kind = args.get("optimizer").value_or("");
   if (kind.empty()) throw UsageError("--optimizer is required (sgd, adam or adamw)");
   auto lr_text = args.get("lr");
@@ -54,14 +76,24 @@ std::unique_ptr<Optimizer> make_optimizer(const Args& args, std::vector<Tensor> 
     auto v = args.get(name);
     return v ? parse_double(*v, name) : fallback;
   };
+  std::vector<bool> exempt;
+  if (auto list = args.get("no-weight-decay"))
+    exempt = decay_exemptions(*list, trainer.parameter_names(), parameters);
+  auto with_exemptions = [&](std::unique_ptr<Optimizer> optimizer, double weight_decay) {
+    if (exempt.empty()) return optimizer;
+    if (weight_decay == 0)
+      throw UsageError("--no-weight-decay exempts parameters from a weight decay of 0");
+    optimizer->exempt_from_weight_decay(exempt);
+    return optimizer;
+  };
   if (kind == "sgd") {
     if (args.has("betas") || args.has("eps"))
       throw UsageError("--betas and --eps are Adam options, not SGD's");
-    return std::make_unique<Sgd>(std::move(parameters),
-                                 SgdOptions{.lr = lr,
-                                            .momentum = number("momentum", 0),
-                                            .weight_decay = number("weight-decay", 0),
-                                            .nesterov = args.has("nesterov")});
+    const SgdOptions o{.lr = lr,
+                       .momentum = number("momentum", 0),
+                       .weight_decay = number("weight-decay", 0),
+                       .nesterov = args.has("nesterov")};
+    return with_exemptions(std::make_unique<Sgd>(std::move(parameters), o), o.weight_decay);
   }
   if (kind != "adam" && kind != "adamw")
     throw UsageError("--optimizer must be sgd, adam or adamw, got '" + kind + "'");
@@ -76,7 +108,7 @@ std::unique_ptr<Optimizer> make_optimizer(const Args& args, std::vector<Tensor> 
     o.beta1 = parse_double(items[0], "betas");
     o.beta2 = parse_double(items[1], "betas");
   }
-  return std::make_unique<Adam>(std::move(parameters), o);
+  return with_exemptions(std::make_unique<Adam>(std::move(parameters), o), o.weight_decay);
 }
 
 struct Schedule {
@@ -159,6 +191,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"momentum"},
                              {"nesterov", false},
                              {"weight-decay"},
+                             {"no-weight-decay"},
                              {"betas"},
                              {"eps"},
                              {"steps"},
@@ -335,7 +368,7 @@ int train_command(int argc, char** argv, int first) {
       throw UsageError("--val-input needs --val-target for this loss");
     validation.emplace(*model, options.training.loss, val);
   }
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer.parameters());
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer);
   const double base_lr = optimizer->lr();
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
   // --resume: MODEL is a checkpoint; its state beside it says where the run stopped.

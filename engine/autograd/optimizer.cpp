@@ -116,6 +116,12 @@ void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, in
   update(i, nullptr, parameters_[i], gradient, begin, end);
 }
 
+void Optimizer::exempt_from_weight_decay(const std::vector<bool>& exempt) {
+  DPRUN_CHECK(exempt.size() == parameters_.size(), "optimizer: ", exempt.size(),
+              " weight-decay exemptions for ", parameters_.size(), " parameters");
+  decay_exempt_ = exempt;
+}
+
 void Optimizer::load_state(const State& state) {
   DPRUN_CHECK(state.steps >= 0, "optimizer: a state of ", state.steps, " steps");
   std::map<std::string, Tensor> own = buffers();
@@ -159,7 +165,8 @@ void Sgd::update(size_t i, ExecutionContext* execution, Tensor& parameter, const
                  int64_t begin, int64_t end) {
   Tensor no_buffer;
   Tensor& buffer = options_.momentum != 0 ? momentum_[i] : no_buffer;
-  kernels_[i]->update(execution, options_, steps() == 1, parameter, gradient, buffer, begin, end);
+  kernels_[i]->update(execution, options_for(i, options_), steps() == 1, parameter, gradient,
+                      buffer, begin, end);
 }
 
 std::map<std::string, Tensor> Sgd::buffers() const {
@@ -182,8 +189,8 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
 
 void Adam::update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
                   int64_t begin, int64_t end) {
-  kernels_[i]->update(execution, options_, steps(), parameter, gradient, exp_avg_[i],
-                      exp_avg_sq_[i], begin, end);
+  kernels_[i]->update(execution, options_for(i, options_), steps(), parameter, gradient,
+                      exp_avg_[i], exp_avg_sq_[i], begin, end);
 }
 
 std::map<std::string, Tensor> Adam::buffers() const {

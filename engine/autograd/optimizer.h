@@ -48,6 +48,10 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  /// Parameters updated without weight decay (a second torch.optim param group with
+  /// weight_decay 0, as GPT recipes put biases and normalization weights in): `exempt[i]` for
+  /// parameter i. Throws Error when the list's length is not the parameters'.
+  void exempt_from_weight_decay(const std::vector<bool>& exempt);
 
   /// The optimizer's state, as PyTorch's optimizer.state_dict() holds it: the steps taken and
   /// the per-parameter buffers by name ("momentum_buffer.<i>", "exp_avg.<i>",
@@ -65,6 +69,13 @@ class Optimizer {
  protected:
   /// The per-parameter buffers by name (see state()).
   virtual std::map<std::string, Tensor> buffers() const = 0;
+  /// `options` as parameter i is updated with them: without weight decay where exempt.
+  template <class Options>
+  Options options_for(size_t i, const Options& options) const {
+    Options o = options;
+    if (i < decay_exempt_.size() && decay_exempt_[i]) o.weight_decay = 0;
+    return o;
+  }
   /// Updates elements [begin, end) of parameter i (and of its state) with the parameter's
   /// update kernel; steps() already counts this step. `execution`: as the kernels take it (the
   /// GPU's context; null for host memory). Called concurrently for disjoint host ranges of one
@@ -81,9 +92,10 @@ class Optimizer {
   void update_on_devices(const std::vector<Tensor>& gradients);
 
   std::vector<Tensor> parameters_;
-  std::vector<int64_t> counts_;  // elements of each parameter in host memory; 0 for the others
-  int64_t total_elements_ = 0;   // of parameters in host memory
-  bool on_devices_ = false;      // some parameters live on GPUs
+  std::vector<int64_t> counts_;     // elements of each parameter in host memory; 0 for the others
+  int64_t total_elements_ = 0;      // of parameters in host memory
+  bool on_devices_ = false;         // some parameters live on GPUs
+  std::vector<bool> decay_exempt_;  // empty: every parameter decays
   int64_t steps_ = 0;
   std::vector<std::unique_ptr<OpKernel>> owned_kernels_;  // one per (device type, dtype)
 };

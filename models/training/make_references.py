@@ -268,7 +268,13 @@ def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=Non
 
 
 def make_optimizer(spec, params):
+    """With spec["no_decay_1d"], parameters of rank below 2 form a second param group with
+    weight_decay 0 (the GPT recipe), as `--no-weight-decay 1d` asks."""
     kind = spec["optimizer"]
+    if spec.get("no_decay_1d"):
+        params = list(params)
+        params = [{"params": [p for p in params if p.dim() >= 2]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     if kind == "sgd":
         return torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0),
                                nesterov=spec.get("nesterov", False),
@@ -293,6 +299,8 @@ def optimizer_args(spec):
         a.append(f"--weight-decay {spec['weight_decay']:g}")
         a.append(f"--betas {spec['betas'][0]:g},{spec['betas'][1]:g}")
         a.append(f"--eps {spec['eps']:g}")
+    if spec.get("no_decay_1d"):
+        a.append("--no-weight-decay 1d")
     return a
 
 
@@ -394,6 +402,14 @@ def cases():
                   loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True),
                   batch=10, steps=4, devices=3, opset=17))
+    # AdamW with biases and LayerNorm weights in a param group without weight decay
+    c.append(dict(name="gpt_adamw_nodecay_dp2", seed=132, model=TinyGPT,
+                  data=lambda: gpt_data(1132), loss="cross_entropy", class_dim=-1,
+                  opt=dict(optimizer="adamw", lr=2e-2, weight_decay=0.5, betas=(0.9, 0.95),
+                           eps=1e-8, no_decay_1d=True),
+                  batch=8, steps=3, devices=2, opset=17, norm_seed=2132,
+                  input_names=["idx"], dyn={"idx": {0: "batch", 1: "seq"},
+                                            "logits": {0: "batch", 1: "seq"}}))
     # clip_grad_norm_ at 0.5, below the total norm of most steps, so clipping acts
     c.append(dict(name="mlp_clip_dp3", seed=109, model=MLP, data=lambda: mlp_data(1109),
                   loss="cross_entropy", opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),

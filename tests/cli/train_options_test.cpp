@@ -1,4 +1,5 @@
-// `dprun train`'s learning-rate schedule, gradient clipping and accumulation options: each bad
+// `dprun train`'s learning-rate schedule, weight-decay exemption, gradient clipping and
+// accumulation options: each bad
 // value is a usage error naming it, a run reports what it used in --json, and accumulated
 // batches train as one batch of their rows. Their values against
 // PyTorch's are checked by the models/training cases mlp_warmup_cosine_dp2, mlp_step_adam and
@@ -46,6 +47,11 @@ TEST(TrainOptions, BadSchedulesClippingAndAccumulationAreUsageErrors) {
       {" --clip-grad-norm 0", "--clip-grad-norm: 0 is not a positive number"},
       {" --clip-grad-norm inf", "--clip-grad-norm must be a number, got 'inf'"},
       {" --accumulate 0", "--accumulate must be between 1 and 1048576, got 0"},
+      {" --no-weight-decay fc1.bias",
+       "--no-weight-decay exempts parameters from a weight decay "
+       "of 0"},
+      {" --weight-decay 0.1 --no-weight-decay fc1.bias,fc3*",
+       "--no-weight-decay: 'fc3*' names no trainable parameter"},
   };
   for (const auto& [options, message] : errors) {
     SCOPED_TRACE(options);

@@ -122,5 +122,44 @@ TEST(OptimizerLoops, SplittingTheUpdateOverWorkersChangesNothing) {
   }
 }
 
+// A parameter exempt from weight decay updates as under the same optimizer without it (torch.optim
+// param groups with weight_decay 0); the others keep their decay.
+TEST(OptimizerLoops, ExemptParametersUpdateWithoutWeightDecay) {
+  const Tensor g = Tensor::from_vector<float>({2}, {0.5f, -1});
+  auto run = [&](auto make, double decay, bool exempt_first) {
+    std::vector<Tensor> p = {Tensor::from_vector<float>({2}, {1, 2}),
+                             Tensor::from_vector<float>({2}, {3, 4})};
+    auto optimizer = make(p, decay);
+    if (exempt_first) optimizer->exempt_from_weight_decay({true, false});
+    optimizer->step({g, g});
+    optimizer->step({g, g});
+    return std::vector<std::vector<float>>{{p[0].data<float>()[0], p[0].data<float>()[1]},
+                                           {p[1].data<float>()[0], p[1].data<float>()[1]}};
+  };
+  auto sgd = [](std::vector<Tensor> p, double wd) {
+    return std::make_unique<Sgd>(p, SgdOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = wd});
+  };
+  auto adamw = [](std::vector<Tensor> p, double wd) {
+    return std::make_unique<Adam>(
+        p, AdamOptions{.lr = 0.1, .weight_decay = wd, .decoupled_weight_decay = true});
+  };
+  for (int k = 0; k < 2; ++k) {
+    const auto exempt = k == 0 ? run(sgd, 0.5, true) : run(adamw, 0.5, true);
+    const auto none = k == 0 ? run(sgd, 0.0, false) : run(adamw, 0.0, false);
+    const auto all = k == 0 ? run(sgd, 0.5, false) : run(adamw, 0.5, false);
+    EXPECT_EQ(exempt[0], none[0]) << "optimizer " << k;
+    EXPECT_EQ(exempt[1], all[1]) << "optimizer " << k;
+    EXPECT_NE(exempt[1], none[1]) << "optimizer " << k;
+  }
+  Sgd sgd_of_two({Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<float>({1}, {1})},
+                 {.lr = 0.1});
+  try {
+    sgd_of_two.exempt_from_weight_decay({true});
+    FAIL() << "a list of the wrong length was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "optimizer: 1 weight-decay exemptions for 2 parameters");
+  }
+}
+
 }  // namespace
 }  // namespace dprun

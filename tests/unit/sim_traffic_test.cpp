@@ -230,7 +230,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 16);
+  EXPECT_EQ(cases, 17);
 }
 
 // Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
@@ -239,15 +239,23 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
 // BatchNormalization gradient: the element count).
 TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
   // Copies to the device per step: the inputs and target, the loss weight, the counts.
-  const std::map<std::string, int64_t> to_device = {
-      {"mlp_sgd", 3},       {"mlp_nesterov_dp3", 3},
-      {"mlp_clip_dp3", 3},  {"mlp_warmup_cosine_dp2", 3},
-      {"mlp_step_adam", 3}, {"mlp_adam", 3},
-      {"mlp_adamw", 3},     {"losses_mse", 4},
-      {"losses_l1", 4},     {"losses_nll", 3},
-      {"loss_none", 5},     {"losses_bce_with_logits", 4},
-      {"cnn_bn_1dev", 8},   {"cnn_bn_dp3", 8},
-      {"resnet_mini", 28},  {"gpt_adamw", 6}};
+  const std::map<std::string, int64_t> to_device = {{"mlp_sgd", 3},
+                                                    {"mlp_nesterov_dp3", 3},
+                                                    {"mlp_clip_dp3", 3},
+                                                    {"mlp_warmup_cosine_dp2", 3},
+                                                    {"mlp_step_adam", 3},
+                                                    {"mlp_adam", 3},
+                                                    {"mlp_adamw", 3},
+                                                    {"losses_mse", 4},
+                                                    {"losses_l1", 4},
+                                                    {"losses_nll", 3},
+                                                    {"loss_none", 5},
+                                                    {"losses_bce_with_logits", 4},
+                                                    {"cnn_bn_1dev", 8},
+                                                    {"cnn_bn_dp3", 8},
+                                                    {"resnet_mini", 28},
+                                                    {"gpt_adamw", 6},
+                                                    {"gpt_adamw_nodecay_dp2", 6}};
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
     SCOPED_TRACE(c.name);
@@ -265,7 +273,7 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
     EXPECT_EQ(t.host_to_device.copies, to_device.at(c.name));
     ++cases;
   }
-  EXPECT_EQ(cases, 16);
+  EXPECT_EQ(cases, 17);
 }
 
 }  // namespace
