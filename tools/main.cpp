@@ -70,6 +70,9 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --loss L               cross_entropy | nll | mse | l1 | bce_with_logits | none (the output is
                          the loss), each the mean over the batch
   --class-dim D          class dim of the output for cross_entropy and nll (default 1)
+  --ignore-index N|none  cross_entropy and nll leave out targets equal to N (default -100, as
+                         PyTorch)
+  --label-smoothing F    cross_entropy's label smoothing in [0, 1] (default 0)
   --output NAME          the output the loss reads (default: the first)
   --optimizer O --lr F   sgd | adam | adamw, and the learning rate (both required)
   --momentum F --nesterov --weight-decay F --betas B1,B2 --eps F   as torch.optim

@@ -185,6 +185,8 @@ std::vector<OptionSpec> train_option_specs() {
   specs.insert(specs.end(), {{"target"},
                              {"loss"},
                              {"class-dim"},
+                             {"ignore-index"},
+                             {"label-smoothing"},
                              {"output"},
                              {"optimizer"},
                              {"lr"},
@@ -233,6 +235,19 @@ TrainerOptions parse_trainer_options(const Args& args) {
     throw UsageError(std::string("--loss: ") + e.what());
   }
   options.training.loss.class_dim = args.get_int("class-dim", 1, -64, 63);
+  if (auto ignore = args.get("ignore-index"))
+    options.training.loss.ignore_index =
+        *ignore == "none"
+            ? std::nullopt
+            : std::optional<int64_t>(args.get_int("ignore-index", -100, INT64_MIN, INT64_MAX));
+  if (auto smoothing = args.get("label-smoothing")) {
+    const double v = parse_double(*smoothing, "label-smoothing");
+    if (!(v >= 0 && v <= 1))
+      throw UsageError("--label-smoothing: " + *smoothing + " is not between 0 and 1");
+    if (options.training.loss.kind != LossKind::CrossEntropy)
+      throw UsageError("--label-smoothing is for --loss cross_entropy");
+    options.training.loss.label_smoothing = v;
+  }
   options.training.loss.output = args.get("output").value_or("");
   for (const auto& list : args.all("freeze"))
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);

@@ -34,11 +34,24 @@ class LossEmitter {
     if (dtype == DType::Float32) t = Tensor::scalar<float>(static_cast<float>(v));
     DPRUN_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "loss: ", dtype_name(dtype),
                 " losses are not supported (float32 and float64 are)");
-    return emit("Constant", {}, {{"value", Attribute::of_tensor(t)}});
+    return constant(t);
   }
 
   std::string mean_of_all(const std::string& x) {
     return emit("ReduceMean", {x}, {{"keepdims", Attribute::of_int(0)}});
+  }
+
+  std::string sum_of_all(const std::string& x) {
+    return emit("ReduceSum", {x}, {{"keepdims", Attribute::of_int(0)}});
+  }
+
+  std::string constant(Tensor value) {
+    return emit("Constant", {}, {{"value", Attribute::of_tensor(std::move(value))}});
+  }
+
+  std::string int64_vector(std::vector<int64_t> values) {
+    const auto n = static_cast<int64_t>(values.size());
+    return constant(Tensor::from_vector<int64_t>({n}, values));
   }
 
  private:
@@ -104,6 +117,34 @@ std::string add_target_input(Graph& graph, DType dtype, std::optional<SymbolicSh
   return name;
 }
 
+/// (1 - s) * `loss` + s * the mean, over the positions whose target is not ignored, of
+/// -mean_c log_softmax(scores)[n, c, ...]: PyTorch's cross_entropy with label_smoothing s.
+std::string smoothed(LossEmitter& emit, int64_t opset, DType dtype, const std::string& loss,
+                     const std::string& scores, const std::string& target, const LossSpec& spec) {
+  const std::string log_probs = emit.emit("LogSoftmax", {scores}, {{"axis", Attribute::of_int(1)}});
+  // The mean over the classes (dim 1); ReduceMean takes its axes as an input from opset 18.
+  const std::string class_mean =
+      opset >= 18
+          ? emit.emit("ReduceMean", {log_probs, emit.int64_vector({1})},
+                      {{"keepdims", Attribute::of_int(0)}})
+          : emit.emit("ReduceMean", {log_probs},
+                      {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}});
+  const std::string per_position = emit.emit("Neg", {class_mean});
+  std::string smooth = emit.mean_of_all(per_position);
+  if (spec.ignore_index) {
+    // Positions of an ignored target count for nothing, and the mean is over the others.
+    const std::string ignored =
+        emit.emit("Equal", {target, emit.constant(Tensor::scalar<int64_t>(*spec.ignore_index))});
+    const std::string kept = emit.emit("Cast", {emit.emit("Not", {ignored})},
+                                       {{"to", Attribute::of_int(static_cast<int64_t>(dtype))}});
+    smooth = emit.emit(
+        "Div", {emit.sum_of_all(emit.emit("Mul", {per_position, kept})), emit.sum_of_all(kept)});
+  }
+  const double s = spec.label_smoothing;
+  return emit.emit("Add", {emit.emit("Mul", {loss, emit.scalar(1 - s, dtype)}),
+                           emit.emit("Mul", {smooth, emit.scalar(s, dtype)})});
+}
+
 std::string class_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info,
                        const LossSpec& spec, std::string& target) {
   int64_t opset = graph.opset("");
@@ -111,12 +152,21 @@ std::string class_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info,
       spec.kind == LossKind::CrossEntropy ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
   DPRUN_CHECK(opset >= 12, "loss: ", loss_kind_name(spec.kind),
               " needs ai.onnx opset 12 or newer (", op, "); the model imports opset ", opset);
+  DPRUN_CHECK(spec.label_smoothing >= 0 && spec.label_smoothing <= 1, "loss: label smoothing ",
+              spec.label_smoothing, " is not between 0 and 1");
+  DPRUN_CHECK(spec.label_smoothing == 0 || spec.kind == LossKind::CrossEntropy,
+              "loss: label smoothing is cross_entropy's, not ", loss_kind_name(spec.kind), "'s");
   auto [scores, target_shape] = classes_at_dim_1(emit, info, spec.class_dim);
   target = add_target_input(graph, DType::Int64, target_shape);
-  Attribute mean;
-  mean.kind = Attribute::Kind::String;
-  mean.s = "mean";
-  return emit.emit(op, {scores, target}, {{"reduction", mean}});
+  std::map<std::string, Attribute> attrs = {{"reduction", Attribute::of_string("mean")}};
+  if (spec.ignore_index) attrs["ignore_index"] = Attribute::of_int(*spec.ignore_index);
+  const std::string loss = emit.emit(op, {scores, target}, attrs);
+  if (spec.label_smoothing == 0) return loss;
+  DPRUN_CHECK(opset >= 13,
+              "loss: label smoothing needs ai.onnx opset 13 or newer (LogSoftmax "
+              "over dim 1); the model imports opset ",
+              opset);
+  return smoothed(emit, opset, info.dtype, loss, scores, target, spec);
 }
 
 std::string regression_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info, LossKind kind,

@@ -31,6 +31,14 @@ struct LossSpec {
   /// Cross entropy and NLL: the class dim of the output (1 as in PyTorch; -1 for
   /// [batch, seq, vocab] language-model logits, where the mean runs over every position).
   int64_t class_dim = 1;
+  /// Cross entropy and NLL: positions whose target is this class index are left out of the
+  /// loss and of the mean's count (PyTorch's ignore_index, -100 by default as there); none when
+  /// unset.
+  std::optional<int64_t> ignore_index = -100;
+  /// Cross entropy: PyTorch's label_smoothing in [0, 1]: the loss is (1 - s) times the cross
+  /// entropy plus s times the mean over classes of -log_softmax, each averaged over the
+  /// positions that are not ignored.
+  double label_smoothing = 0;
 };
 
 /// What append_loss added.

@@ -202,11 +202,12 @@ def randomize_norms(model, seed):
 
 
 # ------------------------------------------------------------------ losses
-def make_loss(kind, class_dim=1):
+def make_loss(kind, class_dim=1, label_smoothing=0.0):
     if kind == "cross_entropy":
         if class_dim == -1:
-            return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-        return lambda out, y: F.cross_entropy(out, y)
+            return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1),
+                                                  label_smoothing=label_smoothing)
+        return lambda out, y: F.cross_entropy(out, y, label_smoothing=label_smoothing)
     if kind == "nll":
         return lambda out, y: F.nll_loss(out, y)
     if kind == "mse":
@@ -374,6 +375,15 @@ def gpt_data(seed, n_rows=16, seq=6, vocab=11):
     return [full[:, :seq].contiguous()], full[:, 1:].contiguous()
 
 
+def gpt_padded_data(seed):
+    """gpt_data with the targets of the last two positions of every third row set to -100
+    (padding, which cross_entropy ignores by default)."""
+    inputs, target = gpt_data(seed)
+    target = target.clone()
+    target[::3, -2:] = -100
+    return inputs, target
+
+
 def small_data(seed, loss, n_rows=20):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n_rows, 6, generator=g)
@@ -402,6 +412,15 @@ def cases():
                   loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, nesterov=True),
                   batch=10, steps=4, devices=3, opset=17))
+    # cross entropy with label smoothing, and padding targets (-100) that the loss ignores
+    c.append(dict(name="gpt_smooth_ignore", seed=133, model=TinyGPT,
+                  data=lambda: gpt_padded_data(1133), loss="cross_entropy", class_dim=-1,
+                  label_smoothing=0.1,
+                  opt=dict(optimizer="adamw", lr=2e-2, weight_decay=0.1, betas=(0.9, 0.95),
+                           eps=1e-8),
+                  batch=8, steps=3, devices=1, opset=17, norm_seed=2133,
+                  input_names=["idx"], dyn={"idx": {0: "batch", 1: "seq"},
+                                            "logits": {0: "batch", 1: "seq"}}))
     # AdamW with biases and LayerNorm weights in a param group without weight decay
     c.append(dict(name="gpt_adamw_nodecay_dp2", seed=132, model=TinyGPT,
                   data=lambda: gpt_data(1132), loss="cross_entropy", class_dim=-1,
@@ -495,7 +514,7 @@ def run_case(case):
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     opt = make_optimizer(case["opt"], model.parameters())
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     norms = []
     scheduler = case["sched"](opt, case["steps"]) if "sched" in case else None
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
@@ -515,6 +534,8 @@ def run_case(case):
     args.append(f"--loss {case['loss']}")
     if "class_dim" in case:
         args.append(f"--class-dim {case['class_dim']}")
+    if "label_smoothing" in case:
+        args.append(f"--label-smoothing {case['label_smoothing']:g}")
     args += optimizer_args(case["opt"])
     args += case.get("sched_args", [])
     if "clip" in case:
@@ -547,7 +568,7 @@ def one_device_replay(case):
         randomize_norms(model, case["norm_seed"])
     inputs, target = case["data"]()
     opt = make_optimizer(case["opt"], model.parameters())
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"], 1)
     return losses, model.state_dict()
 
@@ -566,7 +587,7 @@ def float64_replay(case):
     if target is not None and target.is_floating_point():
         target = target.double()
     opt = make_optimizer(case["opt"], model.parameters())
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1))
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
                    case["devices"])
     return losses, model.state_dict()

@@ -47,6 +47,8 @@ TEST(TrainOptions, BadSchedulesClippingAndAccumulationAreUsageErrors) {
       {" --clip-grad-norm 0", "--clip-grad-norm: 0 is not a positive number"},
       {" --clip-grad-norm inf", "--clip-grad-norm must be a number, got 'inf'"},
       {" --accumulate 0", "--accumulate must be between 1 and 1048576, got 0"},
+      {" --label-smoothing 2", "--label-smoothing: 2 is not between 0 and 1"},
+      {" --ignore-index x", "--ignore-index must be an integer, got 'x'"},
       {" --no-weight-decay fc1.bias",
        "--no-weight-decay exempts parameters from a weight decay "
        "of 0"},
