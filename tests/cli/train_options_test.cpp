@@ -21,13 +21,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// `dprun train` on the mlp_sgd data, 4 steps of SGD with lr 0.1 on cpu:0, writing into `dir`.
-std::string train_command(const fs::path& dir, const std::string& more) {
+/// `dprun train` on the mlp_sgd data with SGD at lr 0.1 and `options`, writing out.onnx and
+/// run.json into `dir`.
+std::string mlp_command(const fs::path& dir, const std::string& options) {
   const std::string data = source_path("models/training/mlp_sgd");
   return "train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
-         ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --batch 10 --steps 4 "
-         "--no-shuffle --devices cpu:0 --save " +
-         (dir / "out.onnx").string() + " --json " + (dir / "run.json").string() + more;
+         ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --save " +
+         (dir / "out.onnx").string() + " --json " + (dir / "run.json").string() + " " + options;
+}
+
+/// 4 steps of batches of 10 on cpu:0, in order, and `more`.
+std::string train_command(const fs::path& dir, const std::string& more) {
+  return mlp_command(dir, "--batch 10 --steps 4 --no-shuffle --devices cpu:0" + more);
 }
 
 TEST(TrainOptions, BadSchedulesClippingAndAccumulationAreUsageErrors) {
@@ -92,12 +97,8 @@ struct Trained {
   std::shared_ptr<Graph> model;
 };
 Trained train_mlp(const fs::path& dir, const std::string& options) {
-  const std::string data = source_path("models/training/mlp_sgd");
-  CommandResult r = run_dprun(
-      "train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
-      ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 "
-      "--momentum 0.9 --no-shuffle --devices cpu:0,cpu:1 --save " +
-      (dir / "out.onnx").string() + " --json " + (dir / "run.json").string() + " " + options);
+  CommandResult r =
+      run_dprun(mlp_command(dir, "--momentum 0.9 --no-shuffle --devices cpu:0,cpu:1 " + options));
   EXPECT_EQ(r.status, 0) << r.output;
   return {json_numbers(read_text(dir / "run.json"), "losses").value_or(std::vector<double>{}),
           load_graph((dir / "out.onnx").string())};
@@ -135,12 +136,8 @@ TEST(TrainOptions, AnEpochOfAccumulatedStepsEndsInTheStepOfItsLastBatch) {
   const fs::path dir = scratch_path("dprun_train_options_accumulate_epochs");
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string data = source_path("models/training/mlp_sgd");
   CommandResult r =
-      run_dprun("train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
-                ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 "
-                "--batch 5 --accumulate 2 --epochs 1 --devices cpu:0 --save " +
-                (dir / "out.onnx").string() + " --json " + (dir / "run.json").string());
+      run_dprun(mlp_command(dir, "--batch 5 --accumulate 2 --epochs 1 --devices cpu:0"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("5 batches of 5 per epoch, 3 steps\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\nepoch 1: loss "), std::string::npos) << r.output;
