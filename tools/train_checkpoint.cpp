@@ -57,11 +57,12 @@ void save_training_state(const std::string& path, const Model& model, const Opti
 
 int64_t load_training_state(const std::string& path, const Model& model, Optimizer& optimizer,
                             GradScaler* scaler) {
+  DPRUN_CHECK(std::filesystem::exists(path), path,
+              ": does not exist (--checkpoint-every writes it beside each checkpoint)");
+  // load_graph's errors name the file themselves.
+  const std::shared_ptr<Graph> state =
+      load_graph(path, {.run_checker = false, .run_shape_inference = false});
   try {
-    DPRUN_CHECK(std::filesystem::exists(path),
-                "does not exist (--checkpoint-every writes it beside each checkpoint)");
-    const std::shared_ptr<Graph> state =
-        load_graph(path, {.run_checker = false, .run_shape_inference = false});
     auto int64_of = [&](const char* name) {
       auto it = state->initializers.find(name);
       DPRUN_CHECK(it != state->initializers.end() && it->second.dtype() == DType::Int64 &&

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -200,6 +201,14 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
   expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
                  (dir / "whole.onnx.state").string() +
                      ": does not exist (--checkpoint-every writes it beside each checkpoint)");
+  {  // a state cut short
+    std::ofstream cut(dir / "whole.onnx.state", std::ios::binary);
+    cut << read_text(state).substr(0, 100);
+  }
+  expect_refused(
+      (dir / "whole.onnx").string(), " --steps 16 --resume",
+      (dir / "whole.onnx.state").string() + ": not a valid ONNX protobuf (malformed or truncated)");
+  fs::remove(dir / "whole.onnx.state");
   fs::copy_file(state, dir / "whole.onnx.state");
   expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
                  (dir / "whole.onnx.state").string() +
