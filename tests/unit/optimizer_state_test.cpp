@@ -3,6 +3,7 @@
 // fit refused with nothing changed.
 #include <gtest/gtest.h>
 
+#include "accelerator_test_util.h"
 #include "engine/autograd/optimizer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
@@ -31,21 +32,36 @@ TEST(OptimizerState, NamesEachBufferByParameter) {
 }
 
 // Two Adam steps, or one step, a state handed to a fresh optimizer over copies of the
-// parameters, and its step: the same bits.
-TEST(OptimizerState, AContinuedOptimizerUpdatesAsTheOriginal) {
+// parameters on `device` (the state read back to the host, as a checkpoint holds it), and its
+// step: the same bits.
+void expect_continues_on(Device device) {
   const Tensor g1 = Tensor::from_vector<float>({3}, {0.5f, -1, 2});
   const Tensor g2 = Tensor::from_vector<float>({3}, {-0.25f, 3, 1});
-  Tensor p = Tensor::from_vector<float>({3}, {1, 2, 3});
+  Tensor p = Tensor::from_vector<float>({3}, {1, 2, 3}).to(device, true);
   Adam original({p}, {.lr = 0.1});
   original.step({g1});
-  Tensor q = p.clone();
+  Optimizer::State saved = original.state();
+  for (auto& [name, buffer] : saved.buffers) buffer = buffer.to(Device::cpu());
+  Tensor q = p.to(device, true);
   Adam continued({q}, {.lr = 0.1});
-  continued.load_state(original.state());
+  continued.load_state(saved);
   EXPECT_EQ(continued.steps(), 1);
   original.step({g2});
   continued.step({g2});
-  EXPECT_EQ(values_of<float>(q), values_of<float>(p));
+  EXPECT_EQ(values_of<float>(q.to(Device::cpu())), values_of<float>(p.to(Device::cpu())));
 }
+
+TEST(OptimizerState, AContinuedOptimizerUpdatesAsTheOriginal) {
+  expect_continues_on(Device::cpu(0));
+}
+
+class OptimizerStateOnAccelerator : public testing::AcceleratorTest {};
+
+TEST_P(OptimizerStateOnAccelerator, AContinuedOptimizerUpdatesAsTheOriginal) {
+  expect_continues_on(device());
+}
+
+DPRUN_ON_ACCELERATORS(OptimizerStateOnAccelerator);
 
 TEST(OptimizerState, RefusesAStateThatDoesNotFit) {
   Tensor p = Tensor::from_vector<float>({2}, {1, 2});
