@@ -21,14 +21,6 @@ Tensor int64_scalar(int64_t v) {
   return Tensor::scalar<int64_t>(v);
 }
 
-/// The checksum of the model's parameters and statistics, as an int64.
-int64_t model_checksum(const Model& model) {
-  std::vector<Tensor> values;
-  for (const Tensor& p : model.parameters())
-    if (p.dtype() != DType::String) values.push_back(p);
-  return static_cast<int64_t>(checksum_tensors(values));
-}
-
 }  // namespace
 
 std::string training_state_path(const std::string& model_path) {
@@ -42,7 +34,7 @@ void save_training_state(const std::string& path, const Model& model, const Opti
   state.ir_version = 8;
   state.opset_imports[""] = 17;
   state.initializers[kStep] = int64_scalar(step);
-  state.initializers[kChecksum] = int64_scalar(model_checksum(model));
+  state.initializers[kChecksum] = int64_scalar(static_cast<int64_t>(checksum_parameters(model)));
   const Optimizer::State o = optimizer.state();
   state.initializers[kOptimizerSteps] = int64_scalar(o.steps);
   for (const auto& [name, buffer] : o.buffers)
@@ -71,7 +63,7 @@ int64_t load_training_state(const std::string& path, const Model& model, Optimiz
       return it->second.data<int64_t>()[0];
     };
     const int64_t step = int64_of(kStep);
-    DPRUN_CHECK(int64_of(kChecksum) == model_checksum(model),
+    DPRUN_CHECK(int64_of(kChecksum) == static_cast<int64_t>(checksum_parameters(model)),
                 "was saved with other parameters than the model's: the checkpoint model and its "
                 "state are not of one step");
     Optimizer::State o{.steps = int64_of(kOptimizerSteps)};

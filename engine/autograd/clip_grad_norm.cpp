@@ -53,15 +53,7 @@ double clip(const std::vector<Tensor>& gradients, double max_norm, bool infinity
   const T coefficient = clip_coefficient<T>(norm, max_norm);
   if (coefficient == T(1)) return norm;  // PyTorch multiplies by 1: nothing changes
   UpdateKernelCache<GradientScaleKernel> kernels(kScaleGradientOp);
-  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
-                                 const std::vector<size_t>& indices) {
-    Tensor unused_flag = Tensor::zeros({1}, DType::Float32, memory);
-    for (size_t i : indices) {
-      Tensor g = gradients[i];  // a handle on the caller's storage
-      kernels.get(memory.type, g.dtype())
-          .scale(execution, static_cast<double>(coefficient), g, unused_flag);
-    }
-  });
+  scale_gradients(gradients, static_cast<double>(coefficient), kernels);
   return norm;
 }
 

@@ -40,19 +40,9 @@ bool GradScaler::unscale(const std::vector<Tensor>& gradients) {
                 "; only float32 and float64 gradients are unscaled");
   // PyTorch multiplies by the float32 reciprocal of the scale, computed in double.
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
-  bool found = false;
-  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
-                                 const std::vector<size_t>& indices) {
-    Tensor flag = Tensor::zeros({1}, DType::Float32, memory);
-    for (size_t i : indices) {
-      Tensor g = gradients[i];  // a handle on the caller's storage
-      kernels_.get(memory.type, g.dtype()).scale(execution, inv_scale, g, flag);
-    }
-    if (execution) execution->synchronize();
-    found = found || flag.to(Device::cpu()).data<float>()[0] != 0;
-  });
-  found_inf_ = found;
-  return !found;
+  const bool finite = scale_gradients(gradients, inv_scale, kernels_);
+  found_inf_ = !finite;
+  return finite;
 }
 
 bool GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& gradients,

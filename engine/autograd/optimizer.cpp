@@ -3,7 +3,6 @@
 #include <map>
 #include <utility>
 
-#include "engine/backend.h"
 #include "engine/error.h"
 #include "engine/parallel/run_in_parts.h"
 
@@ -44,22 +43,6 @@ Optimizer::Optimizer(std::vector<Tensor> parameters)
   for (int64_t c : counts_) total_elements_ += c;
 }
 
-template <class K>
-std::vector<const K*> Optimizer::find_update_kernels(const char* op_type) {
-  std::map<std::pair<DeviceType, DType>, const K*> found;
-  std::vector<const K*> out;
-  for (const Tensor& p : parameters_) {
-    const K*& kernel = found[{p.device().type, p.dtype()}];
-    if (kernel == nullptr) {
-      std::unique_ptr<K> made = create_update_kernel_as<K>(op_type, p.device().type, p.dtype());
-      kernel = made.get();
-      owned_kernels_.push_back(std::move(made));
-    }
-    out.push_back(kernel);
-  }
-  return out;
-}
-
 void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Device>& workers) {
   DPRUN_CHECK(gradients.size() == parameters_.size(), "optimizer: ", gradients.size(),
               " gradients for ", parameters_.size(), " parameters");
@@ -89,18 +72,14 @@ void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Dev
 }
 
 void Optimizer::update_on_devices(const std::vector<Tensor>& gradients) {
-  std::map<Device, std::vector<size_t>> by_device;
-  for (size_t i = 0; i < parameters_.size(); ++i)
-    if (!in_host_memory(parameters_[i])) by_device[parameters_[i].device()].push_back(i);
   // The parameters normally all live on one GPU (device_ids[0]); with several, one after the
   // other keeps each context current while its updates are queued.
-  for (const auto& [device, indices] : by_device) {
-    std::unique_ptr<ExecutionContext> context =
-        backend_for(device).create_execution_context(device, {});
+  for_each_memory(parameters_, [&](Device memory, ExecutionContext* execution,
+                                   const std::vector<size_t>& indices) {
+    if (memory.type == DeviceType::CPU) return;  // the host loops update these
     for (size_t i : indices)
-      update(i, context.get(), parameters_[i], gradients[i], 0, parameters_[i].numel());
-    context->synchronize();
-  }
+      update(i, execution, parameters_[i], gradients[i], 0, parameters_[i].numel());
+  });
 }
 
 void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end) {
@@ -157,7 +136,7 @@ Sgd::Sgd(std::vector<Tensor> parameters, SgdOptions options)
   DPRUN_CHECK(options_.weight_decay >= 0, "SGD: invalid weight decay ", options_.weight_decay);
   DPRUN_CHECK(!options_.nesterov || (options_.momentum > 0 && options_.dampening == 0),
               "SGD: Nesterov momentum requires a momentum and zero dampening");
-  kernels_ = find_update_kernels<SgdUpdateKernel>(kSgdUpdateOp);
+  kernels_ = kernels_for_parameters(kernel_cache_);
   if (options_.momentum != 0) momentum_ = zeros_like_all(this->parameters());
 }
 
@@ -182,7 +161,7 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
   DPRUN_CHECK(options_.beta1 >= 0 && options_.beta1 < 1, "Adam: invalid beta1 ", options_.beta1);
   DPRUN_CHECK(options_.beta2 >= 0 && options_.beta2 < 1, "Adam: invalid beta2 ", options_.beta2);
   DPRUN_CHECK(options_.weight_decay >= 0, "Adam: invalid weight decay ", options_.weight_decay);
-  kernels_ = find_update_kernels<AdamUpdateKernel>(kAdamUpdateOp);
+  kernels_ = kernels_for_parameters(kernel_cache_);
   exp_avg_ = zeros_like_all(this->parameters());
   exp_avg_sq_ = zeros_like_all(this->parameters());
 }

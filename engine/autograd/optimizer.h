@@ -82,10 +82,14 @@ class Optimizer {
   /// step.
   virtual void update(size_t i, ExecutionContext* execution, Tensor& parameter,
                       const Tensor& gradient, int64_t begin, int64_t end) = 0;
-  /// The update kernel of each parameter, looked up for its device type and dtype (K is
-  /// SgdUpdateKernel or AdamUpdateKernel, `op_type` its op); throws Error when one is missing.
+  /// The update kernel of each parameter, looked up in `cache` for its device type and dtype
+  /// (K is SgdUpdateKernel or AdamUpdateKernel); throws Error when one is missing.
   template <class K>
-  std::vector<const K*> find_update_kernels(const char* op_type);
+  std::vector<const K*> kernels_for_parameters(UpdateKernelCache<K>& cache) const {
+    std::vector<const K*> out;
+    for (const Tensor& p : parameters_) out.push_back(&cache.get(p.device().type, p.dtype()));
+    return out;
+  }
 
  private:
   /// Updates the parameters that live on GPUs (not in host memory), device by device.
@@ -97,7 +101,6 @@ class Optimizer {
   bool on_devices_ = false;         // some parameters live on GPUs
   std::vector<bool> decay_exempt_;  // empty: every parameter decays
   int64_t steps_ = 0;
-  std::vector<std::unique_ptr<OpKernel>> owned_kernels_;  // one per (device type, dtype)
 };
 
 /// torch.optim.SGD: the momentum buffer starts as the first gradient.
@@ -115,6 +118,7 @@ class Sgd final : public Optimizer {
   std::map<std::string, Tensor> buffers() const override;
   SgdOptions options_;
   std::vector<Tensor> momentum_;
+  UpdateKernelCache<SgdUpdateKernel> kernel_cache_{kSgdUpdateOp};  // owns kernels_
   std::vector<const SgdUpdateKernel*> kernels_;
 };
 
@@ -132,6 +136,7 @@ class Adam final : public Optimizer {
   std::map<std::string, Tensor> buffers() const override;
   AdamOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  UpdateKernelCache<AdamUpdateKernel> kernel_cache_{kAdamUpdateOp};  // owns kernels_
   std::vector<const AdamUpdateKernel*> kernels_;
 };
 

@@ -45,4 +45,20 @@ void for_each_memory(
   }
 }
 
+bool scale_gradients(const std::vector<Tensor>& gradients, double factor,
+                     UpdateKernelCache<GradientScaleKernel>& kernels) {
+  bool found_inf = false;
+  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
+                                 const std::vector<size_t>& indices) {
+    Tensor flag = Tensor::zeros({1}, DType::Float32, memory);
+    for (size_t i : indices) {
+      Tensor g = gradients[i];  // a handle on the caller's storage
+      kernels.get(memory.type, g.dtype()).scale(execution, factor, g, flag);
+    }
+    if (execution) execution->synchronize();
+    found_inf = found_inf || flag.to(Device::cpu()).data<float>()[0] != 0;
+  });
+  return !found_inf;
+}
+
 }  // namespace dprun

@@ -162,4 +162,10 @@ void for_each_memory(
     const std::vector<Tensor>& tensors,
     const std::function<void(Device, ExecutionContext*, const std::vector<size_t>&)>& fn);
 
+/// Multiplies every gradient in place by `factor` (GradientScaleKernel, on the device that
+/// holds it, kernels from `kernels`: a cache of kScaleGradientOp) and returns whether every
+/// element was finite before: the loss scaler's unscale and check, and clipping's multiply.
+bool scale_gradients(const std::vector<Tensor>& gradients, double factor,
+                     UpdateKernelCache<GradientScaleKernel>& kernels);
+
 }  // namespace dprun

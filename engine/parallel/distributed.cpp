@@ -59,6 +59,13 @@ std::vector<int64_t> shard_positions(int64_t batch_rows, int rank, int world_siz
   return positions;
 }
 
+uint64_t checksum_parameters(const Model& model) {
+  std::vector<Tensor> values;
+  for (const Tensor& p : model.parameters())
+    if (p.dtype() != DType::String) values.push_back(p);
+  return checksum_tensors(values);
+}
+
 uint64_t checksum_tensors(const std::vector<Tensor>& tensors) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t w) {
@@ -237,10 +244,7 @@ uint64_t DistributedDataParallel::check_parameters_in_sync() {
   // Each rank's last step updated its in-place state from its own shard: rank 0's is the one
   // kept, as it is the one saved.
   if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
-  std::vector<Tensor> state;
-  for (const Tensor& p : model_->parameters())
-    if (p.dtype() != DType::String) state.push_back(p);
-  uint64_t mine = checksum_tensors(state);
+  uint64_t mine = checksum_parameters(*model_);
   std::vector<uint64_t> all = all_gather_values(*group_, mine);
   for (size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])

@@ -156,5 +156,7 @@ class DistributedDataParallel {
 /// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order; tensors on a
 /// device are read through a host copy.
 uint64_t checksum_tensors(const std::vector<Tensor>& tensors);
+/// checksum_tensors of `model`'s parameters and statistics (string tensors left out).
+uint64_t checksum_parameters(const Model& model);
 
 }  // namespace dprun

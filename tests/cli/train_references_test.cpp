@@ -107,22 +107,32 @@ TEST_P(TrainReference, MatchesPyTorch) {
   fs::remove_all(out);
 }
 
+/// Trains case `name` on `device_type` devices in 16 bits (`options` names the precision),
+/// expects its losses within `tolerance` of PyTorch's float32 ones and its trained initializers
+/// of their float32 dtypes, and returns the run's --json text.
+std::string expect_16bit_run_near_pytorch(const std::string& name, const std::string& device_type,
+                                          const std::string& options, double tolerance) {
+  fs::path out = testing::scratch_path("dprun_train_16bit_" + name + "_" + device_type);
+  fs::create_directories(out);
+  auto r = run_dprun(train_command(name, device_type, out, options));
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_losses_near(name, out, tolerance, 0);
+  auto trained = load_graph((out / "trained.onnx").string());
+  auto reference =
+      load_graph((fs::path(source_path("models/training")) / (name + ".trained.onnx")).string());
+  for (const auto& [param, want] : reference->initializers)
+    EXPECT_EQ(trained->initializers.at(param).dtype(), want.dtype()) << param;
+  const std::string json = testing::read_text(out / "run.json");
+  fs::remove_all(out);
+  return json;
+}
+
 // bfloat16 keeps 8 significant bits: a loss that the model itself computes (loss_none) is
 // rounded to them (0.5% off), and a few steps of training drift (resnet_mini's third loss by
 // 2.7% on this project's CPUs); a wrong gradient or a lost update shows as more.
 TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
-  fs::path dir = source_path("models/training");
-  fs::path out = testing::scratch_path("dprun_train_bf16_" + name + "_" + device_type);
-  fs::create_directories(out);
-  auto r = run_dprun(train_command(name, device_type, out, " --precision bfloat16"));
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_losses_near(name, out, 0.05, 0);
-  auto trained = load_graph((out / "trained.onnx").string());
-  auto reference = load_graph((dir / (name + ".trained.onnx")).string());
-  for (const auto& [param, want] : reference->initializers)
-    ASSERT_EQ(trained->initializers.at(param).dtype(), want.dtype()) << param;
-  fs::remove_all(out);
+  expect_16bit_run_near_pytorch(name, device_type, " --precision bfloat16", 0.05);
 }
 
 // float16 keeps 11 significant bits: the losses stay within 0.07% of PyTorch's float32 ones on
@@ -131,19 +141,9 @@ TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
 // and the losses stay comparable step by step.
 TEST_P(TrainReference, InFloat16WithLossScalingStaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
-  fs::path dir = source_path("models/training");
-  fs::path out = testing::scratch_path("dprun_train_f16_" + name + "_" + device_type);
-  fs::create_directories(out);
-  auto r =
-      run_dprun(train_command(name, device_type, out, " --precision float16 --loss-scale 1024"));
-  ASSERT_EQ(r.status, 0) << r.output;
-  expect_losses_near(name, out, 0.005, 0);
-  EXPECT_NE(testing::read_text(out / "run.json").find("\"skipped_steps\": []"), std::string::npos);
-  auto trained = load_graph((out / "trained.onnx").string());
-  auto reference = load_graph((dir / (name + ".trained.onnx")).string());
-  for (const auto& [param, want] : reference->initializers)
-    ASSERT_EQ(trained->initializers.at(param).dtype(), want.dtype()) << param;
-  fs::remove_all(out);
+  const std::string json = expect_16bit_run_near_pytorch(
+      name, device_type, " --precision float16 --loss-scale 1024", 0.005);
+  EXPECT_NE(json.find("\"skipped_steps\": []"), std::string::npos) << json;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TrainReference,
