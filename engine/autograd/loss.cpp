@@ -117,10 +117,27 @@ std::string add_target_input(Graph& graph, DType dtype, std::optional<SymbolicSh
   return name;
 }
 
+/// The positions a class loss averages over: 1 where the target is not ignored, else 0
+/// (`kept`), and their count, at least 1 (`count`: a chunk whose targets are all ignored
+/// averages to 0, not to 0/0).
+struct KeptPositions {
+  std::string kept, count;
+};
+
+KeptPositions kept_positions(LossEmitter& emit, DType dtype, const std::string& target,
+                             int64_t ignore_index) {
+  const std::string ignored =
+      emit.emit("Equal", {target, emit.constant(Tensor::scalar<int64_t>(ignore_index))});
+  const std::string kept = emit.emit("Cast", {emit.emit("Not", {ignored})},
+                                     {{"to", Attribute::of_int(static_cast<int64_t>(dtype))}});
+  return {kept, emit.emit("Max", {emit.sum_of_all(kept), emit.scalar(1, dtype)})};
+}
+
 /// (1 - s) * `loss` + s * the mean, over the positions whose target is not ignored, of
 /// -mean_c log_softmax(scores)[n, c, ...]: PyTorch's cross_entropy with label_smoothing s.
 std::string smoothed(LossEmitter& emit, int64_t opset, DType dtype, const std::string& loss,
-                     const std::string& scores, const std::string& target, const LossSpec& spec) {
+                     const std::string& scores, const std::optional<KeptPositions>& kept,
+                     const LossSpec& spec) {
   const std::string log_probs = emit.emit("LogSoftmax", {scores}, {{"axis", Attribute::of_int(1)}});
   // The mean over the classes (dim 1); ReduceMean takes its axes as an input from opset 18.
   const std::string class_mean =
@@ -130,16 +147,11 @@ std::string smoothed(LossEmitter& emit, int64_t opset, DType dtype, const std::s
           : emit.emit("ReduceMean", {log_probs},
                       {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}});
   const std::string per_position = emit.emit("Neg", {class_mean});
-  std::string smooth = emit.mean_of_all(per_position);
-  if (spec.ignore_index) {
-    // Positions of an ignored target count for nothing, and the mean is over the others.
-    const std::string ignored =
-        emit.emit("Equal", {target, emit.constant(Tensor::scalar<int64_t>(*spec.ignore_index))});
-    const std::string kept = emit.emit("Cast", {emit.emit("Not", {ignored})},
-                                       {{"to", Attribute::of_int(static_cast<int64_t>(dtype))}});
-    smooth = emit.emit(
-        "Div", {emit.sum_of_all(emit.emit("Mul", {per_position, kept})), emit.sum_of_all(kept)});
-  }
+  // Positions of an ignored target count for nothing, and the mean is over the others.
+  const std::string smooth =
+      kept ? emit.emit("Div",
+                       {emit.sum_of_all(emit.emit("Mul", {per_position, kept->kept})), kept->count})
+           : emit.mean_of_all(per_position);
   const double s = spec.label_smoothing;
   return emit.emit("Add", {emit.emit("Mul", {loss, emit.scalar(1 - s, dtype)}),
                            emit.emit("Mul", {smooth, emit.scalar(s, dtype)})});
@@ -159,14 +171,22 @@ std::string class_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info,
   auto [scores, target_shape] = classes_at_dim_1(emit, info, spec.class_dim);
   target = add_target_input(graph, DType::Int64, target_shape);
   std::map<std::string, Attribute> attrs = {{"reduction", Attribute::of_string("mean")}};
-  if (spec.ignore_index) attrs["ignore_index"] = Attribute::of_int(*spec.ignore_index);
-  const std::string loss = emit.emit(op, {scores, target}, attrs);
+  std::optional<KeptPositions> kept;
+  if (spec.ignore_index) {
+    // The sum over the kept positions divided by their count: the op's mean, except that a
+    // chunk with every target ignored gives 0 instead of NaN.
+    attrs["ignore_index"] = Attribute::of_int(*spec.ignore_index);
+    attrs["reduction"] = Attribute::of_string("sum");
+    kept = kept_positions(emit, info.dtype, target, *spec.ignore_index);
+  }
+  std::string loss = emit.emit(op, {scores, target}, attrs);
+  if (kept) loss = emit.emit("Div", {loss, kept->count});
   if (spec.label_smoothing == 0) return loss;
   DPRUN_CHECK(opset >= 13,
               "loss: label smoothing needs ai.onnx opset 13 or newer (LogSoftmax "
               "over dim 1); the model imports opset ",
               opset);
-  return smoothed(emit, opset, info.dtype, loss, scores, target, spec);
+  return smoothed(emit, opset, info.dtype, loss, scores, kept, spec);
 }
 
 std::string regression_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info, LossKind kind,
@@ -230,6 +250,7 @@ LossNodes append_loss(Graph& graph, const LossSpec& spec) {
     case LossKind::CrossEntropy:
     case LossKind::Nll:
       result.loss = class_loss(graph, emit, info, spec, result.target);
+      result.ignored_target = spec.ignore_index;
       break;
     case LossKind::Mse:
     case LossKind::L1:

@@ -33,7 +33,8 @@ struct LossSpec {
   int64_t class_dim = 1;
   /// Cross entropy and NLL: positions whose target is this class index are left out of the
   /// loss and of the mean's count (PyTorch's ignore_index, -100 by default as there); none when
-  /// unset.
+  /// unset. A batch whose targets are all ignored has the loss 0 and no gradient (PyTorch's
+  /// 0/0 is NaN), so a replica or rank whose chunk holds only ignored targets adds nothing.
   std::optional<int64_t> ignore_index = -100;
   /// Cross entropy: PyTorch's label_smoothing in [0, 1]: the loss is (1 - s) times the cross
   /// entropy plus s times the mean over classes of -log_softmax, each averaged over the
@@ -46,6 +47,8 @@ struct LossNodes {
   std::string loss;              // the 0-d loss value
   std::string target;            // the graph input added for the target; empty for LossKind::None
   DType dtype = DType::Float32;  // the loss's element type
+  /// The target value left out of the mean (LossSpec::ignore_index of a class loss), if any.
+  std::optional<int64_t> ignored_target;
 };
 
 /// Appends the loss nodes (and a `target` graph input when the loss needs one) to `graph`,

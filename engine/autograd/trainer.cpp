@@ -23,7 +23,13 @@ DataParallelOptions training_parallel_options(DataParallelOptions options,
                 "training sums gradients on device_ids[0] (", options.device_ids[0].to_string(),
                 "); output_device ", options.output_device->to_string(), " cannot be used");
   }
-  options.input_splits[training.loss_weight] = InputSplit::share_of_rows();
+  // A loss averaged over the targets it does not ignore weighs each replica by its count of
+  // them, so that the replicas sum to the mean over the whole batch's, as PyTorch's loss over
+  // the gathered outputs.
+  options.input_splits[training.loss_weight] =
+      training.ignored_target
+          ? InputSplit::share_of_counted(training.target, *training.ignored_target)
+          : InputSplit::share_of_rows();
   options.summed_outputs.insert(training.loss);
   for (const auto& name : training.parameters)
     options.summed_outputs.insert(gradient_output_name(name));

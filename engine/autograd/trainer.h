@@ -12,7 +12,8 @@
 //
 // Each step splits the batch over the devices, every replica runs the training graph
 // (engine/autograd/training_graph.h) on its chunk with its loss weighted by its share of the
-// rows, and the replicas' losses and gradients are summed on device_ids[0] in device order:
+// rows (of the targets not ignored, for a class loss with ignore_index), and the replicas'
+// losses and gradients are summed on device_ids[0] in device order:
 // the step is the whole batch's, however it was split, and it is deterministic. The
 // optimizer then updates the model's parameters in place and the replicas get the new values
 // before the next step (in step(), in the same pass as the update). BatchNormalization in

@@ -237,6 +237,7 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
   result.target = loss.target;
   result.loss_dtype = loss.dtype;
   result.loss_kind = spec.loss.kind;
+  result.ignored_target = loss.ignored_target;
 
   std::vector<std::string> candidates = candidate_parameters(*graph, spec);
   std::vector<std::string> missing = nodes_without_rules(*graph, candidates, loss.loss);

@@ -46,6 +46,9 @@ struct TrainingGraph {
   std::string loss = "loss";
   DType loss_dtype = DType::Float32;
   LossKind loss_kind = LossKind::CrossEntropy;
+  /// The target value the loss ignores (cross entropy and NLL with ignore_index): the loss is
+  /// a mean over the other target elements, so replicas are weighted by their count of them.
+  std::optional<int64_t> ignored_target;
 };
 
 /// Builds the training graph. Throws Error naming every node on a path from a parameter to

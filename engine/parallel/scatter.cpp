@@ -71,6 +71,41 @@ Tensor scaled_scalar(const Tensor& t, double factor) {
   return Tensor::scalar<float>(static_cast<float>(host.data<float>()[0] * factor));
 }
 
+/// Each chunk's share of what `rule` shares: its rows of the n, or (share_of_counted) its
+/// elements of the counted input that are not `rule.uncounted`, of all such elements.
+std::vector<double> chunk_shares(const InputSplit& rule, const std::vector<Tensor>& inputs,
+                                 const std::vector<int64_t>& split_dim,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<int64_t>& sizes, int64_t n) {
+  std::vector<double> shares;
+  if (rule.counted_input.empty()) {
+    for (int64_t rows : sizes)
+      shares.push_back(static_cast<double>(rows) / static_cast<double>(std::max<int64_t>(n, 1)));
+    return shares;
+  }
+  auto it = std::find(names.begin(), names.end(), rule.counted_input);
+  DPRUN_CHECK(it != names.end(), "scatter: the counted input '", rule.counted_input,
+              "' is not an input");
+  const auto i = static_cast<size_t>(it - names.begin());
+  DPRUN_CHECK(split_dim[i] >= 0 && inputs[i].dtype() == DType::Int64,
+              "scatter: the counted input '", rule.counted_input,
+              "' must be an int64 input split across the replicas, not ", inputs[i].describe());
+  const Tensor host = inputs[i].to(Device::cpu(), true);
+  std::vector<int64_t> counts;
+  int64_t start = 0;
+  for (int64_t rows : sizes) {
+    const Tensor chunk = host.narrow(split_dim[i], start, rows);
+    const int64_t* v = chunk.data<int64_t>();
+    counts.push_back(
+        std::count_if(v, v + chunk.numel(), [&](int64_t x) { return x != rule.uncounted; }));
+    start += rows;
+  }
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  for (int64_t c : counts)
+    shares.push_back(total == 0 ? 0.0 : static_cast<double>(c) / static_cast<double>(total));
+  return shares;
+}
+
 }  // namespace
 
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
@@ -128,6 +163,12 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
     sizes = compute_chunk_sizes(n, devices.size(), policy, weights);
   }
 
+  // Per input with a share rule, each chunk's share.
+  std::vector<std::vector<double>> shares(inputs.size());
+  for (size_t i = 0; i < splits.size(); ++i)
+    if (splits[i].row_share && n > 0)
+      shares[i] = chunk_shares(splits[i], inputs, split_dim, names, sizes, n);
+
   ScatterResult result;
   int64_t start = 0;
   for (size_t c = 0; c < sizes.size(); ++c) {
@@ -137,8 +178,7 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
     std::vector<Tensor> chunk;
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor part = split_dim[i] < 0 ? inputs[i] : inputs[i].narrow(split_dim[i], start, sizes[c]);
-      if (!splits.empty() && splits[i].row_share && n > 0)
-        part = scaled_scalar(part, static_cast<double>(sizes[c]) / static_cast<double>(n));
+      if (!shares[i].empty()) part = scaled_scalar(part, shares[i][c]);
       // CPU devices share the host's memory: another CPU device reads the chunk where it is.
       const bool shared =
           part.device().type == DeviceType::CPU && devices[c].type == DeviceType::CPU;

@@ -20,14 +20,23 @@ SplitPolicy parse_split_policy(const std::string& text);
 
 /// How one input is distributed: split along a dim, broadcast whole to every replica, or
 /// (for a 0-d input) scaled by each replica's share of the rows: value * rows / total, so
-/// that a loss weighted by it sums over the replicas to the whole batch's mean.
+/// that a loss weighted by it sums over the replicas to the whole batch's mean. With
+/// `counted_input`, the share is of the elements of that (split, integer) input that differ
+/// from `uncounted`: value * kept / total kept, 0 for every replica when nothing is kept. A
+/// loss averaged over the targets it does not ignore is weighted so (share_of_counted), as
+/// the mean over the gathered outputs that PyTorch's DataParallel computes.
 struct InputSplit {
   std::optional<int64_t> dim;  // nullopt: use the DataParallel dim
   bool broadcast = false;
   bool row_share = false;
-  static InputSplit along(int64_t d) { return {d, false, false}; }
-  static InputSplit whole() { return {std::nullopt, true, false}; }
-  static InputSplit share_of_rows() { return {std::nullopt, false, true}; }
+  std::string counted_input;  // with row_share: share of this input's counted elements
+  int64_t uncounted = 0;
+  static InputSplit along(int64_t d) { return {d, false, false, {}, 0}; }
+  static InputSplit whole() { return {std::nullopt, true, false, {}, 0}; }
+  static InputSplit share_of_rows() { return {std::nullopt, false, true, {}, 0}; }
+  static InputSplit share_of_counted(std::string input, int64_t uncounted) {
+    return {std::nullopt, false, true, std::move(input), uncounted};
+  }
 };
 
 /// Chunk sizes of `n` rows over `k` devices under `policy` (`weights` for Weighted, one per
@@ -47,7 +56,8 @@ struct ScatterResult {
 /// work. Otherwise the sizes come from compute_chunk_sizes(policy). `splits` (optional, one
 /// per input) overrides the dim or broadcasts an input. 0-d inputs are broadcast. All split
 /// inputs must have the same size along their split dims: a mismatch is an error naming the
-/// inputs (`names`, optional), where PyTorch would silently truncate. A chunk of a CPU input
+/// inputs (`names`, optional), where PyTorch would silently truncate. A share_of_counted rule
+/// needs `names` to find its counted input. A chunk of a CPU input
 /// for a CPU device is a view of the input (Tensor::alias_on: CPU devices share the host's
 /// memory) where the rows are contiguous; other chunks are copies on their device.
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,

@@ -21,9 +21,14 @@ Data parallelism is simulated the way nn.DataParallel does it: each batch is
 split with torch.chunk (ceil(N/k) rows per chunk), every replica runs the
 module with the shared parameters (torch.nn.utils.stateless.functional_call)
 and its own copy of the buffers, except replica 0 whose buffers are the base
-model's own (so BatchNorm running statistics come from chunk 0 only). Each
-replica's mean loss is weighted by its share of the rows, the weighted losses
-are summed, and one backward pass sums the gradients.
+model's own (so BatchNorm running statistics come from chunk 0 only). The loss
+is computed over the gathered outputs (for the `none` loss, the replicas'
+losses are weighted by their share of the rows), and one backward pass sums
+the gradients.
+
+    /usr/bin/python3 models/training/make_references.py CASE [CASE ...]
+
+writes only the named cases.
 
 Everything is deterministic: one thread, float32, a distinct seed per case.
 """
@@ -230,20 +235,24 @@ def batch_rows(step, n_rows, batch):
 
 
 def dp_step(model, inputs, target, loss_fn, n_devices, rows):
-    """One DataParallel forward/backward over the batch `rows`; returns the
-    share-weighted sum of the replicas' losses (the whole batch's loss)."""
+    """One DataParallel forward/backward over the batch `rows`; returns the whole
+    batch's loss: with a target, the loss of the gathered outputs, as a script
+    using nn.DataParallel computes it; without one (the model's output is the
+    loss), the replicas' losses weighted by their share of the rows."""
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
     n = len(rows)
     chunks = torch.chunk(rows, n_devices)            # torch.chunk's rule, as scatter uses
-    total = None
+    outs = []
     for r, idx in enumerate(chunks):
         # replica 0 shares storage with the base model; the others get copies
         bufs = buffers if r == 0 else {k: v.clone() for k, v in buffers.items()}
         args = tuple(t[idx] for t in inputs)
-        out = functional_call(model, {**params, **bufs}, args)
-        loss = loss_fn(out, None if target is None else target[idx]) * (len(idx) / n)
-        total = loss if total is None else total + loss
+        outs.append(functional_call(model, {**params, **bufs}, args))
+    if target is not None:
+        total = loss_fn(torch.cat(outs), target[rows])
+    else:
+        total = sum(loss_fn(out, None) * (len(idx) / n) for out, idx in zip(outs, chunks))
     total.backward()
     return total
 
@@ -375,6 +384,19 @@ def gpt_data(seed, n_rows=16, seq=6, vocab=11):
     return [full[:, :seq].contiguous()], full[:, 1:].contiguous()
 
 
+def gpt_ragged_data(seed):
+    """gpt_data with a different number of padding targets (-100) at the end of each row,
+    rows 6 and 7 padding only, so that the chunks of a batch hold very different counts of
+    targets the loss reads, and one of them none."""
+    inputs, target = gpt_data(seed)
+    target = target.clone()
+    seq = target.shape[1]
+    for row, pad in enumerate([0, 1, 2, 3, 4, 5, 6, 6, 0, 2, 4, 6, 1, 3, 5, 0]):
+        if pad:
+            target[row, seq - pad:] = -100
+    return inputs, target
+
+
 def gpt_padded_data(seed):
     """gpt_data with the targets of the last two positions of every third row set to -100
     (padding, which cross_entropy ignores by default)."""
@@ -419,6 +441,14 @@ def cases():
                   opt=dict(optimizer="adamw", lr=2e-2, weight_decay=0.1, betas=(0.9, 0.95),
                            eps=1e-8),
                   batch=8, steps=3, devices=1, opset=17, norm_seed=2133,
+                  input_names=["idx"], dyn={"idx": {0: "batch", 1: "seq"},
+                                            "logits": {0: "batch", 1: "seq"}}))
+    # DataParallel over chunks with unequal counts of ignored targets (the third chunk of the
+    # first batch has nothing but padding): the loss is the mean over the gathered outputs
+    c.append(dict(name="gpt_ragged_dp3", seed=134, model=TinyGPT,
+                  data=lambda: gpt_ragged_data(1134), loss="cross_entropy", class_dim=-1,
+                  label_smoothing=0.1, opt=dict(optimizer="sgd", lr=0.5, momentum=0.9),
+                  batch=8, steps=3, devices=3, opset=17, norm_seed=2134,
                   input_names=["idx"], dyn={"idx": {0: "batch", 1: "seq"},
                                             "logits": {0: "batch", 1: "seq"}}))
     # AdamW with biases and LayerNorm weights in a param group without weight decay
@@ -623,7 +653,11 @@ def max_diff(a, b):
 
 
 def main():
-    results = [run_case(c) for c in cases()]
+    wanted = set(sys.argv[1:])
+    known = {c["name"] for c in cases()}
+    if wanted - known:
+        raise SystemExit(f"unknown cases: {sorted(wanted - known)}")
+    results = [run_case(c) for c in cases() if not wanted or c["name"] in wanted]
     by_name = {r["name"]: r for r in results}
 
     print("\n=== checks")
@@ -633,6 +667,14 @@ def main():
             l1, sd1 = one_device_replay(c)
             print(f"{r['name']}: vs one device: max |loss diff| {np.abs(l1 - r['losses']).max():.3g}, "
                   f"max |param diff| {max_diff(sd1, r['model'].state_dict()):.3g}")
+    if wanted:
+        print("(the checks across cases run when every case is written)")
+    else:
+        cross_case_checks(by_name)
+    summarize(results)
+
+
+def cross_case_checks(by_name):
     c = by_name["cnn_bn_1dev"]["case"]
     lp, sdp = plain_replay(c)
     print(f"cnn_bn_1dev vs plain model(x) training: max |loss diff| "
@@ -647,6 +689,8 @@ def main():
     print(f"cnn_bn_dp3 vs cnn_bn_1dev (BatchNorm per-chunk statistics): losses "
           f"{a['losses'].round(5).tolist()} vs {b['losses'].round(5).tolist()}")
 
+
+def summarize(results):
     total = 0
     for r in results:
         name = r["name"]

@@ -67,6 +67,14 @@ TEST(LossOptions, IgnoredTargetsAndLabelSmoothingAsPyTorchDefinesThem) {
               0.75 * all + 0.25 * all_uniform, 1e-6);
 }
 
+TEST(LossOptions, ABatchWhoseTargetsAreAllIgnoredHasTheLossZero) {
+  // PyTorch's mean is 0/0 here; a replica holding only padding must add nothing, not NaN.
+  const std::vector<int64_t> padding = {-100, -100, -100};
+  EXPECT_EQ(loss_of({}, kLogits, padding), 0.0);
+  EXPECT_EQ(loss_of({.label_smoothing = 0.1}, kLogits, padding), 0.0);
+  EXPECT_EQ(loss_of({.kind = LossKind::Nll}, kLogits, padding), 0.0);
+}
+
 TEST(LossOptions, RefusesSmoothingWhereItHasNoMeaning) {
   EXPECT_EQ(error_of([] {
               loss_of({.label_smoothing = 1.5}, kLogits, {0, 1, 2});

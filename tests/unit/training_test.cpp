@@ -10,6 +10,7 @@
 #include "engine/parallel/comm.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/scatter.h"
+#include "error_test_util.h"
 #include "op_test_util.h"
 
 namespace dprun {
@@ -119,6 +120,40 @@ TEST(ScatterRowShare, EachReplicaGetsItsShareOfTheRows) {
   EXPECT_THROW(scatter({x, floats({1}, {1})}, devices, 0, {}, SplitPolicy::Chunk, {},
                        {InputSplit{}, InputSplit::share_of_rows()}),
                Error);
+}
+
+TEST(ScatterRowShare, ACountedShareIsOfTheElementsThatAreNotIgnored) {
+  std::vector<Device> devices = parse_device_list("cpu:0,cpu:1,cpu:2");
+  const std::vector<std::string> names = {"x", "target", "weight"};
+  const std::vector<InputSplit> splits = {InputSplit{}, InputSplit{},
+                                          InputSplit::share_of_counted("target", -100)};
+  Tensor x = random_floats({10, 2}, 1);
+  auto weights_for = [&](std::vector<int64_t> target) {
+    ScatterResult parts =
+        scatter({x, Tensor::from_vector<int64_t>({10}, target), Tensor::scalar<float>(2.0f)},
+                devices, 0, {}, SplitPolicy::Chunk, {}, splits, names);
+    EXPECT_EQ(parts.rows, (std::vector<int64_t>{4, 4, 2}));
+    std::vector<double> w;
+    for (const auto& chunk : parts.inputs) w.push_back(chunk[2].item_as_double());
+    return w;
+  };
+  // Chunks of 4, 4 and 2 rows counting 3, 1 and 0 targets: weights 2 * 3/4, 2 * 1/4 and 0.
+  EXPECT_EQ(weights_for({0, -100, 1, 2, -100, -100, -100, 3, -100, -100}),
+            (std::vector<double>{1.5, 0.5, 0.0}));
+  EXPECT_EQ(weights_for(std::vector<int64_t>(10, -100)), (std::vector<double>{0, 0, 0}));
+
+  auto error_with = [&](InputSplit rule, Tensor target) {
+    return testing::error_of([&] {
+      scatter({x, target, Tensor::scalar<float>(2.0f)}, devices, 0, {}, SplitPolicy::Chunk, {},
+              {InputSplit{}, InputSplit{}, rule}, names);
+    });
+  };
+  const Tensor labels = Tensor::from_vector<int64_t>({10}, std::vector<int64_t>(10, 1));
+  EXPECT_EQ(error_with(InputSplit::share_of_counted("labels", -100), labels),
+            "scatter: the counted input 'labels' is not an input");
+  EXPECT_EQ(error_with(InputSplit::share_of_counted("x", -100), labels),
+            "scatter: the counted input 'x' must be an int64 input split across the replicas, not "
+            "float32[10, 2] on cpu:0");
 }
 
 TEST(ReduceAdd, SumsInListOrder) {
@@ -246,6 +281,42 @@ TEST(Trainer, GradientsOfTheWholeBatchHoweverItIsSplit) {
     expect_linear_mse_gradients(x, t, model->parameter("W"), model->parameter("b"),
                                 trainer.gradients(), loss);
     EXPECT_EQ(trainer.gradients()[0].device(), Device::cpu(0));
+  }
+}
+
+// PyTorch's DataParallel averages the loss over the gathered outputs' targets that are not
+// ignored: replicas holding more of them weigh more, and one holding none adds nothing.
+TEST(Trainer, IgnoredTargetsWeighTheReplicasByTheTargetsTheyCount) {
+  Tensor x = random_floats({10, 3}, 31);
+  // Chunks of 4, 4 and 2 rows (3 devices) count 3, 1 and 0 targets; of 3, 3, 3 and 1 rows
+  // (4 devices) 2, 1, 1 and 0.
+  Tensor t = Tensor::from_vector<int64_t>({10}, {0, -100, 1, 2, -100, -100, -100, 3, -100, -100});
+  Tensor all_ignored = Tensor::from_vector<int64_t>({10}, std::vector<int64_t>(10, -100));
+  double one_device_loss = 0;
+  std::vector<Tensor> one_device_grads;
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1,cpu:2", "cpu:0,cpu:1,cpu:2,cpu:3"}) {
+    SCOPED_TRACE(devices);
+    auto model = std::make_shared<Model>(linear_graph(3, 4), Device::cpu(0));
+    TrainerOptions options;
+    options.parallel.device_ids = parse_device_list(devices);
+    Trainer trainer(model, options);
+    const double loss = trainer.forward_backward({x}, t);
+    if (one_device_grads.empty()) {
+      one_device_loss = loss;
+      for (const Tensor& g : trainer.gradients()) one_device_grads.push_back(g.clone());
+    }
+    EXPECT_NEAR(loss, one_device_loss, 1e-6);
+    ASSERT_EQ(trainer.gradients().size(), 2u);
+    for (size_t p = 0; p < 2; ++p)
+      for (int64_t i = 0; i < one_device_grads[p].numel(); ++i)
+        EXPECT_NEAR(trainer.gradients()[p].data<float>()[i], one_device_grads[p].data<float>()[i],
+                    1e-6)
+            << trainer.parameter_names()[p] << " " << i;
+
+    // Nothing to average: the loss is 0 and so is every gradient (not 0/0).
+    EXPECT_EQ(trainer.forward_backward({x}, all_ignored), 0.0);
+    for (const Tensor& g : trainer.gradients())
+      for (int64_t i = 0; i < g.numel(); ++i) EXPECT_EQ(g.data<float>()[i], 0.0f);
   }
 }
 
