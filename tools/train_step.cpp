@@ -2,8 +2,6 @@
 
 #include <chrono>
 
-#include "engine/autograd/gradient_accumulation.h"
-
 namespace dprun::cli {
 
 StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
@@ -24,11 +22,11 @@ namespace {
 
 /// Forward and backward over the step's batches, each weighted by its share of the step's
 /// rows and their gradients summed (--accumulate), then the update Trainer::step makes
-/// (unscale, clip, step). Returns the step's loss.
+/// (unscale, clip, step). A distributed rank sums its batches' gradients itself and over the
+/// ranks once, with the last batch (PyTorch's no_sync). Returns the step's loss.
 double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
                         Optimizer& optimizer, const std::vector<Device>& devices) {
   double loss = 0;
-  std::vector<Tensor> sums;  // a distributed run's: the next batch overwrites ddp's gradients
   for (size_t j = 0; j < step.batches.size(); ++j) {
     const Batch& b = step.batches[j];
     if (!ddp) {
@@ -36,15 +34,12 @@ double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, T
           b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step.rows), j > 0);
       continue;
     }
-    loss += ddp->forward_backward(b.inputs, b.target, b.rows, step.rows);
-    if (j == 0) {
-      for (const Tensor& g : ddp->gradients()) sums.push_back(g.to(g.device(), true));
-    } else {
-      add_gradients(sums, ddp->gradients());
-    }
+    const bool last = j + 1 == step.batches.size();
+    const double batch_loss = ddp->forward_backward(b.inputs, b.target, b.rows, step.rows, last);
+    if (last) loss = batch_loss;  // the step's global loss
   }
   if (ddp) {
-    trainer.update(optimizer, sums);
+    trainer.update(optimizer, ddp->gradients());
   } else {
     trainer.update(optimizer, trainer.gradients(), devices);
   }

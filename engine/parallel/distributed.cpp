@@ -161,38 +161,68 @@ void DistributedDataParallel::on_node_done(const Node& node, std::span<const Ten
   reducer_->progress();
 }
 
+double DistributedDataParallel::accumulate_locally(const std::vector<Tensor>& inputs,
+                                                   const Tensor& target, int64_t rows,
+                                                   int64_t global_rows) {
+  if (rows == 0 || unsynced_.error) return 0;
+  auto compute_start = Clock::now();
+  double loss = 0;
+  try {
+    loss = trainer_->forward_backward(inputs, target,
+                                      static_cast<double>(rows) / static_cast<double>(global_rows),
+                                      unsynced_.batches > 0);
+    ++unsynced_.batches;
+    unsynced_.rows += rows;
+    unsynced_.loss += loss;
+  } catch (...) {
+    // Kept for the syncing call, which every rank makes: it reports the failure to all.
+    unsynced_.error = std::make_exception_ptr(Error(
+        detail::concat("step ", stats_.steps + 1, ": ", error_message(std::current_exception()))));
+  }
+  unsynced_.compute_seconds += seconds_since(compute_start);
+  return loss;
+}
+
 double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inputs,
                                                  const Tensor& target, int64_t rows,
-                                                 int64_t global_rows) {
+                                                 int64_t global_rows, bool sync) {
   DPRUN_CHECK(global_rows > 0 && rows >= 0 && rows <= global_rows,
               "DistributedDataParallel: a shard of ", rows, " rows of a global batch of ",
               global_rows);
   if (!broadcast_done_) broadcast_parameters();
   auto start = Clock::now();
   if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
+  if (!sync) return accumulate_locally(inputs, target, rows, global_rows);
 
   reducer_->begin_step();
   auto compute_start = Clock::now();
-  std::exception_ptr error;
+  std::exception_ptr error = unsynced_.error;
+  const bool accumulated = unsynced_.batches > 0;
   double loss = 0;
-  if (rows > 0) {
-    collecting_ = overlap_;
+  if (rows > 0 && !error) {
+    // The backward pass's outputs are the buckets' values only when nothing was accumulated.
+    collecting_ = overlap_ && !accumulated;
     try {
       loss = trainer_->forward_backward(
-          inputs, target, static_cast<double>(rows) / static_cast<double>(global_rows));
-      // Gradients the observer did not see (several local devices, or outputs no node makes).
-      const auto& grads = trainer_->gradients();
-      for (size_t i = 0; i < grads.size(); ++i) reducer_->mark_ready(i, grads[i]);
+          inputs, target, static_cast<double>(rows) / static_cast<double>(global_rows),
+          accumulated);
     } catch (...) {
       error = std::make_exception_ptr(Error(detail::concat(
           "step ", stats_.steps + 1, ": ", error_message(std::current_exception()))));
     }
     collecting_ = false;
   }
+  if (!error && (rows > 0 || accumulated)) {
+    // Gradients the observer did not see (several local devices, outputs no node makes, or
+    // sums of accumulated batches).
+    const auto& grads = trainer_->gradients();
+    for (size_t i = 0; i < grads.size(); ++i) reducer_->mark_ready(i, grads[i]);
+  }
   StepStatus mine{.failed = static_cast<uint8_t>(error ? 1 : 0),
-                  .loss = loss,
-                  .compute_seconds = seconds_since(compute_start),
-                  .rows = rows};
+                  .loss = unsynced_.loss + loss,
+                  .compute_seconds = unsynced_.compute_seconds + seconds_since(compute_start),
+                  .rows = unsynced_.rows + rows};
+  unsynced_ = {};
   auto backward_done = Clock::now();
   reducer_->finish_marking();
   std::vector<StepStatus> all = all_gather_values(*group_, mine);

@@ -51,6 +51,7 @@
 // throws the same RankFailure naming the failing ranks. A rank that dies or hangs is beyond
 // this: the launcher ends the job, or the group's timeout does.
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -113,8 +114,19 @@ class DistributedDataParallel {
   /// of `global_rows` rows. Returns the global batch's mean loss, the same on every rank;
   /// gradients() then hold the global batch's gradients on every rank. Throws RankFailure on
   /// every rank when one failed ("rank 1: step 3: ...", steps counted from 1).
+  ///
+  /// Gradient accumulation without a sum per batch (PyTorch's no_sync()): with `sync` false
+  /// the batch's gradients are added to this rank's own (the Trainer's) and nothing is summed
+  /// over the ranks; the next call with `sync` true adds its batch's too and sums the totals
+  /// once. Every rank makes the same calls with the same `sync` (a no-sync call still
+  /// broadcasts rank 0's buffers, as PyTorch's forward does). `global_rows` is then the rows of
+  /// all the accumulated batches over all ranks, so that the weights sum to 1. A no-sync call
+  /// returns this rank's weighted loss of its batch; the syncing call returns the global loss of
+  /// every batch since the last sync, and reports a failure in any of them (named by the step
+  /// it belongs to). The syncing call's gradients are summed after its backward pass, not
+  /// during it.
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
-                          int64_t global_rows);
+                          int64_t global_rows, bool sync = true);
   /// Collective: forward_backward, then the optimizer's step on every rank, which keeps the
   /// ranks' parameters equal.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
@@ -137,6 +149,9 @@ class DistributedDataParallel {
  private:
   // Rank 0's in-place state (buffers_) to every rank, in one coalesced broadcast.
   void broadcast_buffers();
+  // forward_backward with sync false: this rank's batch, added to its own gradients.
+  double accumulate_locally(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
+                            int64_t global_rows);
   void on_node_done(const Node& node, std::span<const Tensor> outputs);
 
   std::shared_ptr<Model> model_;
@@ -151,6 +166,14 @@ class DistributedDataParallel {
   bool collecting_ = false;  // the observer feeds the reducer only inside forward_backward
   bool broadcast_done_ = false;
   DistributedStats stats_;
+  /// What this rank did since the last syncing call (no-sync batches).
+  struct Unsynced {
+    int64_t batches = 0;  // computed batches, whose gradients the Trainer holds summed
+    int64_t rows = 0;
+    double loss = 0;  // their weighted losses, summed
+    double compute_seconds = 0;
+    std::exception_ptr error;
+  } unsynced_;
 };
 
 /// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order; tensors on a

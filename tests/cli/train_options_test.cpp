@@ -107,7 +107,7 @@ Trained train_mlp(const fs::path& dir, const std::string& options) {
 
 // Two batches of 5 rows summed into one step are one batch of 10 (the model has no
 // BatchNormalization): the same losses and parameters within float rounding, in one process and
-// as one rank of a distributed run, whose accumulation sums the ranks' gradients per batch.
+// as one rank of a distributed run, which sums its batches' gradients and then the ranks' once.
 TEST(TrainOptions, AccumulatingTwoBatchesTrainsAsOneOfTheirRows) {
   const fs::path dir = scratch_path("dprun_train_options_accumulate");
   fs::remove_all(dir);

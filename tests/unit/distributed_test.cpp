@@ -75,6 +75,13 @@ std::shared_ptr<Model> mlp_on(Device device) {
   return std::make_shared<Model>(load_model(training_file("mlp_sgd.onnx"), device));
 }
 
+// Rank g's DistributedDataParallel of the MLP on its own CPU device (a prvalue: the object
+// is built in place, as its node observer holds its address).
+DistributedDataParallel mlp_ddp(ProcessGroup& g) {
+  return DistributedDataParallel(mlp_on(Device::cpu(g.rank())), options_on({Device::cpu(g.rank())}),
+                                 std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}));
+}
+
 bool same_bytes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -216,9 +223,7 @@ TEST(DistributedDataParallel, UnevenShardsAndARankWithoutRows) {
   std::vector<std::vector<Tensor>> gradients(4);
   std::vector<std::vector<int64_t>> rows(4);
   auto errors = run_ranks(4, [&](ProcessGroup& g) {
-    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
-    DistributedDataParallel ddp(mlp_on(Device::cpu(g.rank())), options_on({Device::cpu(g.rank())}),
-                                group);
+    DistributedDataParallel ddp = mlp_ddp(g);
     auto mine = shard_rows(batch, g.rank(), 4);
     auto r = static_cast<size_t>(g.rank());
     losses[r] = ddp.forward_backward({rows_of(data.x, mine)}, rows_of(data.target, mine),
@@ -243,9 +248,7 @@ TEST(DistributedDataParallel, AFailingRankStopsEveryRankAndTheNextStepWorks) {
   Tensor wide = Tensor::zeros({5, 13}, DType::Float32);  // the model takes 12 features
   std::vector<std::string> first(2), second(2);
   auto errors = run_ranks(2, [&](ProcessGroup& g) {
-    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
-    DistributedDataParallel ddp(mlp_on(Device::cpu(g.rank())), options_on({Device::cpu(g.rank())}),
-                                group);
+    DistributedDataParallel ddp = mlp_ddp(g);
     Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1});
     auto mine = shard_rows(range(0, 10), g.rank(), 2);
     Tensor x = g.rank() == 1 ? wide : rows_of(data.x, mine);
@@ -263,6 +266,104 @@ TEST(DistributedDataParallel, AFailingRankStopsEveryRankAndTheNextStepWorks) {
       "rank 1: step 1: 1 of 1 replica failed: replica 0 on cpu:1: input 'x' expects shape "
       "[batch, 12] but got [5, 13]";
   EXPECT_EQ(first, std::vector<std::string>(2, expected));
+}
+
+// Gradient accumulation with no_sync: each rank sums its batches' gradients itself and the
+// ranks sum the totals once, with the last batch. A step of three batches (10, 10 and 2 rows;
+// rank 2's shard of the last is empty) equals one process accumulating the same batches.
+TEST(DistributedDataParallel, NoSyncBatchesAreSummedOverTheRanksOnceWithTheLast) {
+  Data data;
+  const std::vector<std::vector<int64_t>> batches = {range(0, 10), range(10, 20), {20, 21}};
+  const int64_t step_rows = 22;
+  Trainer reference(mlp_on(Device::cpu(0)), options_on({Device::cpu(0)}));
+  double reference_loss = 0;
+  for (size_t j = 0; j < batches.size(); ++j)
+    reference_loss +=
+        reference.forward_backward({rows_of(data.x, batches[j])}, rows_of(data.target, batches[j]),
+                                   static_cast<double>(batches[j].size()) / step_rows, j > 0);
+  const std::vector<Tensor> reference_gradients = clones(reference.gradients());
+
+  std::vector<double> losses(3);
+  std::vector<std::vector<Tensor>> gradients(3);
+  std::vector<DistributedStats> stats(3);
+  auto errors = run_ranks(3, [&](ProcessGroup& g) {
+    DistributedDataParallel ddp = mlp_ddp(g);
+    const auto r = static_cast<size_t>(g.rank());
+    for (size_t j = 0; j < batches.size(); ++j) {
+      auto mine = shard_rows(batches[j], g.rank(), 3);
+      losses[r] = ddp.forward_backward({rows_of(data.x, mine)}, rows_of(data.target, mine),
+                                       static_cast<int64_t>(mine.size()), step_rows,
+                                       j + 1 == batches.size());
+    }
+    gradients[r] = clones(ddp.gradients());
+    stats[r] = ddp.stats();
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(3));
+  for (size_t r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NEAR(losses[r], reference_loss, 1e-6 * reference_loss);
+    EXPECT_EQ(stats[r].steps, 1);
+    EXPECT_EQ(stats[r].rows, (std::vector<int64_t>{9, 7, 6}));
+    // One all-reduce of every gradient: 12x16 + 16 + 16x5 + 5 floats.
+    EXPECT_EQ(stats[r].allreduce_bytes, 293 * 4);
+    ASSERT_EQ(gradients[r].size(), reference_gradients.size());
+    for (size_t i = 0; i < gradients[r].size(); ++i)
+      for (int64_t k = 0; k < gradients[r][i].numel(); ++k) {
+        const float want = reference_gradients[i].data<float>()[k];
+        ASSERT_NEAR(gradients[r][i].data<float>()[k], want, 1e-7 + 1e-5 * std::fabs(want))
+            << "gradient " << i << "[" << k << "]";
+      }
+  }
+}
+
+// A rank that fails in a no-sync batch goes on to the syncing call, where every rank learns of
+// it; the next step works.
+TEST(DistributedDataParallel, AFailureInANoSyncBatchIsReportedByTheSyncingCall) {
+  Data data;
+  Tensor wide = Tensor::zeros({5, 13}, DType::Float32);  // the model takes 12 features
+  std::vector<std::string> failures(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    DistributedDataParallel ddp = mlp_ddp(g);
+    Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1});
+    auto mine = shard_rows(range(0, 10), g.rank(), 2);
+    Tensor x = rows_of(data.x, mine), target = rows_of(data.target, mine);
+    const double loss = ddp.forward_backward({g.rank() == 1 ? wide : x}, target, 5, 20, false);
+    if (g.rank() == 1) {
+      EXPECT_EQ(loss, 0.0);  // the failure waits for the syncing call
+    }
+    try {
+      ddp.forward_backward({x}, target, 5, 20, true);
+    } catch (const RankFailure& f) {
+      failures[static_cast<size_t>(g.rank())] = f.what();
+    }
+    ddp.step({x}, target, 5, 10, sgd);
+    ddp.check_parameters_in_sync();
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+  EXPECT_EQ(failures, std::vector<std::string>(
+                          2,
+                          "rank 1: step 1: 1 of 1 replica failed: replica 0 on cpu:1: input 'x' "
+                          "expects shape [batch, 12] but got [5, 13]"));
+}
+
+// With one rank and a recording group: three accumulated batches make one step's all-reduces.
+TEST(DistributedDataParallel, AccumulatedBatchesAllReduceOncePerStep) {
+  Data data;
+  auto group = std::make_shared<RecordingGroup>();
+  DistributedDataParallel ddp(mlp_on(Device::cpu(0)), options_on({Device::cpu(0)}), group,
+                              {.bucket_bytes = 64});
+  auto all_reduces = [&] {
+    return std::count_if(group->events.begin(), group->events.end(),
+                         [](const std::string& e) { return e.rfind("all_reduce_sum", 0) == 0; });
+  };
+  for (int j = 0; j < 3; ++j)
+    ddp.forward_backward({rows_of(data.x, range(0, 10))}, rows_of(data.target, range(0, 10)), 10,
+                         30, j == 2);
+  EXPECT_EQ(all_reduces(), 4);  // one per bucket
+  for (int j = 0; j < 3; ++j)
+    ddp.forward_backward({rows_of(data.x, range(0, 10))}, rows_of(data.target, range(0, 10)), 10,
+                         30);
+  EXPECT_EQ(all_reduces(), 4 + 3 * 4);
 }
 
 std::string hex(uint64_t v) {
