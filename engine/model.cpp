@@ -9,16 +9,21 @@
 namespace dprun {
 
 namespace {
-/// The graph to compile: whatever the backend of `device` makes of it (Backend::rewrite_graph).
-/// Checks first that the device can be used, so that is the error a bad device gives.
-std::shared_ptr<const Graph> graph_to_compile(const std::shared_ptr<const Graph>& graph,
-                                              Device device, const ModelOptions& options) {
+/// The rewrites `options` allow, less those the environment turns off.
+GraphRewriteOptions rewrites_allowed(const ModelOptions& options) {
+  return {.layout = options.channels_last && !env_flag("DPRUN_NO_LAYOUT_REWRITE"),
+          .fusion = options.fuse_ops && !env_flag("DPRUN_NO_FUSION")};
+}
+
+/// `graph` compiled for `device`: whatever its backend makes of the graph
+/// (Backend::rewrite_graph). Checks first that the device can be used, so that is the error a
+/// bad device gives.
+std::shared_ptr<const Plan> compile(const std::shared_ptr<const Graph>& graph, Device device,
+                                    const GraphRewriteOptions& rewrite,
+                                    const PlanOptions& options) {
   Backend& backend = backend_for(device);
   backend.check_device(device);
-  GraphRewriteOptions rewrite;
-  rewrite.layout = options.channels_last && !env_flag("DPRUN_NO_LAYOUT_REWRITE");
-  rewrite.fusion = options.fuse_ops && !env_flag("DPRUN_NO_FUSION");
-  return backend.rewrite_graph(graph, rewrite);
+  return Plan::build(backend.rewrite_graph(graph, rewrite), device.type, {}, options);
 }
 /// `graph` in the precision the options ask for.
 std::shared_ptr<const Graph> in_precision(std::shared_ptr<const Graph> graph,
@@ -30,27 +35,34 @@ std::shared_ptr<const Graph> in_precision(std::shared_ptr<const Graph> graph,
 
 Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options)
     : graph_(in_precision(std::move(graph), options)),
-      plan_(Plan::build(graph_to_compile(graph_, device, options), device.type, {}, options.plan)),
+      plan_(compile(graph_, device, rewrites_allowed(options), options.plan)),
       device_(device),
-      version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
+      version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())),
+      rewrite_(rewrites_allowed(options)) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
-    parameters_.push_back(
-        graph_->initializers.at(plan_->value_name(id)).to_unless_string(device));
+    parameters_.push_back(graph_->initializers.at(plan_->value_name(id)).to_unless_string(device));
 }
 
 Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
-             std::shared_ptr<std::atomic<uint64_t>> version, std::shared_ptr<const Graph> graph)
+             std::shared_ptr<std::atomic<uint64_t>> version, std::shared_ptr<const Graph> graph,
+             GraphRewriteOptions rewrite)
     : graph_(graph ? std::move(graph) : plan->graph_ptr()),
       plan_(std::move(plan)),
       device_(device),
       parameters_(std::move(parameters)),
       version_(version ? std::move(version)
-                       : std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
+                       : std::make_shared<std::atomic<uint64_t>>(next_parameters_version())),
+      rewrite_(rewrite) {
   DPRUN_CHECK(device.type == plan_->device_type(), "a plan for ",
               device_type_name(plan_->device_type()), " cannot run on ", device.to_string());
   DPRUN_CHECK(parameters_.size() == plan_->parameter_ids().size(), "expected ",
               plan_->parameter_ids().size(), " parameters, got ", parameters_.size());
+}
+
+std::shared_ptr<const Plan> Model::plan_for(Device device) const {
+  if (device.type == device_.type) return plan_;
+  return compile(graph_, device, rewrite_, plan_->options());
 }
 
 uint64_t Model::next_parameters_version() {

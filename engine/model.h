@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/executor.h"
 #include "engine/plan.h"
 
@@ -45,15 +46,25 @@ class Model {
   /// shared_version()) when the parameters share its storage, so a change through either
   /// is seen by both. nullptr starts a new counter. `graph` is the model's original graph
   /// (another model's graph_ptr()); nullptr means the plan's own graph.
+  /// `rewrite` is what plan_for() lets other backends do to `graph` (another model's
+  /// rewrite_options()).
   Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor> parameters,
         std::shared_ptr<std::atomic<uint64_t>> version = nullptr,
-        std::shared_ptr<const Graph> graph = nullptr);
+        std::shared_ptr<const Graph> graph = nullptr, GraphRewriteOptions rewrite = {});
 
   /// The graph the model was created from (the plan may run a rewritten copy of it).
   const Graph& graph() const { return *graph_; }
   std::shared_ptr<const Graph> graph_ptr() const { return graph_; }
   std::shared_ptr<const Plan> plan() const { return plan_; }
   Device device() const { return device_; }
+  /// The rewrites the model's options allow a backend (ModelOptions, the environment's
+  /// DPRUN_NO_* switches applied).
+  const GraphRewriteOptions& rewrite_options() const { return rewrite_; }
+  /// graph() compiled for `device`'s type as a model of it made there would be (its backend's
+  /// rewrites as rewrite_options() allow, the plan's options): plan() for this model's own
+  /// type. A replica on a device of another type runs it. Throws as the device's backend does
+  /// when the device cannot be used.
+  std::shared_ptr<const Plan> plan_for(Device device) const;
 
   /// Runs on this model's device. `inputs` follow input_names(). Thread-safe with respect to
   /// other run() calls; the in-place state updates of concurrent runs race (last one wins).
@@ -95,6 +106,7 @@ class Model {
   Device device_;
   std::vector<Tensor> parameters_;
   std::shared_ptr<std::atomic<uint64_t>> version_;
+  GraphRewriteOptions rewrite_;
 };
 
 /// A model that runs `graph` (compiled for base's device) on base's parameter tensors and

@@ -14,7 +14,8 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
               model.device().to_string(), ", not on devices[0] (", devices[0].to_string(), ")");
   std::vector<std::shared_ptr<Model>> replicas;
   replicas.push_back(std::make_shared<Model>(model.plan(), devices[0], model.parameters(),
-                                             model.shared_version(), model.graph_ptr()));
+                                             model.shared_version(), model.graph_ptr(),
+                                             model.rewrite_options()));
   // The devices of the base's type get their copies from one broadcast_coalesced (a single
   // collective between GPUs); devices of another type, tensor by tensor.
   std::vector<Device> same_type;
@@ -30,16 +31,16 @@ std::vector<std::shared_ptr<Model>> replicate(const Model& model,
       params = std::move(broadcast[next_broadcast++]);
     } else {
       if (!other_type_plan || other_type_plan->device_type() != devices[i].type)
-        // From the original graph: the CPU layout rewrite has no kernels elsewhere. Both
-        // plans order parameters by initializer name, so the parameter lists line up.
-        other_type_plan =
-            Plan::build(model.graph_ptr(), devices[i].type, {}, model.plan()->options());
+        // The original graph as that device's backend rewrites it (its fusions and 16-bit
+        // passes, not the base's). Rewrites keep the initializers, and both plans order
+        // parameters by initializer name, so the parameter lists line up.
+        other_type_plan = model.plan_for(devices[i]);
       plan = other_type_plan;
       params.reserve(model.parameters().size());
       for (const Tensor& p : model.parameters()) params.push_back(p.to(devices[i], /*copy=*/true));
     }
-    replicas.push_back(
-        std::make_shared<Model>(plan, devices[i], std::move(params), nullptr, model.graph_ptr()));
+    replicas.push_back(std::make_shared<Model>(plan, devices[i], std::move(params), nullptr,
+                                               model.graph_ptr(), model.rewrite_options()));
   }
   return replicas;
 }

@@ -37,8 +37,10 @@ uint32_t alignment_of(const void* p) {
 
 class MatmulDesc {
  public:
-  MatmulDesc(const LtProduct& p, bool relu, const float* bias) {
-    const cublasComputeType_t compute = p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  MatmulDesc(const LtProduct& p, bool relu, const void* bias) {
+    // Every type sums in float32 with float32 alpha and beta; TF32 is float32's alone.
+    const cublasComputeType_t compute =
+        p.tf32 && p.dtype == DType::Float32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublas_check(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     // Swapped operands (the header's note): cuBLASLt's A is our b, its B our a.
     set(CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
@@ -61,11 +63,11 @@ class MatmulDesc {
   cublasLtMatmulDesc_t desc_ = nullptr;
 };
 
-/// A column-major float32 matrix of `rows` x `cols` with leading dimension `ld`.
+/// A column-major matrix of `type` elements, `rows` x `cols`, with leading dimension `ld`.
 class MatrixLayout {
  public:
-  MatrixLayout(int64_t rows, int64_t cols, int64_t ld) {
-    cublas_check(cublasLtMatrixLayoutCreate(&layout_, CUDA_R_32F, static_cast<uint64_t>(rows),
+  MatrixLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+    cublas_check(cublasLtMatrixLayoutCreate(&layout_, type, static_cast<uint64_t>(rows),
                                             static_cast<uint64_t>(cols), ld),
                  "cublasLtMatrixLayoutCreate of ", rows, " x ", cols);
   }
@@ -105,17 +107,18 @@ class Preference {
 }  // namespace
 
 bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, const LtProduct& p,
-                       float alpha, const float* a, const float* b, const float* bias,
-                       const CudaFusedActivation& activation, float* d) const {
+                       float alpha, const void* a, const void* b, const void* bias,
+                       const CudaFusedActivation& activation, void* d) const {
   if (env_flag("DPRUN_NO_CUBLASLT")) return false;
   const int64_t m = cublas_int(p.m, ctx, "M"), n = cublas_int(p.n, ctx, "N"),
                 k = cublas_int(p.k, ctx, "K");
   if (k == 0) ctx.fail("an empty sum has no product to run on cuBLASLt");
   // Column-major operands as stored: cuBLASLt's A is b ([n, k] read column-major, or [k, n]
   // when trans_b), its B is a, and D is d^T, n x m with leading dimension n.
-  const MatrixLayout a_layout(p.trans_b ? k : n, p.trans_b ? n : k, p.trans_b ? k : n);
-  const MatrixLayout b_layout(p.trans_a ? m : k, p.trans_a ? k : m, p.trans_a ? m : k);
-  const MatrixLayout d_layout(n, m, n);
+  const cudaDataType_t type = cublas_type(p.dtype, ctx);
+  const MatrixLayout a_layout(type, p.trans_b ? k : n, p.trans_b ? n : k, p.trans_b ? k : n);
+  const MatrixLayout b_layout(type, p.trans_a ? m : k, p.trans_a ? k : m, p.trans_a ? m : k);
+  const MatrixLayout d_layout(type, n, m, n);
   const bool relu = activation.kind == FusedActivationKind::Relu;  // in the epilogue
   const MatmulDesc desc(p, relu, bias);
   const uint32_t align_a = alignment_of(b), align_b = alignment_of(a), align_d = alignment_of(d),
@@ -123,9 +126,19 @@ bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
   // cuBLASLt documents no bias alignment its epilogues accept, and a bias that is a view into a
   // larger tensor may be 4-byte aligned: that goes the cuBLAS way, the bias added separately.
   if (align_bias < 16) return false;
-  const ShapeCache<LtAlgorithm>::Key key = {m,         n,       k,          p.trans_a,
-                                            p.trans_b, p.tf32,  relu,       align_a,
-                                            align_b,   align_d, align_bias, ctx.device().index};
+  const ShapeCache<LtAlgorithm>::Key key = {m,
+                                            n,
+                                            k,
+                                            p.trans_a,
+                                            p.trans_b,
+                                            p.tf32,
+                                            relu,
+                                            align_a,
+                                            align_b,
+                                            align_d,
+                                            align_bias,
+                                            ctx.device().index,
+                                            static_cast<int64_t>(p.dtype)};
   const auto algorithm = cache_.get(key, [&] {
     const Preference pref(align_a, align_b, align_d);
     cublasLtMatmulHeuristicResult_t result{};
@@ -151,7 +164,7 @@ bool LtAlgorithms::run(CudaExecutionContext& cuda, const KernelContext& ctx, con
                               workspace.defined() ? workspace.raw_data() : nullptr,
                               algorithm->workspace_bytes, cuda.stream()),
                "cublasLtMatmul of [", m, ", ", k, "] x [", k, ", ", n, "] with a bias epilogue");
-  if (!relu) activation.apply(ctx, d, m * n);
+  if (!relu) activation.apply(ctx, d, p.dtype, m * n);
   return true;
 }
 

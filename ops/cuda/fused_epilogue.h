@@ -11,17 +11,19 @@
 
 namespace dprun {
 
-/// A fused product's activation (every kind of fused_activation_kinds()) on float32 device
-/// memory.
+/// A fused product's activation (every kind of fused_activation_kinds()) on float32, float16
+/// or bfloat16 device memory.
 struct CudaFusedActivation : FusedActivationAttrs {
   using FusedActivationAttrs::FusedActivationAttrs;
 
-  /// data[i] = activation(data[i]) for i < n, on the run's stream; nothing for None.
-  void apply(const KernelContext& ctx, float* data, int64_t n) const;
+  /// data[i] = activation(data[i]) for i < n, elements of `dtype`, on the run's stream; nothing
+  /// for None. A 16-bit element is widened, computed in float and rounded once more.
+  void apply(const KernelContext& ctx, void* data, DType dtype, int64_t n) const;
 };
 
-/// y[r, j] = bias[j] for every row r < rows and column j < cols, on the run's stream.
-void write_bias_rows(const KernelContext& ctx, const float* bias, float* y, int64_t rows,
+/// y[r, j] = bias[j] for every row r < rows and column j < cols, both of `dtype` (float32,
+/// float16 or bfloat16), on the run's stream.
+void write_bias_rows(const KernelContext& ctx, const void* bias, void* y, DType dtype, int64_t rows,
                      int64_t cols);
 
 }  // namespace dprun

@@ -1,7 +1,7 @@
 // Gemm on CUDA: Y = alpha * op(A) op(B) + beta * C, in float32, float16 and bfloat16, and
-// FusedGemm (float32), the op fusion's Gemm with the activation that read it
-// (engine/rewrites/op_fusion.h). A float32 C that is one row ([N] or [1, N], a linear layer's
-// bias) added whole (beta = 1) is cuBLASLt's bias epilogue, added while the product is written
+// FusedGemm, the op fusion's Gemm with the activation that read it
+// (engine/rewrites/op_fusion.h). A C that is one row ([N] or [1, N], a linear layer's bias)
+// added whole (beta = 1) is cuBLASLt's bias epilogue, added while the product is written
 // (cublaslt_matmul.h). Any other C (or a row where cuBLASLt offers no algorithm), broadcast to
 // [M, N] per ONNX unidirectional broadcasting (gemm_util.h), is first written into Y by a small
 // kernel; then cuBLAS accumulates the product onto it with beta (cublas_gemm.h). In 16 bits C
@@ -84,20 +84,20 @@ class GemmCuda : public OpKernel {
     Tensor& y = ctx.allocate_output(0, {s.m, s.n}, dtype);
     if (y.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
-    if (dtype == DType::Float32 && s.k > 0 && is_row_bias(c, attrs_.beta, s.n) &&
+    if (s.k > 0 && is_row_bias(c, attrs_.beta, s.n) &&
         algorithms_.run(cuda, ctx,
-                        {.trans_a = attrs_.trans_a,
+                        {.dtype = dtype,
+                         .trans_a = attrs_.trans_a,
                          .trans_b = attrs_.trans_b,
                          .tf32 = tf32_,
                          .m = s.m,
                          .n = s.n,
                          .k = s.k},
-                        attrs_.alpha, a.data<float>(), b.data<float>(), c->data<float>(),
-                        activation_, y.data<float>()))
+                        attrs_.alpha, a.raw_data(), b.raw_data(), c->raw_data(), activation_,
+                        y.raw_data()))
       return;
     product(cuda, ctx, s, a, b, c, y);
-    if (dtype == DType::Float32)  // FusedGemm, the only Gemm with an activation, is float32
-      activation_.apply(ctx, y.data<float>(), y.numel());
+    activation_.apply(ctx, y.raw_data(), dtype, y.numel());  // FusedGemm's; Gemm has none
   }
 
  private:
@@ -142,7 +142,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "FusedGemm",
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .impl = "cublaslt",
                        .factory = make_kernel<GemmCuda>});
 

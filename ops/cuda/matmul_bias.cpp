@@ -1,16 +1,19 @@
-// MatMulBias(A, B, bias) on CUDA (float32), the op fusion's MatMul with its bias Add
+// MatMulBias(A, B, bias) on CUDA, the op fusion's MatMul with its bias Add
 // (engine/rewrites/op_fusion.h): A [..., K] times B [K, N] as one [M, K] x [K, N] product over
 // A's rows, the bias added by cuBLASLt's epilogue while the product is written, then the fused
 // activation (Relu in the epilogue too). Where cuBLASLt offers no algorithm, and for an empty
-// sum, cuBLAS adds the product onto rows of bias written first. Shapes and messages follow the CPU
-// kernel (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion never writes, runs
-// on the host.
+// sum, cuBLAS adds the product onto rows of bias written first. Float32, float16 or bfloat16, all
+// three operands of one type; 16-bit sums are float32 and the product plus bias is rounded once,
+// as on the CPU (an activation other than Relu rounds once more after it). Shapes and messages
+// follow the CPU kernel (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion
+// never writes, runs on the host.
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/cuda/fused_epilogue.h"
+#include "ops/input_dtypes.h"
 
 namespace dprun {
 namespace {
@@ -31,9 +34,10 @@ class MatMulBiasCuda : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Tensor& bias = ctx.input(2);
-    for (const Tensor* t : {&a, &b, &bias})
-      if (t->dtype() != DType::Float32)
-        ctx.fail("expects float32 A, B and bias, got ", t->describe());
+    const DType dtype = a.dtype();
+    if (dtype != DType::Float32 && !is_16bit_float(dtype))
+      ctx.fail("expects float32, float16 or bfloat16 operands, got ", a.describe());
+    check_one_dtype(ctx, "A, B and bias", 3);
     if (a.rank() < 1 || b.rank() != 2)
       ctx.fail("takes A of rank 1 or more and B of rank 2, got ", a.describe(), " and ",
                b.describe());
@@ -46,21 +50,22 @@ class MatMulBiasCuda : public OpKernel {
                " columns: it must be [", n, "]");
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
     out_shape.push_back(n);
-    Tensor& y = ctx.allocate_output(0, out_shape, DType::Float32);
+    Tensor& y = ctx.allocate_output(0, out_shape, dtype);
     if (y.numel() == 0) return;
     const int64_t m = y.numel() / n;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
     if (k > 0 &&
-        algorithms_.run(cuda, ctx, {.tf32 = tf32_, .m = m, .n = n, .k = k}, 1.f, a.data<float>(),
-                        b.data<float>(), bias.data<float>(), activation_, y.data<float>()))
+        algorithms_.run(cuda, ctx, {.dtype = dtype, .tf32 = tf32_, .m = m, .n = n, .k = k}, 1.f,
+                        a.raw_data(), b.raw_data(), bias.raw_data(), activation_, y.raw_data()))
       return;
     // The bias written into every row (all of an empty sum), cuBLAS adding the product onto it.
-    write_bias_rows(ctx, bias.data<float>(), y.data<float>(), m, n);
+    write_bias_rows(ctx, bias.raw_data(), y.raw_data(), dtype, m, n);
     if (k > 0) {
-      const RowMajorGemm gemm{.tf32 = tf32_, .m = m, .n = n, .k = k};
-      gemm.run(cuda.cublas(), ctx, 1.f, a.data<float>(), b.data<float>(), 1.f, y.data<float>());
+      const RowMajorGemm gemm{
+          .type = cublas_type(dtype, ctx), .tf32 = tf32_, .m = m, .n = n, .k = k};
+      gemm.run(cuda.cublas(), ctx, 1.f, a.raw_data(), b.raw_data(), 1.f, y.raw_data());
     }
-    activation_.apply(ctx, y.data<float>(), y.numel());
+    activation_.apply(ctx, y.raw_data(), dtype, y.numel());
   }
 
  private:
@@ -72,7 +77,7 @@ class MatMulBiasCuda : public OpKernel {
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "MatMulBias",
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .impl = "cublaslt",
                        .factory = MatMulBiasCuda::create});
 

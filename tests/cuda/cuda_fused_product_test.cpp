@@ -1,5 +1,5 @@
 // The CUDA kernels of the op fusion's products (engine/rewrites/op_fusion.h): MatMulBias on
-// cuBLASLt's bias epilogue and FusedGemm, each with every fused activation,
+// cuBLASLt's bias epilogue and FusedGemm, each with every fused activation (and in 16 bits),
 // compared with the CPU kernels on the same random inputs; and the CUDA backend's rewrite,
 // which fuses a MatMul, its bias Add and a GELU in the erf form that exporters write.
 #include <gtest/gtest.h>
@@ -119,11 +119,40 @@ void add_fused_gemm_cases(std::vector<CudaCase>& cases) {
                    .opset = 1});
 }
 
+/// `spec` with 16-bit elements of `dtype`.
+InputSpec of_type(InputSpec spec, DType dtype) {
+  spec.dtype = dtype;
+  return spec;
+}
+
+// In float16 and bfloat16: the product plus bias, and a Relu, rounded once on both devices (the
+// cuBLASLt epilogue and oneDNN's); other activations are applied after the rounding on a GPU, a
+// second rounding the CPU does not make, so they are not compared here.
+void add_16bit_cases(std::vector<CudaCase>& cases) {
+  for (DType dtype : {DType::Float16, DType::BFloat16})
+    for (const std::string act : {"", "Relu"}) {
+      const std::string type(dtype_name(dtype));
+      InputSpec b = of_type(floats({48, 40}), dtype), bias = of_type(floats({40}), dtype);
+      b.constant = bias.constant = true;
+      cases.push_back({.name = "MatMulBias_" + type + "_3x16x48_by_48x40" + suffix(act),
+                       .node = fused("MatMulBias", {"a", "b", "bias"}, act),
+                       .inputs = {of_type(floats({3, 16, 48}), dtype), b, bias},
+                       .opset = 1});
+      cases.push_back(
+          {.name = "FusedGemm_" + type + "_transB1_bias_row" + suffix(act),
+           .node = fused("FusedGemm", {"a", "b", "c"}, act, {{"transB", Attribute::of_int(1)}}),
+           .inputs = {of_type(floats({24, 32}), dtype), of_type(floats({40, 32}), dtype),
+                      of_type(floats({40}), dtype)},
+           .opset = 1});
+    }
+}
+
 const std::vector<CudaCase>& all_cases() {
   static const std::vector<CudaCase> cases = [] {
     std::vector<CudaCase> c;
     add_matmul_bias_cases(c);
     add_fused_gemm_cases(c);
+    add_16bit_cases(c);
     return c;
   }();
   return cases;

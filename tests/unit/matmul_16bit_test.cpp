@@ -1,6 +1,6 @@
-// MatMul and Gemm in float16 and bfloat16 on every device, and the fused MatMulBias on the CPU: the
-// float32 product of the operands, rounded once to the operands' type. Values are multiples of 1/8
-// below 2, so every product and sum is exact in float32 and any summation order gives the same
+// MatMul and Gemm in float16 and bfloat16 on every device, and the fused MatMulBias and FusedGemm:
+// the float32 product of the operands, rounded once to the operands' type. Values are multiples of
+// 1/8 below 2, so every product and sum is exact in float32 and any summation order gives the same
 // bits.
 #include <gtest/gtest.h>
 
@@ -141,41 +141,66 @@ TEST_P(MatMul16Bit, GemmIsTheFloat32ProductRoundedOnce) {
   }
 }
 
-// MatMul then Add of a constant bias, in 16 bits on the CPU: the op fusion makes one 16-bit
-// MatMulBias of them (oneDNN's 16-bit product with its bias, rounded once), for A of 2 and 3
-// dims; the result is the float32 product plus bias, rounded once.
-TEST(MatMulBias16Bit, FusesOnTheCpuAndRoundsOnce) {
-  for (DType dtype : {DType::Float16, DType::BFloat16}) {
-    for (const Shape& a_shape : {Shape{6, 5}, Shape{2, 3, 5}}) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " A " + shape_to_string(a_shape));
-      auto [a32, a16] = eighths(dtype, a_shape, 7);
-      auto [b32, b16] = eighths(dtype, {5, 4}, 8);
-      auto [c32, c16] = eighths(dtype, {4}, 9);
-      auto graph = [&](DType t, const Tensor& b, const Tensor& c) {
-        auto g = std::make_shared<Graph>();
-        g->opset_imports[""] = 17;
-        g->inputs = {{"a", typed(t, a_shape)}};
-        g->initializers["b"] = b;
-        g->initializers["c"] = c;
-        g->nodes = {testing::make_node("MatMul", {"a", "b"}, {"p"}),
-                    testing::make_node("Add", {"p", "c"}, {"y"})};
-        Shape out = a_shape;
-        out.back() = 4;
+// MatMul then Add of a constant bias (then a Relu), and Gemm then Relu, in 16 bits on every
+// device: the op fusion makes one MatMulBias or FusedGemm of them (oneDNN's 16-bit product on
+// the CPU, cuBLASLt's with its bias and Relu epilogue on a GPU), for A of 2 and 3 dims; the result
+// is the float32 product plus bias, then the Relu, rounded once.
+TEST_P(MatMul16Bit, FusedProductsRoundOnce) {
+  const auto [dtype, device_type] = GetParam();
+  const std::string why = testing::accelerator_unusable_reason(device_type);
+  if (!why.empty())
+    GTEST_SKIP() << "needs a " << device_type_name(device_type) << " device: " << why;
+  struct FusedCase {
+    const char* first;  // MatMul or Gemm
+    Shape a;
+    bool relu;
+    const char* fused_op;
+  };
+  const std::vector<FusedCase> cases = {{"MatMul", {6, 5}, false, "MatMulBias"},
+                                        {"MatMul", {2, 3, 5}, false, "MatMulBias"},
+                                        {"MatMul", {2, 3, 5}, true, "MatMulBias"},
+                                        {"Gemm", {6, 5}, true, "FusedGemm"}};
+  unsigned seed = 7;
+  for (const FusedCase& c : cases) {
+    SCOPED_TRACE(std::string(c.first) + " A " + shape_to_string(c.a) + (c.relu ? " Relu" : ""));
+    auto [a32, a16] = eighths(dtype, c.a, seed++);
+    auto [b32, b16] = eighths(dtype, {5, 4}, seed++);
+    auto [c32, c16] = eighths(dtype, {4}, seed++);
+    auto graph = [&](DType t, const Tensor& b, const Tensor& bias) {
+      auto g = std::make_shared<Graph>();
+      g->opset_imports[""] = 17;
+      g->inputs = {{"a", typed(t, c.a)}};
+      g->initializers["b"] = b;
+      g->initializers["c"] = bias;
+      Shape out = c.a;
+      out.back() = 4;
+      if (std::string(c.first) == "Gemm") {
+        g->nodes = {testing::make_node("Gemm", {"a", "b", "c"}, {"p"})};
+      } else {
+        g->nodes = {testing::make_node("MatMul", {"a", "b"}, {"m"}),
+                    testing::make_node("Add", {"m", "c"}, {"p"})};
+        g->value_types["m"] = typed(t, out);
+      }
+      if (c.relu) {
+        g->nodes.push_back(testing::make_node("Relu", {"p"}, {"y"}));
         g->value_types["p"] = typed(t, out);
-        g->outputs = {{"y", typed(t, out)}};
-        return g;
-      };
-      Model wide(graph(DType::Float32, b32, c32), Device::cpu());
-      Model narrow(graph(dtype, b16, c16), Device::cpu());
-      ASSERT_EQ(narrow.plan()->graph().nodes.size(), 1u);
-      EXPECT_EQ(narrow.plan()->graph().nodes[0].op_type, "MatMulBias");
-      const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
-      const Tensor got = narrow.run(std::vector<Tensor>{a16})[0];
-      ASSERT_EQ(got.dtype(), dtype);
-      ASSERT_EQ(got.shape(), want.shape());
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_EQ(got.item_as_double(i), rounded_16bit(want.data<float>()[i], dtype)) << i;
-    }
+      } else {
+        g->nodes.back().outputs = {"y"};
+      }
+      g->outputs = {{"y", typed(t, out)}};
+      return g;
+    };
+    const Device device{device_type, 0};
+    Model wide(graph(DType::Float32, b32, c32), Device::cpu());
+    Model narrow(graph(dtype, b16, c16), device);
+    ASSERT_EQ(narrow.plan()->graph().nodes.size(), 1u);
+    EXPECT_EQ(narrow.plan()->graph().nodes[0].op_type, c.fused_op);
+    const Tensor want = wide.run(std::vector<Tensor>{a32})[0];
+    const Tensor got = narrow.run(std::vector<Tensor>{a16.to(device)})[0].to(Device::cpu());
+    ASSERT_EQ(got.dtype(), dtype);
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_EQ(got.item_as_double(i), rounded_16bit(want.data<float>()[i], dtype)) << i;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/half.h"
 #include "engine/model.h"
+#include "engine/parallel/replicate.h"
 #include "fused_activation_reference.h"
 #include "graph_test_util.h"
 #include "kernel_test_util.h"
@@ -204,29 +205,64 @@ TEST(OpFusion, GemmTakesAnActivationOnlyWhenItIsTheOnlyReader) {
   expect_same_results(g, {random_tensor({4, 6}, 34)});
 }
 
+// A replica on a device of another type than the base's runs the model as that device's
+// backend compiles it, with the base's rewrite options: fused where the base allows fusion
+// (MatMulBias has a simulated-GPU kernel), as written where it does not.
+TEST(OpFusion, AReplicaOfAnotherDeviceTypeIsCompiledByItsBackend) {
+  auto g = matmul_bias_graph(false);
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fusion allowed" : "fusion off");
+    Model base(g, Device::cpu(0), ModelOptions{.fuse_ops = fuse});
+    EXPECT_EQ(base.rewrite_options().fusion, fuse);
+    const auto replicas = replicate(base, {Device::cpu(0), Device::sim(0)});
+    ASSERT_EQ(replicas.size(), 2u);
+    const Plan& on_sim = *replicas[1]->plan();
+    EXPECT_EQ(on_sim.device_type(), DeviceType::Sim);
+    const std::vector<std::string> fused = {"MatMulBias"}, unfused = {"MatMul", "Add", "Relu"};
+    EXPECT_EQ(op_types(on_sim.graph()), fuse ? fused : unfused);
+    EXPECT_EQ(replicas[1]->rewrite_options().fusion, fuse);
+    EXPECT_EQ(base.plan_for(Device::cpu(1)), base.plan());
+  }
+}
+
 // A backend fuses only into nodes it has kernels for, for the inputs' types: the CPU's FusedGemm
-// takes float16, the simulated GPU's (as CUDA's) takes float32 only, so there a float16 Gemm and
-// its Relu stay two nodes, each with a 16-bit kernel, instead of one fused node run in float32
-// between Casts.
+// takes float64, the simulated GPU's (as CUDA's) takes float32, float16 and bfloat16 only, so
+// there a float64 Gemm and its Relu stay two nodes (run on the host) instead of one fused node
+// with no kernel on the device.
 TEST(OpFusion, FusesOnlyIntoNodesTheDeviceRunsForTheTypes) {
-  auto g = std::make_shared<Graph>();
-  g->opset_imports[""] = 13;
-  TensorType x_type = f32({4, 6});
-  x_type.dtype = DType::Float16;
-  g->inputs = {{"x", x_type}};
-  Tensor w = Tensor::empty({6, 5}, DType::Float16);
-  for (int64_t i = 0; i < w.numel(); ++i) w.data<Float16>()[i] = Float16(0.25f * float(i % 7));
-  g->initializers["w"] = w;
-  g->nodes = {node("Gemm", {"x", "w"}, {"g"}), node("Relu", {"g"}, {"y"})};
-  TensorType y_type = f32({4, 5});
-  y_type.dtype = DType::Float16;
-  g->outputs = {{"y", y_type}};
-  auto on_cpu = fuse_ops(*g, DeviceType::CPU);
-  ASSERT_NE(on_cpu, nullptr);
-  EXPECT_EQ(op_types(*on_cpu), (std::vector<std::string>{"FusedGemm"}));
-  EXPECT_EQ(fuse_ops(*g, DeviceType::Sim), nullptr);
-  EXPECT_EQ(fuse_ops(*g, DeviceType::CUDA), nullptr);
-  ASSERT_NE(fuse_ops(*g), nullptr) << "without a device every chain is fused";
+  for (DType dtype : {DType::Float64, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto g = std::make_shared<Graph>();
+    g->opset_imports[""] = 13;
+    TensorType x_type = f32({4, 6});
+    x_type.dtype = dtype;
+    g->inputs = {{"x", x_type}};
+    Tensor w = Tensor::empty({6, 5}, dtype);
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      if (dtype == DType::Float64)
+        w.data<double>()[i] = 0.25 * (i % 7);
+      else
+        w.data<Float16>()[i] = Float16(0.25f * float(i % 7));
+    }
+    g->initializers["w"] = w;
+    g->nodes = {node("Gemm", {"x", "w"}, {"g"}), node("Relu", {"g"}, {"y"})};
+    TensorType y_type = f32({4, 5});
+    y_type.dtype = dtype;
+    g->outputs = {{"y", y_type}};
+    auto on_cpu = fuse_ops(*g, DeviceType::CPU);
+    ASSERT_NE(on_cpu, nullptr);
+    EXPECT_EQ(op_types(*on_cpu), (std::vector<std::string>{"FusedGemm"}));
+    ASSERT_NE(fuse_ops(*g), nullptr) << "without a device every chain is fused";
+    for (DeviceType gpu : {DeviceType::Sim, DeviceType::CUDA}) {
+      auto on_gpu = fuse_ops(*g, gpu);
+      if (dtype == DType::Float64) {
+        EXPECT_EQ(on_gpu, nullptr);
+      } else {
+        ASSERT_NE(on_gpu, nullptr);
+        EXPECT_EQ(op_types(*on_gpu), (std::vector<std::string>{"FusedGemm"}));
+      }
+    }
+  }
 }
 
 TEST(OpFusion, FusedActivationsAgreeOnBothPaths) {
