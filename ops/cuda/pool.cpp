@@ -1,7 +1,6 @@
 // MaxPool (the Y output only), AveragePool, GlobalMaxPool and GlobalAveragePool on CUDA
-// (NCHW) with cuDNN pooling; 1-D windows are lifted to 2-D, up to 3 spatial dims. float32, and
-// float16 and bfloat16 for all but AveragePool (whose per-position count factor would round a
-// 16-bit result twice).
+// (NCHW) with cuDNN pooling; 1-D windows are lifted to 2-D, up to 3 spatial dims. float32,
+// float16 and bfloat16 (pooled in float by cuDNN, each result rounded once).
 //
 // The output shape is the CPU kernel's (WindowAttrs::resolve: pads, auto_pad, ceil_mode, the
 // last window dropped when it would start in the end padding). cuDNN pads both ends alike and
@@ -15,7 +14,8 @@
 //    padding. An average there divides by the full window size; where ONNX counts fewer
 //    elements (count_include_pad=0: those inside X; 1: those inside the declared pads), the
 //    result is multiplied by window size / count, a per-position factor computed on the host
-//    once per input shape and device and kept on the GPU.
+//    once per input shape and device and kept on the GPU. Such averages are pooled in float32
+//    (a 16-bit X widened first) and rounded once, after the scaling (average_pool_scale.h).
 // Declined (the node runs on the host): MaxPool asked for its Indices output, any dilation
 // other than 1 (cuDNN pooling has none), more than 3 spatial dims or an unknown rank, and
 // inputs known to be of other dtypes.
@@ -32,15 +32,14 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
+#include "ops/cuda/average_pool_scale.h"
 #include "ops/cuda/cudnn_util.h"
 
 namespace dprun {
 namespace {
 
-/// The dtypes of MaxPool and the global poolings (16-bit tensors pooled in float by cuDNN, each
-/// result rounded once), and AveragePool's.
-const std::vector<DType> kMaxPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16};
-const std::vector<DType> kAveragePoolTypes = {DType::Float32};
+/// The dtypes of every pooling here.
+const std::vector<DType> kPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16};
 
 /// Whether `types` holds `dtype`.
 bool takes(const std::vector<DType>& types, DType dtype) {
@@ -58,15 +57,13 @@ void pool_forward(CudaExecutionContext& cuda, const cudnn::PoolDesc& pool, const
 
 template <bool kMax>
 class PoolCudnn : public OpKernel {
-  static constexpr const std::vector<DType>& kTypes = kMax ? kMaxPoolTypes : kAveragePoolTypes;
-
  public:
   explicit PoolCudnn(const KernelInfo& info)
       : base_(info.node),
         count_include_pad_(!kMax && info.node.attr_int("count_include_pad", 0) != 0) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_of(info, 0, kTypes)) return nullptr;
+    if (cudnn::known_not_of(info, 0, kPoolTypes)) return nullptr;
     // The Indices output has no cuDNN counterpart.
     if (kMax && info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
     for (int64_t d : info.node.attr_ints("dilations", {}))
@@ -79,9 +76,8 @@ class PoolCudnn : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "MaxPool" : "AveragePool";
     const Tensor& x = ctx.input(0);
-    if (!takes(kTypes, x.dtype()))
-      ctx.fail("expects ", kMax ? "float32, float16 or bfloat16" : "float32", ", got ",
-               x.describe());
+    if (!takes(kPoolTypes, x.dtype()))
+      ctx.fail("expects float32, float16 or bfloat16, got ", x.describe());
     Shape out_shape;
     const WindowGeometry g = cudnn::lift_1d(base_.geometry(ctx, x, out_shape));
     Tensor& y = ctx.allocate_output(0, out_shape, x.dtype());
@@ -133,16 +129,12 @@ class PoolCudnn : public OpKernel {
       pool_forward(cuda, pool, padded.raw_data(), padded_desc, y.raw_data(), y_desc, op);
       return;
     }
+    // Averages to scale are pooled in float32 and rounded once, after the scaling.
+    const Tensor wide = x.dtype() == DType::Float32 ? padded : widened_to_float32(ctx, padded);
     Tensor sum = Tensor::empty(y.shape(), DType::Float32, ctx.device());
-    pool_forward(cuda, pool, padded.data<float>(), padded_desc, sum.data<float>(), y_desc, op);
-    std::vector<int64_t> factor_dims(y_dims.size(), 1);
-    std::copy(g.out.begin(), g.out.end(), factor_dims.begin() + 2);
-    const cudnn::TensorDesc factor_desc(ctx, factor_dims);
-    cudnn::OpTensorDesc multiply(CUDNN_OP_TENSOR_MUL);
-    const float one = 1.f, zero = 0.f;
-    cudnn_check(cudnnOpTensor(cuda.cudnn(), multiply, &one, y_desc, sum.data<float>(), &one,
-                              factor_desc, factor->data<float>(), &zero, y_desc, y.data<float>()),
-                op, ": cudnnOpTensor scaling by window size / count");
+    pool_forward(cuda, pool, wide.data<float>(), cudnn::TensorDesc(ctx, padded_dims),
+                 sum.data<float>(), cudnn::TensorDesc(ctx, y_dims), op);
+    scale_positions_into(ctx, sum.data<float>(), factor->data<float>(), factor->numel(), y);
   }
 
  private:
@@ -202,14 +194,14 @@ class GlobalPoolCudnn : public OpKernel {
   explicit GlobalPoolCudnn(const KernelInfo&) {}
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_of(info, 0, kMaxPoolTypes)) return nullptr;
+    if (cudnn::known_not_of(info, 0, kPoolTypes)) return nullptr;
     return std::make_unique<GlobalPoolCudnn>(info);
   }
 
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "GlobalMaxPool" : "GlobalAveragePool";
     const Tensor& x = ctx.input(0);
-    if (!takes(kMaxPoolTypes, x.dtype()))
+    if (!takes(kPoolTypes, x.dtype()))
       ctx.fail("expects float32, float16 or bfloat16, got ", x.describe());
     if (x.rank() < 3)
       ctx.fail("X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x.shape()));
@@ -239,25 +231,25 @@ class GlobalPoolCudnn : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = kMaxPoolTypes,
+                       .dtypes = kPoolTypes,
                        .impl = "cudnn",
                        .factory = PoolCudnn<true>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = kAveragePoolTypes,
+                       .dtypes = kPoolTypes,
                        .impl = "cudnn",
                        .factory = PoolCudnn<false>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = kMaxPoolTypes,
+                       .dtypes = kPoolTypes,
                        .impl = "cudnn",
                        .factory = GlobalPoolCudnn<true>::create});
 DPRUN_REGISTER_KERNEL({.op_type = "GlobalAveragePool",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = kMaxPoolTypes,
+                       .dtypes = kPoolTypes,
                        .impl = "cudnn",
                        .factory = GlobalPoolCudnn<false>::create});
 

@@ -74,27 +74,27 @@ TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
   EXPECT_NE(r.output.find("placement on cpu: 15 nodes on cpu\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("placement on sim: 15 nodes on sim"), std::string::npos) << r.output;
 
-  // AveragePool has a 16-bit kernel on the CPU, none on a GPU: there it runs in float32 between
-  // a Cast of its input and one of its output.
+  // LRN has a 16-bit kernel on the CPU, none on a GPU: there it runs in float32 between a Cast
+  // of its input and one of its output.
   auto graph = std::make_shared<Graph>();
-  graph->name = "pool";
+  graph->name = "lrn";
   graph->opset_imports[""] = 17;
   graph->inputs = {{"x", float32_type({1, 2, 4, 4})}};
-  Node pool = make_node("AveragePool", {"x"}, {"p"});
-  pool.attributes["kernel_shape"] = Attribute::of_ints({2, 2});
-  graph->nodes = {pool, make_node("Relu", {"p"}, {"y"})};
-  graph->outputs = {{"y", float32_type({1, 2, 3, 3})}};
+  Node lrn = make_node("LRN", {"x"}, {"p"});
+  lrn.attributes["size"] = Attribute::of_int(3);
+  graph->nodes = {lrn, make_node("Relu", {"p"}, {"y"})};
+  graph->outputs = {{"y", float32_type({1, 2, 4, 4})}};
   const fs::path dir = scratch_path("dprun_precision_inspect");
   fs::remove_all(dir);
   fs::create_directories(dir);
-  save_graph(*graph, {}, (dir / "pool.onnx").string());
-  r = run_dprun("inspect " + (dir / "pool.onnx").string() +
+  save_graph(*graph, {}, (dir / "lrn.onnx").string());
+  r = run_dprun("inspect " + (dir / "lrn.onnx").string() +
                 " --precision float16 --devices cpu:0,sim:0");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.find("rewrite for cpu"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rewrite for sim: 4 nodes become 6 (Cast 2 (16-bit values to and from "
                           "float32 kernels))\n"
-                          "  in float32 between Casts: AveragePool 1\n"),
+                          "  in float32 between Casts: LRN 1\n"),
             std::string::npos)
       << r.output;
   fs::remove_all(dir);

@@ -1,6 +1,6 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
-// GlobalAveragePool, BatchNormalization, LRN; Conv, ConvTranspose, MaxPool, the global poolings
-// and BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
+// GlobalAveragePool, BatchNormalization, LRN; Conv, ConvTranspose, the poolings and
+// BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
 // (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
 // CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
 // one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
@@ -336,8 +336,9 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
       cases.push_back({.name = op + "_" + testing::dims_name(x),
                        .node = node_with(op, {"x"}),
                        .inputs = {floats(x)}});
-  // float16 and bfloat16: MaxPool on cuDNN's own padding and on the explicit padding (whose
-  // -FLT_MAX border is -infinity in float16), and the global poolings.
+  // float16 and bfloat16: MaxPool and AveragePool on cuDNN's own padding and on the explicit
+  // padding (whose -FLT_MAX border is -infinity in float16; averages scaled to ONNX's count in
+  // float32, then rounded), and the global poolings.
   for (DType dtype : {DType::Float16, DType::BFloat16}) {
     std::string suffix = "_";
     suffix += dtype_name(dtype);
@@ -346,6 +347,14 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
                        .node = node_with("MaxPool", {"x"}, c.attrs),
                        .inputs = {floats(c.x)}});
       cases.back().inputs[0].dtype = dtype;
+      for (int include : {0, 1}) {
+        Attrs attrs = c.attrs;
+        attrs["count_include_pad"] = Attribute::of_int(include);
+        cases.push_back({.name = "AveragePool_" + c.name + (include ? "_include_pad" : "") + suffix,
+                         .node = node_with("AveragePool", {"x"}, attrs),
+                         .inputs = {floats(c.x)}});
+        cases.back().inputs[0].dtype = dtype;
+      }
     }
     for (const std::string op : {"GlobalMaxPool", "GlobalAveragePool"}) {
       cases.push_back({.name = op + "_2x3x5x6" + suffix,
