@@ -152,7 +152,8 @@ std::shared_ptr<Model> share_parameters(const Model& base, std::shared_ptr<const
   std::vector<Tensor> shared;
   for (const auto& name : compiled.parameter_names()) shared.push_back(base.parameter(name));
   return std::make_shared<Model>(compiled.plan(), base.device(), std::move(shared),
-                                 base.shared_version(), compiled.graph_ptr());
+                                 base.shared_version(), compiled.graph_ptr(),
+                                 compiled.rewrite_options());
 }
 
 }  // namespace dprun

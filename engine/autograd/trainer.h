@@ -49,7 +49,11 @@ struct TrainerOptions {
   /// (split like the inputs unless input_splits names "target"), the loss weight and the
   /// summed outputs; results land on device_ids[0], so output_device must be unset or equal.
   DataParallelOptions parallel;
-  /// Compile the training graph from the channels-last rewrite on CPU (ModelOptions).
+  /// Let the CPU backend run the training graph's convolution chains channels-last
+  /// (ModelOptions::channels_last), as inference does. Off by default: the bundled training
+  /// cases match PyTorch with it, but training-mode BatchNormalization has no channels-last
+  /// kernel, so each Conv of a CNN becomes a chain of its own between two transposes and a
+  /// ResNet-18 step gains nothing (bench/README.md, Training throughput against PyTorch).
   bool channels_last = false;
   /// The loss scaling of float16 training (unused in other precisions).
   GradScalerOptions loss_scaling;
