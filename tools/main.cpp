@@ -79,6 +79,9 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
   --no-weight-decay LIST parameters updated without weight decay (a param group with
                          weight_decay 0): names, PREFIX* patterns, or 1d for every
                          parameter of rank below 2 (biases, normalization weights)
+  --param-lr LIST        param groups with their own lr: PATTERN=LR items, patterns as
+                         --no-weight-decay's (e.g. 'head.*=0.1'); --lr-schedule schedules
+                         each group from its own lr
   --batch N              rows per step (required); a last partial batch is used as it is
   --steps N | --epochs N optimizer steps, or passes over the data
   --warmup-steps N       steps left out of the reported samples/s (default 1: the first step

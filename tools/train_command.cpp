@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -44,25 +45,76 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-/// Which parameters --no-weight-decay exempts: "1d" names every parameter of rank below 2 (the
-/// biases and normalization weights of GPT recipes), "PREFIX*" those whose names start so, any
-/// other item one parameter by name. Throws UsageError for an item that names none.
+/// The indices of the parameters an item of --no-weight-decay or --param-lr names: "1d" every
+/// parameter of rank below 2 (the biases and normalization weights of GPT recipes), "PREFIX*"
+/// those whose names start so, any other item one parameter by name. Throws UsageError naming
+/// `option` for an item that names none.
+std::vector<size_t> parameters_named(const char* option, const std::string& item,
+                                     const std::vector<std::string>& names,
+                                     const std::vector<Tensor>& parameters) {
+  std::vector<size_t> matched;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const bool match = item == "1d" ? parameters[i].rank() < 2
+                       : item.ends_with('*')
+                           ? names[i].rfind(item.substr(0, item.size() - 1), 0) == 0
+                           : names[i] == item;
+    if (match) matched.push_back(i);
+  }
+  if (matched.empty())
+    throw UsageError(std::string("--") + option + ": '" + item + "' names no trainable parameter");
+  return matched;
+}
+
+/// Which parameters --no-weight-decay exempts.
 std::vector<bool> decay_exemptions(const std::string& list, const std::vector<std::string>& names,
                                    const std::vector<Tensor>& parameters) {
   std::vector<bool> exempt(names.size(), false);
-  for (const std::string& item : split_list(list)) {
-    bool matched = false;
-    for (size_t i = 0; i < names.size(); ++i) {
-      const bool match = item == "1d" ? parameters[i].rank() < 2
-                         : item.ends_with('*')
-                             ? names[i].rfind(item.substr(0, item.size() - 1), 0) == 0
-                             : names[i] == item;
-      if (match) exempt[i] = matched = true;
-    }
-    if (!matched)
-      throw UsageError("--no-weight-decay: '" + item + "' names no trainable parameter");
-  }
+  for (const std::string& item : split_list(list))
+    for (size_t i : parameters_named("no-weight-decay", item, names, parameters)) exempt[i] = true;
   return exempt;
+}
+
+/// The learning rates of --param-lr's groups (items PATTERN=LR, patterns as --no-weight-decay's)
+/// by parameter, unset for the parameters no group names; empty without the option. Throws
+/// UsageError for a malformed item, a bad lr, or a parameter named by two items (PyTorch's
+/// param groups are disjoint too).
+std::vector<std::optional<double>> parameter_group_lrs(const Args& args,
+                                                       const std::vector<std::string>& names,
+                                                       const std::vector<Tensor>& parameters) {
+  auto list = args.get("param-lr");
+  if (!list) return {};
+  std::vector<std::optional<double>> lrs(names.size());
+  std::vector<std::string> group_of(names.size());
+  for (const std::string& item : split_list(*list)) {
+    const size_t eq = item.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--param-lr: '" + item + "' is not PATTERN=LR");
+    const std::string pattern = item.substr(0, eq);
+    const double lr = parse_double(item.substr(eq + 1), "param-lr");
+    if (!std::isfinite(lr) || lr < 0)
+      throw UsageError("--param-lr: '" + item + "' gives an lr that is not a number >= 0");
+    for (size_t i : parameters_named("param-lr", pattern, names, parameters)) {
+      if (!group_of[i].empty())
+        throw UsageError("--param-lr: '" + names[i] + "' is in two groups, '" + group_of[i] +
+                         "' and '" + pattern + "'");
+      group_of[i] = pattern;
+      lrs[i] = lr;
+    }
+  }
+  return lrs;
+}
+
+/// The lr of step `step` for the optimizer and for each --param-lr group, each scheduled from
+/// its own base as PyTorch's schedulers treat each param group.
+void set_scheduled_lrs(Optimizer& optimizer, const LrSchedule& schedule, double base_lr,
+                       const std::vector<std::optional<double>>& group_lrs, int64_t step,
+                       int64_t steps) {
+  optimizer.set_lr(schedule.lr(base_lr, step, steps));
+  if (group_lrs.empty()) return;
+  std::vector<std::optional<double>> now(group_lrs.size());
+  for (size_t i = 0; i < group_lrs.size(); ++i)
+    if (group_lrs[i]) now[i] = schedule.lr(*group_lrs[i], step, steps);
+  optimizer.set_parameter_lrs(std::move(now));
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& trainer) {
@@ -194,6 +246,7 @@ std::vector<OptionSpec> train_option_specs() {
                              {"nesterov", false},
                              {"weight-decay"},
                              {"no-weight-decay"},
+                             {"param-lr"},
                              {"betas"},
                              {"eps"},
                              {"steps"},
@@ -385,6 +438,8 @@ int train_command(int argc, char** argv, int first) {
   }
   std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer);
   const double base_lr = optimizer->lr();
+  const std::vector<std::optional<double>> group_lrs =
+      parameter_group_lrs(args, trainer.parameter_names(), trainer.parameters());
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
   // --resume: MODEL is a checkpoint; its state beside it says where the run stopped.
   int64_t first_step = 0;
@@ -434,7 +489,7 @@ int train_command(int argc, char** argv, int first) {
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
   for (int64_t step = first_step; step < schedule.steps; ++step) {
     const StepBatches batches = step_batches(data, step, accumulate, dist);
-    optimizer->set_lr(lr_schedule.lr(base_lr, step, schedule.steps));
+    set_scheduled_lrs(*optimizer, lr_schedule, base_lr, group_lrs, step, schedule.steps);
     report.steps.push_back(run_step(batches, ddp.get(), trainer, *optimizer, devices));
     const double loss = report.steps.back().loss, elapsed = report.steps.back().seconds;
     if (!std::isfinite(loss)) {  // every rank holds the same global loss

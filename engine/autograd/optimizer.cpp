@@ -1,5 +1,6 @@
 #include "engine/autograd/optimizer.h"
 
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -99,6 +100,15 @@ void Optimizer::exempt_from_weight_decay(const std::vector<bool>& exempt) {
   DPRUN_CHECK(exempt.size() == parameters_.size(), "optimizer: ", exempt.size(),
               " weight-decay exemptions for ", parameters_.size(), " parameters");
   decay_exempt_ = exempt;
+}
+
+void Optimizer::set_parameter_lrs(std::vector<std::optional<double>> lrs) {
+  DPRUN_CHECK(lrs.empty() || lrs.size() == parameters_.size(), "optimizer: ", lrs.size(),
+              " learning rates for ", parameters_.size(), " parameters");
+  for (size_t i = 0; i < lrs.size(); ++i)
+    DPRUN_CHECK(!lrs[i] || (std::isfinite(*lrs[i]) && *lrs[i] >= 0),
+                "optimizer: invalid learning rate ", *lrs[i], " for parameter ", i);
+  parameter_lrs_ = std::move(lrs);
 }
 
 void Optimizer::load_state(const State& state) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ class Optimizer {
   /// weight_decay 0, as GPT recipes put biases and normalization weights in): `exempt[i]` for
   /// parameter i. Throws Error when the list's length is not the parameters'.
   void exempt_from_weight_decay(const std::vector<bool>& exempt);
+  /// Learning rates of parameter groups (torch.optim param groups that set their own "lr",
+  /// as fine-tuning gives a pretrained body a smaller one than a new head): parameter i is
+  /// updated with `lrs[i]` where it is set, with lr() elsewhere; an empty list gives every
+  /// parameter lr(). A schedule sets them at every step as it sets lr() (each group's lr is
+  /// scheduled from its own base). Throws Error when the list's length is not the parameters'
+  /// or an lr is negative or not finite.
+  void set_parameter_lrs(std::vector<std::optional<double>> lrs);
+  const std::vector<std::optional<double>>& parameter_lrs() const { return parameter_lrs_; }
 
   /// The optimizer's state, as PyTorch's optimizer.state_dict() holds it: the steps taken and
   /// the per-parameter buffers by name ("momentum_buffer.<i>", "exp_avg.<i>",
@@ -69,11 +78,13 @@ class Optimizer {
  protected:
   /// The per-parameter buffers by name (see state()).
   virtual std::map<std::string, Tensor> buffers() const = 0;
-  /// `options` as parameter i is updated with them: without weight decay where exempt.
+  /// `options` as parameter i is updated with them: without weight decay where exempt, with
+  /// its group's lr where it has one.
   template <class Options>
   Options options_for(size_t i, const Options& options) const {
     Options o = options;
     if (i < decay_exempt_.size() && decay_exempt_[i]) o.weight_decay = 0;
+    if (i < parameter_lrs_.size() && parameter_lrs_[i]) o.lr = *parameter_lrs_[i];
     return o;
   }
   /// Updates elements [begin, end) of parameter i (and of its state) with the parameter's
@@ -100,6 +111,7 @@ class Optimizer {
   int64_t total_elements_ = 0;      // of parameters in host memory
   bool on_devices_ = false;         // some parameters live on GPUs
   std::vector<bool> decay_exempt_;  // empty: every parameter decays
+  std::vector<std::optional<double>> parameter_lrs_;  // empty: every parameter takes lr()
   int64_t steps_ = 0;
 };
 

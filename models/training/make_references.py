@@ -277,14 +277,21 @@ def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=Non
     return np.array(losses, dtype=np.float64)
 
 
-def make_optimizer(spec, params):
+def make_optimizer(spec, model):
     """With spec["no_decay_1d"], parameters of rank below 2 form a second param group with
-    weight_decay 0 (the GPT recipe), as `--no-weight-decay 1d` asks."""
+    weight_decay 0 (the GPT recipe), as `--no-weight-decay 1d` asks. With spec["group_lr"]
+    (PREFIX, LR), the parameters whose names start with PREFIX form a param group with that lr,
+    as `--param-lr PREFIX*=LR` asks."""
     kind = spec["optimizer"]
+    params = list(model.parameters())
     if spec.get("no_decay_1d"):
-        params = list(params)
         params = [{"params": [p for p in params if p.dim() >= 2]},
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    if "group_lr" in spec:
+        prefix, lr = spec["group_lr"]
+        named = list(model.named_parameters())
+        params = [{"params": [p for n, p in named if not n.startswith(prefix)]},
+                  {"params": [p for n, p in named if n.startswith(prefix)], "lr": lr}]
     if kind == "sgd":
         return torch.optim.SGD(params, lr=spec["lr"], momentum=spec.get("momentum", 0.0),
                                nesterov=spec.get("nesterov", False),
@@ -311,6 +318,8 @@ def optimizer_args(spec):
         a.append(f"--eps {spec['eps']:g}")
     if spec.get("no_decay_1d"):
         a.append("--no-weight-decay 1d")
+    if "group_lr" in spec:
+        a.append(f"--param-lr {spec['group_lr'][0]}*={spec['group_lr'][1]:g}")
     return a
 
 
@@ -424,6 +433,20 @@ def loss_none_data(seed):
     return [x, y], None
 
 
+def warmup_cosine(start_factor, eta_min, warmup=2):
+    """A case's schedule and its dprun arguments: `warmup` steps of LinearLR from start_factor,
+    then CosineAnnealingLR down to eta_min over the remaining steps."""
+    return dict(
+        sched=lambda opt, steps: torch.optim.lr_scheduler.SequentialLR(
+            opt, [torch.optim.lr_scheduler.LinearLR(opt, start_factor=start_factor,
+                                                    total_iters=warmup),
+                  torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps - warmup,
+                                                             eta_min=eta_min)],
+            milestones=[warmup]),
+        sched_args=[f"--lr-schedule cosine:{eta_min:g}", f"--lr-warmup {warmup}",
+                    f"--lr-warmup-start {start_factor:g}"])
+
+
 def cases():
     sgd_m = dict(optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=1e-4)
     cnn_sgd = dict(optimizer="sgd", lr=0.1, momentum=0.9)
@@ -467,15 +490,13 @@ def cases():
     # annealing, and StepLR under Adam
     c.append(dict(name="mlp_warmup_cosine_dp2", seed=130, model=MLP, data=lambda: mlp_data(1130),
                   loss="cross_entropy", opt=dict(optimizer="sgd", lr=0.2, momentum=0.9),
-                  batch=10, steps=6, devices=2, opset=17,
-                  sched=lambda opt, steps: torch.optim.lr_scheduler.SequentialLR(
-                      opt, [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.25,
-                                                              total_iters=2),
-                            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps - 2,
-                                                                       eta_min=0.01)],
-                      milestones=[2]),
-                  sched_args=["--lr-schedule cosine:0.01", "--lr-warmup 2",
-                              "--lr-warmup-start 0.25"]))
+                  batch=10, steps=6, devices=2, opset=17, **warmup_cosine(0.25, 0.01)))
+    # fc1 in a param group of its own lr, both groups scheduled from their own lr by a warm-up
+    # and a cosine decay to eta_min (which is not proportional to the base)
+    c.append(dict(name="mlp_param_lr_dp2", seed=135, model=MLP, data=lambda: mlp_data(1135),
+                  loss="cross_entropy",
+                  opt=dict(optimizer="sgd", lr=0.3, momentum=0.9, group_lr=("fc1.", 0.05)),
+                  batch=10, steps=6, devices=2, opset=17, **warmup_cosine(0.5, 0.02)))
     c.append(dict(name="mlp_step_adam", seed=131, model=MLP, data=lambda: mlp_data(1131),
                   loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=2e-2, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8),
@@ -543,7 +564,7 @@ def run_case(case):
                               case["opset"])
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    opt = make_optimizer(case["opt"], model.parameters())
+    opt = make_optimizer(case["opt"], model)
     loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     norms = []
     scheduler = case["sched"](opt, case["steps"]) if "sched" in case else None
@@ -597,7 +618,7 @@ def one_device_replay(case):
     if "norm_seed" in case:
         randomize_norms(model, case["norm_seed"])
     inputs, target = case["data"]()
-    opt = make_optimizer(case["opt"], model.parameters())
+    opt = make_optimizer(case["opt"], model)
     loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"], 1)
     return losses, model.state_dict()
@@ -616,7 +637,7 @@ def float64_replay(case):
     inputs = [t.double() if t.is_floating_point() else t for t in inputs]
     if target is not None and target.is_floating_point():
         target = target.double()
-    opt = make_optimizer(case["opt"], model.parameters())
+    opt = make_optimizer(case["opt"], model)
     loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
                    case["devices"])
@@ -636,7 +657,7 @@ def plain_replay(case):
     randomize_norms(model, case["norm_seed"])
     (x,), y = case["data"]()
     model.train()
-    opt = make_optimizer(case["opt"], model.parameters())
+    opt = make_optimizer(case["opt"], model)
     losses = []
     for step in range(case["steps"]):
         rows = batch_rows(step, x.shape[0], case["batch"])

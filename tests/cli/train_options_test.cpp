@@ -60,6 +60,14 @@ TEST(TrainOptions, BadSchedulesClippingAndAccumulationAreUsageErrors) {
        "of 0"},
       {" --weight-decay 0.1 --no-weight-decay fc1.bias,fc3*",
        "--no-weight-decay: 'fc3*' names no trainable parameter"},
+      {" --param-lr fc3*=0.1", "--param-lr: 'fc3*' names no trainable parameter"},
+      {" --param-lr fc1.weight", "--param-lr: 'fc1.weight' is not PATTERN=LR"},
+      {" --param-lr =0.1", "--param-lr: '=0.1' is not PATTERN=LR"},
+      {" --param-lr fc1.weight=fast", "--param-lr must be a number, got 'fast'"},
+      {" --param-lr fc1.weight=-0.5",
+       "--param-lr: 'fc1.weight=-0.5' gives an lr that is not a number >= 0"},
+      {" --param-lr fc1*=0.1,fc1.bias=0.2",
+       "--param-lr: 'fc1.bias' is in two groups, 'fc1*' and 'fc1.bias'"},
   };
   for (const auto& [options, message] : errors) {
     SCOPED_TRACE(options);

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "engine/autograd/optimizer.h"
 #include "engine/parallel/device_list.h"
+#include "error_test_util.h"
 
 namespace dprun {
 namespace {
@@ -28,7 +30,7 @@ TEST(OptimizerLoops, SgdMatchesTheScalarFormulaInEverySetting) {
     for (double weight_decay : {0.0, 0.01})
       for (bool nesterov : {false, true}) {
         if (nesterov && momentum == 0) continue;
-        SCOPED_TRACE(testing::Message() << "momentum " << momentum << " wd " << weight_decay
+        SCOPED_TRACE(::testing::Message() << "momentum " << momentum << " wd " << weight_decay
                                         << " nesterov " << nesterov);
         SgdOptions o{
             .lr = 0.1, .momentum = momentum, .weight_decay = weight_decay, .nesterov = nesterov};
@@ -159,6 +161,50 @@ TEST(OptimizerLoops, ExemptParametersUpdateWithoutWeightDecay) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "optimizer: 1 weight-decay exemptions for 2 parameters");
   }
+}
+
+// A parameter group with an lr of its own updates as the same optimizer with that lr (torch.optim
+// param groups that set "lr"); the others keep the optimizer's, which set_lr still changes.
+TEST(OptimizerLoops, ParameterGroupsTakeTheirOwnLearningRate) {
+  const Tensor g = Tensor::from_vector<float>({2}, {0.5f, -1});
+  auto run = [&](auto make, double lr, std::vector<std::optional<double>> lrs) {
+    std::vector<Tensor> p = {Tensor::from_vector<float>({2}, {1, 2}),
+                             Tensor::from_vector<float>({2}, {3, 4})};
+    auto optimizer = make(p, lr);
+    optimizer->set_parameter_lrs(std::move(lrs));
+    optimizer->step({g, g});
+    optimizer->set_lr(lr / 2);  // a schedule's next lr: the group without its own follows
+    optimizer->step({g, g});
+    return std::vector<std::vector<float>>{{p[0].data<float>()[0], p[0].data<float>()[1]},
+                                           {p[1].data<float>()[0], p[1].data<float>()[1]}};
+  };
+  auto sgd = [](std::vector<Tensor> p, double lr) {
+    return std::make_unique<Sgd>(p, SgdOptions{.lr = lr, .momentum = 0.9, .weight_decay = 0.1});
+  };
+  auto adamw = [](std::vector<Tensor> p, double lr) {
+    return std::make_unique<Adam>(
+        p, AdamOptions{.lr = lr, .weight_decay = 0.1, .decoupled_weight_decay = true});
+  };
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(k == 0 ? "SGD" : "AdamW");
+    const auto grouped =
+        k == 0 ? run(sgd, 0.1, {std::nullopt, 0.01}) : run(adamw, 0.1, {std::nullopt, 0.01});
+    const auto at_main = k == 0 ? run(sgd, 0.1, {}) : run(adamw, 0.1, {});
+    // The group's lr stays 0.01 at both steps, as a constant lr of 0.01 gives.
+    const auto fixed = k == 0 ? run(sgd, 0.01, {0.01, 0.01}) : run(adamw, 0.01, {0.01, 0.01});
+    EXPECT_EQ(grouped[0], at_main[0]);
+    EXPECT_EQ(grouped[1], fixed[1]);
+    EXPECT_NE(grouped[1], at_main[1]);
+  }
+  Sgd sgd_of_two({Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<float>({1}, {1})},
+                 {.lr = 0.1});
+  EXPECT_EQ(testing::error_of([&] { sgd_of_two.set_parameter_lrs({0.1}); }),
+            "optimizer: 1 learning rates for 2 parameters");
+  EXPECT_EQ(testing::error_of([&] {
+              sgd_of_two.set_parameter_lrs({0.1, -1.0});
+            }),
+            "optimizer: invalid learning rate -1 for parameter 1");
+  EXPECT_TRUE(sgd_of_two.parameter_lrs().empty());
 }
 
 }  // namespace

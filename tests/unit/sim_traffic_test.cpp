@@ -230,7 +230,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 19);
+  EXPECT_EQ(cases, 20);
 }
 
 // Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
@@ -257,7 +257,8 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
                                                     {"gpt_adamw", 6},
                                                     {"gpt_adamw_nodecay_dp2", 6},
                                                     {"gpt_smooth_ignore", 6},
-                                                    {"gpt_ragged_dp3", 6}};
+                                                    {"gpt_ragged_dp3", 6},
+                                                    {"mlp_param_lr_dp2", 3}};
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
     SCOPED_TRACE(c.name);
