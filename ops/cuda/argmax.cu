@@ -1,4 +1,5 @@
-// ArgMax and ArgMin on CUDA (float32 input, int64 output), with the semantics of
+// ArgMax and ArgMin on CUDA (float32, float16 or bfloat16 input, compared widened to float,
+// which keeps every order and NaN; int64 output), with the semantics of
 // ops/cpu/argmax.cpp: the index along `axis` of the first extreme value, or of the last with
 // select_last_index. The CPU kernel scans from element 0 with strict (or, for the last index,
 // non-strict) comparisons, so a NaN at index 0 wins (nothing compares better than it) and a
@@ -15,6 +16,7 @@
 
 #include "ops/cpu/reduce_axes.h"
 #include "ops/cuda/elementwise_layout.h"
+#include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
 
 namespace dprun {
@@ -48,15 +50,17 @@ __device__ Candidate warp_best(Candidate c, bool last) {
   return c;
 }
 
-template <bool kMax>
-__global__ void arg_rows_kernel(const float* x, int64_t* y, int64_t rows, int64_t d, bool last) {
+template <bool kMax, class T>
+__global__ void arg_rows_kernel(const T* x, int64_t* y, int64_t rows, int64_t d, bool last) {
   __shared__ Candidate scratch[cuda_reduce::kScratch];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* row = x + r * d;
+    const T* row = x + r * d;
     Candidate c{0.f, -1};
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
-      if (!isnan(row[j])) c = better_of<kMax>(c, Candidate{row[j], j}, last);
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+      const float v = cuda_half::load(row[j]);
+      if (!isnan(v)) c = better_of<kMax>(c, Candidate{v, j}, last);
+    }
     c = warp_best<kMax>(c, last);
     __syncthreads();  // the previous row's readers are done with scratch
     if (lane == 0) scratch[warp] = c;
@@ -65,22 +69,22 @@ __global__ void arg_rows_kernel(const float* x, int64_t* y, int64_t rows, int64_
       c = warp_best<kMax>(
           lane < static_cast<int>(blockDim.x) / kWarp ? scratch[lane] : Candidate{0.f, -1}, last);
       // A NaN first element is kept by the scan; otherwise a non-NaN element exists.
-      if (lane == 0) y[r] = isnan(row[0]) ? 0 : c.index;
+      if (lane == 0) y[r] = isnan(static_cast<float>(cuda_half::load(row[0]))) ? 0 : c.index;
     }
   }
 }
 
-template <bool kMax>
-__global__ void arg_columns_kernel(const float* x, int64_t* y, int64_t outer, int64_t d,
-                                   int64_t inner, bool last) {
+template <bool kMax, class T>
+__global__ void arg_columns_kernel(const T* x, int64_t* y, int64_t outer, int64_t d, int64_t inner,
+                                   bool last) {
   const int64_t columns = outer * inner;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < columns;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float* col = x + (t / inner) * d * inner + t % inner;
-    float best = col[0];
+    const T* col = x + (t / inner) * d * inner + t % inner;
+    float best = cuda_half::load(col[0]);
     int64_t index = 0;
     for (int64_t j = 1; j < d; ++j) {
-      const float v = col[j * inner];
+      const float v = cuda_half::load(col[j * inner]);
       const bool better = kMax ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
       if (better) {
         best = v;
@@ -98,7 +102,8 @@ class ArgCuda : public OpKernel {
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::Float32) ctx.fail("expects float32 on CUDA, got ", x.describe());
+    if (x.dtype() != DType::Float32 && !is_16bit_float(x.dtype()))
+      ctx.fail("expects float32, float16 or bfloat16 on CUDA, got ", x.describe());
     const ArgAxis::Dims dims = axis_.dims(ctx, x.shape());
     const int64_t outer = dims.outer, d = dims.d, inner = dims.inner;
     Tensor& y = ctx.allocate_output(0, dims.out_shape, DType::Int64);
@@ -106,16 +111,20 @@ class ArgCuda : public OpKernel {
     if (d == 0) ctx.fail("cannot take the arg", kMax ? "max" : "min", " of an empty axis");
     const bool last = axis_.select_last();
     const cudaStream_t stream = cuda_ew::stream_of(ctx);
-    if (inner == 1 && d >= kWarp) {
-      arg_rows_kernel<kMax>
-          <<<cuda_reduce::grid_for(outer), cuda_reduce::row_threads(d), 0, stream>>>(
-              x.data<float>(), y.data<int64_t>(), outer, d, last);
-    } else {
-      constexpr int kThreads = 256;
-      arg_columns_kernel<kMax>
-          <<<cuda_reduce::grid_for((outer * inner + kThreads - 1) / kThreads), kThreads, 0,
-             stream>>>(x.data<float>(), y.data<int64_t>(), outer, d, inner, last);
-    }
+    visit_dtype_among<float, Float16, BFloat16>(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* xs = x.data<T>();
+      if (inner == 1 && d >= kWarp) {
+        arg_rows_kernel<kMax>
+            <<<cuda_reduce::grid_for(outer), cuda_reduce::row_threads(d), 0, stream>>>(
+                xs, y.data<int64_t>(), outer, d, last);
+      } else {
+        constexpr int kThreads = 256;
+        arg_columns_kernel<kMax>
+            <<<cuda_reduce::grid_for((outer * inner + kThreads - 1) / kThreads), kThreads, 0,
+               stream>>>(xs, y.data<int64_t>(), outer, d, inner, last);
+      }
+    });
     cuda_ew::check_launch(ctx);
   }
 
@@ -126,12 +135,12 @@ class ArgCuda : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "ArgMax",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .factory = make_kernel<ArgCuda<true>>});
 DPRUN_REGISTER_KERNEL({.op_type = "ArgMin",
                        .since = 1,
                        .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
+                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
                        .factory = make_kernel<ArgCuda<false>>});
 
 }  // namespace

@@ -156,6 +156,19 @@ void add_arg_cases(std::vector<CudaCase>& cases) {
                            .inputs = {x},
                            .opset = 13});
         }
+  // 16-bit inputs, widened to float for the comparisons: the row and column kernels.
+  for (const std::string op : {"ArgMax", "ArgMin"})
+    for (DType dtype : {DType::Float16, DType::BFloat16})
+      for (const ArgShape& s : {shapes[0], shapes[1]}) {
+        InputSpec x = floats(s.shape, 0, 3);
+        x.whole = true;
+        x.dtype = dtype;
+        cases.push_back({.name = op + "_" + std::string(dtype_name(dtype)) + "_" +
+                                 dims_name(s.shape) + "_axis" + std::to_string(s.axis),
+                         .node = node_with(op, {"x"}, {{"axis", Attribute::of_int(s.axis)}}),
+                         .inputs = {x},
+                         .opset = 13});
+      }
 }
 
 void add_layer_norm_cases(std::vector<CudaCase>& cases) {
