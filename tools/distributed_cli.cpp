@@ -46,13 +46,16 @@ struct RankFigures {
 std::vector<OptionSpec> distributed_option_specs(bool training) {
   std::vector<OptionSpec> specs = {{"distributed", false}, {"timeout"}};
   if (training)
-    specs.insert(specs.end(), {{"deterministic", false}, {"bucket-mb"}, {"dist-backend"}});
+    specs.insert(
+        specs.end(),
+        {{"deterministic", false}, {"bucket-mb"}, {"dist-backend"}, {"gradient-compression"}});
   return specs;
 }
 
 std::optional<DistributedRun> start_distributed(const Args& args) {
   if (!args.has("distributed")) {
-    for (const char* name : {"deterministic", "bucket-mb", "timeout", "dist-backend"})
+    for (const char* name :
+         {"deterministic", "bucket-mb", "timeout", "dist-backend", "gradient-compression"})
       if (args.has(name)) throw UsageError(std::string("--") + name + " needs --distributed");
     return std::nullopt;
   }
@@ -63,6 +66,15 @@ std::optional<DistributedRun> start_distributed(const Args& args) {
     run.options.bucket_bytes =
         static_cast<size_t>(std::ceil(positive_number(args, "bucket-mb") * 1024 * 1024));
   run.options.deterministic = args.has("deterministic");
+  if (auto compression = args.get("gradient-compression")) {
+    if (*compression == "bf16" || *compression == "bfloat16")
+      run.options.gradient_compression = DType::BFloat16;
+    else if (*compression == "fp16" || *compression == "float16")
+      run.options.gradient_compression = DType::Float16;
+    else if (*compression != "none")
+      throw UsageError("--gradient-compression must be bf16, fp16 or none, got '" + *compression +
+                       "'");
+  }
   run.group = mpi_world_process_group(group_options);
   active_group() = run.group;
   run.local = local_ranks(*run.group);
@@ -154,6 +166,10 @@ std::string ranks_json(const DistributedRun& run, const DistributedDataParallel&
   out << "{\n    \"world_size\": " << run.size()
       << ",\n    \"backend\": " << json_string(run.group->backend())
       << ",\n    \"deterministic\": " << (run.options.deterministic ? "true" : "false")
+      << ",\n    \"gradient_compression\": "
+      << json_string(run.options.gradient_compression == DType::Float32
+                         ? std::string("none")
+                         : std::string(dtype_name(run.options.gradient_compression)))
       << ",\n    \"overlaps_backward\": " << (ddp.overlaps_backward() ? "true" : "false")
       << ",\n    \"buckets\": " << stats.buckets;
   json_list(out, "cores", core_lists);

@@ -128,6 +128,9 @@ distributed options (run, bench and train; start the ranks with mpirun -np N dpr
   --timeout S            seconds a rank waits for the others before it ends the job (1800)
   --deterministic        train: sum gradients in rank order, bit-identical from run to run
   --bucket-mb F          train: gradient bucket size in MiB (default 25)
+  --gradient-compression bf16|fp16|none
+                         train: send float32 gradients as bfloat16 or float16, half the
+                         bytes (PyTorch's bf16/fp16 compress hooks); default none
   --dist-backend B       train: mpi or nccl, what sums the gradients over the ranks (nccl, in
                          GPU memory, when the first device is a GPU; mpi, in host memory, else)
 

@@ -47,10 +47,21 @@ int as_count(int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
+/// The MPI type of a summed element: MPI has no 16-bit floats, so those travel as 16-bit
+/// words and are summed by the group's own operation (sum_op).
 MPI_Datatype mpi_type(DType dtype) {
   if (dtype == DType::Float32) return MPI_FLOAT;
   if (dtype == DType::Float64) return MPI_DOUBLE;
-  fail("all_reduce_sum: only float32 and float64 tensors can be summed, not ", dtype_name(dtype));
+  if (dtype == DType::Float16 || dtype == DType::BFloat16) return MPI_UINT16_T;
+  fail("all_reduce_sum: only float32, float64, float16 and bfloat16 tensors can be summed, not ",
+       dtype_name(dtype));
+}
+
+/// An MPI reduction function: inout[i] = in[i] + inout[i] for 16-bit floats of type T,
+/// computed in float and rounded once (add_in_place).
+template <class T>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  add_in_place(inout, in, *len, dtype_of<T>());
 }
 
 /// Between two tests of a request. MPI moves a large message on only inside MPI calls, one
@@ -108,6 +119,8 @@ class MpiGroup : public ProcessGroup {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    check(MPI_Op_create(&sum_16bit<Float16>, 1, &sum_float16_), "MPI_Op_create");
+    check(MPI_Op_create(&sum_16bit<BFloat16>, 1, &sum_bfloat16_), "MPI_Op_create");
   }
 
   ~MpiGroup() override {
@@ -115,6 +128,14 @@ class MpiGroup : public ProcessGroup {
     MPI_Finalized(&finalized);
     if (finalized) return;
     for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_}) MPI_Comm_free(comm);
+    for (MPI_Op* op : {&sum_float16_, &sum_bfloat16_}) MPI_Op_free(op);
+  }
+
+  /// The reduction that sums elements of `dtype`.
+  MPI_Op sum_op(DType dtype) const {
+    if (dtype == DType::Float16) return sum_float16_;
+    if (dtype == DType::BFloat16) return sum_bfloat16_;
+    return MPI_SUM;
   }
 
   int rank() const override { return rank_; }
@@ -230,6 +251,7 @@ class MpiGroup : public ProcessGroup {
 
   ProcessGroupOptions options_;
   MPI_Comm reduce_ = MPI_COMM_NULL, gather_back_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Op sum_float16_ = MPI_OP_NULL, sum_bfloat16_ = MPI_OP_NULL;
   int rank_ = 0, size_ = 1;
   std::deque<std::shared_ptr<ReduceState>> pending_;  // rank-order reductions in phase 1
 };
@@ -265,9 +287,9 @@ std::unique_ptr<CollectiveWork> MpiGroup::all_reduce_sum(Tensor tensor, ReduceOr
   state->tensor = tensor;
   state->order = order;
   if (order == ReduceOrder::Any) {
-    check(
-        MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), n, type, MPI_SUM, reduce_, &state->request),
-        "MPI_Iallreduce");
+    check(MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), n, type, sum_op(tensor.dtype()), reduce_,
+                         &state->request),
+          "MPI_Iallreduce");
     return std::make_unique<MpiReduceWork>(*this, state);
   }
   // Rank j owns elements [j n / P, (j + 1) n / P).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/half.h"
+
 namespace dprun {
 
 std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& text) {
@@ -29,15 +31,41 @@ template <class T>
 void add_typed(T* sum, const T* part, int64_t count) {
   for (int64_t i = 0; i < count; ++i) sum[i] += part[i];
 }
+
+template <class T>
+void add_16bit(T* sum, const T* part, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    sum[i] = T(static_cast<float>(sum[i]) + static_cast<float>(part[i]));
+}
 }  // namespace
 
+bool can_all_reduce(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+         dtype == DType::BFloat16;
+}
+
+void check_all_reducible(const Tensor& tensor) {
+  DPRUN_CHECK(can_all_reduce(tensor.dtype()),
+              "all_reduce_sum: only float32, float64, float16 and bfloat16 tensors can be summed, "
+              "not ",
+              tensor.describe());
+}
+
 void add_in_place(void* sum, const void* part, int64_t count, DType dtype) {
-  if (dtype == DType::Float64)
-    add_typed(static_cast<double*>(sum), static_cast<const double*>(part), count);
-  else if (dtype == DType::Float32)
-    add_typed(static_cast<float*>(sum), static_cast<const float*>(part), count);
-  else
-    fail("all_reduce_sum: only float32 and float64 tensors can be summed, not ", dtype_name(dtype));
+  switch (dtype) {
+    case DType::Float64:
+      return add_typed(static_cast<double*>(sum), static_cast<const double*>(part), count);
+    case DType::Float32:
+      return add_typed(static_cast<float*>(sum), static_cast<const float*>(part), count);
+    case DType::Float16:
+      return add_16bit(static_cast<Float16*>(sum), static_cast<const Float16*>(part), count);
+    case DType::BFloat16:
+      return add_16bit(static_cast<BFloat16*>(sum), static_cast<const BFloat16*>(part), count);
+    default:
+      fail(
+          "all_reduce_sum: only float32, float64, float16 and bfloat16 tensors can be summed, not ",
+          dtype_name(dtype));
+  }
 }
 
 }  // namespace dprun

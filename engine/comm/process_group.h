@@ -79,11 +79,11 @@ class ProcessGroup {
   virtual Device reduce_device() const { return Device::cpu(); }
 
   /// Starts summing `tensor` over the ranks, in place: once the work completes, every rank's
-  /// tensor holds the sum of all ranks' tensors. Every rank passes a float32 or float64 tensor
-  /// in reduce_device()'s memory with the same dtype and element count. The tensor must stay
-  /// untouched until the work completes. A device tensor is read after the work queued on the
-  /// calling thread's current stream of the device (as NCCL's collectives on PyTorch's current
-  /// stream): work on other streams that writes it must be waited for first.
+  /// tensor holds the sum of all ranks' tensors. Every rank passes a tensor of a dtype
+  /// can_all_reduce() takes, in reduce_device()'s memory, with the same dtype and element count.
+  /// The tensor must stay untouched until the work completes. A device tensor is read after the
+  /// work queued on the calling thread's current stream of the device (as NCCL's collectives on
+  /// PyTorch's current stream): work on other streams that writes it must be waited for first.
   virtual std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) = 0;
   /// Copies `root`'s tensor into every other rank's (same dtype and shape everywhere; any dtype
   /// but string, in host memory or in reduce_device()'s memory) and returns when it is there.
@@ -124,8 +124,15 @@ std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::stri
 void all_reduce_sum_now(ProcessGroup& group, Tensor tensor,
                         ReduceOrder order = ReduceOrder::RankOrder);
 
-/// Adds `part` into `sum` element by element (same dtype, float32 or float64, same count):
-/// the step rank-order reductions repeat once per rank.
+/// Whether all_reduce_sum takes tensors of `dtype`: float32, float64, and float16 and bfloat16
+/// (compressed gradients, each partial sum computed in float and rounded to 16 bits).
+bool can_all_reduce(DType dtype);
+/// Throws Error naming `tensor` when all_reduce_sum does not take its dtype.
+void check_all_reducible(const Tensor& tensor);
+
+/// Adds `part` into `sum` element by element (same dtype, one can_all_reduce takes, same
+/// count): the step rank-order reductions repeat once per rank. A 16-bit sum is computed in
+/// float and rounded once.
 void add_in_place(void* sum, const void* part, int64_t count, DType dtype);
 
 }  // namespace dprun

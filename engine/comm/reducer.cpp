@@ -2,12 +2,17 @@
 
 #include <cstring>
 
+#include "engine/comm/bucket_cast.h"
+
 namespace dprun {
 
 Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout> gradients,
                  const std::vector<size_t>& ready_order, ReducerOptions options)
     : group_(std::move(group)), options_(options) {
   DPRUN_CHECK(group_ != nullptr, "Reducer: no process group given");
+  DPRUN_CHECK(options_.wire_dtype == DType::Float32 || is_16bit_float(options_.wire_dtype),
+              "Reducer: gradients can be sent as float16 or bfloat16, not ",
+              dtype_name(options_.wire_dtype));
   size_t n = gradients.size();
   DPRUN_CHECK(ready_order.size() == n, "Reducer: ready_order lists ", ready_order.size(),
               " gradients for ", n);
@@ -36,7 +41,6 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
     if (!fits) spans.push_back({g.dtype, {}, 0});
     spans.back().members.push_back(i);
     spans.back().elements += count;
-    bytes_ += static_cast<int64_t>(bytes);
   }
   views_.resize(n);
   staged_views_.resize(n);
@@ -48,6 +52,9 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientLayout
     Bucket b;
     b.flat = Tensor::zeros({s.elements}, s.dtype, home);
     b.members = s.members.size();
+    b.compressed = s.dtype == DType::Float32 && options_.wire_dtype != DType::Float32;
+    bytes_ +=
+        s.elements * static_cast<int64_t>(dtype_size(b.compressed ? options_.wire_dtype : s.dtype));
     int64_t offset = 0;
     for (size_t i : s.members) {
       int64_t count = shape_numel(gradients[i].shape);
@@ -105,7 +112,8 @@ void Reducer::start_complete_buckets() {
   while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
     Bucket& b = buckets_[next_++];
     if (b.staged_this_step()) b.flat.copy_from(b.staged);
-    b.work = group_->all_reduce_sum(b.flat, options_.order);
+    if (b.compressed) b.wire = cast_bucket(b.flat, options_.wire_dtype);
+    b.work = group_->all_reduce_sum(b.compressed ? b.wire : b.flat, options_.order);
   }
 }
 
@@ -136,6 +144,10 @@ void Reducer::wait() {
     DPRUN_CHECK(b.work != nullptr, "Reducer: bucket ", k, " was never started");
     if (!b.done) b.work->wait();
     b.done = true;
+    if (b.compressed) {
+      b.flat.copy_from(cast_bucket(b.wire, b.flat.dtype()));
+      b.wire = Tensor();
+    }
   }
   for (size_t i = 0; i < views_.size(); ++i) {
     const Bucket& b = buckets_[bucket_of_[i]];

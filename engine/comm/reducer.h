@@ -26,6 +26,10 @@ struct ReducerOptions {
   /// Largest bucket, in bytes: PyTorch's bucket_cap_mb of 25 MiB.
   size_t bucket_bytes = size_t(25) << 20;
   ReduceOrder order = ReduceOrder::Any;
+  /// Float32: buckets are summed as they are. Float16 or BFloat16: float32 buckets travel and
+  /// are summed in that type (bucket_cast.h; each partial sum rounded to 16 bits), half the
+  /// bytes, and are widened back when the sum is in.
+  DType wire_dtype = DType::Float32;
 };
 
 class Reducer {
@@ -62,16 +66,18 @@ class Reducer {
   /// the bucket's gradients were given): after wait(), the sum over the ranks.
   const std::vector<Tensor>& gradients() const { return results_; }
   size_t bucket_count() const { return buckets_.size(); }
-  /// Bytes all-reduced per step: every gradient's size.
+  /// Bytes all-reduced per step: every gradient's size, in the wire dtype where compressed.
   int64_t bytes_per_step() const { return bytes_; }
 
  private:
   struct Bucket {
-    Tensor flat;             // what the process group sums, in its reduce_device()'s memory
-    Tensor staged;           // the bucket on a device, kept from step to step
-    Device device;           // where this step's gradients are gathered: the first one's device
-    bool gathering = false;  // `device` is set for this step
-    size_t pending = 0;      // gradients of the bucket not yet marked in this step
+    Tensor flat;              // the gradients, in the process group's reduce_device()'s memory
+    Tensor wire;              // this step's 16-bit copy of `flat` that the group sums, if any
+    Tensor staged;            // the bucket on a device, kept from step to step
+    Device device;            // where this step's gradients are gathered: the first one's device
+    bool compressed = false;  // summed in options_.wire_dtype
+    bool gathering = false;   // `device` is set for this step
+    size_t pending = 0;       // gradients of the bucket not yet marked in this step
     size_t members = 0;
     std::unique_ptr<CollectiveWork> work;
     bool done = false;

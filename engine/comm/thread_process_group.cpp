@@ -135,9 +135,7 @@ class ThreadGroup : public ProcessGroup {
   Device reduce_device() const override { return reduce_device_; }
 
   std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder) override {
-    DPRUN_CHECK(tensor.dtype() == DType::Float32 || tensor.dtype() == DType::Float64,
-                "all_reduce_sum: only float32 and float64 tensors can be summed, not ",
-                tensor.describe());
+    check_all_reducible(tensor);
     DPRUN_CHECK(tensor.device() == reduce_device_, "all_reduce_sum: the tensor must be in ",
                 reduce_device_.type == DeviceType::CPU ? std::string("host")
                                                        : reduce_device_.to_string() + "'s",

@@ -134,7 +134,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Model> model,
   reducer_ = std::make_unique<Reducer>(
       group_, std::move(layouts), order,
       ReducerOptions{.bucket_bytes = options_.bucket_bytes,
-                     .order = options_.deterministic ? ReduceOrder::RankOrder : ReduceOrder::Any});
+                     .order = options_.deterministic ? ReduceOrder::RankOrder : ReduceOrder::Any,
+                     .wire_dtype = options_.gradient_compression});
   for (const auto& [value, param] : training.graph->state_updates) buffers_.push_back(param);
   std::sort(buffers_.begin(), buffers_.end());
   buffers_.erase(std::unique(buffers_.begin(), buffers_.end()), buffers_.end());

@@ -73,6 +73,11 @@ struct DistributedOptions {
   /// Copy rank 0's in-place state (BatchNormalization running statistics) to every rank before
   /// each step, as PyTorch's broadcast_buffers = true does, so all ranks hold rank 0's.
   bool broadcast_buffers = true;
+  /// Float32: gradients are summed as they are. BFloat16 or Float16: float32 gradients are
+  /// sent and summed in that type, half the bytes (PyTorch's bf16_compress_hook and
+  /// fp16_compress_hook; ReducerOptions::wire_dtype). Float16's range ends at 65504 and
+  /// bfloat16 keeps 8 bits of precision: a communication-bound run trades that for bandwidth.
+  DType gradient_compression = DType::Float32;
 };
 
 /// Running totals of this rank's steps and of every rank's (from the status exchanges).

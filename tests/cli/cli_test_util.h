@@ -39,17 +39,4 @@ inline std::string read_text(const std::filesystem::path& path) {
   return read.str();
 }
 
-/// The numbers of the list `"key": [...]` in the JSON `text`, as dprun writes them; nullopt
-/// when `text` has no such list.
-inline std::optional<std::vector<double>> json_numbers(const std::string& text,
-                                                       const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(text, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]")))
-    return std::nullopt;
-  std::vector<double> out;
-  std::stringstream list(m[1].str());
-  for (std::string item; std::getline(list, item, ',');) out.push_back(std::stod(item));
-  return out;
-}
-
 }  // namespace dprun::testing

@@ -71,6 +71,60 @@ TEST(MpiProcessGroup, AnyOrderIsTheSameOnEveryRankAndCloseToRankOrder) {
   for (uint64_t s : all) EXPECT_EQ(s, all[0]);
 }
 
+// Rank r's `n` values in 16 bits (compressed gradients, DistributedOptions::
+// gradient_compression).
+template <class Half>
+Tensor half_values_of_rank(int rank, int64_t n) {
+  Tensor wide = values_of_rank<float>(rank, n);
+  Tensor out = Tensor::empty({n}, dtype_of<Half>());
+  for (int64_t i = 0; i < n; ++i) out.data<Half>()[i] = Half(wide.data<float>()[i] / 100);
+  return out;
+}
+
+// MPI has no 16-bit floats: they travel as 16-bit words and the group sums them with its own
+// operation, each partial sum in float rounded to 16 bits. In rank order that is every rank's
+// value added in turn; in MPI's order every rank gets the same sum, near the exact one.
+template <class Half>
+void check_16bit_sums(int64_t n) {
+  SCOPED_TRACE(std::string(dtype_name(dtype_of<Half>())) + ", " + std::to_string(n) + " values");
+  Tensor ordered = half_values_of_rank<Half>(0, n);
+  std::vector<double> exact(static_cast<size_t>(n));
+  for (int r = 0; r < world().size(); ++r) {
+    Tensor part = half_values_of_rank<Half>(r, n);
+    for (int64_t i = 0; i < n; ++i) {
+      exact[static_cast<size_t>(i)] += static_cast<float>(part.data<Half>()[i]);
+      if (r > 0)
+        ordered.data<Half>()[i] = Half(static_cast<float>(ordered.data<Half>()[i]) +
+                                       static_cast<float>(part.data<Half>()[i]));
+    }
+  }
+  Tensor mine = half_values_of_rank<Half>(world().rank(), n);
+  all_reduce_sum_now(world(), mine, ReduceOrder::RankOrder);
+  EXPECT_TRUE(same_bytes(mine, ordered));
+
+  mine = half_values_of_rank<Half>(world().rank(), n);
+  all_reduce_sum_now(world(), mine, ReduceOrder::Any);
+  // Each of the ranks - 1 partial sums is rounded once, by at most half a unit in the last
+  // place: 2^-8 (bfloat16) or 2^-11 (float16) of its magnitude, below 10 per rank.
+  const double step = dtype_of<Half>() == DType::BFloat16 ? 1.0 / 256 : 1.0 / 2048;
+  const double bound = (world().size() - 1) * (10.0 * world().size()) * step;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(static_cast<float>(mine.data<Half>()[i]), exact[static_cast<size_t>(i)], bound)
+        << i;
+  uint64_t check = 0;
+  for (int64_t i = 0; i < n; ++i)
+    check = check * 31 + static_cast<uint16_t>(mine.data<Half>()[i].bits);
+  auto all = all_gather_values<uint64_t>(world(), check);
+  for (uint64_t c : all) EXPECT_EQ(c, all[0]);
+}
+
+TEST(MpiProcessGroup, SixteenBitSumsUseTheGroupsOwnOperation) {
+  for (int64_t n : {1, 7, 1000, 65537}) {
+    check_16bit_sums<Float16>(n);
+    check_16bit_sums<BFloat16>(n);
+  }
+}
+
 TEST(MpiProcessGroup, ControlCollectivesRunWhileAllReducesAreInFlight) {
   // Start several all-reduces of both orders, exchange on the control channel, then wait in
   // reverse order: the channels are matched separately.

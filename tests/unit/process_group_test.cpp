@@ -213,8 +213,8 @@ TEST(ThreadProcessGroup, RefusesIntegerSums) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "all_reduce_sum: only float32 and float64 tensors can be summed, not int64[2] on "
-                 "cpu:0");
+                 "all_reduce_sum: only float32, float64, float16 and bfloat16 tensors can be "
+                 "summed, not int64[2] on cpu:0");
   }
 }
 
@@ -351,6 +351,65 @@ TEST(Reducer, ADeviceGroupsBucketsLiveInItsMemory) {
               (std::vector<float>{2, base, 3}));
     EXPECT_EQ(values_of(reducer.gradients()[2].to(Device::cpu())), (std::vector<float>{0}));
   }
+}
+
+// Compressed buckets (PyTorch's bf16 and fp16 compress hooks): each rank's float32 bucket is
+// rounded to 16 bits, the ranks' values are summed in rank order with each partial sum rounded
+// to 16 bits, and the sum is widened back into the float32 gradients, in the group's memory
+// (the host, or each rank's simulated device as NCCL sums in its GPU).
+template <class Half>
+void expect_compressed_sums(std::vector<Device> memories) {
+  const DType wire = dtype_of<Half>();
+  SCOPED_TRACE(std::string(dtype_name(wire)) + (memories.empty() ? " in host memory" : " on sim"));
+  const int ranks = 3;
+  auto gradient = [](int rank) {
+    const float r = static_cast<float>(rank + 1);
+    return std::vector<float>{1 + r / 1024, 1000.3f * r, -0.1f * r, 3.14159f / r};
+  };
+  std::vector<std::vector<float>> got(ranks);
+  std::vector<int64_t> bytes(ranks);
+  auto errors = run_ranks(
+      ranks,
+      [&](ProcessGroup& g) {
+        auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+        Reducer reducer(group, {{{4}}}, {0}, {.wire_dtype = wire});
+        reducer.begin_step();
+        reducer.mark_ready(0, Tensor::from_vector<float>({4}, gradient(g.rank())));
+        reducer.finish_marking();
+        reducer.wait();
+        const auto r = static_cast<size_t>(g.rank());
+        EXPECT_EQ(reducer.gradients()[0].dtype(), DType::Float32);
+        got[r] = values_of(reducer.gradients()[0].to(Device::cpu()));
+        bytes[r] = reducer.bytes_per_step();
+      },
+      {}, memories);
+  EXPECT_EQ(errors, std::vector<std::string>(ranks));
+  std::vector<float> want;
+  for (size_t i = 0; i < 4; ++i) {
+    Half sum(gradient(0)[i]);
+    for (int r = 1; r < ranks; ++r)
+      sum = Half(static_cast<float>(sum) + static_cast<float>(Half(gradient(r)[i])));
+    want.push_back(static_cast<float>(sum));
+  }
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(got[static_cast<size_t>(r)], want) << "rank " << r;
+    EXPECT_EQ(bytes[static_cast<size_t>(r)], 4 * 2) << "rank " << r;
+  }
+}
+
+TEST(Reducer, CompressedBucketsAreSummedIn16BitsAndWidened) {
+  const std::vector<Device> sims = {Device::sim(0), Device::sim(1), Device::sim(2)};
+  for (const std::vector<Device>& memories : {std::vector<Device>{}, sims}) {
+    expect_compressed_sums<BFloat16>(memories);
+    expect_compressed_sums<Float16>(memories);
+  }
+  auto group = std::make_shared<RecordingGroup>();
+  EXPECT_EQ(testing::error_of([&] { Reducer(group, {{{2}}}, {0}, {.wire_dtype = DType::Int8}); }),
+            "Reducer: gradients can be sent as float16 or bfloat16, not int8");
+  // A float64 bucket is not compressed.
+  EXPECT_EQ(Reducer(group, {{{2}, DType::Float64}}, {0}, {.wire_dtype = DType::BFloat16})
+                .bytes_per_step(),
+            16);
 }
 
 TEST(Reducer, RefusesIntegerGradients) {

@@ -84,9 +84,7 @@ class NcclGroup : public ProcessGroup {
 
   std::unique_ptr<CollectiveWork> all_reduce_sum(Tensor tensor, ReduceOrder order) override {
     DPRUN_CHECK(!aborted_, context_, ": all_reduce_sum after the communicator was aborted");
-    DPRUN_CHECK(tensor.dtype() == DType::Float32 || tensor.dtype() == DType::Float64,
-                "all_reduce_sum: only float32 and float64 tensors can be summed, not ",
-                tensor.describe());
+    check_all_reducible(tensor);
     DPRUN_CHECK(tensor.device() == device_, "all_reduce_sum on ", context_,
                 ": the tensor must be in ", device_.to_string(), "'s memory, not ",
                 tensor.describe());

@@ -1,0 +1,35 @@
+#include "engine/comm/bucket_cast.h"
+
+#include "engine/backend.h"
+#include "engine/kernel.h"
+
+namespace dprun {
+
+Tensor cast_bucket(const Tensor& from, DType dtype) {
+  Node node;
+  node.name = "gradient bucket cast";
+  node.op_type = "Cast";
+  node.inputs = {"bucket"};
+  node.outputs = {"cast"};
+  node.attributes["to"] = Attribute::of_int(static_cast<int64_t>(dtype));
+  const Device device = from.device();
+  SymbolicShape shape;
+  for (int64_t d : from.shape()) shape.push_back(Dim::known(d));
+  KernelInfo info{.node = node, .opset = 19, .device_type = device.type};
+  info.input_types.push_back(TensorType{from.dtype(), shape});
+  std::string why;
+  std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(info, &why);
+  if (!kernel)
+    fail("gradient compression: no Cast from ", dtype_name(from.dtype()), " to ", dtype_name(dtype),
+         " on ", device.to_string(), " (", why, ")");
+  std::unique_ptr<ExecutionContext> context =
+      backend_for(device).create_execution_context(device, {});
+  const Tensor* inputs[] = {&from};
+  Tensor outputs[1];
+  KernelContext ctx(node, *context, inputs, outputs);
+  kernel->compute(ctx);
+  context->synchronize();
+  return outputs[0];
+}
+
+}  // namespace dprun
