@@ -22,8 +22,11 @@ Tensor cast_bucket(const Tensor& from, DType dtype) {
   if (!kernel)
     fail("gradient compression: no Cast from ", dtype_name(from.dtype()), " to ", dtype_name(dtype),
          " on ", device.to_string(), " (", why, ")");
-  std::unique_ptr<ExecutionContext> context =
-      backend_for(device).create_execution_context(device, {});
+  Backend& backend = backend_for(device);
+  // The bucket was written by copies queued on other streams of the device (mark_ready): the
+  // cast, on a stream of its own, reads it once they are done.
+  if (device.type != DeviceType::CPU) backend.synchronize(device);
+  std::unique_ptr<ExecutionContext> context = backend.create_execution_context(device, {});
   const Tensor* inputs[] = {&from};
   Tensor outputs[1];
   KernelContext ctx(node, *context, inputs, outputs);

@@ -7,8 +7,9 @@
 namespace dprun {
 
 /// `from` converted to `dtype` (float32, float16 or bfloat16) in from's memory (the host, or
-/// one device) by the device's Cast kernel, rounding to nearest even as Cast does; returns when
-/// the conversion is done. Throws Error when the device has no Cast kernel for the types.
+/// one device) by the device's Cast kernel, rounding to nearest even as Cast does. On a device
+/// it first waits for the device's queued work (whatever wrote `from`); it returns when the
+/// conversion is done. Throws Error when the device has no Cast kernel for the types.
 Tensor cast_bucket(const Tensor& from, DType dtype);
 
 }  // namespace dprun
