@@ -1,9 +1,9 @@
 // Damaged models never crash the engine: every bundled model cut short at many points, with
 // bytes overwritten at random, and with fields of its protobuf set to hostile values (huge or
 // negative dims, wrong element types, initializers whose data does not fit their shape), is
-// loaded, compiled and run (on the CPU and on a simulated GPU), and each attempt either works
-// or throws dprun::Error. Any other exception (std::bad_alloc, std::length_error, a protobuf
-// one) or a crash fails the test.
+// loaded, compiled, run (on the CPU and on a simulated GPU) and trained one step, and each
+// attempt either works or throws dprun::Error. Any other exception (std::bad_alloc,
+// std::length_error, a protobuf one) or a crash fails the test.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bundled_model_util.h"
+#include "engine/autograd/trainer.h"
 #include "engine/error.h"
 #include "loader/onnx_loader.h"
 
@@ -28,8 +29,9 @@ std::string file_bytes(const std::string& path) {
 }
 
 /// Loads the serialized model, then compiles and runs it on one row on the CPU and on a
-/// simulated GPU (a GPU's plan: device kernels, host fallbacks); returns "ran", "error: " and
-/// the message of the dprun::Error it threw, or what else went wrong.
+/// simulated GPU (a GPU's plan: device kernels, host fallbacks), and trains it one step on two
+/// rows (the mean of its first output as the loss, SGD); returns "ran", "error: " and the
+/// message of the dprun::Error it threw, or what else went wrong.
 std::string outcome(const std::string& bytes) {
   try {
     auto graph = load_graph_from_buffer(bytes.data(), bytes.size());
@@ -40,6 +42,12 @@ std::string outcome(const std::string& bytes) {
         inputs.push_back(t.to(device));
       model.run(inputs);
     }
+    auto model = std::make_shared<Model>(graph, Device::cpu());
+    TrainerOptions options;
+    options.training.loss.kind = LossKind::None;
+    Trainer trainer(model, options);
+    Sgd sgd(trainer.parameters(), {.lr = 0.01});
+    trainer.step(testing::deterministic_inputs(*model, 2), Tensor(), sgd);
   } catch (const Error& e) {
     return std::string("error: ") + e.what();
   } catch (const std::exception& e) {
@@ -52,6 +60,11 @@ std::string outcome(const std::string& bytes) {
 
 bool is_error(const std::string& result) {
   return result.rfind("error: ", 0) == 0;
+}
+
+TEST(DamagedModels, TheUndamagedModelsRunAndTrain) {
+  for (const auto& [name, path] : testing::bundled_model_paths())
+    EXPECT_EQ(outcome(file_bytes(path)), "ran") << name;
 }
 
 TEST(DamagedModels, CutShortAnywhereTheyFailWithAnError) {
