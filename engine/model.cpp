@@ -35,10 +35,10 @@ std::shared_ptr<const Graph> in_precision(std::shared_ptr<const Graph> graph,
 
 Model::Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options)
     : graph_(in_precision(std::move(graph), options)),
-      plan_(compile(graph_, device, rewrites_allowed(options), options.plan)),
+      rewrite_(rewrites_allowed(options)),
+      plan_(compile(graph_, device, rewrite_, options.plan)),
       device_(device),
-      version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())),
-      rewrite_(rewrites_allowed(options)) {
+      version_(std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   // The rewrite keeps the initializers as they are, so the plan's parameters are the graph's.
   for (int id : plan_->parameter_ids())
     parameters_.push_back(graph_->initializers.at(plan_->value_name(id)).to_unless_string(device));
@@ -48,12 +48,12 @@ Model::Model(std::shared_ptr<const Plan> plan, Device device, std::vector<Tensor
              std::shared_ptr<std::atomic<uint64_t>> version, std::shared_ptr<const Graph> graph,
              GraphRewriteOptions rewrite)
     : graph_(graph ? std::move(graph) : plan->graph_ptr()),
+      rewrite_(rewrite),
       plan_(std::move(plan)),
       device_(device),
       parameters_(std::move(parameters)),
       version_(version ? std::move(version)
-                       : std::make_shared<std::atomic<uint64_t>>(next_parameters_version())),
-      rewrite_(rewrite) {
+                       : std::make_shared<std::atomic<uint64_t>>(next_parameters_version())) {
   DPRUN_CHECK(device.type == plan_->device_type(), "a plan for ",
               device_type_name(plan_->device_type()), " cannot run on ", device.to_string());
   DPRUN_CHECK(parameters_.size() == plan_->parameter_ids().size(), "expected ",

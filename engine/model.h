@@ -102,11 +102,11 @@ class Model {
 
  private:
   std::shared_ptr<const Graph> graph_;
+  GraphRewriteOptions rewrite_;  // before plan_, which is compiled with it
   std::shared_ptr<const Plan> plan_;
   Device device_;
   std::vector<Tensor> parameters_;
   std::shared_ptr<std::atomic<uint64_t>> version_;
-  GraphRewriteOptions rewrite_;
 };
 
 /// A model that runs `graph` (compiled for base's device) on base's parameter tensors and
