@@ -3,9 +3,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "engine/autograd/lr_schedule.h"
@@ -472,15 +472,20 @@ int train_command(int argc, char** argv, int first) {
       model_path.c_str(), device_list_to_string(devices).c_str(), trainer.parameter_names().size(),
       static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
       static_cast<long long>(batch), static_cast<long long>(schedule.steps));
+  const std::string compressed =
+      dist && dist->options.gradient_compression != DType::Float32
+          ? ", in " + std::string(dtype_name(dist->options.gradient_compression))
+          : "";
   if (ddp)
     std::printf(
         "distributed over %d rank%s (%s): each step, rank r takes rows r, r+%d, ... of the "
-        "batch; %zu gradient bucket%s, %s reduction\n",
+        "batch; %zu gradient bucket%s, %s reduction%s\n",
         dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
         ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
         dist->options.deterministic        ? "rank-order (deterministic)"
         : dist->group->backend() == "nccl" ? "NCCL's"
-                                           : "MPI's");
+                                           : "MPI's",
+        compressed.c_str());
   Progress progress(schedule.steps, trainer.grad_scaler());
   TrainReport report;
   report.devices = devices;

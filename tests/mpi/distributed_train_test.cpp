@@ -268,6 +268,9 @@ TEST(DistributedTrainReport, CompressedGradientsHalveTheBytesAndTrainNearFloat32
     auto r = run_ranks(2, mlp_args(dir) + mlp_x() + " --steps 4 --gradient-compression " + flag +
                               " --json " + (dir / "run.json").string());
     ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("1 gradient bucket, MPI's reduction, in " + std::string(name) + "\n"),
+              std::string::npos)
+        << r.output;
     const std::string json = read_text(dir / "run.json");
     // 293 parameters: 586 bytes a step in 16 bits, against 1172 in float32.
     const std::vector<std::string> lines = {
