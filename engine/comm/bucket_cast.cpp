@@ -15,7 +15,7 @@ Tensor cast_bucket(const Tensor& from, DType dtype) {
   const Device device = from.device();
   SymbolicShape shape;
   for (int64_t d : from.shape()) shape.push_back(Dim::known(d));
-  KernelInfo info{.node = node, .opset = 19, .device_type = device.type};
+  KernelInfo info{.node = node, .opset = 13, .device_type = device.type};  // Cast-13: bfloat16
   info.input_types.push_back(TensorType{from.dtype(), shape});
   std::string why;
   std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(info, &why);
