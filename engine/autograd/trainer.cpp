@@ -95,6 +95,12 @@ std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tens
   if (needs_target()) {
     DPRUN_CHECK(target.defined(), "the ", loss_kind_name(training_.loss_kind),
                 " loss needs a target");
+    // Checked here, before the scatter reads the target (to count the targets a class loss
+    // ignores), so a wrong dtype is named as the model names it.
+    const auto declared = training_.graph->type_of(training_.target);
+    DPRUN_CHECK(!declared || declared->dtype == target.dtype(), "input '", training_.target,
+                "' expects dtype ", dtype_name(declared->dtype), " but got ",
+                dtype_name(target.dtype()));
     feeds.push_back(target);
   } else {
     DPRUN_CHECK(!target.defined(), "the loss takes no target, but one was given");

@@ -512,6 +512,18 @@ TEST(Trainer, TargetErrors) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "the mse loss needs a target");
   }
+  // Class targets of another dtype are named as the model names a wrong input, also on several
+  // devices, where the scatter counts the targets a class loss ignores.
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+    SCOPED_TRACE(devices);
+    TrainerOptions classes;
+    classes.parallel.device_ids = parse_device_list(devices);
+    Trainer classifier(std::make_shared<Model>(linear_graph(3, 4), Device::cpu(0)), classes);
+    EXPECT_EQ(testing::error_of([&] {
+                classifier.forward_backward({random_floats({4, 3}, 1)}, random_floats({4}, 2));
+              }),
+              "input 'target' expects dtype int64 but got float32");
+  }
 }
 
 }  // namespace
