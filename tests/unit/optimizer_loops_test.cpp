@@ -7,9 +7,11 @@
 #include <optional>
 #include <random>
 
+#include "accelerator_test_util.h"
 #include "engine/autograd/optimizer.h"
 #include "engine/parallel/device_list.h"
 #include "error_test_util.h"
+#include "graph_test_util.h"
 
 namespace dprun {
 namespace {
@@ -31,7 +33,7 @@ TEST(OptimizerLoops, SgdMatchesTheScalarFormulaInEverySetting) {
       for (bool nesterov : {false, true}) {
         if (nesterov && momentum == 0) continue;
         SCOPED_TRACE(::testing::Message() << "momentum " << momentum << " wd " << weight_decay
-                                        << " nesterov " << nesterov);
+                                          << " nesterov " << nesterov);
         SgdOptions o{
             .lr = 0.1, .momentum = momentum, .weight_decay = weight_decay, .nesterov = nesterov};
         std::vector<float> p = random_values(kN, 1), buf(kN);
@@ -165,18 +167,19 @@ TEST(OptimizerLoops, ExemptParametersUpdateWithoutWeightDecay) {
 
 // A parameter group with an lr of its own updates as the same optimizer with that lr (torch.optim
 // param groups that set "lr"); the others keep the optimizer's, which set_lr still changes.
-TEST(OptimizerLoops, ParameterGroupsTakeTheirOwnLearningRate) {
-  const Tensor g = Tensor::from_vector<float>({2}, {0.5f, -1});
+// Parameters on `device`: on an accelerator the update kernels get each group's lr.
+void expect_groups_take_their_lr(Device device) {
+  const Tensor g = Tensor::from_vector<float>({2}, {0.5f, -1}).to(device, true);
   auto run = [&](auto make, double lr, std::vector<std::optional<double>> lrs) {
-    std::vector<Tensor> p = {Tensor::from_vector<float>({2}, {1, 2}),
-                             Tensor::from_vector<float>({2}, {3, 4})};
+    std::vector<Tensor> p = {Tensor::from_vector<float>({2}, {1, 2}).to(device, true),
+                             Tensor::from_vector<float>({2}, {3, 4}).to(device, true)};
     auto optimizer = make(p, lr);
     optimizer->set_parameter_lrs(std::move(lrs));
     optimizer->step({g, g});
     optimizer->set_lr(lr / 2);  // a schedule's next lr: the group without its own follows
     optimizer->step({g, g});
-    return std::vector<std::vector<float>>{{p[0].data<float>()[0], p[0].data<float>()[1]},
-                                           {p[1].data<float>()[0], p[1].data<float>()[1]}};
+    return std::vector<std::vector<float>>{testing::values_of<float>(p[0].to(Device::cpu())),
+                                           testing::values_of<float>(p[1].to(Device::cpu()))};
   };
   auto sgd = [](std::vector<Tensor> p, double lr) {
     return std::make_unique<Sgd>(p, SgdOptions{.lr = lr, .momentum = 0.9, .weight_decay = 0.1});
@@ -196,6 +199,18 @@ TEST(OptimizerLoops, ParameterGroupsTakeTheirOwnLearningRate) {
     EXPECT_EQ(grouped[1], fixed[1]);
     EXPECT_NE(grouped[1], at_main[1]);
   }
+}
+
+class ParameterGroupsOnAccelerator : public testing::AcceleratorTest {};
+
+TEST_P(ParameterGroupsOnAccelerator, TakeTheirOwnLearningRate) {
+  expect_groups_take_their_lr(device());
+}
+
+DPRUN_ON_ACCELERATORS(ParameterGroupsOnAccelerator);
+
+TEST(OptimizerLoops, ParameterGroupsTakeTheirOwnLearningRate) {
+  expect_groups_take_their_lr(Device::cpu(0));
   Sgd sgd_of_two({Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<float>({1}, {1})},
                  {.lr = 0.1});
   EXPECT_EQ(testing::error_of([&] { sgd_of_two.set_parameter_lrs({0.1}); }),
