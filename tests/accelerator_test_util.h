@@ -3,7 +3,8 @@
 // simulated devices (sim:N, engine/backends/sim) are always there, so every such test runs on
 // this machine and in CI; on CUDA GPUs it runs where a GPU is present and skips, saying why,
 // elsewhere. Instantiate a suite with DPRUN_ON_ACCELERATORS(Suite): its tests are named
-// OnAccelerators/Suite.Test/sim and OnAccelerators/Suite.Test/cuda.
+// OnAccelerators/Suite.Test/sim and OnAccelerators/Suite.Test/cuda. A DeviceTest suite runs on
+// the CPU too (DPRUN_ON_EVERY_DEVICE: OnDevices/Suite.Test/cpu, /sim, /cuda).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,6 +60,22 @@ class AcceleratorTest : public ::testing::TestWithParam<DeviceType> {
   std::vector<Device> devices() const { return accelerator_devices(GetParam()); }
 };
 
+/// A fixture whose tests take one device: cpu:1 on the CPU (a CPU device that is not the host's
+/// default, so a result left on cpu:0 shows), else device 0 of the accelerator.
+class DeviceTest : public AcceleratorTest {
+ protected:
+  Device device() const {
+    return GetParam() == DeviceType::CPU ? Device::cpu(1) : AcceleratorTest::device();
+  }
+};
+
+/// The CPU, then accelerator_types().
+inline std::vector<DeviceType> every_device_type() {
+  std::vector<DeviceType> types = {DeviceType::CPU};
+  for (DeviceType t : accelerator_types()) types.push_back(t);
+  return types;
+}
+
 inline std::string accelerator_name(const ::testing::TestParamInfo<DeviceType>& info) {
   return std::string(device_type_name(info.param));
 }
@@ -68,4 +85,9 @@ inline std::string accelerator_name(const ::testing::TestParamInfo<DeviceType>& 
 #define DPRUN_ON_ACCELERATORS(Suite)                                                   \
   INSTANTIATE_TEST_SUITE_P(OnAccelerators, Suite,                                      \
                            ::testing::ValuesIn(::dprun::testing::accelerator_types()), \
+                           ::dprun::testing::accelerator_name)
+
+#define DPRUN_ON_EVERY_DEVICE(Suite)                                                   \
+  INSTANTIATE_TEST_SUITE_P(OnDevices, Suite,                                           \
+                           ::testing::ValuesIn(::dprun::testing::every_device_type()), \
                            ::dprun::testing::accelerator_name)

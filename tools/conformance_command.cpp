@@ -17,6 +17,7 @@
 #include "tools/cli_args.h"
 #include "tools/commands.h"
 #include "tools/conformance.h"
+#include "tools/parallel_options.h"
 
 namespace dprun::cli {
 
@@ -72,11 +73,9 @@ Options parse_options(const Args& args) {
     throw UsageError(std::string("--device: ") + e.what());
   }
   backend_for(o.device).check_device(o.device);  // "device cuda:0: no CUDA GPU is present"
-  if (auto precision = args.get("precision")) {
-    if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
-      throw UsageError("--precision: '" + *precision + "' is not float32, float16 or bfloat16");
+  if (auto precision = parse_precision(args)) {
     if (o.via_cli) throw UsageError("--precision runs in process: leave out --via-cli");
-    o.precision = dtype_from_name(*precision);
+    o.precision = *precision;
   }
   o.cli.device = o.device;
   return o;

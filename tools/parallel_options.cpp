@@ -37,12 +37,16 @@ ModelOptions parse_model_options(const Args& args) {
   ModelOptions options;
   options.plan.allow_tf32 = args.has("allow-tf32");
   options.plan.allow_winograd = args.has("allow-winograd");
-  if (auto precision = args.get("precision")) {
-    if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
-      throw UsageError("--precision: '" + *precision + "' is not float32, float16 or bfloat16");
-    options.precision = dtype_from_name(*precision);
-  }
+  if (auto precision = parse_precision(args)) options.precision = *precision;
   return options;
+}
+
+std::optional<DType> parse_precision(const Args& args) {
+  auto precision = args.get("precision");
+  if (!precision) return std::nullopt;
+  if (*precision != "float32" && *precision != "float16" && *precision != "bfloat16")
+    throw UsageError("--precision: '" + *precision + "' is not float32, float16 or bfloat16");
+  return dtype_from_name(*precision);
 }
 
 DataParallelOptions parse_parallel_options(const Args& args) {

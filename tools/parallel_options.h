@@ -1,5 +1,6 @@
 #pragma once
 // Command-line options shared by `dprun run` and `dprun bench`: devices, split rules, inputs.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ DataParallelOptions parse_parallel_options(const Args& args);
 /// Builds the model's compile options from --allow-tf32, --allow-winograd and, for the
 /// commands that take it (run, bench), --precision.
 ModelOptions parse_model_options(const Args& args);
+/// --precision: float32, float16 or bfloat16 (run, bench, train and conformance take it);
+/// nullopt without it. Throws UsageError naming any other value.
+std::optional<DType> parse_precision(const Args& args);
 /// Builds input options from --batch, --symbol and --input.
 InputOptions parse_input_options(const Args& args);
 

@@ -304,11 +304,7 @@ TrainerOptions parse_trainer_options(const Args& args) {
   options.training.loss.output = args.get("output").value_or("");
   for (const auto& list : args.all("freeze"))
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
-  if (auto precision = args.get("precision")) {
-    if (*precision != "float32" && *precision != "bfloat16" && *precision != "float16")
-      throw UsageError("--precision: '" + *precision + "' is not float32, bfloat16 or float16");
-    options.training.precision = dtype_from_name(*precision);
-  }
+  if (auto precision = parse_precision(args)) options.training.precision = *precision;
   for (const char* option : {"loss-scale", "loss-scale-growth-interval"})
     if (args.has(option) && options.training.precision != DType::Float16)
       throw UsageError(std::string("--") + option +

@@ -72,15 +72,14 @@ Tensor scaled_scalar(const Tensor& t, double factor) {
 }
 
 /// Each chunk's share of what `rule` shares: its rows of the n, or (share_of_counted) its
-/// elements of the counted input that are not `rule.uncounted`, of all such elements.
+/// elements of the counted input that are not `rule.uncounted`, of all such elements. n > 0.
 std::vector<double> chunk_shares(const InputSplit& rule, const std::vector<Tensor>& inputs,
                                  const std::vector<int64_t>& split_dim,
                                  const std::vector<std::string>& names,
                                  const std::vector<int64_t>& sizes, int64_t n) {
   std::vector<double> shares;
   if (rule.counted_input.empty()) {
-    for (int64_t rows : sizes)
-      shares.push_back(static_cast<double>(rows) / static_cast<double>(std::max<int64_t>(n, 1)));
+    for (int64_t rows : sizes) shares.push_back(static_cast<double>(rows) / static_cast<double>(n));
     return shares;
   }
   auto it = std::find(names.begin(), names.end(), rule.counted_input);

@@ -128,7 +128,7 @@ TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
                      "--precision runs in process: leave out --via-cli");
   const std::string train = "train " + model + " --loss mse ";
   const std::vector<std::pair<std::string, std::string>> train_errors = {
-      {"--precision float64", "--precision: 'float64' is not float32, bfloat16 or float16"},
+      {"--precision float64", "--precision: 'float64' is not float32, float16 or bfloat16"},
       {"--precision bfloat16 --loss-scale 8",
        "--loss-scale: only float16 training scales its loss (--precision float16)"},
       {"--loss-scale-growth-interval 5",

@@ -51,13 +51,9 @@ void expect_clips_on(Device device) {
   EXPECT_TRUE(std::isnan(host_values(g[0])[0]));
 }
 
-TEST(ClipGradNorm, ScalesEveryGradientByPyTorchsCoefficientOnTheCpu) {
-  expect_clips_on(Device::cpu(0));
-}
+class ClipGradNormOnDevices : public testing::DeviceTest {};
 
-class ClipGradNormOnAccelerator : public testing::AcceleratorTest {};
-
-TEST_P(ClipGradNormOnAccelerator, ScalesEveryGradientByPyTorchsCoefficient) {
+TEST_P(ClipGradNormOnDevices, ScalesEveryGradientByPyTorchsCoefficient) {
   expect_clips_on(device());
 }
 
@@ -112,7 +108,7 @@ TEST(ClipGradNorm, TheTrainerClipsBeforeTheUpdate) {
       "Trainer: max_grad_norm -1 is not a positive number or 0");
 }
 
-DPRUN_ON_ACCELERATORS(ClipGradNormOnAccelerator);
+DPRUN_ON_EVERY_DEVICE(ClipGradNormOnDevices);
 
 }  // namespace
 }  // namespace dprun

@@ -106,15 +106,15 @@ void expect_unscales_on(Device device) {
   }
 }
 
-TEST(GradScaler, UnscalesOnTheCpu) {
-  expect_unscales_on(Device::cpu(1));
-}
+class GradScalerOnDevices : public testing::DeviceTest {};
 
-class GradScalerOnAccelerator : public testing::AcceleratorTest {};
-
-TEST_P(GradScalerOnAccelerator, Unscales) {
+TEST_P(GradScalerOnDevices, Unscales) {
   expect_unscales_on(device());
 }
+
+DPRUN_ON_EVERY_DEVICE(GradScalerOnDevices);
+
+class GradScalerOnAccelerator : public testing::AcceleratorTest {};
 
 // A skipped step changes neither the parameters nor the optimizer's state or step count: the
 // next update is the optimizer's first.

@@ -26,15 +26,15 @@ void expect_adds_on(Device device) {
   EXPECT_EQ(sums[0].device(), device);
 }
 
-TEST(GradientAccumulation, AddsWhereTheSumsLiveOnTheCpu) {
-  expect_adds_on(Device::cpu(1));
-}
+class GradientAccumulationOnDevices : public testing::DeviceTest {};
 
-class GradientAccumulationOnAccelerator : public testing::AcceleratorTest {};
-
-TEST_P(GradientAccumulationOnAccelerator, AddsWhereTheSumsLive) {
+TEST_P(GradientAccumulationOnDevices, AddsWhereTheSumsLive) {
   expect_adds_on(device());
 }
+
+DPRUN_ON_EVERY_DEVICE(GradientAccumulationOnDevices);
+
+class GradientAccumulationOnAccelerator : public testing::AcceleratorTest {};
 
 TEST(GradientAccumulation, RefusesGradientsThatDoNotPair) {
   std::vector<Tensor> sums = {Tensor::from_vector<float>({2}, {1, 2})};

@@ -51,17 +51,13 @@ void expect_continues_on(Device device) {
   EXPECT_EQ(values_of<float>(q.to(Device::cpu())), values_of<float>(p.to(Device::cpu())));
 }
 
-TEST(OptimizerState, AContinuedOptimizerUpdatesAsTheOriginal) {
-  expect_continues_on(Device::cpu(0));
-}
+class OptimizerStateOnDevices : public testing::DeviceTest {};
 
-class OptimizerStateOnAccelerator : public testing::AcceleratorTest {};
-
-TEST_P(OptimizerStateOnAccelerator, AContinuedOptimizerUpdatesAsTheOriginal) {
+TEST_P(OptimizerStateOnDevices, AContinuedOptimizerUpdatesAsTheOriginal) {
   expect_continues_on(device());
 }
 
-DPRUN_ON_ACCELERATORS(OptimizerStateOnAccelerator);
+DPRUN_ON_EVERY_DEVICE(OptimizerStateOnDevices);
 
 TEST(OptimizerState, RefusesAStateThatDoesNotFit) {
   Tensor p = Tensor::from_vector<float>({2}, {1, 2});
