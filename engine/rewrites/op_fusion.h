@@ -21,6 +21,13 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
+/// - the weight gradient of a group-1 Conv as ops/grad/conv_grad.cpp emits it (a Conv of
+///   Transposes, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
+///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations and
+///   pads: dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, c, o * stride + k * dilation -
+///   pad_begin] (X zero outside), shape [M, C, kernel...]. It runs as a backward-weights
+///   convolution: no Transposes, and no sums over the rows the stride leaves unused, which the
+///   Conv form computes and crops away;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.

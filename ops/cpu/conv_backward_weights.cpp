@@ -60,10 +60,11 @@ float* thread_buffer(int which, size_t count) {
   return b.data();
 }
 
-// `t` (shape [d0, d1, spatial...]) as memory of descriptor `md` (dims [d1, d0, ...]).
+// `t`, stored as `view` describes, as memory of descriptor `md`. With `swapped` views (`t` of
+// shape [d0, d1, spatial...] seen as [d1, d0, ...]), channels-last is made by a tiled transpose.
 memory prepare(const KernelContext& ctx, const Tensor& t, const memory::desc& view,
-               const memory::desc& md, int which) {
-  if (md == channels_last(view.dims())) {
+               const memory::desc& md, bool swapped, int which) {
+  if (swapped && md == channels_last(view.dims())) {
     const int64_t d0 = t.dim(0), d1 = t.dim(1);
     const int64_t spatial = t.numel() / std::max<int64_t>(d0 * d1, 1);
     float* buffer = thread_buffer(which, static_cast<size_t>(t.numel()));
@@ -73,41 +74,25 @@ memory prepare(const KernelContext& ctx, const Tensor& t, const memory::desc& vi
   return to_layout(wrap(view, t.raw_data()), md);
 }
 
-}  // namespace
-
-bool prefer_backward_weights(const Shape& a, const Shape& b, const WindowGeometry& g) {
-  int64_t kernel = 1, out = 1;
-  for (size_t i = 2; i < b.size(); ++i) kernel *= b[i];
-  for (int64_t o : g.out) out *= o;
-  return a.size() == b.size() && kernel > out;
-}
-
-ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape& b,
-                                                    const WindowGeometry& g) {
+// The backward-weights primitive of the forward convolution `g` (oneDNN counts dilations from
+// 0), with the activations in layouts `src` and `diff_dst` and the weights' layout its own.
+ConvBackwardWeightsPrimitive build_primitive(const WindowGeometry& g, const memory::desc& src_view,
+                                             const memory::desc& diff_dst_view,
+                                             const memory::desc& diff_weights_view,
+                                             const memory::desc& src, const memory::desc& diff_dst,
+                                             Shape out_shape) {
   ConvBackwardWeightsPrimitive p;
-  const size_t nd = g.rank();
-  p.out_shape = {a[0], b[0]};
-  for (int64_t o : g.out) p.out_shape.push_back(o);
-  // The forward convolution: input H, kernel O (dilated by the Conv's strides), stride = the
-  // Conv's dilation, output K; its end padding makes those sizes consistent.
-  memory::dims strides, dilations, pad_l, pad_r;
-  for (size_t i = 0; i < nd; ++i) {
-    const int64_t h = a[i + 2], k = b[i + 2], o = g.out[i];
-    strides.push_back(g.dilations[i]);
-    dilations.push_back(g.strides[i] - 1);
-    pad_l.push_back(g.pads_begin[i]);
-    pad_r.push_back((k - 1) * g.dilations[i] + (o - 1) * g.strides[i] + 1 - h - g.pads_begin[i]);
-    if (pad_r.back() < 0 || pad_r.back() > g.pads_end[i]) return p;
-  }
-  p.src_view = swapped_view(a);
-  p.diff_dst_view = swapped_view(b);
-  p.diff_weights_view = swapped_view(p.out_shape);
+  p.out_shape = std::move(out_shape);
+  p.src_view = src_view;
+  p.diff_dst_view = diff_dst_view;
+  p.diff_weights_view = diff_weights_view;
+  memory::dims dilations = to_dims(g.dilations);
+  for (auto& d : dilations) d -= 1;
+  const memory::dims strides = to_dims(g.strides), pad_l = to_dims(g.pads_begin),
+                     pad_r = to_dims(g.pads_end);
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
-    // Channels-last activations: swap_to_channels_last produces them quickly.
-    const memory::desc src = channels_last(p.src_view.dims());
-    const memory::desc diff_dst = channels_last(p.diff_dst_view.dims());
-    const memory::desc weights = any_like(p.diff_weights_view);
+    const memory::desc weights = any_like(diff_weights_view);
     dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training, algo, src, weights,
                                         diff_dst, strides, dilations, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd, concurrent_attr(), cpu_engine());
@@ -127,10 +112,58 @@ ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape&
   return p;
 }
 
+}  // namespace
+
+bool prefer_backward_weights(const Shape& a, const Shape& b, const WindowGeometry& g) {
+  int64_t kernel = 1, out = 1;
+  for (size_t i = 2; i < b.size(); ++i) kernel *= b[i];
+  for (int64_t o : g.out) out *= o;
+  return a.size() == b.size() && kernel > out;
+}
+
+ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape& b,
+                                                    const WindowGeometry& g) {
+  // The forward convolution: input H, kernel O (dilated by the Conv's strides), stride = the
+  // Conv's dilation, output K; its end padding makes those sizes consistent.
+  const size_t nd = g.rank();
+  WindowGeometry forward;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t h = a[i + 2], k = b[i + 2], o = g.out[i];
+    forward.in.push_back(h);
+    forward.kernel.push_back(o);
+    forward.out.push_back(k);
+    forward.strides.push_back(g.dilations[i]);
+    forward.dilations.push_back(g.strides[i]);
+    forward.pads_begin.push_back(g.pads_begin[i]);
+    forward.pads_end.push_back((k - 1) * g.dilations[i] + (o - 1) * g.strides[i] + 1 - h -
+                               g.pads_begin[i]);
+    if (forward.pads_end[i] < 0 || forward.pads_end[i] > g.pads_end[i]) return {};
+  }
+  Shape out_shape = {a[0], b[0]};
+  for (int64_t o : g.out) out_shape.push_back(o);
+  // Channels-last activations: swap_to_channels_last produces them quickly.
+  const memory::desc src_view = swapped_view(a), diff_dst_view = swapped_view(b);
+  ConvBackwardWeightsPrimitive p = build_primitive(
+      forward, src_view, diff_dst_view, swapped_view(out_shape), channels_last(src_view.dims()),
+      channels_last(diff_dst_view.dims()), out_shape);
+  p.swapped = true;
+  return p;
+}
+
+ConvBackwardWeightsPrimitive build_weight_gradient(const Shape& x, const Shape& dy,
+                                                   const WindowGeometry& g) {
+  Shape out_shape = {dy[1], x[1]};
+  out_shape.insert(out_shape.end(), g.kernel.begin(), g.kernel.end());
+  // oneDNN picks the activations' layouts: reordering plain NCHW into its blocked ones is fast.
+  const memory::desc src = plain_desc(x), diff_dst = plain_desc(dy);
+  return build_primitive(g, src, diff_dst, plain_desc(out_shape), any_like(src), any_like(diff_dst),
+                         out_shape);
+}
+
 void execute_backward_weights(const KernelContext& ctx, const ConvBackwardWeightsPrimitive& p,
                               const Tensor& a, const Tensor& b, Tensor& y) {
-  memory src = prepare(ctx, a, p.src_view, p.src_md, 0);
-  memory diff_dst = prepare(ctx, b, p.diff_dst_view, p.diff_dst_md, 1);
+  memory src = prepare(ctx, a, p.src_view, p.src_md, p.swapped, 0);
+  memory diff_dst = prepare(ctx, b, p.diff_dst_view, p.diff_dst_md, p.swapped, 1);
   memory user = wrap(p.diff_weights_view, y.raw_data());
   memory diff_weights =
       p.diff_weights_md == user.get_desc() ? user : memory(p.diff_weights_md, cpu_engine());

@@ -1,5 +1,11 @@
 #pragma once
-// A Conv whose kernel is larger than its output is the weight gradient of another convolution
+// oneDNN's backward-weights primitive for the weight gradients of group-1 convolutions, in two
+// forms.
+//
+// 1. ConvWeightGrad(X, dY) (engine/rewrites/op_fusion.h) names the forward convolution's
+// geometry, which the primitive takes as it is (build_weight_gradient).
+//
+// 2. A Conv whose kernel is larger than its output is the weight gradient of another convolution
 // (ops/grad/conv_grad.cpp emits dW = Conv(X^T, dY^T) with the batch and channel axes swapped
 // and the forward strides as dilations). oneDNN's forward convolution runs such shapes as one
 // huge-kernel correlation per output, several times slower than its backward-weights
@@ -21,10 +27,13 @@
 namespace dprun::onednn {
 
 struct ConvBackwardWeightsPrimitive {
-  bool usable = false;  // false: oneDNN rejected the shapes; run the forward path
+  bool usable = false;  // false: oneDNN rejected the shapes (form 2: run the forward path)
   dnnl::primitive prim;
-  dnnl::memory::desc src_view, diff_dst_view, diff_weights_view;  // views of A, B and the output
-  dnnl::memory::desc src_md, diff_dst_md, diff_weights_md;        // the primitive's layouts
+  // How the operands and the output are stored: form 1 plain, form 2 views of A, B and the
+  // output with their first two axes swapped.
+  dnnl::memory::desc src_view, diff_dst_view, diff_weights_view;
+  bool swapped = false;                                     // form 2
+  dnnl::memory::desc src_md, diff_dst_md, diff_weights_md;  // the primitive's layouts
   dnnl::memory::desc scratchpad_md;
   Shape out_shape;
 };
@@ -38,7 +47,14 @@ bool prefer_backward_weights(const Shape& a, const Shape& b, const WindowGeometr
 ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape& b,
                                                     const WindowGeometry& g);
 
-/// Runs it: `y` is the Conv's output (shape p.out_shape), written in place.
+/// Form 1: the gradient dW [M, C, kernel...] of a group-1 convolution of X [N, C, in...] into
+/// dY [N, M, out...] with geometry `g` (g.kernel, strides, dilations, pads; g.out must be the
+/// forward convolution's output for g.in). Leaves `usable` false when oneDNN rejects it.
+ConvBackwardWeightsPrimitive build_weight_gradient(const Shape& x, const Shape& dy,
+                                                   const WindowGeometry& g);
+
+/// Runs either form: `y` is the result (shape p.out_shape), written in place; `a` and `b` are
+/// X and dY (form 1) or the Conv's A and B (form 2).
 void execute_backward_weights(const KernelContext& ctx, const ConvBackwardWeightsPrimitive& p,
                               const Tensor& a, const Tensor& b, Tensor& y);
 
