@@ -2,8 +2,8 @@
 // Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
-// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp and matmul_onednn.cpp,
-// ops/cuda/fused_gemm.cpp).
+// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp and
+// conv_weight_grad.cpp; ops/cuda/matmul_bias.cpp, gemm.cu and conv_weight_grad.cpp).
 #include <memory>
 #include <optional>
 

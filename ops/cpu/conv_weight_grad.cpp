@@ -8,31 +8,15 @@
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/conv_backward_weights.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/cpu/conv_weight_grad_util.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun {
 namespace {
 
-// The sizes of the node's result: per spatial axis, the kernel, or fewer where the Conv form
-// (a Conv of X by dY dilated by the strides, cropped to the kernel) computes fewer.
-std::vector<int64_t> result_window(const KernelContext& ctx, const WindowGeometry& g,
-                                   const Shape& dy) {
-  std::vector<int64_t> window;
-  for (size_t i = 0; i < g.rank(); ++i) {
-    const int64_t padded = g.in[i] + g.pads_begin[i] + g.pads_end[i];
-    const int64_t dy_extent = (dy[i + 2] - 1) * g.strides[i] + 1;
-    if (padded < dy_extent)
-      ctx.fail("dY ", shape_to_string(dy), " spans ", dy_extent, " rows of axis ", i + 2,
-               " at stride ", g.strides[i], ", more than the ", padded, " of padded X");
-    window.push_back(std::min(g.kernel[i], (padded - dy_extent) / g.dilations[i] + 1));
-  }
-  return window;
-}
-
 // dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, c, o * stride + k * dilation - pad]
-// for every k of `window`, directly: for shapes that are not a convolution's and its output's,
-// which the backward-weights primitive does not take.
+// for every k of dW's window, directly: for shapes that are not a convolution's and its
+// output's, which the backward-weights primitive does not take.
 void weight_gradient_by_definition(const WindowGeometry& g, const Tensor& x, const Tensor& dy,
                                    Tensor& dw) {
   const size_t nd = g.rank();
@@ -81,52 +65,23 @@ class ConvWeightGradKernel : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& dy = ctx.input(1);
-    if (x.dtype() != DType::Float32 || dy.dtype() != DType::Float32)
-      ctx.fail("X and dY must be float32, got ", dtype_name(x.dtype()), " and ",
-               dtype_name(dy.dtype()));
-    const auto rank = static_cast<int64_t>(attrs_.kernel_shape.size()) + 2;
-    if (x.rank() != rank || dy.rank() != rank || x.dim(0) != dy.dim(0))
-      ctx.fail("X ", shape_to_string(x.shape()), " and dY ", shape_to_string(dy.shape()),
-               " must have rank ", rank, " for kernel_shape ", shape_to_string(attrs_.kernel_shape),
-               " and one batch size");
-    WindowGeometry g;
-    g.in.assign(x.shape().begin() + 2, x.shape().end());
-    g.kernel = attrs_.kernel_shape;
-    attrs_.fill(ctx.node(), g.kernel.size(), g.strides, g.dilations, g.pads_begin, g.pads_end);
-    Shape dw_shape = {dy.dim(1), x.dim(1)};
-    const std::vector<int64_t> window = result_window(ctx, g, dy.shape());
-    dw_shape.insert(dw_shape.end(), window.begin(), window.end());
-    Tensor& dw = ctx.allocate_output(0, dw_shape, DType::Float32);
+    const WeightGradShapes s = weight_grad_shapes(ctx, attrs_, x, dy);
+    Tensor& dw = ctx.allocate_output(0, s.dw_shape, DType::Float32);
     if (dw.numel() == 0) return;
     if (x.numel() == 0 || dy.numel() == 0) {  // an empty batch adds nothing
       std::memset(dw.raw_data(), 0, dw.nbytes());
       return;
     }
-    if (!is_convolution_output(g, window, dy.shape()))
-      return weight_gradient_by_definition(g, x, dy, dw);
-    g.out.assign(dy.shape().begin() + 2, dy.shape().end());
+    if (!s.is_convolution_output) return weight_gradient_by_definition(s.g, x, dy, dw);
     auto p = cache_.get(onednn::shape_key({&x.shape(), &dy.shape()}), [&] {
       return std::make_shared<onednn::ConvBackwardWeightsPrimitive>(
-          onednn::build_weight_gradient(x.shape(), dy.shape(), g));
+          onednn::build_weight_gradient(x.shape(), dy.shape(), s.g));
     });
-    if (!p->usable) return weight_gradient_by_definition(g, x, dy, dw);
+    if (!p->usable) return weight_gradient_by_definition(s.g, x, dy, dw);
     onednn::execute_backward_weights(ctx, *p, x, dy, dw);
   }
 
  private:
-  // Whether dY's spatial sizes are those of the convolution of X with the whole kernel: the
-  // gradient's case, which the backward-weights primitive takes.
-  static bool is_convolution_output(const WindowGeometry& g, const std::vector<int64_t>& window,
-                                    const Shape& dy) {
-    for (size_t i = 0; i < g.rank(); ++i) {
-      const int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      const int64_t span = g.in[i] + g.pads_begin[i] + g.pads_end[i] - extent;
-      if (window[i] != g.kernel[i] || span < 0 || span / g.strides[i] + 1 != dy[i + 2])
-        return false;
-    }
-    return true;
-  }
-
   WindowAttrs attrs_;
   onednn::ShapeCache<onednn::ConvBackwardWeightsPrimitive> cache_;
 };
