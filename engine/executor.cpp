@@ -200,6 +200,7 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     ctx.set_wanted(step.outputs_wanted);
     if (!on_host) ctx.set_released_inputs(&step.inputs_released);
     ctx.set_parameters_version(options.parameters_version);
+    ctx.set_replica(options.replica_group, options.replica_index);
     ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)
       if (obs.before) obs.before(node, device, inputs);

@@ -38,6 +38,10 @@ struct RunOptions {
   /// (KernelContext::parameters_version); 0 when unknown, so kernels cache nothing derived
   /// from the parameters. Model::run sets it.
   uint64_t parameters_version = 0;
+  /// The replica group of a parallel_apply call and this run's index in it, for the kernels
+  /// that combine values across replicas (KernelContext::replica_group); nullptr on its own.
+  ReplicaGroup* replica_group = nullptr;
+  size_t replica_index = 0;
 };
 
 /// Executes `plan` on `device`. `parameters` follow plan.parameter_ids(); `feeds` follow

@@ -61,6 +61,7 @@ struct KernelInfo {
 };
 
 class KernelContext;
+class ReplicaGroup;
 
 /// A kernel bound to one node. compute() is const and may run concurrently on several
 /// replicas: all per-run state lives in the KernelContext.
@@ -204,6 +205,15 @@ class KernelContext {
   uint64_t parameters_version() const { return parameters_version_; }
   void set_parameters_version(uint64_t version) { parameters_version_ = version; }
 
+  /// The group of replicas this run is one of (engine/comm/replica_group.h), and this run's
+  /// index in it; nullptr when the run is on its own (not one of a parallel_apply call).
+  ReplicaGroup* replica_group() const { return replica_group_; }
+  size_t replica_index() const { return replica_index_; }
+  void set_replica(ReplicaGroup* group, size_t index) {
+    replica_group_ = group;
+    replica_index_ = index;
+  }
+
   // Sequence values. Tensor accessors see a sequence input as absent (has_input is false).
   /// True when input i holds a sequence.
   bool input_is_sequence(size_t i) const {
@@ -250,6 +260,8 @@ class KernelContext {
   std::span<SequencePtr> output_sequences_;
   std::vector<bool> none_;
   uint64_t parameters_version_ = 0;
+  ReplicaGroup* replica_group_ = nullptr;
+  size_t replica_index_ = 0;
 };
 
 }  // namespace dprun

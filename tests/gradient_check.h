@@ -93,6 +93,8 @@ inline std::shared_ptr<Graph> make_graph(const std::vector<Node>& nodes,
     g->inputs.push_back({in.name, t});
   }
   g->nodes = nodes;
+  for (const Node& n : nodes)  // the rewrite domain's nodes (AllReduceSum) are at its opset 1
+    if (!n.domain.empty()) g->opset_imports[n.domain] = 1;
   g->outputs.push_back({y, {}});
   return g;
 }

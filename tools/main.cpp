@@ -88,6 +88,9 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
                          builds buffers and kernels); the overall figure is reported too
   --shuffle|--no-shuffle reshuffle each epoch from --seed N (default: shuffle with --epochs)
   --freeze NAME,...      initializers not to train
+  --sync-batchnorm       training-mode BatchNormalization normalizes with the statistics of the
+                         whole batch, summed over the devices (PyTorch's SyncBatchNorm), not
+                         each device's chunk: several devices then train as one
   --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
   --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps,
                          with the optimizer's state beside it (OUT.onnx.state)

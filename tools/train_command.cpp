@@ -270,7 +270,8 @@ std::vector<OptionSpec> train_option_specs() {
                              {"lr-schedule"},
                              {"lr-warmup"},
                              {"lr-warmup-start"},
-                             {"loss-scale-growth-interval"}});
+                             {"loss-scale-growth-interval"},
+                             {"sync-batchnorm", false}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
@@ -305,6 +306,7 @@ TrainerOptions parse_trainer_options(const Args& args) {
   for (const auto& list : args.all("freeze"))
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
   if (auto precision = parse_precision(args)) options.training.precision = *precision;
+  options.training.sync_batch_norm = args.has("sync-batchnorm");
   for (const char* option : {"loss-scale", "loss-scale-growth-interval"})
     if (args.has(option) && options.training.precision != DType::Float16)
       throw UsageError(std::string("--") + option +
@@ -362,6 +364,14 @@ int train_command(int argc, char** argv, int first) {
   if (args.positionals().size() != 1)
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
+  if (args.has("sync-batchnorm") && args.has("distributed"))
+    throw UsageError(
+        "--sync-batchnorm sums batch statistics over the devices of one process, not over "
+        "--distributed ranks");
+  if (args.has("sync-batchnorm") && args.has("export-training-graph"))
+    throw UsageError(
+        "--export-training-graph writes ai.onnx nodes only, and ONNX has no sum over replicas: "
+        "export without --sync-batchnorm");
   // Before the devices are parsed: the ranks on a host share its cores.
   std::optional<DistributedRun> dist = start_distributed(args);
   const bool writes = !dist || dist->is_root();  // only rank 0 writes files

@@ -44,9 +44,11 @@ class GradientBuilder {
 
   std::vector<std::string> emit(const std::string& scope, const std::string& op_type,
                                 std::vector<std::string> inputs, size_t n_outputs,
-                                std::map<std::string, Attribute> attrs) {
+                                std::map<std::string, Attribute> attrs,
+                                const std::string& domain = "") {
     Node node;
     node.op_type = op_type;
+    node.domain = domain;
     node.name = fresh(scope + "/" + op_type);
     node.inputs = std::move(inputs);
     node.attributes = std::move(attrs);
@@ -407,6 +409,12 @@ std::vector<std::string> GradientContext::emit_n(const std::string& op_type,
 std::string GradientContext::emit(const std::string& op_type, std::vector<std::string> inputs,
                                   std::map<std::string, Attribute> attrs) {
   return emit_n(op_type, std::move(inputs), 1, std::move(attrs))[0];
+}
+
+std::string GradientContext::emit_in(const std::string& domain, const std::string& op_type,
+                                     std::vector<std::string> inputs) {
+  std::string scope = node_.name.empty() ? node_.op_type : node_.name;
+  return builder_.emit(scope, op_type, std::move(inputs), 1, {}, domain)[0];
 }
 
 std::string GradientContext::constant(const Tensor& t) {

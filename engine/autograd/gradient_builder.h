@@ -90,6 +90,9 @@ class GradientContext {
   /// Emits one node of the default domain and returns its single output.
   std::string emit(const std::string& op_type, std::vector<std::string> inputs,
                    std::map<std::string, Attribute> attrs = {});
+  /// Emits one node of `domain` (imported by the forward graph) and returns its output.
+  std::string emit_in(const std::string& domain, const std::string& op_type,
+                      std::vector<std::string> inputs);
   /// Emits a node with `outputs` outputs and returns their names.
   std::vector<std::string> emit_n(const std::string& op_type, std::vector<std::string> inputs,
                                   size_t outputs, std::map<std::string, Attribute> attrs = {});

@@ -6,6 +6,7 @@
 
 #include "engine/autograd/gradient_builder.h"
 #include "engine/autograd/gradient_registry.h"
+#include "engine/autograd/sync_batch_norm.h"
 #include "engine/error.h"
 #include "engine/rewrites/half_precision.h"
 
@@ -232,6 +233,7 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
   TrainingGraph result;
   std::shared_ptr<Graph> graph = forward_in(forward, spec.precision);
   name_dropout_masks(*graph);
+  if (spec.sync_batch_norm) synchronize_batch_norms(*graph);
   write_back_unbiased_running_variance(*graph);
   LossNodes loss = append_loss(*graph, spec.loss);
   result.target = loss.target;

@@ -33,6 +33,10 @@ struct TrainingSpec {
   /// optimizer and the saved model are float32. Float16 needs its loss scaled (the Trainer's
   /// GradScaler): its gradients would otherwise flush to zero below 6e-5.
   DType precision = DType::Float32;
+  /// Training-mode BatchNormalization normalizes with the statistics of the whole batch,
+  /// summed over the replicas of a DataParallel step (engine/autograd/sync_batch_norm.h),
+  /// instead of each replica's own chunk's: PyTorch's SyncBatchNorm.
+  bool sync_batch_norm = false;
 };
 
 struct TrainingGraph {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/comm/replica_group.h"
 #include "engine/parallel/device_worker.h"
 #include "engine/wait_on_unwind.h"
 
@@ -26,6 +27,22 @@ void report_failures(const std::vector<std::shared_ptr<Model>>& replicas,
   if (failed) fail(failed, " of ", n, " replica", n == 1 ? "" : "s", " failed: ", errors.str());
 }
 
+/// Leaves the replica group when a replica's run ends, as a failure when it ends by an
+/// exception.
+class LeaveOnExit {
+ public:
+  LeaveOnExit(ReplicaGroup& group, size_t replica)
+      : group_(group), replica_(replica), exceptions_(std::uncaught_exceptions()) {}
+  ~LeaveOnExit() { group_.leave(replica_, std::uncaught_exceptions() > exceptions_); }
+  LeaveOnExit(const LeaveOnExit&) = delete;
+  LeaveOnExit& operator=(const LeaveOnExit&) = delete;
+
+ private:
+  ReplicaGroup& group_;
+  size_t replica_;
+  int exceptions_;
+};
+
 }  // namespace
 
 std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
@@ -40,7 +57,11 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
   std::vector<double> busy(n, 0);
   std::vector<Device> devices;
   for (const auto& replica : replicas) devices.push_back(replica->device());
+  // Nodes that sum over the replicas (AllReduceSum) meet in this group; a replica leaves it
+  // when its run ends, so none of them waits for a replica that will not come.
+  ReplicaGroup group(n);
   std::vector<std::exception_ptr> errors = run_on_workers(devices, [&](size_t i) {
+    LeaveOnExit leave(group, i);
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<ExecutionContext> execution =
         backend_for(devices[i])
@@ -50,6 +71,8 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     RunOptions run;
     run.observers = options.observers;
     run.context = execution.get();
+    run.replica_group = &group;
+    run.replica_index = i;
     results[i] = replicas[i]->run(inputs[i], run);
     // The replica's work may still be queued on the device (a GPU stream): wait for it, so
     // the clock measures the device's time and the results are ready for gather.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "loader/npy.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun::testing {
@@ -229,6 +230,58 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
                      ": optimizer: the state has 'exp_avg.0', which this optimizer does not "
                      "keep",
                  "sgd --momentum 0.9");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dprun::testing
+
+namespace dprun::testing {
+namespace {
+
+/// The cnn_bn_1dev case (a CNN with two training-mode BatchNorms, batch 10, 3 SGD steps) on
+/// `devices` with `more`, its losses from --json.
+std::vector<double> cnn_bn_losses(const fs::path& dir, const std::string& devices,
+                                  const std::string& more) {
+  const std::string data = source_path("models/training/cnn_bn_1dev");
+  const CommandResult r = run_dprun(
+      "train " + data + ".onnx --input x=" + data + ".x.npy --target " + data +
+      ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 --momentum 0.9 --batch 10 "
+      "--steps 3 --no-shuffle --devices " +
+      devices + " --save " + (dir / "out.onnx").string() + " --json " +
+      (dir / "run.json").string() + more);
+  EXPECT_EQ(r.status, 0) << r.output;
+  return json_numbers(read_text(dir / "run.json"), "losses").value_or(std::vector<double>{});
+}
+
+TEST(TrainOptions, SyncBatchNormTrainsThreeDevicesAsPyTorchTrainsOne) {
+  const fs::path dir = scratch_path("dprun_train_sync_bn");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // PyTorch's losses on one device, the whole batch in each BatchNorm.
+  const Tensor torch_losses = read_npy(source_path("models/training/cnn_bn_1dev.losses.npy"));
+  const std::vector<double> synced = cnn_bn_losses(dir, "cpu:0,cpu:1,cpu:2", " --sync-batchnorm");
+  const std::vector<double> apart = cnn_bn_losses(dir, "cpu:0,cpu:1,cpu:2", "");
+  ASSERT_EQ(synced.size(), 3u);
+  ASSERT_EQ(apart.size(), 3u);
+  for (size_t s = 0; s < 3; ++s)
+    EXPECT_NEAR(synced[s], torch_losses.item_as_double(static_cast<int64_t>(s)),
+                1e-4 * torch_losses.item_as_double(static_cast<int64_t>(s)))
+        << "step " << s;
+  // Chunks of 4, 4 and 2 rows normalized apart train another model.
+  EXPECT_GT(std::abs(apart[1] - torch_losses.item_as_double(1)), 1e-3);
+
+  expect_usage_error(
+      run_dprun("train " + source_path("models/training/cnn_bn_1dev.onnx") +
+                " --sync-batchnorm --distributed --loss cross_entropy"),
+      "--sync-batchnorm sums batch statistics over the devices of one process, not over "
+      "--distributed ranks");
+  expect_usage_error(
+      run_dprun("train " + source_path("models/training/cnn_bn_1dev.onnx") +
+                " --sync-batchnorm --export-training-graph " + (dir / "t.onnx").string() +
+                " --loss cross_entropy"),
+      "--export-training-graph writes ai.onnx nodes only, and ONNX has no sum over replicas: "
+      "export without --sync-batchnorm");
   fs::remove_all(dir);
 }
 
