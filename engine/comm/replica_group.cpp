@@ -1,6 +1,10 @@
 #include "engine/comm/replica_group.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "engine/error.h"
+#include "engine/spin_wait.h"
 
 namespace dprun {
 
@@ -32,7 +36,8 @@ Tensor sum_in_order(const std::vector<Tensor>& parts) {
 
 }  // namespace
 
-ReplicaGroup::ReplicaGroup(size_t size) : size_(size) {
+ReplicaGroup::ReplicaGroup(size_t size)
+    : size_(size), may_poll_(size <= std::max(1u, std::thread::hardware_concurrency())) {
   DPRUN_CHECK(size > 0, "a replica group needs at least one replica");
 }
 
@@ -76,10 +81,16 @@ Tensor ReplicaGroup::all_reduce_sum(size_t replica, const std::string& key, cons
     } catch (const Error& e) {
       c.error = e.what();
     }
+    c.done.store(true, std::memory_order_release);
     changed_.notify_all();
   }
   waiting_[replica] = key;
   changed_.notify_all();  // the others may now see that every replica waits
+  if (!c.done.load(std::memory_order_relaxed) && may_poll_) {
+    lock.unlock();  // the replicas still to come need the lock to contribute
+    spin_until([&] { return c.done.load(std::memory_order_acquire); });
+    lock.lock();
+  }
   changed_.wait(lock, [&] {
     if (c.arrived == size_) return true;
     // Once found, a deadlock stops every replica in it, also those that see it later.

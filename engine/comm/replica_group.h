@@ -10,6 +10,7 @@
 // order do. No replica hangs: a replica that fails, or that finishes its run without taking
 // part in a collective the others wait in, ends their wait with an Error naming it, and so do
 // replicas that all wait, each in a collective another has not reached.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <map>
@@ -43,7 +44,8 @@ class ReplicaGroup {
     std::vector<std::optional<Tensor>> parts;
     size_t arrived = 0;
     Tensor sum;
-    std::string error;  // set when the parts disagree
+    std::string error;               // set when the parts disagree
+    std::atomic<bool> done = false;  // sum or error set: what a polling replica watches
   };
 
   /// Why `c` can never complete, or empty: a replica that left without contributing.
@@ -53,6 +55,7 @@ class ReplicaGroup {
   std::string deadlock() const;
 
   const size_t size_;
+  const bool may_poll_;  // a core for every replica: a waiting replica polls before it sleeps
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, Collective> collectives_;

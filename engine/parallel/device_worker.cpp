@@ -5,34 +5,11 @@
 #include <map>
 #include <memory>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "engine/spin_wait.h"
 
 namespace dprun {
 
 namespace {
-
-// A hint to the core that this is a spin loop.
-inline void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Calls ready() until it returns true or kSpinMicroseconds pass; returns its last answer.
-template <class Ready>
-bool spin_until(Ready&& ready) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
-  for (int i = 0;; ++i) {
-    if (ready()) return true;
-    relax();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return ready();
-  }
-}
 
 thread_local DeviceWorker* current_worker = nullptr;
 

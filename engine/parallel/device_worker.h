@@ -25,12 +25,9 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/spin_wait.h"
 
 namespace dprun {
-
-/// How long a worker polls for the next task, and run_on_workers() for the results, before
-/// blocking.
-inline constexpr int kSpinMicroseconds = 50;
 
 class DeviceWorker {
  public:
