@@ -163,6 +163,10 @@ void synchronize_batch_norms(Graph& graph) {
     }
     if (opset < 9)
       bn.fail("synchronized batch statistics need ai.onnx opset 9 or later, got ", opset);
+    if (bn.outputs.size() > 3 &&
+        (!bn.outputs[3].empty() || (bn.outputs.size() > 4 && !bn.outputs[4].empty())))
+      bn.fail(
+          "synchronized batch statistics do not make saved_mean and saved_var (outputs 3 and 4)");
     const auto x = graph.type_of(bn.inputs[0]);
     const auto scale = graph.type_of(bn.inputs[1]);
     if (!x || !x->shape || x->shape->size() < 2)

@@ -220,6 +220,16 @@ TEST(SyncBatchNorm, OnItsOwnHasTheRulesGradients) {
   auto synced = std::make_shared<Graph>(*plain);
   synchronize_batch_norms(*synced);
   const auto want = gradients(plain), got = gradients(synced);
+  // The backward pass sums over the replicas twice (the gradients of the sum and of the
+  // squared deviations); the element count has none.
+  GradientResult r;
+  synced->outputs.resize(1);
+  training_graph(*synced, {"x", "scale", "b"}, &r);
+  EXPECT_EQ(std::count_if(r.nodes.begin(), r.nodes.end(),
+                          [](const Node& n) {
+                            return n.op_type == "AllReduceSum" && n.domain == kRewriteDomain;
+                          }),
+            2);
   ASSERT_EQ(got.size(), 3u);
   for (size_t k = 0; k < 3; ++k)
     for (int64_t i = 0; i < want[k].numel(); ++i)
@@ -236,6 +246,16 @@ TEST(SyncBatchNorm, NamesANodeItCannotSynchronize) {
     EXPECT_STREQ(e.what(),
                  "[BatchNormalization] node 'BatchNormalization_fwd': synchronized batch "
                  "statistics need ai.onnx opset 9 or later, got 8");
+  }
+  g = batch_norm_graph(9);
+  g->nodes[0].outputs.push_back("saved_mean");
+  try {
+    synchronize_batch_norms(*g);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "[BatchNormalization] node 'BatchNormalization_fwd': synchronized batch "
+                 "statistics do not make saved_mean and saved_var (outputs 3 and 4)");
   }
 }
 
