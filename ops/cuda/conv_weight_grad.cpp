@@ -116,6 +116,7 @@ class ConvWeightGradCudnn : public OpKernel {
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), dy_dims.begin(), dy_dims.end());
     key.insert(key.end(), w_dims.begin(), w_dims.end());
+    key.insert(key.end(), g.pads_begin.begin(), g.pads_begin.end());
     key.push_back(ctx.device().index);
     const auto algorithm = algorithms_.get(key, [&] {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
