@@ -1,5 +1,6 @@
 #include "engine/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <new>
@@ -14,9 +15,10 @@ constexpr size_t kAlignment = 64;
 
 size_t CachingHostAllocator::size_class(size_t bytes) {
   if (bytes <= kAlignment) return kAlignment;
-  // Four classes per power of two keeps the rounding waste under 25%.
-  size_t power = std::bit_floor(bytes);
-  size_t step = power >= 4 ? power / 4 : 1;
+  // Four classes per power of two keeps the rounding waste under 25%; every class is a
+  // multiple of the alignment, as aligned_alloc requires of the size it is given.
+  const size_t power = std::bit_floor(bytes);
+  const size_t step = std::max(power / 4, kAlignment);
   return (bytes + step - 1) / step * step;
 }
 

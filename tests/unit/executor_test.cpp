@@ -56,6 +56,23 @@ TEST(Executor, IntermediatesAreReleasedAfterTheirLastUse) {
   EXPECT_EQ(allocator->stats().cached + allocator->stats().in_use, footprint);
 }
 
+TEST(CachingHostAllocator, SizeClassesAreWholeAlignmentsWithAQuarterOfWasteAtMost) {
+  // aligned_alloc takes sizes that are multiples of the alignment (64) only.
+  EXPECT_EQ(CachingHostAllocator::size_class(1), 64u);
+  EXPECT_EQ(CachingHostAllocator::size_class(65), 128u);
+  EXPECT_EQ(CachingHostAllocator::size_class(80), 128u);
+  EXPECT_EQ(CachingHostAllocator::size_class(257), 320u);
+  EXPECT_EQ(CachingHostAllocator::size_class(4097), 5120u);
+  for (size_t bytes = 1; bytes < (size_t{1} << 22); bytes = bytes * 5 / 4 + 1) {
+    const size_t cls = CachingHostAllocator::size_class(bytes);
+    ASSERT_EQ(cls % 64, 0u) << bytes;
+    ASSERT_GE(cls, bytes);
+    if (bytes > 256) {
+      ASSERT_LE(cls, bytes + bytes / 4) << bytes;
+    }
+  }
+}
+
 TEST(Executor, RepeatedRunsWithOtherBatchSizes) {
   Model model(chain(3, 4), Device::cpu());  // Relu, Neg, Relu: always 0
   Model two(chain(2, 4), Device::cpu());    // Relu, Neg: -relu(x)
