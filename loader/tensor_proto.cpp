@@ -19,6 +19,34 @@ void copy_field(const Field& field, Tensor& out, const std::string& name, Conver
   for (int64_t i = 0; i < out.numel(); ++i) dst[i] = convert(field.Get(static_cast<int>(i)));
 }
 
+// The elements of `shape`, failing when the count overflows.
+int64_t checked_numel(const Shape& shape, const std::string& name) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    DPRUN_CHECK(!__builtin_mul_overflow(n, d, &n), "tensor '", name, "' of shape ",
+                shape_to_string(shape), " has more elements than fit in 64 bits");
+  return n;
+}
+
+// How many values the typed field that holds `dtype` carries.
+int64_t typed_values(const onnx::TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return proto.float_data_size();
+    case DType::Float64:
+      return proto.double_data_size();
+    case DType::Int64:
+      return proto.int64_data_size();
+    case DType::UInt64:
+    case DType::UInt32:
+      return proto.uint64_data_size();
+    case DType::String:
+      return proto.string_data_size();
+    default:
+      return proto.int32_data_size();
+  }
+}
+
 std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
                           size_t expected) {
   std::string location;
@@ -37,6 +65,12 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   size_t want = length >= 0 ? static_cast<size_t>(length) : expected;
   DPRUN_CHECK(want == expected, "initializer '", proto.name(), "': external data length ", want,
               " does not match the ", expected, " bytes its shape needs");
+  std::error_code error;
+  const auto file_bytes = std::filesystem::file_size(path, error);
+  DPRUN_CHECK(!error && offset >= 0 && file_bytes >= static_cast<uintmax_t>(offset) &&
+                  file_bytes - static_cast<uintmax_t>(offset) >= want,
+              "initializer '", proto.name(), "': external data file '", path.string(),
+              "' is shorter than offset ", offset, " + ", want, " bytes");
   std::string bytes(want, '\0');
   in.seekg(offset);
   in.read(bytes.data(), static_cast<std::streamsize>(want));
@@ -55,16 +89,25 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
               std::to_string(proto.data_type()), ", which is not supported");
   Shape shape(proto.dims().begin(), proto.dims().end());
   for (int64_t d : shape) DPRUN_CHECK(d >= 0, "tensor '", name, "' has a negative dimension");
+  // The data must be in the model before memory is taken for it: a hostile shape must not
+  // allocate what the file does not hold.
+  const int64_t numel = checked_numel(shape, name);
+  const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!external && !proto.has_raw_data())
+    DPRUN_CHECK(typed_values(proto, dtype) == numel, "initializer '", name, "' has ",
+                typed_values(proto, dtype), " values for shape ", shape_to_string(shape));
   if (dtype == DType::String) {
     Tensor out = Tensor::empty(shape, dtype);
     copy_field<std::string>(proto.string_data(), out, name, [](const std::string& v) { return v; });
     return out;
   }
-  Tensor out = Tensor::empty(shape, dtype);
-  size_t bytes = out.nbytes();
-
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string data = read_external(proto, base_dir, bytes);
+  size_t bytes = 0;
+  DPRUN_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel), dtype_size(dtype), &bytes),
+              "tensor '", name, "' of shape ", shape_to_string(shape),
+              " has more bytes than fit in 64 bits");
+  if (external) {
+    std::string data = read_external(proto, base_dir, bytes);  // checks the file first
+    Tensor out = Tensor::empty(shape, dtype);
     std::memcpy(out.raw_data(), data.data(), bytes);
     return out;
   }
@@ -72,9 +115,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
     DPRUN_CHECK(proto.raw_data().size() == bytes, "tensor '", name, "' has ",
                 proto.raw_data().size(), " bytes of raw data but shape ", shape_to_string(shape),
                 " of ", dtype_name(dtype), " needs ", bytes);
+    Tensor out = Tensor::empty(shape, dtype);
     std::memcpy(out.raw_data(), proto.raw_data().data(), bytes);
     return out;
   }
+  Tensor out = Tensor::empty(shape, dtype);
   auto same = [](auto v) { return v; };
   switch (dtype) {
     case DType::Float32:

@@ -8,6 +8,7 @@
 
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
+#include "loader/tensor_proto.h"
 
 namespace dprun {
 namespace {
@@ -314,6 +315,47 @@ TEST_F(LoaderTest, MissingExternalDataNamesTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("absent.bin"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(LoaderTest, AHugeShapeWithoutItsDataIsRefusedBeforeAnyAllocation) {
+  // 2^50 floats (4 PiB) declared; a few bytes held. Refused from what the file holds, not by
+  // the allocator.
+  auto message = [this](const onnx::TensorProto& t) {
+    try {
+      tensor_from_proto(t, dir_.string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(int64_t{1} << 30);
+  t.add_dims(int64_t{1} << 20);
+  t.set_raw_data(std::string(8, '\0'));
+  EXPECT_EQ(message(t),
+            "tensor 'w' has 8 bytes of raw data but shape [1073741824, 1048576] of float32 needs "
+            "4503599627370496");
+  t.clear_raw_data();
+  t.add_float_data(1.f);
+  EXPECT_EQ(message(t), "initializer 'w' has 1 values for shape [1073741824, 1048576]");
+  t.add_dims(int64_t{1} << 20);
+  EXPECT_EQ(message(t),
+            "tensor 'w' of shape [1073741824, 1048576, 1048576] has more elements than fit in 64 "
+            "bits");
+  // External data: the file's size is checked before memory is taken.
+  onnx::TensorProto e;
+  e.set_name("e");
+  e.set_data_type(onnx::TensorProto::FLOAT);
+  e.add_dims(int64_t{1} << 40);
+  e.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = e.add_external_data();
+  kv->set_key("location");
+  kv->set_value("small.bin");
+  write(path("small.bin"), std::string(16, '\0'));
+  EXPECT_EQ(message(e), "initializer 'e': external data file '" + path("small.bin") +
+                            "' is shorter than offset 0 + 4398046511104 bytes");
 }
 
 TEST_F(LoaderTest, GraphInputWithInitializerIsAnOptionalOverride) {
