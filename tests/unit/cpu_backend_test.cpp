@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/backends/cpu/cpu_cores.h"
 #include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/error.h"
 #include "engine/kernel.h"
@@ -54,6 +55,16 @@ std::shared_ptr<Graph> probe_graph() {
   g->outputs.push_back({"threads", {DType::Int64, std::nullopt}});
   g->outputs.push_back({"same", {DType::Bool, std::nullopt}});
   return g;
+}
+
+TEST(CpuCores, ADeviceIndexPastTheCountWrapsToAShareOfTheCores) {
+  const int cores = available_cores();
+  for (int count = 1; count <= cores; ++count)
+    for (int index = 0; index < 3 * count; ++index) {
+      const std::vector<int> share = cpu_core_share(index, count);
+      ASSERT_FALSE(share.empty()) << index << " of " << count;
+      EXPECT_EQ(share, cpu_core_share(index % count, count)) << index << " of " << count;
+    }
 }
 
 TEST(CpuExecutionContext, ThreadsFollowTheConfig) {

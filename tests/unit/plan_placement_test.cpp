@@ -62,7 +62,8 @@ TEST(PlanPlacement, ANodeWithoutAKernelOnTheDeviceFallsBackToItsCpuKernel) {
 }
 
 TEST(PlanPlacement, PlaceNodesSaysWhereEachNodeRunsAndWhy) {
-  std::vector<NodePlacement> on_cuda = place_nodes(*graph(true), DeviceType::CUDA);
+  const auto g = graph(true);  // the placements point into it
+  std::vector<NodePlacement> on_cuda = place_nodes(*g, DeviceType::CUDA);
   ASSERT_EQ(on_cuda.size(), 4u);
   EXPECT_EQ(on_cuda[0].node->op_type, "OnCuda");
   EXPECT_EQ(on_cuda[0].device, DeviceType::CUDA);
@@ -71,7 +72,8 @@ TEST(PlanPlacement, PlaceNodesSaysWhereEachNodeRunsAndWhy) {
   EXPECT_EQ(on_cuda[3].why_not, "unknown op");
 
   // On the CPU there is no fallback: the CUDA-only op has no placement.
-  std::vector<NodePlacement> on_cpu = place_nodes(*graph(false), DeviceType::CPU);
+  const auto cpu_graph = graph(false);
+  std::vector<NodePlacement> on_cpu = place_nodes(*cpu_graph, DeviceType::CPU);
   EXPECT_EQ(on_cpu[0].device, std::nullopt);
   EXPECT_EQ(on_cpu[0].why_not, "no kernel for opset 1 on cpu");
   EXPECT_EQ(on_cpu[1].device, DeviceType::CPU);

@@ -34,8 +34,10 @@ std::vector<int> cpu_core_share(int index, int count) {
   int cores = static_cast<int>(cpus.size());
   DPRUN_CHECK(count > 0 && index >= 0, "invalid CPU device share ", index, " of ", count);
   if (count >= cores) return {cpus[index % cores]};
-  int begin = index * cores / count;
-  int end = (index + 1) * cores / count;
+  // Device indices past the count wrap, as they do when there are more devices than cores.
+  const int slot = index % count;
+  int begin = slot * cores / count;
+  int end = (slot + 1) * cores / count;
   return std::vector<int>(cpus.begin() + begin, cpus.begin() + end);
 }
 
