@@ -10,6 +10,7 @@
 // has none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -58,6 +59,19 @@ inline Tensor random_tensor(const Shape& shape, double lo, double hi, uint32_t s
   std::vector<double> v(static_cast<size_t>(shape_numel(shape)));
   for (auto& x : v) x = dist(rng);
   return Tensor::from_vector<double>(shape, v);
+}
+
+/// `t`'s values as float32.
+inline Tensor to_float32(const Tensor& t) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.item_as_double(i)));
+  return Tensor::from_vector<float>(t.shape(), v);
+}
+
+/// The number of `op` nodes in `g` (of any domain).
+inline int count_ops(const Graph& g, const std::string& op) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
+                                        [&](const Node& n) { return n.op_type == op; }));
 }
 
 inline SymbolicShape declare(const Shape& shape, Decl decl, int& symbol) {

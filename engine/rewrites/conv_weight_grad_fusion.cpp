@@ -17,13 +17,6 @@ bool swaps_first_axes(const Node& n, size_t rank) {
   return true;
 }
 
-// A 1-D int64 value known when the graph is compiled.
-std::optional<std::vector<int64_t>> constant_ints(const Graph& g, const std::string& value) {
-  auto t = constant_value(g, value);
-  if (!t || t->dtype() != DType::Int64 || t->rank() != 1) return std::nullopt;
-  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
-}
-
 // The ends k when `slice` keeps [0, k) of each spatial axis of a rank-`rank` value and all of
 // axes 0 and 1: starts 0, axes 2.., steps 1 (inputs from opset 10, attributes before).
 std::optional<std::vector<int64_t>> spatial_crop(const Graph& g, const Node& slice, size_t rank) {

@@ -61,13 +61,16 @@ std::shared_ptr<Graph> apply_fusions(const Graph& graph, Pattern pattern,
   auto out = std::make_shared<Graph>(graph);
   out->nodes.clear();
   out->opset_imports[kRewriteDomain] = 1;
+  bool several_outputs = false;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (auto it = replaced_by.find(i); it != replaced_by.end()) {
       out->nodes.insert(out->nodes.end(), it->second->before.begin(), it->second->before.end());
       out->nodes.push_back(it->second->fused);
+      several_outputs = several_outputs || it->second->fused.outputs.size() > 1;
     } else if (!removed.count(i))
       out->nodes.push_back(graph.nodes[i]);
   }
+  if (several_outputs) out->sort_topologically();
   return out;
 }
 

@@ -19,7 +19,9 @@ namespace dprun {
 
 /// A chain of nodes to replace by one: `nodes` go away, `fused` takes the place of the chain's
 /// last node (after every producer of the chain's inputs, before every reader of its result),
-/// preceded by `before` where a rewrite needs more nodes than one.
+/// preceded by `before` where a rewrite needs more nodes than one. A fused node with several
+/// outputs may have readers placed before that last node: the rewritten graph is then sorted
+/// again, keeping every other node's order.
 struct Fusion {
   std::vector<size_t> nodes;
   Node fused;
@@ -49,6 +51,13 @@ class Matcher {
     auto it = producer_.find(value);
     if (it == producer_.end()) return std::nullopt;
     return it->second;
+  }
+
+  /// The nodes reading `value` (each once, in graph order); empty when none does.
+  const std::vector<size_t>& readers(const std::string& value) const {
+    static const std::vector<size_t> none;
+    auto it = readers_.find(value);
+    return it == readers_.end() ? none : it->second;
   }
 
   /// The single reader of `value` if `value` is read by nothing else and is no graph result.

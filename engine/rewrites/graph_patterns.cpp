@@ -28,6 +28,19 @@ std::optional<float> constant_scalar(const Graph& graph, const std::string& valu
   return std::nullopt;
 }
 
+std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& value) {
+  auto t = constant_value(graph, value);
+  if (!t || t->dtype() != DType::Int64 || t->rank() != 1) return std::nullopt;
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+}
+
+std::optional<std::vector<int64_t>> axes_operand(const Graph& graph, const Node& node) {
+  if (node.inputs.size() >= 2 && !node.inputs[1].empty())
+    return constant_ints(graph, node.inputs[1]);
+  if (!node.has_attr("axes")) return std::nullopt;
+  return node.attr_ints("axes");
+}
+
 std::map<std::string, std::vector<size_t>> value_readers(const Graph& graph) {
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {

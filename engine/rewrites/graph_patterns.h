@@ -19,6 +19,14 @@ std::optional<Tensor> constant_value(const Graph& graph, const std::string& valu
 /// The value of a float32 scalar (one element) known when the graph is compiled, or nullopt.
 std::optional<float> constant_scalar(const Graph& graph, const std::string& value);
 
+/// The value of a 1-D int64 tensor known when the graph is compiled, or nullopt.
+std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& value);
+
+/// The axes of a reduction, Squeeze or Unsqueeze node, wherever its opset puts them: its second
+/// input (known when the graph is compiled), or else its "axes" attribute; nullopt when neither
+/// gives them (a reduction over every axis, or axes computed at run time).
+std::optional<std::vector<int64_t>> axes_operand(const Graph& graph, const Node& node);
+
 /// For every value, the indices of the nodes that read it (each node once, in graph order),
 /// implicit subgraph inputs included.
 std::map<std::string, std::vector<size_t>> value_readers(const Graph& graph);

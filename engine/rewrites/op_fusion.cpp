@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
 #include "engine/rewrites/kernel_lookup.h"
@@ -101,13 +102,15 @@ std::optional<Fusion> match_activation(const Matcher& m, size_t i) {
   return Fusion{{i, *reader}, fused};
 }
 
-/// The chains of several ops: MatMul with its bias, GELU, and a Conv's weight gradient.
+/// The chains of several ops: MatMul with its bias, GELU, a Conv's weight gradient and a
+/// training-mode BatchNormalization's gradient.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
   if (n.op_type == "MatMul") return match_matmul_bias(m, i);
   if (n.op_type == "Erf") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
+  if (n.op_type == "ReduceMean") return match_batch_norm_training_grad(m, i);
   return std::nullopt;
 }
 

@@ -2,8 +2,9 @@
 // Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
-// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp and
-// conv_weight_grad.cpp; ops/cuda/matmul_bias.cpp, gemm.cu and conv_weight_grad.cpp).
+// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp,
+// conv_weight_grad.cpp and batch_norm_training_grad.cpp; ops/cuda/matmul_bias.cpp, gemm.cu and
+// conv_weight_grad.cpp).
 #include <memory>
 #include <optional>
 
@@ -28,6 +29,12 @@ namespace dprun {
 ///   pad_begin] (X zero outside), shape [M, C, kernel...]. It runs as a backward-weights
 ///   convolution: no Transposes, and no sums over the rows the stride leaves unused, which the
 ///   Conv form computes and crops away;
+/// - the gradient of a float32 training-mode BatchNormalization over axis 1 as
+///   ops/grad/batch_norm_grad.cpp emits it (engine/rewrites/batch_norm_grad_fusion.h) becomes
+///   BatchNormTrainingGrad(X, dY, scale) with attribute epsilon and three outputs: dX, and
+///   sum(dY * xhat) and sum(dY) over every axis but 1, shaped [1, C, 1, ...]; xhat is X
+///   normalized by its batch statistics. Three passes over X and dY instead of about twelve, and
+///   no tensor of X's size but dX written;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.

@@ -8,12 +8,45 @@
 // more than one output (opsets 1-13 list mean/var/saved_mean/saved_var as training outputs).
 // Before opset 9, spatial=0 gives per-activation parameters of shape [C, D1, ...].
 #include <cmath>
+#include <type_traits>
 
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cpu/reduce_common.h"
+#include "ops/cpu/simd_loops.h"
 
 namespace dprun {
 namespace {
+
+// The mean of `rows` rows of `width` values, `stride` apart, in double.
+template <class T>
+double channel_mean(const T* x, int64_t rows, int64_t stride, int64_t width) {
+  double sum = 0;
+  for (int64_t n = 0; n < rows; ++n) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      sum += simd::sum_in_double(x + n * stride, width);
+    } else {
+      for (int64_t s = 0; s < width; ++s) sum += load_as<double>(x[n * stride + s]);
+    }
+  }
+  return rows * width != 0 ? sum / static_cast<double>(rows * width) : 0.0;
+}
+
+// The population variance of the same values around `mean`, in double.
+template <class T>
+double channel_variance(const T* x, int64_t rows, int64_t stride, int64_t width, double mean) {
+  double sq = 0;
+  for (int64_t n = 0; n < rows; ++n) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      sq += simd::squared_deviations(x + n * stride, static_cast<T>(mean), width);
+    } else {
+      for (int64_t s = 0; s < width; ++s) {
+        const double d = load_as<double>(x[n * stride + s]) - mean;
+        sq += d * d;
+      }
+    }
+  }
+  return rows * width != 0 ? sq / static_cast<double>(rows * width) : 0.0;
+}
 
 class BatchNormKernel : public OpKernel {
  public:
@@ -69,17 +102,8 @@ class BatchNormKernel : public OpKernel {
               batch_var[c * S + s] = group ? sq / static_cast<double>(group) : 0.0;
             }
           } else {
-            double sum = 0, sq = 0;
-            for (int64_t n = 0; n < N; ++n)
-              for (int64_t s = 0; s < S; ++s) sum += load_as<double>(xp[(n * C + c) * S + s]);
-            const double m = group ? sum / static_cast<double>(group) : 0.0;
-            for (int64_t n = 0; n < N; ++n)
-              for (int64_t s = 0; s < S; ++s) {
-                const double d = load_as<double>(xp[(n * C + c) * S + s]) - m;
-                sq += d * d;
-              }
-            batch_mean[c] = m;
-            batch_var[c] = group ? sq / static_cast<double>(group) : 0.0;
+            batch_mean[c] = channel_mean(xp + c * S, N, C * S, S);
+            batch_var[c] = channel_variance(xp + c * S, N, C * S, S, batch_mean[c]);
           }
         }
       });

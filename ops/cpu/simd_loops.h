@@ -57,4 +57,52 @@ DPRUN_SIMD_CLONES void affine(const T* x, const T* a, const T* b, T* y, int64_t 
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a[i] + b[i];
 }
 
+/// The sum of x[i] for i < n, accumulated in double (lanes added in another order than one by
+/// one: the result may differ from a serial sum in its last bits).
+template <class T>
+DPRUN_SIMD_CLONES double sum_in_double(const T* x, int64_t n) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  return sum;
+}
+
+/// The sum of (x[i] - mean)^2 for i < n, in double: a variance's numerator by two passes.
+template <class T>
+DPRUN_SIMD_CLONES double squared_deviations(const T* x, T mean, int64_t n) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i] - mean);
+    sum += d * d;
+  }
+  return sum;
+}
+
+/// Sums, in double, for i < n with d = x[i] - mean: d^2 into `sq`, g[i] into `g_sum` and
+/// g[i] * d into `gd_sum` (one pass over a batch normalization's input and output gradient).
+template <class T>
+DPRUN_SIMD_CLONES void deviation_sums(const T* x, const T* g, T mean, int64_t n, double& sq,
+                                      double& g_sum, double& gd_sum) {
+  double s0 = 0, s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2)
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i] - mean);
+    const double gi = static_cast<double>(g[i]);
+    s0 += d * d;
+    s1 += gi;
+    s2 += gi * d;
+  }
+  sq += s0;
+  g_sum += s1;
+  gd_sum += s2;
+}
+
+/// out[i] = a * g[i] + b * (x[i] - mean) + c for i < n.
+template <class T>
+DPRUN_SIMD_CLONES void scaled_deviation(const T* g, const T* x, T mean, T a, T b, T c, T* out,
+                                        int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a * g[i] + b * (x[i] - mean) + c;
+}
+
 }  // namespace dprun::simd

@@ -17,17 +17,6 @@ namespace {
 
 using namespace dprun::testing;
 
-Tensor to_float32(const Tensor& t) {
-  std::vector<float> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.item_as_double(i)));
-  return Tensor::from_vector<float>(t.shape(), v);
-}
-
-int count_ops(const Graph& g, const std::string& op) {
-  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
-                                        [&](const Node& n) { return n.op_type == op; }));
-}
-
 // Where a forward Conv's weight gradient goes: its attributes, X and W's shapes.
 struct ConvCase {
   std::string name;
