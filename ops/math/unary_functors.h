@@ -78,6 +78,14 @@ DPRUN_HOST_DEVICE inline T exp_of(T x) {
     return std::exp(x);
 }
 
+// -x of an integer in two's complement: the minimum maps to itself, as numpy and
+// PyTorch give, instead of the signed overflow that `-x` is in C++.
+template <class T>
+DPRUN_HOST_DEVICE inline T wrapping_negate(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+
 struct Abs {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
@@ -85,6 +93,8 @@ struct Abs {
       return std::fabs(x);
     else if constexpr (std::is_unsigned_v<T>)
       return x;
+    else if constexpr (std::is_integral_v<T>)
+      return x < T(0) ? wrapping_negate(x) : x;
     else
       return x < T(0) ? static_cast<T>(T(0) - x) : x;
   }
@@ -93,8 +103,8 @@ struct Abs {
 struct Neg {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>)  // wraps instead of overflowing on the minimum
-      return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(x));
+    if constexpr (std::is_integral_v<T>)
+      return wrapping_negate(x);
     else
       return -x;
   }
