@@ -8,7 +8,9 @@
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
+#include "engine/rewrites/graph_patterns.h"
 #include "engine/rewrites/kernel_lookup.h"
+#include "engine/rewrites/max_pool_grad_fusion.h"
 
 namespace dprun {
 namespace {
@@ -79,6 +81,24 @@ std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
                 fused_node(g.nodes[*times], "Gelu", {*x})};
 }
 
+/// Relu's gradient, Mul(dY, Cast(Greater(X, 0))) with the mask cast to X's type, found from its
+/// Greater node `i`.
+std::optional<Fusion> match_relu_grad(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& greater = g.nodes[i];
+  if (greater.inputs.size() != 2 || greater.outputs.size() != 1) return std::nullopt;
+  auto zero = constant_value(g, greater.inputs[1]);
+  if (!zero || zero->numel() != 1 || zero->item_as_double(0) != 0.0) return std::nullopt;
+  auto cast = m.only_reader(greater.outputs[0], "Cast");
+  if (!cast || g.nodes[*cast].attr_int("to", 0) != static_cast<int64_t>(zero->dtype()))
+    return std::nullopt;
+  const std::string& mask = g.nodes[*cast].outputs[0];
+  auto mul = m.only_reader(mask, "Mul");
+  auto dy = mul ? m.other_operand(*mul, mask) : std::nullopt;
+  if (!dy) return std::nullopt;
+  return Fusion{{i, *cast, *mul}, fused_node(g.nodes[*mul], "ReluGrad", {*dy, greater.inputs[0]})};
+}
+
 /// MatMulBias or Gemm (from Gemm-7 on: FusedGemm reads Gemm's attributes as they are since)
 /// followed by an activation that is its result's only reader: the activation becomes a oneDNN
 /// post-op of the product.
@@ -102,8 +122,8 @@ std::optional<Fusion> match_activation(const Matcher& m, size_t i) {
   return Fusion{{i, *reader}, fused};
 }
 
-/// The chains of several ops: MatMul with its bias, GELU, a Conv's weight gradient and a
-/// training-mode BatchNormalization's gradient.
+/// The chains of several ops: MatMul with its bias, GELU, and the gradients of a Conv's
+/// weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of Relu.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
@@ -111,6 +131,8 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (n.op_type == "Erf") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") return match_batch_norm_training_grad(m, i);
+  if (n.op_type == "Sum") return match_max_pool_grad_scatter(m, i);
+  if (n.op_type == "Greater") return match_relu_grad(m, i);
   return std::nullopt;
 }
 

@@ -3,8 +3,8 @@
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
 // only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp,
-// conv_weight_grad.cpp and batch_norm_training_grad.cpp; ops/cuda/matmul_bias.cpp, gemm.cu and
-// conv_weight_grad.cpp).
+// conv_weight_grad.cpp, batch_norm_training_grad.cpp, scatter_add.cpp and relu_grad.cpp;
+// ops/cuda/matmul_bias.cpp, gemm.cu and conv_weight_grad.cpp).
 #include <memory>
 #include <optional>
 
@@ -35,6 +35,13 @@ namespace dprun {
 ///   sum(dY * xhat) and sum(dY) over every axis but 1, shaped [1, C, 1, ...]; xhat is X
 ///   normalized by its batch statistics. Three passes over X and dY instead of about twelve, and
 ///   no tensor of X's size but dX written;
+/// - the gradient of a MaxPool with overlapping windows before opset 16, a Sum of phase-group
+///   scatters into zeros (engine/rewrites/max_pool_grad_fusion.h), becomes ScatterAdd(Z, I, dY):
+///   Z with each dY[i] added at flat position I[i] (I the MaxPool's Indices, read flat like dY),
+///   one pass instead of a scatter into a copy of Z per group and their Sum;
+/// - Relu's gradient as ops/grad/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with the
+///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0
+///   ? 1 : 0), broadcast as the Mul: one pass instead of three;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
