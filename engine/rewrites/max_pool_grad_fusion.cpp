@@ -10,7 +10,8 @@
 namespace dprun {
 namespace {
 
-// True when `value` is ConstantOfShape's output with every element zero.
+// True when `value` is ConstantOfShape's output with every element a float32 or float64 zero
+// (the types the kernel computes in).
 bool is_zeros(const Matcher& m, const std::string& value) {
   auto fill = m.producer(value, "ConstantOfShape");
   if (!fill) return false;
@@ -18,7 +19,8 @@ bool is_zeros(const Matcher& m, const std::string& value) {
   if (!n.has_attr("value")) return true;  // float32 zeros by default
   const Attribute& a = n.attributes.at("value");
   if (a.kind != Attribute::Kind::Tensor || a.t.numel() != 1) return false;
-  return a.t.item_as_double(0) == 0.0;
+  return (a.t.dtype() == DType::Float32 || a.t.dtype() == DType::Float64) &&
+         a.t.item_as_double(0) == 0.0;
 }
 
 // The phase counts of MaxPool node `pool` per spatial axis: windows that many outputs apart

@@ -17,7 +17,7 @@ namespace dprun {
 
 /// The chain whose Sum is node `i`, as ScatterAdd(Z, I, dY), when:
 /// - every Sum input is a ScatterElements along axis 0 without reduction, read by the Sum alone,
-///   into the same Z, a ConstantOfShape of zeros;
+///   into the same Z, a ConstantOfShape of float32 or float64 zeros;
 /// - each scatter's indices and updates are Reshapes to [-1] of Slices of I and of one dY with the
 ///   same constant starts, axes and steps, ends past every axis;
 /// - I is output 1 of a MaxPool with storage_order 0, and the Slices' axes and steps are the

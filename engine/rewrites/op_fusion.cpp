@@ -81,14 +81,17 @@ std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
                 fused_node(g.nodes[*times], "Gelu", {*x})};
 }
 
-/// Relu's gradient, Mul(dY, Cast(Greater(X, 0))) with the mask cast to X's type, found from its
-/// Greater node `i`.
+/// Relu's gradient, Mul(dY, Cast(Greater(X, 0))) with the mask cast to X's type (float32 or
+/// float64), found from its Greater node `i`.
 std::optional<Fusion> match_relu_grad(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
   const Node& greater = g.nodes[i];
   if (greater.inputs.size() != 2 || greater.outputs.size() != 1) return std::nullopt;
   auto zero = constant_value(g, greater.inputs[1]);
-  if (!zero || zero->numel() != 1 || zero->item_as_double(0) != 0.0) return std::nullopt;
+  // The zero has X's type: the kernel computes in float32 and float64 only.
+  if (!zero || zero->numel() != 1 || zero->item_as_double(0) != 0.0 ||
+      (zero->dtype() != DType::Float32 && zero->dtype() != DType::Float64))
+    return std::nullopt;
   auto cast = m.only_reader(greater.outputs[0], "Cast");
   if (!cast || g.nodes[*cast].attr_int("to", 0) != static_cast<int64_t>(zero->dtype()))
     return std::nullopt;

@@ -118,6 +118,11 @@ TEST(ReluGradFusion, LeavesAloneWhatItDoesNotCompute) {
   auto g = mask_chain(0.0f, f32, false);
   g->outputs.push_back({"mask", {}});  // the mask is a result too
   EXPECT_EQ(fused_count(g), 0);
+  // float16: the kernel computes in float32 and float64 only.
+  g = mask_chain(0.0f, static_cast<int64_t>(DType::Float16), false);
+  g->initializers["zero"] = Tensor::zeros({}, DType::Float16);
+  g->inputs[0].type.dtype = g->inputs[1].type.dtype = DType::Float16;
+  EXPECT_EQ(fused_count(g), 0);
 }
 
 TEST(ReluGradFusion, NamesMismatchedTypes) {
