@@ -11,6 +11,7 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/cpu/batch_norm_training_grad_util.h"
 #include "ops/cpu/simd_loops.h"
 
 namespace dprun {
@@ -22,31 +23,15 @@ class BatchNormTrainingGradKernel : public OpKernel {
       : epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
 
   void compute(KernelContext& ctx) const override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& dy = ctx.input(1);
-    const Tensor& scale = ctx.input(2);
-    if (x.dtype() != DType::Float32 || dy.dtype() != DType::Float32 ||
-        scale.dtype() != DType::Float32)
-      ctx.fail("X, dY and scale must be float32, got ", dtype_name(x.dtype()), ", ",
-               dtype_name(dy.dtype()), " and ", dtype_name(scale.dtype()));
-    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got ", x.rank());
-    if (dy.shape() != x.shape())
-      ctx.fail("dY ", shape_to_string(dy.shape()), " must have the shape of X ",
-               shape_to_string(x.shape()));
-    const int64_t N = x.dim(0), C = x.dim(1);
-    if (scale.rank() != 1 || scale.numel() != C)
-      ctx.fail("scale ", shape_to_string(scale.shape()), " must have shape [", C, "]");
-    const int64_t S = N * C != 0 ? x.numel() / (N * C) : 0;
-    Shape per_channel(x.shape().size(), 1);
-    per_channel[1] = C;
-    Tensor& dx = ctx.allocate_output(0, x.shape(), DType::Float32);
-    Tensor& dscale_sum = ctx.allocate_output(1, per_channel, DType::Float32);
-    Tensor& dbias_sum = ctx.allocate_output(2, per_channel, DType::Float32);
+    const BatchNormGradTensors t = batch_norm_grad_tensors(ctx);
+    const float* x = ctx.input(0).data<float>();
+    const float* dy = ctx.input(1).data<float>();
+    const float* scale = ctx.input(2).data<float>();
+    const int64_t C = t.c, S = t.s;
     ctx.parallel_for(C, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
-        channel(x.data<float>() + c * S, dy.data<float>() + c * S, dx.data<float>() + c * S, N,
-                C * S, S, scale.data<float>()[c], dscale_sum.data<float>()[c],
-                dbias_sum.data<float>()[c]);
+        channel(x + c * S, dy + c * S, t.dx->data<float>() + c * S, t.n, C * S, S, scale[c],
+                t.dscale_sum->data<float>()[c], t.dbias_sum->data<float>()[c]);
     });
   }
 

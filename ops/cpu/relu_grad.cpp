@@ -5,6 +5,7 @@
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/elementwise.h"
+#include "ops/math/binary_functors.h"
 
 namespace dprun {
 namespace {
@@ -22,8 +23,7 @@ class ReluGradKernel : public OpKernel {
         ctx.allocate_output(0, ew::broadcast_all(ctx, {&dy.shape(), &x.shape()}), dy.dtype());
     visit_dtype_among<float, double>(dy.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      ew::binary_map<T, T, T>(ctx.execution(), dy, x, dx,
-                              [](T g, T v) { return g * (v > T(0) ? T(1) : T(0)); });
+      ew::binary_map<T, T, T>(ctx.execution(), dy, x, dx, math::ReluGrad{});
     });
   }
 };

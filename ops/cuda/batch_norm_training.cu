@@ -24,17 +24,16 @@
 
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cuda/batch_norm_affine.cuh"
+#include "ops/cuda/batch_norm_channel.cuh"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/reduce.cuh"
 
 namespace dprun {
 namespace {
 
+using cuda_bn::DoubleSum;
+using cuda_bn::for_channel_elements;
 using cuda_reduce::block_reduce;
-
-struct SumOp {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
 
 /// A per-channel parameter input (scale, B, mean, var) of float32 or float64.
 struct ParamIn {
@@ -64,29 +63,6 @@ struct ChannelArgs {
   StatOut outputs[4];              // outputs 1-4: running mean and var, saved mean and var
 };
 
-/// Calls f(offset) for this thread's elements of one channel of X seen as [N, C, S] (elements
-/// threadIdx.x, threadIdx.x + blockDim.x, ... in (n, s) order), the offset being from the
-/// channel's first element. Each step adds blockDim.x to (n, s) with one carry, so the loop
-/// does not divide per element.
-template <class F>
-__device__ void for_channel_elements(int64_t N, int64_t C, int64_t S, F&& f) {
-  const int64_t count = N * S;
-  if (count == 0) return;
-  const int64_t row = C * S;  // from (n, s) to (n + 1, s)
-  const int64_t step_n = blockDim.x / S, step_s = blockDim.x % S;
-  int64_t s = threadIdx.x % S;
-  int64_t offset = threadIdx.x / S * row + s;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-    f(offset);
-    s += step_s;
-    offset += step_n * row + step_s;
-    if (s >= S) {
-      s -= S;
-      offset += row - S;
-    }
-  }
-}
-
 /// One block per channel: batch statistics, the affine map (a, b) and the statistics outputs.
 template <class T>
 __global__ void channel_stats_kernel(const T* x, int64_t N, int64_t C, int64_t S, double epsilon,
@@ -97,14 +73,14 @@ __global__ void channel_stats_kernel(const T* x, int64_t N, int64_t C, int64_t S
     const T* xc = x + c * S;
     double sum = 0.0;
     for_channel_elements(N, C, S, [&](int64_t i) { sum += static_cast<double>(xc[i]); });
-    sum = block_reduce(sum, 0.0, SumOp{}, scratch);
+    sum = block_reduce(sum, 0.0, DoubleSum{}, scratch);
     const double mean = count ? sum / static_cast<double>(count) : 0.0;
     double sq = 0.0;
     for_channel_elements(N, C, S, [&](int64_t i) {
       const double d = static_cast<double>(xc[i]) - mean;
       sq += d * d;
     });
-    sq = block_reduce(sq, 0.0, SumOp{}, scratch);
+    sq = block_reduce(sq, 0.0, DoubleSum{}, scratch);
     if (threadIdx.x == 0) {
       const double var = count ? sq / static_cast<double>(count) : 0.0;
       const double ap = p.scale.load(c) / sqrt(var + epsilon);

@@ -203,4 +203,13 @@ struct PRelu {
   }
 };
 
+/// Relu's gradient: dy * (x > 0 ? 1 : 0), the product Mul(dY, Cast(Greater(X, 0))) gives (an
+/// infinite or NaN dy where x <= 0 gives NaN).
+struct ReluGrad {
+  template <class T>
+  DPRUN_HOST_DEVICE T operator()(T dy, T x) const {
+    return dy * select(x > T(0), T(1), T(0));
+  }
+};
+
 }  // namespace dprun::math
