@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "accelerator_test_util.h"
 #include "engine/backend.h"
 #include "engine/comm/nccl_process_group.h"
 #include "engine/comm/reducer.h"
@@ -398,6 +399,7 @@ void expect_compressed_sums(std::vector<Device> memories) {
 }
 
 TEST(Reducer, CompressedBucketsAreSummedIn16BitsAndWidened) {
+  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   const std::vector<Device> sims = {Device::sim(0), Device::sim(1), Device::sim(2)};
   for (const std::vector<Device>& memories : {std::vector<Device>{}, sims}) {
     expect_compressed_sums<BFloat16>(memories);

@@ -64,6 +64,7 @@ const Tensor kRows = random_floats({24, 4}, 6);     // 384 bytes
 const Tensor kTargets = random_floats({24, 3}, 7);  // 288 bytes
 
 TEST(SimTraffic, ARunCopiesItsInputToTheDeviceAndNothingBack) {
+  DPRUN_REQUIRE_SIM_KERNELS();
   Model model(mlp_graph(), Device::sim(0));
   model.run({kRows});  // the first run makes the device's copies of the parameters
   const SimTraffic t = traffic_of([&] { model.run({kRows}); });
@@ -73,6 +74,7 @@ TEST(SimTraffic, ARunCopiesItsInputToTheDeviceAndNothingBack) {
 }
 
 TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
+  DPRUN_REQUIRE_SIM_KERNELS();
   DataParallelOptions options;
   options.device_ids = {Device::sim(0), Device::sim(1)};
   DataParallel dp(std::make_shared<Model>(mlp_graph(), Device::sim(0)), options);
@@ -89,6 +91,7 @@ TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
 // that reads it as data (the transformer's positions, a Range over its sequence length, for the
 // embedding's Gather); nothing comes back (the outputs stay on the device).
 TEST(SimTraffic, EveryBundledModelRunCopiesItsInputsOverAndNothingBack) {
+  DPRUN_REQUIRE_SIM_KERNELS();
   const std::map<std::string, int64_t> to_device = {{"mlp", 1}, {"cnn", 1}, {"transformer", 3}};
   int models = 0;
   for (const auto& [name, path] : testing::bundled_model_paths()) {
@@ -119,6 +122,7 @@ SimTraffic training_step_traffic(const std::vector<Device>& devices) {
 }
 
 TEST(SimTraffic, ATrainingStepReadsOnlyItsLossBack) {
+  DPRUN_REQUIRE_SIM_KERNELS();
   // Per replica, to the device: its rows and targets, its loss weight (4 bytes), and the
   // mean's element count (4 bytes: a float that shape arithmetic computes on the host from
   // sizes). The graph's constants went over once per device, in the warm-up. Back: the loss,
@@ -243,6 +247,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
 // integers shape arithmetic computes on the host for device kernels (one per mean: the element
 // count; a BatchNormalization gradient, fused into BatchNormTrainingGrad, counts on the device).
 TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
+  DPRUN_REQUIRE_SIM_KERNELS();
   // Copies to the device per step: the inputs and target, the loss weight, the counts.
   const std::map<std::string, int64_t> to_device = {{"mlp_sgd", 3},
                                                     {"mlp_nesterov_dp3", 3},
