@@ -17,6 +17,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "accelerator_test_util.h"
 #include "cli_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
@@ -71,6 +72,7 @@ class TrainReference : public ::testing::TestWithParam<std::tuple<std::string, s
 
 TEST_P(TrainReference, MatchesPyTorch) {
   const auto& [name, device_type] = GetParam();
+  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = source_path("models/training");
   fs::path out = testing::scratch_path("dprun_train_" + name + "_" + device_type);
   fs::create_directories(out);
@@ -132,6 +134,7 @@ std::string expect_16bit_run_near_pytorch(const std::string& name, const std::st
 // 2.7% on this project's CPUs); a wrong gradient or a lost update shows as more.
 TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
+  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   expect_16bit_run_near_pytorch(name, device_type, " --precision bfloat16", 0.05);
 }
 
@@ -141,6 +144,7 @@ TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
 // and the losses stay comparable step by step.
 TEST_P(TrainReference, InFloat16WithLossScalingStaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
+  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   const std::string json = expect_16bit_run_near_pytorch(
       name, device_type, " --precision float16 --loss-scale 1024", 0.005);
   EXPECT_NE(json.find("\"skipped_steps\": []"), std::string::npos) << json;

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "accelerator_test_util.h"
 #include "cli_test_util.h"
 #include "loader/npy.h"
 
@@ -42,6 +43,7 @@ double accuracy_of(const Tensor& logits, const Tensor& target) {
 class TrainValidation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainValidation, LossAndAccuracyOfTheTrainingRowsWithoutAnUpdate) {
+  if (GetParam().find("sim") != std::string::npos) DPRUN_REQUIRE_SIM_KERNELS();
   const std::string data = source_path("models/training/mlp_sgd");
   const fs::path dir = scratch_path("dprun_train_validation");
   fs::create_directories(dir);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "accelerator_test_util.h"
 #include "engine/parallel/distributed.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
@@ -137,6 +138,7 @@ class DistributedTrain : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DistributedTrain, DeterministicEqualsOneProcessOverAsManyDevicesBitForBit) {
   const auto [name, ranks, device_type] = GetParam();
+  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = scratch(name + "_" + std::to_string(ranks) + "_" + device_type);
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");
@@ -178,6 +180,7 @@ class DefaultMode : public ::testing::TestWithParam<std::tuple<std::string, std:
 
 TEST_P(DefaultMode, FourRanksMatchOneDeviceWithinTolerance) {
   const auto& [name, rank_device] = GetParam();
+  if (rank_device.rfind("sim", 0) == 0) DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = scratch("default_" + name + "_" + rank_device.substr(0, 3));
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");
