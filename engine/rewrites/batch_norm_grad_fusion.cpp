@@ -96,7 +96,8 @@ bool match_statistics(const Matcher& m, size_t i, const std::vector<int64_t>& ax
 bool match_count(const Matcher& m, const std::string& count, Chain& c) {
   const Graph& g = m.graph();
   auto cast = m.producer(count, "Cast");
-  if (!cast || g.nodes[*cast].attr_int("to", 0) != static_cast<int64_t>(DType::Float32))
+  if (!cast || g.nodes[*cast].inputs.size() != 1 ||
+      g.nodes[*cast].attr_int("to", 0) != static_cast<int64_t>(DType::Float32))
     return false;
   const std::string& ratio = g.nodes[*cast].inputs[0];
   auto div = m.producer(ratio, "Div");
@@ -105,11 +106,14 @@ bool match_count(const Matcher& m, const std::string& count, Chain& c) {
   const std::string& channels = g.nodes[*div].inputs[1];
   auto size_x = m.producer(numel, "Size");
   auto size_scale = m.producer(channels, "Size");
-  if (!size_x || !size_scale || g.nodes[*size_x].inputs != std::vector<std::string>{c.x})
+  if (!size_x || !size_scale || g.nodes[*size_x].inputs != std::vector<std::string>{c.x} ||
+      g.nodes[*size_scale].inputs.size() != 1)
     return false;
-  const std::string& read = g.nodes[*size_scale].inputs.at(0);
+  const std::string& read = g.nodes[*size_scale].inputs[0];
   auto scale_cast = m.producer(c.scale, "Cast");
-  if (read != c.scale && !(scale_cast && g.nodes[*scale_cast].inputs.at(0) == read)) return false;
+  if (read != c.scale &&
+      !(scale_cast && g.nodes[*scale_cast].inputs == std::vector<std::string>{read}))
+    return false;
   // Each goes when its value is read by the chain's node alone.
   if (m.readers(count).size() > 1 || is_graph_result(g, count)) return true;
   c.nodes.push_back(*cast);
@@ -131,11 +135,13 @@ bool match_gradient(const Matcher& m, const std::vector<int64_t>& axes, Chain& c
   if (c.dy == c.xhat || !sum_gx || !reduces_over(g, *sum_gx, axes)) return false;
   c.sum_gx = out(g, *sum_gx);
   auto add = m.only_reader(out(g, times_sum), "Add");
-  if (!reads(g, times_sum, "Mul", {c.xhat, c.sum_gx}) || !add) return false;
+  if (!reads(g, times_sum, "Mul", {c.xhat, c.sum_gx}) || !add || g.nodes[*add].inputs.size() != 2)
+    return false;
   c.sum_g = g.nodes[*add].inputs[0];
   auto sum_g = m.producer(c.sum_g, "ReduceSum");
   if (!reads(g, *add, "Add", {c.sum_g, out(g, times_sum)}) || !sum_g ||
-      g.nodes[*sum_g].inputs[0] != c.dy || !reduces_over(g, *sum_g, axes))
+      g.nodes[*sum_g].inputs.empty() || g.nodes[*sum_g].inputs[0] != c.dy ||
+      !reduces_over(g, *sum_g, axes))
     return false;
   auto div = m.only_reader(out(g, *add), "Div");
   if (!div || g.nodes[*div].inputs.size() != 2 || g.nodes[*div].inputs[0] != out(g, *add))
@@ -159,7 +165,8 @@ bool match_scale(const Matcher& m, size_t scaled_inv, const std::vector<int64_t>
   const Graph& g = m.graph();
   const std::string& unsqueezed = g.nodes[scaled_inv].inputs[0];
   auto unsqueeze = m.producer(unsqueezed, "Unsqueeze");
-  if (!unsqueeze || g.nodes[scaled_inv].inputs[1] != c.inv) return false;
+  if (!unsqueeze || g.nodes[*unsqueeze].inputs.empty() || g.nodes[scaled_inv].inputs[1] != c.inv)
+    return false;
   auto given = axes_operand(g, g.nodes[*unsqueeze]);
   c.scale = g.nodes[*unsqueeze].inputs[0];
   if (!given || *given != axes || !is_float32(m, c.scale)) return false;
