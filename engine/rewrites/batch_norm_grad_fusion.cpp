@@ -1,6 +1,8 @@
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/rewrites/graph_patterns.h"
