@@ -111,10 +111,12 @@ std::vector<std::shared_ptr<Model>> DataParallel::ensure_replicas(
   return used;
 }
 
-void DataParallel::check_split_dims_are_free(const std::vector<InputSplit>& splits,
-                                             const std::vector<std::string>& names) const {
-  // A dim the model declares with a fixed size cannot take a chunk of it: say so before the
-  // replicas each fail with a shape mismatch.
+void DataParallel::check_split_dims_fit(const std::vector<InputSplit>& splits,
+                                        const std::vector<std::string>& names,
+                                        const ScatterResult& parts) const {
+  // A dim the model declares with a fixed size takes chunks of exactly that size (a model
+  // exported with a static batch, run on as many of those batches as there are devices). Say
+  // so before the replicas each fail with a shape mismatch.
   auto types = module_->input_types();
   for (size_t i = 0; i < types.size(); ++i) {
     if (splits[i].broadcast || !types[i].shape || types[i].shape->empty()) continue;
@@ -123,9 +125,20 @@ void DataParallel::check_split_dims_are_free(const std::vector<InputSplit>& spli
     if (d < 0) d += rank;
     if (d < 0 || d >= rank) continue;
     const Dim& dim = (*types[i].shape)[static_cast<size_t>(d)];
-    if (dim.is_known())
+    if (!dim.is_known()) continue;
+    std::string chunks;
+    bool fit = true;
+    for (const std::vector<Tensor>& chunk : parts.inputs) {
+      const Tensor& t = chunk[i];
+      const int64_t got = t.rank() > d ? t.dim(d) : -1;
+      fit = fit && got == dim.value;
+      chunks += (chunks.empty() ? "" : ", ") + std::to_string(got);
+    }
+    if (!fit)
       fail("input '", names[i], "' has the fixed size ", dim.value, " along dim ", d,
-           ", so it cannot be split across devices; broadcast it (--split ", names[i],
+           ", but the split gives its devices ", chunks, ": give each device ", dim.value,
+           " (a batch of ", dim.value * static_cast<int64_t>(parts.inputs.size()), " on ",
+           parts.inputs.size(), " devices), broadcast it (--split ", names[i],
            "=none) or export the model with a symbolic dim there");
   }
 }
@@ -247,7 +260,7 @@ std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Te
   ScatterResult parts =
       scatter(inputs, ids, options_.dim, {}, options_.split_policy, weights, splits, names);
   run.scatter_seconds = seconds_since(start);
-  if (parts.devices.size() > 1) check_split_dims_are_free(splits, names);
+  if (parts.devices.size() > 1) check_split_dims_fit(splits, names, parts);
 
   start = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<Model>> used = ensure_replicas(parts.devices, run);

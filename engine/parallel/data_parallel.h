@@ -91,8 +91,11 @@ class DataParallel {
                                                 DataParallelRun& run);
   /// gather() for the concatenated outputs, reduce_add() for options_.summed_outputs.
   std::vector<Tensor> gather_or_sum(const std::vector<std::vector<Tensor>>& outputs) const;
-  void check_split_dims_are_free(const std::vector<InputSplit>& splits,
-                                 const std::vector<std::string>& names) const;
+  /// Fails naming the input when a split dim the model declares with a fixed size does not get
+  /// exactly that size on every device of `parts`.
+  void check_split_dims_fit(const std::vector<InputSplit>& splits,
+                            const std::vector<std::string>& names,
+                            const ScatterResult& parts) const;
 
   std::shared_ptr<Model> module_;
   DataParallelOptions options_;

@@ -119,17 +119,33 @@ TEST(DataParallel, ParametersMustBeOnTheFirstDevice) {
   }
 }
 
-TEST(DataParallel, FixedSizeSplitDimIsAClearError) {
+TEST(DataParallel, AFixedSizeSplitDimTakesChunksOfThatSizeOnly) {
+  // A model exported with a static batch of 2 runs on two devices a batch of 4, as the same
+  // model on one device runs each half.
   auto g = scale_rows_graph(2);
-  (*g->inputs[0].type.shape)[0] = Dim::known(4);
-  DataParallel dp(model_on(g), on(2));
-  try {
-    dp.forward({rows(4, 2)});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input 'x' has the fixed size 4 along dim 0"),
-              std::string::npos)
-        << e.what();
+  (*g->inputs[0].type.shape)[0] = Dim::known(2);
+  auto model = model_on(g);
+  const Tensor x = rows(4, 2);
+  DataParallel dp(model, on(2));
+  const Tensor both = dp.forward({x})[0];
+  EXPECT_EQ(dp.last_run().chunk_rows, (std::vector<int64_t>{2, 2}));
+  const Tensor first = model->run({x.narrow(0, 0, 2).clone()})[0];
+  const Tensor second = model->run({x.narrow(0, 2, 2).clone()})[0];
+  EXPECT_TRUE(bitwise_equal(both.narrow(0, 0, 2).clone(), first));
+  EXPECT_TRUE(bitwise_equal(both.narrow(0, 2, 2).clone(), second));
+  // Chunks of another size are refused before any replica runs.
+  for (int64_t n : {3, 5}) {
+    try {
+      dp.forward({rows(n, 2)});
+      FAIL() << "no error for " << n << " rows";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), (std::string("input 'x' has the fixed size 2 along dim 0, but the "
+                                          "split gives its devices ") +
+                              (n == 3 ? "2, 1" : "3, 2") +
+                              ": give each device 2 (a batch of 4 on 2 devices), broadcast it "
+                              "(--split x=none) or export the model with a symbolic dim there")
+                                 .c_str());
+    }
   }
 }
 
