@@ -42,7 +42,6 @@ std::vector<int64_t> phase_counts(const Node& pool) {
 
 // One phase group's Slice: its source and constant starts, axes and steps.
 struct PhaseSlice {
-  size_t node = 0;
   std::string source;
   std::vector<int64_t> starts, axes, steps;
 };
@@ -61,7 +60,7 @@ std::optional<PhaseSlice> phase_slice(const Matcher& m, const std::string& flat,
     return std::nullopt;
   const Node& s = g.nodes[*slice];
   if (s.inputs.size() != 5) return std::nullopt;
-  PhaseSlice p{*slice, s.inputs[0]};
+  PhaseSlice p{s.inputs[0]};
   auto starts = constant_ints(g, s.inputs[1]);
   auto ends = constant_ints(g, s.inputs[2]);
   auto axes = constant_ints(g, s.inputs[3]);

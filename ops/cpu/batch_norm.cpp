@@ -8,45 +8,14 @@
 // more than one output (opsets 1-13 list mean/var/saved_mean/saved_var as training outputs).
 // Before opset 9, spatial=0 gives per-activation parameters of shape [C, D1, ...].
 #include <cmath>
+#include <tuple>
 #include <type_traits>
 
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cpu/reduce_common.h"
-#include "ops/cpu/simd_loops.h"
 
 namespace dprun {
 namespace {
-
-// The mean of `rows` rows of `width` values, `stride` apart, in double.
-template <class T>
-double channel_mean(const T* x, int64_t rows, int64_t stride, int64_t width) {
-  double sum = 0;
-  for (int64_t n = 0; n < rows; ++n) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      sum += simd::sum_in_double(x + n * stride, width);
-    } else {
-      for (int64_t s = 0; s < width; ++s) sum += load_as<double>(x[n * stride + s]);
-    }
-  }
-  return rows * width != 0 ? sum / static_cast<double>(rows * width) : 0.0;
-}
-
-// The population variance of the same values around `mean`, in double.
-template <class T>
-double channel_variance(const T* x, int64_t rows, int64_t stride, int64_t width, double mean) {
-  double sq = 0;
-  for (int64_t n = 0; n < rows; ++n) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      sq += simd::squared_deviations(x + n * stride, static_cast<T>(mean), width);
-    } else {
-      for (int64_t s = 0; s < width; ++s) {
-        const double d = load_as<double>(x[n * stride + s]) - mean;
-        sq += d * d;
-      }
-    }
-  }
-  return rows * width != 0 ? sq / static_cast<double>(rows * width) : 0.0;
-}
 
 class BatchNormKernel : public OpKernel {
  public:
@@ -82,28 +51,18 @@ class BatchNormKernel : public OpKernel {
     std::vector<double> var = read_as<double>(ctx, ctx.input(4), "var");
     const T* xp = x.data<T>();
     // Element (n, c, s) uses parameter c, or c * S + s per activation.
-    const int64_t group = per_activation ? N : N * S;  // elements behind each parameter
     std::vector<double> batch_mean, batch_var;
     if (training_) {
       batch_mean.assign(static_cast<size_t>(P), 0.0);
       batch_var.assign(static_cast<size_t>(P), 0.0);
       ctx.parallel_for(C, 1, [&](int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
-          if (per_activation) {
-            for (int64_t s = 0; s < S; ++s) {
-              double sum = 0, sq = 0;
-              for (int64_t n = 0; n < N; ++n) sum += load_as<double>(xp[(n * C + c) * S + s]);
-              const double m = group ? sum / static_cast<double>(group) : 0.0;
-              for (int64_t n = 0; n < N; ++n) {
-                const double d = load_as<double>(xp[(n * C + c) * S + s]) - m;
-                sq += d * d;
-              }
-              batch_mean[c * S + s] = m;
-              batch_var[c * S + s] = group ? sq / static_cast<double>(group) : 0.0;
-            }
+          if (per_activation) {  // each (c, s) over the N rows, one value each
+            for (int64_t s = 0; s < S; ++s)
+              std::tie(batch_mean[c * S + s], batch_var[c * S + s]) =
+                  strided_moments(xp + c * S + s, N, C * S, 1);
           } else {
-            batch_mean[c] = channel_mean(xp + c * S, N, C * S, S);
-            batch_var[c] = channel_variance(xp + c * S, N, C * S, S, batch_mean[c]);
+            std::tie(batch_mean[c], batch_var[c]) = strided_moments(xp + c * S, N, C * S, S);
           }
         }
       });

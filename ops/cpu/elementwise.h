@@ -437,7 +437,7 @@ class BinaryKernel : public OpKernel {
 
  public:
   explicit BinaryKernel(const KernelInfo& info)
-      : op_(make_functor<Op>(info)), legacy_(info.opset < 7) {}
+      : op_(make_functor<Op>(info)), legacy_(is_legacy_broadcast(info)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     // A reference, not a copy, so that B's memory stays sole-owned and may take the output.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cpu/simd_loops.h"
 
 namespace dprun {
 
@@ -122,28 +123,43 @@ void visit_float_dtype(const KernelContext& ctx, DType t, F&& f) {
   }
 }
 
-/// Mean and population variance of a contiguous row, accumulated in double (two passes, so
-/// rows with a large mean keep their precision).
+/// Mean and population variance of `rows` rows of `width` values, `stride` apart (one channel
+/// of [N, C, S] data: rows N, stride C * S, width S), accumulated in double in two passes, so
+/// that values with a large mean keep their precision. float and double rows run vectorized.
+template <class T>
+std::pair<double, double> strided_moments(const T* x, int64_t rows, int64_t stride, int64_t width) {
+  const int64_t count = rows * width;
+  if (count == 0) return {0.0, 0.0};
+  constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  double sum = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * stride;
+    if constexpr (kSimd) {
+      sum += simd::sum_in_double(row, width);
+    } else {
+      for (int64_t i = 0; i < width; ++i) sum += load_as<double>(row[i]);
+    }
+  }
+  const double mean = sum / static_cast<double>(count);
+  double sq = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * stride;
+    if constexpr (kSimd) {
+      sq += simd::squared_deviations(row, mean, width);
+    } else {
+      for (int64_t i = 0; i < width; ++i) {
+        const double d = load_as<double>(row[i]) - mean;
+        sq += d * d;
+      }
+    }
+  }
+  return {mean, sq / static_cast<double>(count)};
+}
+
+/// Mean and population variance of a contiguous row (strided_moments of one row).
 template <class T>
 std::pair<double, double> row_moments(const T* x, int64_t n) {
-  if (n == 0) return {0.0, 0.0};
-  double sum[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int k = 0; k < 4; ++k) sum[k] += load_as<double>(x[i + k]);
-  for (; i < n; ++i) sum[0] += load_as<double>(x[i]);
-  const double mean = (sum[0] + sum[1] + sum[2] + sum[3]) / static_cast<double>(n);
-  double sq[4] = {0, 0, 0, 0};
-  for (i = 0; i + 4 <= n; i += 4)
-    for (int k = 0; k < 4; ++k) {
-      const double d = load_as<double>(x[i + k]) - mean;
-      sq[k] += d * d;
-    }
-  for (; i < n; ++i) {
-    const double d = load_as<double>(x[i]) - mean;
-    sq[0] += d * d;
-  }
-  return {mean, (sq[0] + sq[1] + sq[2] + sq[3]) / static_cast<double>(n)};
+  return strided_moments(x, 1, n, n);
 }
 
 }  // namespace dprun

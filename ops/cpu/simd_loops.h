@@ -69,11 +69,11 @@ DPRUN_SIMD_CLONES double sum_in_double(const T* x, int64_t n) {
 
 /// The sum of (x[i] - mean)^2 for i < n, in double: a variance's numerator by two passes.
 template <class T>
-DPRUN_SIMD_CLONES double squared_deviations(const T* x, T mean, int64_t n) {
+DPRUN_SIMD_CLONES double squared_deviations(const T* x, double mean, int64_t n) {
   double sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(x[i] - mean);
+    const double d = static_cast<double>(x[i]) - mean;
     sum += d * d;
   }
   return sum;

@@ -176,7 +176,7 @@ class BinaryKernel : public OpKernel {
  public:
   using Types = TypesT;
   explicit BinaryKernel(const KernelInfo& info)
-      : op_(ew::make_functor<Op>(info)), legacy_(info.opset < 7) {}
+      : op_(ew::make_functor<Op>(info)), legacy_(ew::is_legacy_broadcast(info)) {}
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);

@@ -9,6 +9,13 @@
 
 namespace dprun::ew {
 
+/// Whether a binary node broadcasts the legacy way (the broadcast and axis attributes): an
+/// ai.onnx node before opset 7. Nodes of other domains (the graph rewrites', at their opset 1)
+/// broadcast as numpy does.
+inline bool is_legacy_broadcast(const KernelInfo& info) {
+  return info.node.domain.empty() && info.opset < 7;
+}
+
 /// Builds a functor from the node's attributes; specialised for functors that have some.
 template <class Op>
 Op make_functor(const KernelInfo&) {

@@ -132,7 +132,7 @@ TEST(ReluGradFusion, NamesMismatchedTypes) {
   EXPECT_EQ(run_node_error(
                 n, {Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<double>({1}, {1})}, 1,
                 kRewriteDomain),
-            "[ReluGrad] node 'relu_grad': dY is float32 but X is float64");
+            "[ReluGrad] node 'relu_grad': inputs have different dtypes float32 and float64");
 }
 
 }  // namespace
