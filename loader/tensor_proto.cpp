@@ -8,13 +8,12 @@ namespace dprun {
 
 namespace {
 
-// Copies `count` values from a protobuf repeated field into the tensor, converting each with
-// `convert`. The typed fields of TensorProto store narrow types widened (int32_data holds
-// int8..uint16, bool and the bits of float16/bfloat16).
+// Copies the tensor's values from a protobuf repeated field, converting each with `convert`;
+// tensor_from_proto has checked that the field holds exactly that many. The typed fields of
+// TensorProto store narrow types widened (int32_data holds int8..uint16, bool and the bits of
+// float16/bfloat16).
 template <class T, class Field, class Convert>
-void copy_field(const Field& field, Tensor& out, const std::string& name, Convert convert) {
-  DPRUN_CHECK(field.size() == out.numel(), "initializer '", name, "' has ", field.size(),
-              " values for shape ", shape_to_string(out.shape()));
+void copy_field(const Field& field, Tensor& out, Convert convert) {
   T* dst = out.data<T>();
   for (int64_t i = 0; i < out.numel(); ++i) dst[i] = convert(field.Get(static_cast<int>(i)));
 }
@@ -93,12 +92,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   // allocate what the file does not hold.
   const int64_t numel = checked_numel(shape, name);
   const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
-  if (!external && !proto.has_raw_data())
+  // Strings are always read from string_data; other types from raw or external bytes when
+  // the model gives them.
+  const bool typed_field = dtype == DType::String || (!external && !proto.has_raw_data());
+  if (typed_field)
     DPRUN_CHECK(typed_values(proto, dtype) == numel, "initializer '", name, "' has ",
                 typed_values(proto, dtype), " values for shape ", shape_to_string(shape));
   if (dtype == DType::String) {
     Tensor out = Tensor::empty(shape, dtype);
-    copy_field<std::string>(proto.string_data(), out, name, [](const std::string& v) { return v; });
+    copy_field<std::string>(proto.string_data(), out, [](const std::string& v) { return v; });
     return out;
   }
   size_t bytes = 0;
@@ -123,52 +125,51 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   auto same = [](auto v) { return v; };
   switch (dtype) {
     case DType::Float32:
-      copy_field<float>(proto.float_data(), out, name, same);
+      copy_field<float>(proto.float_data(), out, same);
       break;
     case DType::Float64:
-      copy_field<double>(proto.double_data(), out, name, same);
+      copy_field<double>(proto.double_data(), out, same);
       break;
     case DType::Int64:
-      copy_field<int64_t>(proto.int64_data(), out, name, same);
+      copy_field<int64_t>(proto.int64_data(), out, same);
       break;
     case DType::UInt64:
-      copy_field<uint64_t>(proto.uint64_data(), out, name, same);
+      copy_field<uint64_t>(proto.uint64_data(), out, same);
       break;
     case DType::UInt32:
-      copy_field<uint32_t>(proto.uint64_data(), out, name,
+      copy_field<uint32_t>(proto.uint64_data(), out,
                            [](uint64_t v) { return static_cast<uint32_t>(v); });
       break;
     case DType::Int32:
-      copy_field<int32_t>(proto.int32_data(), out, name, same);
+      copy_field<int32_t>(proto.int32_data(), out, same);
       break;
     case DType::Int16:
-      copy_field<int16_t>(proto.int32_data(), out, name,
+      copy_field<int16_t>(proto.int32_data(), out,
                           [](int32_t v) { return static_cast<int16_t>(v); });
       break;
     case DType::Int8:
-      copy_field<int8_t>(proto.int32_data(), out, name,
-                         [](int32_t v) { return static_cast<int8_t>(v); });
+      copy_field<int8_t>(proto.int32_data(), out, [](int32_t v) { return static_cast<int8_t>(v); });
       break;
     case DType::UInt16:
-      copy_field<uint16_t>(proto.int32_data(), out, name,
+      copy_field<uint16_t>(proto.int32_data(), out,
                            [](int32_t v) { return static_cast<uint16_t>(v); });
       break;
     case DType::UInt8:
-      copy_field<uint8_t>(proto.int32_data(), out, name,
+      copy_field<uint8_t>(proto.int32_data(), out,
                           [](int32_t v) { return static_cast<uint8_t>(v); });
       break;
     case DType::Bool:
-      copy_field<bool>(proto.int32_data(), out, name, [](int32_t v) { return v != 0; });
+      copy_field<bool>(proto.int32_data(), out, [](int32_t v) { return v != 0; });
       break;
     case DType::Float16:
-      copy_field<Float16>(proto.int32_data(), out, name, [](int32_t v) {
+      copy_field<Float16>(proto.int32_data(), out, [](int32_t v) {
         Float16 h;
         h.bits = static_cast<uint16_t>(v);
         return h;
       });
       break;
     case DType::BFloat16:
-      copy_field<BFloat16>(proto.int32_data(), out, name, [](int32_t v) {
+      copy_field<BFloat16>(proto.int32_data(), out, [](int32_t v) {
         BFloat16 h;
         h.bits = static_cast<uint16_t>(v);
         return h;

@@ -64,10 +64,4 @@ class ReplicaGroup {
   std::string deadlocked_;                 // deadlock() once it was found
 };
 
-/// A replica's member of its group: what a kernel of that replica's run sees.
-struct ReplicaMember {
-  ReplicaGroup* group = nullptr;
-  size_t index = 0;
-};
-
 }  // namespace dprun
