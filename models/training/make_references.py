@@ -28,10 +28,13 @@ the gradients.
 
     /usr/bin/python3 models/training/make_references.py CASE [CASE ...]
 
-writes only the named cases.
+writes only the named cases. Cases marked staged (architectures whose ops dprun cannot train
+yet) are left out of a run without names; --staged writes them instead, and --out DIR writes
+into DIR rather than next to this script (the .args paths still say models/training/).
 
 Everything is deterministic: one thread, float32, a distinct seed per case.
 """
+import argparse
 import copy
 import math
 import os
@@ -47,6 +50,7 @@ from torch.nn.utils.stateless import functional_call
 from torchvision.models.resnet import BasicBlock, ResNet
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = HERE                       # where the files go (--out)
 REL = "models/training"          # paths in .args are relative to the repository root
 
 torch.set_num_threads(1)
@@ -196,12 +200,269 @@ class MSEModel(nn.Module):
         return ((y - target) ** 2).mean()
 
 
+# ------------------------------------------------------------------ whole architectures
+# Tiny versions of common architectures, built from torchvision's own blocks where it has
+# them. None has Dropout (dprun's dropout masks are not PyTorch's), and a bias whose gradient
+# is zero in exact arithmetic (a conv right before a training-mode BatchNorm or an
+# InstanceNorm, attention's key bias) is left out, as in the cases above.
+class MobileNetMini(nn.Module):
+    """A stem and one block each of MobileNetV2, MobileNetV3 and EfficientNet (torchvision's
+    classes) on 3x16x16 images:
+    - stem: Conv 3x3/2 (3->8) - BN - Hardswish                                     (8x8)
+    - mobilenetv2.InvertedResidual(8, 8, stride 1, expand 2): 1x1 expand 8->16 - BN - ReLU6,
+      depthwise 3x3 - BN - ReLU6, 1x1 project 16->8 - BN, residual add
+    - mobilenetv3.InvertedResidual (8 -> 16 expanded -> 16, stride 2, Hardswish, SE): 1x1
+      expand - BN - Hardswish, depthwise 3x3/2 - BN - Hardswish, squeeze-excite (GAP, 1x1 conv
+      16->8, ReLU, 1x1 conv 8->16, Hardsigmoid, scale), 1x1 project - BN                 (4x4)
+    - efficientnet.MBConv (16 -> 32 expanded -> 16, stride 1, SiLU, stochastic depth 0): 1x1
+      expand - BN - SiLU, depthwise 3x3 - BN - SiLU, squeeze-excite (GAP, 1x1 conv 32->4,
+      SiLU, 1x1 conv 4->32, Sigmoid, scale), 1x1 project - BN, residual add
+    - global average pool, Flatten, Linear(16, 5)."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        from torchvision.models import efficientnet, mobilenetv2, mobilenetv3
+        from torchvision.ops.misc import Conv2dNormActivation
+        bn = nn.BatchNorm2d
+        self.stem = Conv2dNormActivation(3, 8, kernel_size=3, stride=2, norm_layer=bn,
+                                         activation_layer=nn.Hardswish)
+        self.v2 = mobilenetv2.InvertedResidual(8, 8, stride=1, expand_ratio=2, norm_layer=bn)
+        v3_config = mobilenetv3.InvertedResidualConfig(8, 3, 16, 16, True, "HS", 2, 1, 1.0)
+        self.v3 = mobilenetv3.InvertedResidual(v3_config, norm_layer=bn)
+        self.mb = efficientnet.MBConv(efficientnet.MBConvConfig(2, 3, 1, 16, 16, 1), 0.0, bn)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = self.mb(self.v3(self.v2(self.stem(x))))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def shuffle_channels(x, groups):
+    """ShuffleNet's channel shuffle: view [N, g, C/g, H, W], swap dims 1 and 2, view back."""
+    n, c, h, w = x.size()
+    return x.view(n, groups, c // groups, h, w).transpose(1, 2).contiguous().view(n, -1, h, w)
+
+
+class ShuffleV1Unit(nn.Module):
+    """ShuffleNet (v1) unit: grouped 1x1 conv - BN - ReLU, channel shuffle, depthwise 3x3 - BN,
+    grouped 1x1 conv - BN; stride 1: add the input, then ReLU; stride 2: concat a 3x3/2
+    average pool of the input (padding 1), then ReLU."""
+
+    def __init__(self, inp, out, mid, stride, groups=2):
+        super().__init__()
+        self.stride, self.groups = stride, groups
+        branch_out = out - inp if stride == 2 else out
+        self.conv1 = nn.Conv2d(inp, mid, 1, groups=groups, bias=False)
+        self.bn1 = nn.BatchNorm2d(mid)
+        self.dw = nn.Conv2d(mid, mid, 3, stride=stride, padding=1, groups=mid, bias=False)
+        self.bn2 = nn.BatchNorm2d(mid)
+        self.conv3 = nn.Conv2d(mid, branch_out, 1, groups=groups, bias=False)
+        self.bn3 = nn.BatchNorm2d(branch_out)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1) if stride == 2 else None
+
+    def forward(self, x):
+        y = shuffle_channels(F.relu(self.bn1(self.conv1(x))), self.groups)
+        y = self.bn3(self.conv3(self.bn2(self.dw(y))))
+        if self.stride == 2:
+            return F.relu(torch.cat((self.pool(x), y), 1))
+        return F.relu(x + y)
+
+
+class ShuffleMini(nn.Module):
+    """On 3x8x8 images: Conv 3x3 (3->8) - BN - ReLU; a ShuffleNet v1 unit with stride 2 (8 ->
+    16 channels, groups 2, 4x4); one with stride 1 (16 channels, bottleneck 8, groups 2);
+    torchvision's ShuffleNetV2 InvertedResidual(16, 16, stride 1) (chunk into two halves,
+    1x1 conv - BN - ReLU, depthwise 3x3 - BN, 1x1 conv - BN - ReLU on the second, concat,
+    channel shuffle); global average pool, Flatten, Linear(16, 4)."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        from torchvision.models import shufflenetv2
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.unit1 = ShuffleV1Unit(8, 16, 8, stride=2)
+        self.unit2 = ShuffleV1Unit(16, 16, 8, stride=1)
+        self.unit3 = shufflenetv2.InvertedResidual(16, 16, 1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = self.unit3(self.unit2(self.unit1(F.relu(self.bn(self.conv(x))))))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class ConvNeXtMini(nn.Module):
+    """On 3x8x8 images: stem Conv 2x2/2 (3->8) and LayerNorm2d (channels, eps 1e-6); one
+    torchvision CNBlock(8) (depthwise 7x7 conv, permute to NHWC, LayerNorm, Linear 8->32, GELU,
+    Linear 32->8, permute back, layer scale, residual add) at 4x4; downsample LayerNorm2d and
+    Conv 2x2/2 (8->16); a CNBlock(16) at 2x2; global average pool, LayerNorm2d, Flatten,
+    Linear(16, 5). Layer scales start at random values in [0.5, 1] (torchvision's 1e-6 would
+    keep the blocks' gradients near zero for the first steps)."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        from functools import partial
+        from torchvision.models.convnext import CNBlock, LayerNorm2d
+        ln = partial(nn.LayerNorm, eps=1e-6)
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 2, stride=2), LayerNorm2d(8, eps=1e-6))
+        self.stage1 = CNBlock(8, 1.0, 0.0, ln)
+        self.down = nn.Sequential(LayerNorm2d(8, eps=1e-6), nn.Conv2d(8, 16, 2, stride=2))
+        self.stage2 = CNBlock(16, 1.0, 0.0, ln)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.norm = LayerNorm2d(16, eps=1e-6)
+        self.fc = nn.Linear(16, classes)
+        with torch.no_grad():
+            for blk in (self.stage1, self.stage2):
+                blk.layer_scale.copy_(torch.rand(blk.layer_scale.shape) * 0.5 + 0.5)
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return self.fc(torch.flatten(self.norm(self.pool(x)), 1))
+
+
+class ViTMini(nn.Module):
+    """On 3x8x8 images: patch embedding Conv 2x2/2 (3->8) giving 16 patches, flatten and
+    transpose to [N, 16, 8], a learned class token prepended (expanded over the batch), a
+    learned position embedding [1, 17, 8] added, two nn.TransformerEncoderLayer (d_model 8,
+    2 heads, feed-forward 16, GELU, pre-norm, batch_first), a final LayerNorm, and Linear(8, 5)
+    on the class token. The layers' Dropouts are replaced by Identity and attention's dropout
+    is 0, so no Dropout node is exported. Attention has no in_proj_bias (q, k and v without
+    bias): its key part has a zero gradient up to rounding (softmax cancels it), which AdamW
+    would turn into full-size steps."""
+
+    def __init__(self, d=8, heads=2, ff=16, layers=2, patch=2, image=8, classes=5):
+        super().__init__()
+        n = (image // patch) ** 2
+        self.patch = nn.Conv2d(3, d, patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, d) * 0.5)
+        self.pos = nn.Parameter(torch.randn(1, n + 1, d) * 0.5)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu",
+                                               batch_first=True, norm_first=True)
+            for drop in ("dropout", "dropout1", "dropout2"):
+                setattr(layer, drop, nn.Identity())
+            layer.self_attn.register_parameter("in_proj_bias", None)
+            self.layers.append(layer)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)                    # [N, 16, d]
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), 1) + self.pos
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+class UNetMini(nn.Module):
+    """On 3x8x8 images, 3 classes per pixel: down1 Conv 3x3 (3->4) - BN - ReLU (8x8, skip 1),
+    MaxPool 2; down2 Conv 3x3 (4->8) - BN - ReLU (4x4, skip 2), MaxPool 2; bottleneck Conv 3x3
+    (8->8) - BN - ReLU (2x2); up1 ConvTranspose2d(8, 8, 2, stride 2) (4x4), concat skip 2,
+    Conv 3x3 (16->8) - BN - ReLU; up2 F.interpolate(scale_factor 2, bilinear,
+    align_corners=False) (8x8), concat skip 1, Conv 3x3 (12->4) - BN - ReLU; head Conv 1x1
+    (4->3). The convs before BatchNorm have no bias."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+
+        def cbr(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o),
+                                 nn.ReLU())
+        self.down1, self.down2, self.bottleneck = cbr(3, 4), cbr(4, 8), cbr(8, 8)
+        self.up1 = nn.ConvTranspose2d(8, 8, 2, stride=2)
+        self.dec1, self.dec2 = cbr(16, 8), cbr(12, 4)
+        self.head = nn.Conv2d(4, classes, 1)
+
+    def forward(self, x):
+        s1 = self.down1(x)
+        s2 = self.down2(F.max_pool2d(s1, 2))
+        b = self.bottleneck(F.max_pool2d(s2, 2))
+        y = self.dec1(torch.cat((self.up1(b), s2), 1))
+        y = F.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False)
+        y = self.dec2(torch.cat((y, s1), 1))
+        return self.head(y)                                             # [N, classes, 8, 8]
+
+
+class DCGANGenerator(nn.Module):
+    """z [N, 8]: Linear(8, 64) - view [N, 16, 2, 2] - BN - ReLU - ConvTranspose2d(16, 8, 4,
+    stride 2, padding 1, no bias) - BN - ReLU (4x4) - ConvTranspose2d(8, 3, 4, stride 2,
+    padding 1) - Tanh: [N, 3, 8, 8] images."""
+
+    def __init__(self, z=8):
+        super().__init__()
+        self.fc = nn.Linear(z, 16 * 2 * 2)
+        self.bn0 = nn.BatchNorm2d(16)
+        self.up1 = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.up2 = nn.ConvTranspose2d(8, 3, 4, stride=2, padding=1)
+
+    def forward(self, z):
+        x = F.relu(self.bn0(self.fc(z).view(-1, 16, 2, 2)))
+        x = F.relu(self.bn1(self.up1(x)))
+        return torch.tanh(self.up2(x))
+
+
+class LSTMLM(nn.Module):
+    """Embedding(11, 8) - 2-layer bidirectional nn.LSTM(8, 8, batch_first) - Linear(16, 11)
+    over the vocabulary at every position: logits [N, seq, 11]."""
+
+    def __init__(self, vocab=11, d=8, hidden=8):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * hidden, vocab)
+
+    def forward(self, idx):
+        y, _ = self.lstm(self.emb(idx))
+        return self.head(y)
+
+
+class GRUClassifier(nn.Module):
+    """Embedding(11, 8) - nn.GRU(8, 12, batch_first) - its last hidden state h_n[-1] -
+    Linear(12, 3)."""
+
+    def __init__(self, vocab=11, d=8, hidden=12, classes=3):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.gru = nn.GRU(d, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, idx):
+        _, h = self.gru(self.emb(idx))
+        return self.head(h[-1])
+
+
+class GroupNormNet(nn.Module):
+    """On [N, 4, 16] signals: Conv1d(4, 8, 3, padding 1) - GroupNorm(2 groups, 8) -
+    PReLU(8 slopes) - Conv1d(8, 8, 3, padding 1, no bias) - InstanceNorm1d(8, affine) - Mish -
+    mean over the length - Linear(8, 3)."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+        self.conv1 = nn.Conv1d(4, 8, 3, padding=1)
+        self.gn = nn.GroupNorm(2, 8)
+        self.act = nn.PReLU(8)
+        self.conv2 = nn.Conv1d(8, 8, 3, padding=1, bias=False)
+        self.inorm = nn.InstanceNorm1d(8, affine=True)
+        self.fc = nn.Linear(8, classes)
+        with torch.no_grad():
+            self.act.weight.copy_(torch.rand(8) * 0.4)
+
+    def forward(self, x):
+        x = self.act(self.gn(self.conv1(x)))
+        x = F.mish(self.inorm(self.conv2(x)))
+        return self.fc(x.mean(-1))
+
+
 def randomize_norms(model, seed):
-    """Non-trivial affine parameters for LayerNorm/BatchNorm (defaults are 1/0)."""
+    """Non-trivial affine parameters for LayerNorm/BatchNorm/GroupNorm/InstanceNorm (defaults
+    are 1/0)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d, nn.GroupNorm, nn.InstanceNorm1d)):
                 m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.5 + 0.75)
                 m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
 
@@ -433,6 +694,45 @@ def loss_none_data(seed):
     return [x, y], None
 
 
+def image_data(seed, n_rows, size, classes, channels=3):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, channels, size, size, generator=g)
+    y = torch.randint(0, classes, (n_rows,), generator=g)
+    return [x], y
+
+
+def segmentation_data(seed, n_rows=10, size=8, classes=3):
+    """Images and a class per pixel ([N, H, W] int64), for cross_entropy over dim 1."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, 3, size, size, generator=g)
+    y = torch.randint(0, classes, (n_rows, size, size), generator=g)
+    return [x], y
+
+
+def dcgan_data(seed, n_rows=18, z=8):
+    """Latent vectors and target images in (-1, 1), for mse."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, z, generator=g)
+    y = torch.tanh(torch.randn(n_rows, 3, 8, 8, generator=g))
+    return [x], y
+
+
+def sequence_class_data(seed, n_rows=16, seq=6, vocab=11):
+    """gpt_data's sequences; the label is the sequence's stride minus 1 (0, 1 or 2)."""
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, vocab, (n_rows, 1), generator=g)
+    stride = torch.randint(1, 4, (n_rows, 1), generator=g)
+    full = (start + stride * torch.arange(seq)) % vocab
+    return [full.contiguous()], (stride[:, 0] - 1).contiguous()
+
+
+def signal_data(seed, n_rows=16, channels=4, length=16, classes=3):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, channels, length, generator=g)
+    y = torch.randint(0, classes, (n_rows,), generator=g)
+    return [x], y
+
+
 def warmup_cosine(start_factor, eta_min, warmup=2):
     """A case's schedule and its dprun arguments: `warmup` steps of LinearLR from start_factor,
     then CosineAnnealingLR down to eta_min over the remaining steps."""
@@ -543,6 +843,54 @@ def cases():
                   batch=8, steps=3, devices=1, opset=17,
                   input_names=["x", "target"], output_names=["loss"],
                   dyn={"x": {0: "batch"}, "target": {0: "batch"}}))
+    # Whole architectures (staged=True: written only when named or with --staged, until
+    # dprun trains every op they use; see main). The recurrent ones have a fixed sequence
+    # length (only the batch is dynamic): dprun unrolls LSTM and GRU over it for the gradient.
+    for name, dev in (("mobilenet_dp3", 3), ("mobilenet_1dev", 1)):
+        # same initial model and data for both; the batch of 10 splits 4, 4, 2
+        c.append(dict(name=name, seed=140, model=MobileNetMini,
+                      data=lambda: image_data(1140, 10, 16, 5), loss="cross_entropy",
+                      opt=dict(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
+                      batch=10, steps=3, devices=dev, opset=15, norm_seed=2140, staged=True))
+    c.append(dict(name="shufflenet_dp2", seed=141, model=ShuffleMini,
+                  data=lambda: image_data(1141, 12, 8, 4), loss="cross_entropy",
+                  opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
+                  batch=7, steps=3, devices=2, opset=15, norm_seed=2141, staged=True))
+    # opset 17 for LayerNormalization (at 15 LayerNorm is exported as its arithmetic)
+    c.append(dict(name="convnext_dp2", seed=142, model=ConvNeXtMini,
+                  data=lambda: image_data(1142, 12, 8, 5), loss="cross_entropy",
+                  opt=dict(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
+                  batch=7, steps=3, devices=2, opset=17, norm_seed=2142, staged=True))
+    c.append(dict(name="vit_adamw_dp2", seed=143, model=ViTMini,
+                  data=lambda: image_data(1143, 12, 8, 5), loss="cross_entropy",
+                  opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.05, betas=(0.9, 0.999),
+                           eps=1e-8),
+                  batch=6, steps=3, devices=2, opset=17, norm_seed=2143, staged=True))
+    c.append(dict(name="unet_dp2", seed=144, model=UNetMini,
+                  data=lambda: segmentation_data(1144), loss="cross_entropy", class_dim=1,
+                  opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
+                  batch=5, steps=3, devices=2, opset=15, norm_seed=2144, staged=True))
+    c.append(dict(name="dcgan_dp2", seed=145, model=DCGANGenerator,
+                  data=lambda: dcgan_data(1145), loss="mse",
+                  opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),
+                  batch=9, steps=3, devices=2, opset=15, norm_seed=2145,
+                  input_names=["z"], output_names=["images"], staged=True))
+    c.append(dict(name="lstm_lm_dp2", seed=146, model=LSTMLM, data=lambda: gpt_data(1146),
+                  loss="cross_entropy", class_dim=-1,
+                  opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.01, betas=(0.9, 0.999),
+                           eps=1e-8),
+                  batch=8, steps=3, devices=2, opset=15, input_names=["idx"],
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, staged=True))
+    c.append(dict(name="gru_cls_dp3", seed=147, model=GRUClassifier,
+                  data=lambda: sequence_class_data(1147), loss="cross_entropy",
+                  opt=dict(optimizer="adam", lr=2e-2, weight_decay=0.0, betas=(0.9, 0.999),
+                           eps=1e-8),
+                  batch=8, steps=3, devices=3, opset=15, input_names=["idx"],
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, staged=True))
+    c.append(dict(name="groupnorm_dp2", seed=148, model=GroupNormNet,
+                  data=lambda: signal_data(1148), loss="cross_entropy",
+                  opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=1e-4),
+                  batch=6, steps=3, devices=2, opset=15, norm_seed=2148, staged=True))
     return c
 
 
@@ -558,7 +906,7 @@ def run_case(case):
     dyn = case.get("dyn") or {**{n: {0: "batch"} for n in input_names},
                               **{n: {0: "batch"} for n in output_names}}
     example = [t[:4] for t in inputs]
-    base = os.path.join(HERE, name)
+    base = os.path.join(OUT, name)
 
     names0, patched0 = export(model, base + ".onnx", example, input_names, output_names, dyn,
                               case["opset"])
@@ -673,22 +1021,43 @@ def max_diff(a, b):
     return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
+def has_batchnorm(model):
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
 def main():
-    wanted = set(sys.argv[1:])
+    global OUT
+    parser = argparse.ArgumentParser(description="Writes dprun train's PyTorch references.")
+    parser.add_argument("cases", nargs="*", metavar="CASE", help="write only these cases")
+    parser.add_argument("--out", default=HERE,
+                        help="folder for the files (default: this script's); the .args paths "
+                             f"still name {REL}/, where the files belong")
+    parser.add_argument("--staged", action="store_true",
+                        help="write the cases marked staged (left out of a run without names)")
+    opts = parser.parse_args()
+    OUT = os.path.abspath(opts.out)
+    os.makedirs(OUT, exist_ok=True)
+    wanted = set(opts.cases)
     known = {c["name"] for c in cases()}
     if wanted - known:
         raise SystemExit(f"unknown cases: {sorted(wanted - known)}")
-    results = [run_case(c) for c in cases() if not wanted or c["name"] in wanted]
+    results = [run_case(c) for c in cases()
+               if c["name"] in wanted or (not wanted and c.get("staged", False) == opts.staged)]
     by_name = {r["name"]: r for r in results}
 
     print("\n=== checks")
     for r in results:
         c = r["case"]
-        if c["devices"] > 1 and c["model"] not in (CNN, MiniResNet):
+        if c["devices"] > 1 and not has_batchnorm(r["model"]):
             l1, sd1 = one_device_replay(c)
             print(f"{r['name']}: vs one device: max |loss diff| {np.abs(l1 - r['losses']).max():.3g}, "
                   f"max |param diff| {max_diff(sd1, r['model'].state_dict()):.3g}")
-    if wanted:
+        if c.get("staged"):
+            l64, sd64 = float64_replay(c)
+            print(f"{r['name']}: float32 vs float64 training: "
+                  f"{tolerance_used(r['model'].state_dict(), sd64):.3f} of the tolerance, "
+                  f"max |loss diff| {np.abs(l64 - r['losses']).max():.3g}")
+    if wanted or opts.staged:
         print("(the checks across cases run when every case is written)")
     else:
         cross_case_checks(by_name)
@@ -715,18 +1084,18 @@ def summarize(results):
     total = 0
     for r in results:
         name = r["name"]
-        files = sorted(f for f in os.listdir(HERE) if f.startswith(name + "."))
-        p0, p1 = os.path.join(HERE, name + ".onnx"), os.path.join(HERE, name + ".trained.onnx")
+        files = sorted(f for f in os.listdir(OUT) if f.startswith(name + "."))
+        p0, p1 = os.path.join(OUT, name + ".onnx"), os.path.join(OUT, name + ".trained.onnx")
         for p in (p0, p1):
             onnx.checker.check_model(onnx.load(p), full_check=True)
         n0 = [i.name for i in onnx.load(p0).graph.initializer]
         n1 = [i.name for i in onnx.load(p1).graph.initializer]
         assert n0 == n1, (name, n0, n1)
-        size = sum(os.path.getsize(os.path.join(HERE, f)) for f in files)
+        size = sum(os.path.getsize(os.path.join(OUT, f)) for f in files)
         total += size
         m = onnx.load(p0)
         print(f"\n=== {name}  (opset {m.opset_import[0].version}, {size} bytes in {len(files)} files)")
-        print("args:", open(os.path.join(HERE, name + ".args")).read().strip())
+        print("args:", open(os.path.join(OUT, name + ".args")).read().strip())
         print("initializers:", n0)
         if any(r["patched"]):
             print("initializers re-written with the model's values:", r["patched"])
