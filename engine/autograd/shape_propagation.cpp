@@ -155,6 +155,7 @@ class Propagator {
       return x ? Shape_(SymbolicShape{Dim::known(static_cast<int64_t>(x->size())), Dim{}})
                : std::nullopt;
     }
+    if (op == "RNN" || op == "GRU" || op == "LSTM") return recurrent();
     if (op == "Expand") return expand();
     if (op == "ConstantOfShape") return constant_of_shape();
     if (op == "Constant" && node_.has_attr("value"))
@@ -453,6 +454,23 @@ class Propagator {
     auto length = length_of(1);
     if (!length) return std::nullopt;
     return unknown_dims(std::max(x->size(), static_cast<size_t>(*length)));
+  }
+
+  // RNN, GRU, LSTM: Y [seq, dirs, batch, H] (layout 1: [batch, seq, dirs, H]), the states
+  // [dirs, batch, H] (layout 1: [batch, dirs, H]); seq and batch from X, H from hidden_size.
+  Shape_ recurrent() const {
+    auto x = input(0);
+    if (!x || x->size() != 3) return std::nullopt;
+    const bool batch_first = node_.attr_int("layout", 0) == 1;
+    const Dim seq = (*x)[batch_first ? 1 : 0], batch = (*x)[batch_first ? 0 : 1];
+    const Dim dirs =
+        Dim::known(node_.attr_string("direction", "forward") == "bidirectional" ? 2 : 1);
+    const Dim hidden =
+        node_.has_attr("hidden_size") ? Dim::known(node_.attr_int("hidden_size")) : Dim{};
+    if (output_ == 0)
+      return batch_first ? SymbolicShape{batch, seq, dirs, hidden}
+                         : SymbolicShape{seq, dirs, batch, hidden};
+    return batch_first ? SymbolicShape{batch, dirs, hidden} : SymbolicShape{dirs, batch, hidden};
   }
 
   // ConstantOfShape: its input holds the output's dims; its length is the output's rank.

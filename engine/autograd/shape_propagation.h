@@ -36,7 +36,7 @@ std::optional<SymbolicShape> broadcast_symbolic(const SymbolicShape& a, const Sy
 /// Covered: elementwise and normalization ops (the input's shape), the broadcasting binary
 /// and variadic ops, Conv/ConvTranspose and the pools (rank, batch, channels where certain),
 /// Transpose, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Gather, Shape, Size, the
-/// Reduce* ops, and Pad/Slice/Resize/Tile-like ops (rank only).
+/// Reduce* ops, RNN/GRU/LSTM, and Pad/Slice/Resize/Tile-like ops (rank only).
 std::optional<SymbolicShape> propagate_shape(const Node& node, size_t output,
                                              const ShapeSource& source);
 
