@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/atomic_file.h"
+
 namespace dprun {
 
 namespace {
@@ -388,24 +390,7 @@ std::string serialize_npy(const Tensor& input) {
 }
 
 void write_npy(const Tensor& tensor, const std::string& path) {
-  std::string bytes = serialize_npy(tensor);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, ": cannot be written");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      out.close();
-      std::remove(tmp.c_str());
-      fail(path, ": writing failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot be written (", ec.message(), ")");
-  }
+  write_file_atomically(path, serialize_npy(tensor));
 }
 
 }  // namespace dprun

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "engine/atomic_file.h"
+#include "engine/autograd/inference_graph.h"
 #include "loader/graph_proto.h"
 #include "loader/tensor_proto.h"
 
@@ -150,29 +152,31 @@ void save_graph(const Graph& graph, const std::map<std::string, Tensor>& paramet
   }
   graph_to_proto(graph, parameters, model.mutable_graph());
 
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, ": cannot be written");
-    if (!model.SerializeToOstream(&out) || !out.flush()) {
-      out.close();
-      std::remove(tmp.c_str());
-      fail(path, ": writing the model failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot be written (", ec.message(), ")");
-  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) fail(path, ": the model cannot be serialized");
+  write_file_atomically(path, bytes);
 }
 
-void save_model(const Model& model, const std::string& path) {
+namespace {
+
+// The model's current value of each initializer `graph` keeps.
+std::map<std::string, Tensor> parameters_of(const Model& model, const Graph& graph) {
   std::map<std::string, Tensor> params;
-  auto names = model.parameter_names();
-  for (size_t i = 0; i < names.size(); ++i) params[names[i]] = model.parameters()[i];
-  save_graph(model.graph(), params, path);
+  const auto names = model.parameter_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (graph.initializers.count(names[i])) params[names[i]] = model.parameters()[i];
+  return params;
+}
+
+}  // namespace
+
+void save_model(const Model& model, const std::string& path) {
+  save_graph(model.graph(), parameters_of(model, model.graph()), path);
+}
+
+void save_inference_model(const Model& model, const std::string& path) {
+  const Graph graph = inference_graph(model.graph());
+  save_graph(graph, parameters_of(model, graph), path);
 }
 
 }  // namespace dprun

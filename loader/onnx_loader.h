@@ -35,6 +35,10 @@ void save_graph(const Graph& graph, const std::map<std::string, Tensor>& paramet
                 const std::string& path);
 /// Saves a model with its current parameter values.
 void save_model(const Model& model, const std::string& path);
+/// Saves the inference form of a model (engine/autograd/inference_graph.h: BatchNormalization
+/// on its running statistics, Dropout as Identity) with its current parameter values: the
+/// model to serve after training.
+void save_inference_model(const Model& model, const std::string& path);
 
 }  // namespace dprun
 

@@ -38,25 +38,6 @@ std::string safe_file_name(const std::string& name) {
   return out;
 }
 
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    file << contents;
-    if (!file.flush()) {
-      file.close();
-      std::remove(tmp.c_str());
-      fail(path, ": cannot be written");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot be written (", ec.message(), ")");
-  }
-}
-
 std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/atomic_file.h"
 #include "engine/tensor.h"
 
 namespace dprun::cli {
@@ -13,9 +14,6 @@ namespace dprun::cli {
 std::string preview_values(const Tensor& tensor, int64_t count = 6);
 /// An output name made safe as a file name: characters outside [A-Za-z0-9._-] become '_'.
 std::string safe_file_name(const std::string& name);
-/// Writes `contents` to `path` through a temporary file and a rename, so a failure leaves no
-/// half-written file; throws Error naming the path.
-void write_file_atomically(const std::string& path, const std::string& contents);
 /// JSON string literal with escapes.
 std::string json_string(const std::string& text);
 /// JSON array of numbers, each with 9 significant digits: "[1, 2.5]".

@@ -1,5 +1,6 @@
 #include "tools/inputs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -64,7 +65,31 @@ Shape concrete_shape(const TensorType& type, const InputOptions& options) {
   return shape;
 }
 
-std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options) {
+std::map<std::string, std::string> apply_initializer_overrides(
+    Model& model, const std::map<std::string, std::string>& files) {
+  std::map<std::string, std::string> rest;
+  const Graph& graph = model.graph();
+  for (const auto& [name, path] : files) {
+    const bool listed = std::any_of(graph.inputs.begin(), graph.inputs.end(),
+                                    [&](const ValueInfo& in) { return in.name == name; });
+    auto init = graph.initializers.find(name);
+    if (!listed || init == graph.initializers.end()) {
+      rest.emplace(name, path);
+      continue;
+    }
+    Tensor t = as_declared(ends_with(path, ".pb") ? read_tensor_proto_file(path) : read_npy(path),
+                           init->second.dtype());
+    if (t.dtype() != init->second.dtype() || t.shape() != init->second.shape())
+      throw UsageError("--input '" + name + "' overrides an initializer of " +
+                       init->second.describe() + ", but " + path + " holds " + t.describe());
+    model.set_parameter(name, t);
+  }
+  return rest;
+}
+
+std::vector<Tensor> prepare_inputs(Model& model, const InputOptions& given) {
+  InputOptions options = given;
+  options.files = apply_initializer_overrides(model, given.files);
   auto names = model.input_names();
   auto types = model.input_types();
   for (const auto& [name, path] : options.files) {

@@ -14,11 +14,19 @@ struct InputOptions {
   std::map<std::string, std::string> files;  // input name -> .npy or .pb path
 };
 
-/// One tensor per model input, in model.input_names() order. Files are checked against the
+/// Gives the model the files of `files` that name an initializer the graph also lists as an
+/// input (an input with a default, as older exporters and training graphs write them; ONNX
+/// lets a feed override it): each becomes that parameter's value, for every run and every
+/// replica. Its dtype and shape must be the initializer's (UsageError naming both otherwise).
+/// Returns the other files.
+std::map<std::string, std::string> apply_initializer_overrides(
+    Model& model, const std::map<std::string, std::string>& files);
+/// One tensor per model input, in model.input_names() order, after the files that override
+/// initializers are applied (apply_initializer_overrides). Files are checked against the
 /// declared dtype and shape (error names the input, what was expected and what came);
 /// missing ones are generated: floats uniform in [-1, 1), integers in [0, 10), bools random,
 /// all from a fixed seed so runs repeat.
-std::vector<Tensor> prepare_inputs(const Model& model, const InputOptions& options);
+std::vector<Tensor> prepare_inputs(Model& model, const InputOptions& options);
 /// The inputs in memory that the first non-CPU device of `devices` copies from by DMA
 /// (Tensor::pin_memory), so that each run's scatter copies them at the link's speed; as they
 /// are when every device is a CPU device or no page-locked memory can be had.

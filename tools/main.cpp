@@ -92,8 +92,10 @@ train options (also --devices, --dim, --split, --split-policy, --weights, --thre
                          whole batch, summed over the devices (PyTorch's SyncBatchNorm), not
                          each device's chunk: several devices then train as one
   --val-input NAME=FILE --val-target FILE   validation loss (and accuracy) after each epoch
-  --save OUT.onnx        the trained model (required); --checkpoint-every N saves every N steps,
-                         with the optimizer's state beside it (OUT.onnx.state)
+  --save OUT.onnx        the trained model to serve (required): its inference form, with
+                         BatchNormalization on the running statistics and Dropout off
+  --checkpoint-every N   every N steps also write OUT.ckpt.onnx: the training form with the
+                         optimizer's state, to resume from (replaced whole: a kill never loses it)
   --resume               MODEL is such a checkpoint: continue the run where it stopped (the same
                          data, batch, devices and options; --steps counts the whole run)
   --json FILE            losses, step_seconds, samples_per_s (after the warm-up),

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/autograd/inference_graph.h"
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
+#include "engine/warning.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
@@ -53,6 +55,17 @@ void write_json(const std::string& path, const DataParallelRun& run,
   write_file_atomically(path, out.str());
 }
 
+// A graph exported for training runs, but its outputs are not the served model's: say so.
+void warn_if_training_form(const Graph& graph, const std::string& path) {
+  const std::vector<std::string> nodes = training_mode_nodes(graph);
+  if (nodes.empty()) return;
+  warn(path + " is in training form: " + std::to_string(nodes.size()) + " node" +
+       (nodes.size() == 1 ? "" : "s") + " (" + nodes.front() + (nodes.size() > 1 ? ", ..." : "") +
+       ") make the outputs depend on the batch or on chance (BatchNormalization on the "
+       "batch's statistics, Dropout); export with model.eval(), or serve the model "
+       "`dprun train --save` writes");
+}
+
 }  // namespace
 
 int run_command(int argc, char** argv, int first) {
@@ -78,6 +91,7 @@ int run_command(int argc, char** argv, int first) {
 
   auto model = std::make_shared<Model>(
       load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
+  warn_if_training_form(model->graph(), model_path);
   std::vector<Tensor> inputs =
       pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
   DataParallel parallel(model, options);

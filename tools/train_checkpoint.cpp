@@ -1,7 +1,5 @@
 #include "tools/train_checkpoint.h"
 
-#include <filesystem>
-
 #include "engine/parallel/distributed.h"
 #include "loader/onnx_loader.h"
 
@@ -9,6 +7,7 @@ namespace dprun::cli {
 
 namespace {
 
+constexpr char kStatePrefix[] = "dprun.state.";
 constexpr char kStep[] = "step";
 constexpr char kOptimizerSteps[] = "optimizer.steps";
 constexpr char kOptimizerPrefix[] = "optimizer.";
@@ -21,64 +20,95 @@ Tensor int64_scalar(int64_t v) {
   return Tensor::scalar<int64_t>(v);
 }
 
+std::map<std::string, Tensor> training_state(const Model& model, const Optimizer& optimizer,
+                                             const GradScaler* scaler, int64_t step) {
+  std::map<std::string, Tensor> state;
+  state[kStep] = int64_scalar(step);
+  state[kChecksum] = int64_scalar(static_cast<int64_t>(checksum_parameters(model)));
+  const Optimizer::State o = optimizer.state();
+  state[kOptimizerSteps] = int64_scalar(o.steps);
+  for (const auto& [name, buffer] : o.buffers)
+    state[kOptimizerPrefix + name] = buffer.to(Device::cpu());
+  if (scaler) {
+    state[kLossScale] = Tensor::scalar<float>(scaler->scale());
+    state[kGrowthTracker] = int64_scalar(scaler->growth_tracker());
+    state[kSkippedSteps] = int64_scalar(scaler->skipped_steps());
+  }
+  return state;
+}
+
 }  // namespace
 
-std::string training_state_path(const std::string& model_path) {
-  return model_path + ".state";
+std::string checkpoint_path(const std::string& save_path) {
+  const std::string suffix = ".onnx";
+  std::string stem = save_path;
+  if (stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  return stem + ".ckpt.onnx";
 }
 
-void save_training_state(const std::string& path, const Model& model, const Optimizer& optimizer,
-                         const GradScaler* scaler, int64_t step) {
-  Graph state;
-  state.name = "dprun_training_state";
-  state.ir_version = 8;
-  state.opset_imports[""] = 17;
-  state.initializers[kStep] = int64_scalar(step);
-  state.initializers[kChecksum] = int64_scalar(static_cast<int64_t>(checksum_parameters(model)));
-  const Optimizer::State o = optimizer.state();
-  state.initializers[kOptimizerSteps] = int64_scalar(o.steps);
-  for (const auto& [name, buffer] : o.buffers)
-    state.initializers[kOptimizerPrefix + name] = buffer.to(Device::cpu());
-  if (scaler) {
-    state.initializers[kLossScale] = Tensor::scalar<float>(scaler->scale());
-    state.initializers[kGrowthTracker] = int64_scalar(scaler->growth_tracker());
-    state.initializers[kSkippedSteps] = int64_scalar(scaler->skipped_steps());
+void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer,
+                     const GradScaler* scaler, int64_t step) {
+  Graph graph = model.graph();
+  for (auto& [name, tensor] : training_state(model, optimizer, scaler, step)) {
+    const std::string key = kStatePrefix + name;
+    DPRUN_CHECK(!graph.initializers.count(key), path, ": the model has an initializer named '", key,
+                "', which checkpoints keep for themselves");
+    graph.initializers[key] = std::move(tensor);
   }
-  save_graph(state, {}, path);
+  std::map<std::string, Tensor> params;
+  const auto names = model.parameter_names();
+  for (size_t i = 0; i < names.size(); ++i) params[names[i]] = model.parameters()[i];
+  save_graph(graph, params, path);
 }
 
-int64_t load_training_state(const std::string& path, const Model& model, Optimizer& optimizer,
-                            GradScaler* scaler) {
-  DPRUN_CHECK(std::filesystem::exists(path), path,
-              ": does not exist (--checkpoint-every writes it beside each checkpoint)");
-  // load_graph's errors name the file themselves.
-  const std::shared_ptr<Graph> state =
-      load_graph(path, {.run_checker = false, .run_shape_inference = false});
+Checkpoint read_checkpoint(const std::string& path) {
+  Checkpoint c{.graph = load_graph(path)};  // its errors name the file
+  const std::string prefix = kStatePrefix;
+  for (auto it = c.graph->initializers.begin(); it != c.graph->initializers.end();) {
+    if (it->first.rfind(prefix, 0) == 0) {
+      c.state[it->first.substr(prefix.size())] = it->second;
+      it = c.graph->initializers.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!c.state.count(kStep))
+    fail(path,
+         ": is not a checkpoint (it holds no training state): --resume continues from the "
+         "OUT.ckpt.onnx that --checkpoint-every writes beside --save OUT.onnx");
+  return c;
+}
+
+int64_t restore_training_state(const Checkpoint& checkpoint, const std::string& path,
+                               const Model& model, Optimizer& optimizer, GradScaler* scaler) {
+  const auto& state = checkpoint.state;
   try {
     auto int64_of = [&](const char* name) {
-      auto it = state->initializers.find(name);
-      DPRUN_CHECK(it != state->initializers.end() && it->second.dtype() == DType::Int64 &&
-                      it->second.numel() == 1,
-                  "has no int64 '", name, "': not a dprun training state");
+      auto it = state.find(name);
+      DPRUN_CHECK(
+          it != state.end() && it->second.dtype() == DType::Int64 && it->second.numel() == 1,
+          "has no int64 '", kStatePrefix, name, "': not a dprun checkpoint");
       return it->second.data<int64_t>()[0];
     };
     const int64_t step = int64_of(kStep);
+    DPRUN_CHECK(step >= 0, "the state's step is ", step, ": the checkpoint is damaged");
     DPRUN_CHECK(int64_of(kChecksum) == static_cast<int64_t>(checksum_parameters(model)),
-                "was saved with other parameters than the model's: the checkpoint model and its "
-                "state are not of one step");
+                "its parameters do not match its state's checksum: the checkpoint is damaged");
     Optimizer::State o{.steps = int64_of(kOptimizerSteps)};
     const std::string prefix = kOptimizerPrefix;
-    for (const auto& [name, tensor] : state->initializers)
+    for (const auto& [name, tensor] : state)
       if (name != kOptimizerSteps && name.rfind(prefix, 0) == 0)
         o.buffers[name.substr(prefix.size())] = tensor;
     optimizer.load_state(o);
-    const bool scaled = state->initializers.count(kLossScale) > 0;
+    const bool scaled = state.count(kLossScale) > 0;
     DPRUN_CHECK(scaled == (scaler != nullptr),
                 scaled ? "is of float16 training, with a loss scale; train with --precision "
                          "float16 to resume it"
                        : "has no loss scale: it is not of float16 training");
     if (scaler)
-      scaler->restore(state->initializers.at(kLossScale).data<float>()[0], int64_of(kGrowthTracker),
+      scaler->restore(state.at(kLossScale).data<float>()[0], int64_of(kGrowthTracker),
                       int64_of(kSkippedSteps));
     return step;
   } catch (const Error& e) {

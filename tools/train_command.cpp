@@ -1,6 +1,7 @@
 // `dprun train MODEL.onnx`: data-parallel training from .npy files, saved back to ONNX.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/autograd/inference_graph.h"
 #include "engine/autograd/lr_schedule.h"
 #include "engine/autograd/trainer.h"
 #include "engine/backend.h"
@@ -17,6 +19,7 @@
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/format.h"
+#include "tools/inputs.h"
 #include "tools/parallel_options.h"
 #include "tools/train_checkpoint.h"
 #include "tools/train_data.h"
@@ -357,6 +360,32 @@ std::map<std::string, std::string> input_files(const Args& args, const char* opt
   return files;
 }
 
+// The Model of a checkpoint's graph; errors name the file as load_model's do.
+Model model_from_graph(std::shared_ptr<Graph> graph, const std::string& path, Device device,
+                       const ModelOptions& options) {
+  try {
+    return Model(std::move(graph), device, options);
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+}
+
+// A model exported in eval mode trains, but its BatchNormalizations keep their running
+// statistics frozen and normalize with them: say so once, with the export that trains them.
+void say_if_exported_for_inference(const Graph& graph, const std::string& path) {
+  const bool has_batch_norm =
+      std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& n) {
+        return n.op_type == "BatchNormalization" && canonical_domain(n.domain).empty();
+      });
+  if (!has_batch_norm || !training_mode_nodes(graph).empty()) return;
+  std::printf(
+      "note: %s was exported for inference: its BatchNormalization nodes normalize with their "
+      "running statistics, which training leaves as they are; to train them, export with "
+      "torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
+      "do_constant_folding=False)\n",
+      path.c_str());
+}
+
 }  // namespace
 
 int train_command(int argc, char** argv, int first) {
@@ -399,7 +428,15 @@ int train_command(int argc, char** argv, int first) {
   // its parameters the float32 master weights.
   ModelOptions model_options = parse_model_options(args);
   model_options.precision = DType::Float32;
-  auto model = std::make_shared<Model>(load_model(model_path, devices.front(), {}, model_options));
+  // --resume: MODEL is a checkpoint, the training form with the run's state inside.
+  std::optional<Checkpoint> checkpoint;
+  if (args.has("resume")) checkpoint = read_checkpoint(model_path);
+  auto model =
+      checkpoint
+          ? std::make_shared<Model>(
+                model_from_graph(checkpoint->graph, model_path, devices.front(), model_options))
+          : std::make_shared<Model>(load_model(model_path, devices.front(), {}, model_options));
+  if (writes) say_if_exported_for_inference(model->graph(), model_path);
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<Trainer> single;
   if (dist)
@@ -415,7 +452,7 @@ int train_command(int argc, char** argv, int first) {
 
   TrainingDataOptions data_options;
   data_options.input_names = model->input_names();
-  data_options.files = input_files(args, "input");
+  data_options.files = apply_initializer_overrides(*model, input_files(args, "input"));
   data_options.target_file = args.get("target").value_or("");
   data_options.dim = options.parallel.dim;
   data_options.batch = batch;
@@ -447,23 +484,23 @@ int train_command(int argc, char** argv, int first) {
   const std::vector<std::optional<double>> group_lrs =
       parameter_group_lrs(args, trainer.parameter_names(), trainer.parameters());
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
-  // --resume: MODEL is a checkpoint; its state beside it says where the run stopped.
   int64_t first_step = 0;
-  if (args.has("resume")) {
-    first_step = load_training_state(training_state_path(model_path), *model, *optimizer,
-                                     trainer.grad_scaler());
+  if (checkpoint) {
+    first_step =
+        restore_training_state(*checkpoint, model_path, *model, *optimizer, trainer.grad_scaler());
     if (first_step >= schedule.steps)
       fail("--resume: the checkpoint is at step ", first_step, "; a run of ", schedule.steps,
            " steps has none left");
     std::printf("resuming %s at step %lld\n", model_path.c_str(),
                 static_cast<long long>(first_step + 1));
   }
-  // Each checkpoint: the state (with --checkpoint-every), then the model.
-  auto save_checkpoint = [&](int64_t steps_done) {
+  // Each save: the checkpoint to resume from (with --checkpoint-every), then the model to
+  // serve. Each file is replaced whole, so a kill between the two leaves a newer checkpoint.
+  auto save_models = [&](int64_t steps_done) {
     if (checkpoint_every)
-      save_training_state(training_state_path(*save), *model, *optimizer, trainer.grad_scaler(),
-                          steps_done);
-    save_model(*model, *save);
+      save_checkpoint(checkpoint_path(*save), *model, *optimizer, trainer.grad_scaler(),
+                      steps_done);
+    save_inference_model(*model, *save);
   };
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
   if (dist)
@@ -515,7 +552,7 @@ int train_command(int argc, char** argv, int first) {
     epoch_samples += batches.rows;
     epoch_loss += loss * static_cast<double>(batches.rows);
     progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
-    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_checkpoint(step + 1);
+    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_models(step + 1);
     std::optional<int64_t> epoch = batches.epoch_end;
     if (step + 1 == schedule.steps && !epoch)  // a run that ends within an epoch
       epoch = (step * accumulate + accumulate - 1) / data.batches_per_epoch();
@@ -532,7 +569,7 @@ int train_command(int argc, char** argv, int first) {
     ddp->check_parameters_in_sync();
     report.ranks_json = ranks_json(*dist, *ddp);
   }
-  if (writes) save_checkpoint(schedule.steps);
+  if (writes) save_models(schedule.steps);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
   std::printf("final loss %.6f, %.1f samples/s", report.steps.back().loss,

@@ -1,6 +1,6 @@
 #include "tools/train_validation.h"
 
-#include "engine/autograd/training_graph.h"
+#include "engine/autograd/inference_graph.h"
 
 namespace dprun::cli {
 

@@ -5,19 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/autograd/inference_graph.h"
 #include "engine/error.h"
 #include "engine/rewrites/rewrite_domain.h"
 
 namespace dprun {
 
 namespace {
-
-bool in_training_mode(const Node& node, int64_t opset) {
-  if (opset >= 14) return node.attr_int("training_mode", 0) != 0;
-  size_t named = 0;
-  for (const auto& o : node.outputs) named += o.empty() ? 0 : 1;
-  return named > 1;
-}
 
 // Appends the nodes of one synchronized BatchNormalization, named after it.
 class SyncBatchNormBuilder {
@@ -157,7 +151,7 @@ void synchronize_batch_norms(Graph& graph) {
   std::vector<Node> nodes;
   for (const Node& bn : graph.nodes) {
     if (bn.op_type != "BatchNormalization" || !canonical_domain(bn.domain).empty() ||
-        bn.inputs.size() < 5 || !in_training_mode(bn, opset)) {
+        bn.inputs.size() < 5 || !batch_norm_in_training_mode(bn, opset)) {
       nodes.push_back(bn);
       continue;
     }

@@ -19,21 +19,24 @@ bool maybe_floating(const Graph& graph, const std::string& value) {
   return !t || t->dtype == DType::Undefined || is_floating(t->dtype);
 }
 
-/// Floating-point initializers that may be trained: not frozen, not a state-update target
-/// (BatchNormalization running statistics), not overridable by a graph input.
+/// Floating-point initializers that may be trained: not frozen and not a BatchNormalization
+/// running statistic (in training mode a state-update target; in inference mode an input the
+/// node normalizes with, which PyTorch keeps as a buffer, never trained). An initializer the
+/// graph also lists as an input (older exporters list every one) trains like any other.
 std::vector<std::string> candidate_parameters(const Graph& graph, const TrainingSpec& spec) {
   std::set<std::string> frozen(spec.freeze.begin(), spec.freeze.end());
   for (const auto& name : frozen)
     DPRUN_CHECK(graph.initializers.count(name), "--freeze names '", name,
                 "', which is not an initializer of the model");
-  std::set<std::string> state;
-  for (const auto& [value, param] : graph.state_updates) state.insert(param);
-  std::set<std::string> overridable;
-  for (const auto& in : graph.inputs) overridable.insert(in.name);
+  std::set<std::string> statistics;
+  for (const auto& [value, param] : graph.state_updates) statistics.insert(param);
+  for (const Node& node : graph.nodes)
+    if (node.op_type == "BatchNormalization" && canonical_domain(node.domain).empty())
+      for (size_t i = 3; i < std::min<size_t>(node.inputs.size(), 5); ++i)
+        statistics.insert(node.inputs[i]);
   std::vector<std::string> out;
   for (const auto& [name, tensor] : graph.initializers)
-    if (is_floating(tensor.dtype()) && !frozen.count(name) && !state.count(name) &&
-        !overridable.count(name))
+    if (is_floating(tensor.dtype()) && !frozen.count(name) && !statistics.count(name))
       out.push_back(name);
   return out;
 }
@@ -285,24 +288,6 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
   graph->name = forward.name.empty() ? "training" : forward.name + "_training";
   result.graph = graph;
   return result;
-}
-
-Graph inference_graph(const Graph& forward) {
-  Graph g = forward;
-  for (Node& node : g.nodes) {
-    if (!canonical_domain(node.domain).empty()) continue;
-    if (node.op_type == "BatchNormalization" && node.attr_int("training_mode", 0) != 0) {
-      node.attributes.erase("training_mode");
-      node.outputs.resize(1);
-    } else if (node.op_type == "Dropout") {
-      if (g.opset("") >= 12)
-        node.inputs.resize(std::min<size_t>(node.inputs.size(), 1));
-      else
-        node.attributes["is_test"] = Attribute::of_int(1);
-    }
-  }
-  g.state_updates.clear();
-  return g;
 }
 
 Graph exportable_training_graph(const TrainingGraph& training) {

@@ -65,10 +65,6 @@ TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spe
 /// an optional input and the graph runs in any ONNX engine with the model's inputs and target.
 Graph exportable_training_graph(const TrainingGraph& training);
 
-/// `forward` as it runs for evaluation: BatchNormalization in training mode uses its running
-/// statistics and updates nothing, Dropout passes its input through.
-Graph inference_graph(const Graph& forward);
-
 /// The name of the gradient output of parameter `name`.
 std::string gradient_output_name(const std::string& name);
 

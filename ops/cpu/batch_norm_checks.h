@@ -4,18 +4,15 @@
 // message on the host, ops/cpu/batch_norm.cpp, and on CUDA, ops/cuda/batch_norm_training.cu).
 #include <cstdint>
 
+#include "engine/autograd/inference_graph.h"
 #include "engine/kernel.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
 
-/// Training mode: training_mode=1 from opset 14; before it, a node naming more than one
-/// output (opsets 1-13 list mean/var/saved_mean/saved_var as training outputs).
+/// Training mode (engine/autograd/inference_graph.h says when).
 inline bool batch_norm_training(const KernelInfo& info) {
-  if (info.opset >= 14) return info.node.attr_int("training_mode", 0) != 0;
-  size_t named = 0;
-  for (const auto& o : info.node.outputs) named += o.empty() ? 0 : 1;
-  return named > 1;
+  return batch_norm_in_training_mode(info.node, info.opset);
 }
 
 /// Per-activation parameters ([C, D1, ...]): spatial=0, which exists before opset 9 only.

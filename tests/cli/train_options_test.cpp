@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -181,11 +182,11 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
   ASSERT_EQ(whole.status, 0) << whole.output;
   CommandResult first = run(data + ".onnx", " --steps 7 --checkpoint-every 7", "first");
   ASSERT_EQ(first.status, 0) << first.output;
-  ASSERT_TRUE(fs::exists(dir / "first.onnx.state"));
-  CommandResult rest = run((dir / "first.onnx").string(), " --steps 16 --resume", "rest");
+  const std::string checkpoint = (dir / "first.ckpt.onnx").string();
+  ASSERT_TRUE(fs::exists(checkpoint));
+  CommandResult rest = run(checkpoint, " --steps 16 --resume", "rest");
   ASSERT_EQ(rest.status, 0) << rest.output;
-  EXPECT_NE(rest.output.find("resuming " + (dir / "first.onnx").string() + " at step 8\n"),
-            std::string::npos)
+  EXPECT_NE(rest.output.find("resuming " + checkpoint + " at step 8\n"), std::string::npos)
       << rest.output;
   EXPECT_EQ(read_text(dir / "rest.onnx"), read_text(dir / "whole.onnx"));
   const std::string whole_json = read_text(dir / "whole.json");
@@ -194,6 +195,12 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
             std::vector<double>(losses.begin() + 7, losses.end()));
   const std::vector<double> skipped = *json_numbers(whole_json, "skipped_steps");
   ASSERT_FALSE(skipped.empty()) << "the scale never overflowed: " << whole_json;
+  // Nothing but the two files is left in the folder: no temporary file survives a save.
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    files.insert(entry.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"first.ckpt.onnx", "first.json", "first.onnx",
+                                          "rest.json", "rest.onnx", "whole.json", "whole.onnx"}));
 
   auto expect_refused = [&](const std::string& model, const std::string& options,
                             const std::string& message, const std::string& optimizer = "adam") {
@@ -202,31 +209,33 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
     EXPECT_EQ(r.output, "dprun: error: " + message + "\n");
     EXPECT_FALSE(fs::exists(dir / "refused.onnx"));
   };
-  const std::string state = (dir / "first.onnx.state").string();
-  expect_refused(data + ".onnx", " --steps 16 --resume",
-                 data +
-                     ".onnx.state: does not exist (--checkpoint-every writes it beside each "
-                     "checkpoint)");
+  const std::string not_a_checkpoint =
+      ": is not a checkpoint (it holds no training state): --resume continues from the "
+      "OUT.ckpt.onnx that --checkpoint-every writes beside --save OUT.onnx";
+  expect_refused(data + ".onnx", " --steps 16 --resume", data + ".onnx" + not_a_checkpoint);
   expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
-                 (dir / "whole.onnx.state").string() +
-                     ": does not exist (--checkpoint-every writes it beside each checkpoint)");
-  {  // a state cut short
-    std::ofstream cut(dir / "whole.onnx.state", std::ios::binary);
-    cut << read_text(state).substr(0, 100);
+                 (dir / "whole.onnx").string() + not_a_checkpoint);
+  const std::string cut = (dir / "cut.ckpt.onnx").string();
+  {  // a checkpoint cut short
+    std::ofstream out(cut, std::ios::binary);
+    out << read_text(checkpoint).substr(0, 100);
   }
-  expect_refused(
-      (dir / "whole.onnx").string(), " --steps 16 --resume",
-      (dir / "whole.onnx.state").string() + ": not a valid ONNX protobuf (malformed or truncated)");
-  fs::remove(dir / "whole.onnx.state");
-  fs::copy_file(state, dir / "whole.onnx.state");
-  expect_refused((dir / "whole.onnx").string(), " --steps 16 --resume",
-                 (dir / "whole.onnx.state").string() +
-                     ": was saved with other parameters than the model's: the checkpoint model "
-                     "and its state are not of one step");
-  expect_refused((dir / "first.onnx").string(), " --steps 7 --resume",
+  expect_refused(cut, " --steps 16 --resume",
+                 cut + ": not a valid ONNX protobuf (malformed or truncated)");
+  {  // a parameter changed after the state was written
+    std::shared_ptr<Graph> damaged = load_graph(checkpoint);
+    Tensor& weight = damaged->initializers.at("fc1.weight");
+    weight.data<float>()[0] += 1.0f;
+    save_graph(*damaged, {}, cut);
+  }
+  expect_refused(cut, " --steps 16 --resume",
+                 cut +
+                     ": its parameters do not match its state's checksum: the checkpoint is "
+                     "damaged");
+  expect_refused(checkpoint, " --steps 7 --resume",
                  "--resume: the checkpoint is at step 7; a run of 7 steps has none left");
-  expect_refused((dir / "first.onnx").string(), " --steps 16 --resume",
-                 state +
+  expect_refused(checkpoint, " --steps 16 --resume",
+                 checkpoint +
                      ": optimizer: the state has 'exp_avg.0', which this optimizer does not "
                      "keep",
                  "sgd --momentum 0.9");
