@@ -843,7 +843,7 @@ def cases():
                   batch=8, steps=3, devices=1, opset=17,
                   input_names=["x", "target"], output_names=["loss"],
                   dyn={"x": {0: "batch"}, "target": {0: "batch"}}))
-    # Whole architectures (staged=True: written only when named or with --staged, until
+    # Whole architectures (arch=True: written only when named or with --staged, until
     # dprun trains every op they use; see main). The recurrent ones have a fixed sequence
     # length (only the batch is dynamic): dprun unrolls LSTM and GRU over it for the gradient.
     for name, dev in (("mobilenet_dp3", 3), ("mobilenet_1dev", 1)):
@@ -851,21 +851,21 @@ def cases():
         c.append(dict(name=name, seed=140, model=MobileNetMini,
                       data=lambda: image_data(1140, 10, 16, 5), loss="cross_entropy",
                       opt=dict(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
-                      batch=10, steps=3, devices=dev, opset=15, norm_seed=2140, staged=True))
+                      batch=10, steps=3, devices=dev, opset=15, norm_seed=2140, arch=True))
     c.append(dict(name="shufflenet_dp2", seed=141, model=ShuffleMini,
                   data=lambda: image_data(1141, 12, 8, 4), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
-                  batch=7, steps=3, devices=2, opset=15, norm_seed=2141, staged=True))
+                  batch=7, steps=3, devices=2, opset=15, norm_seed=2141, arch=True))
     # opset 17 for LayerNormalization (at 15 LayerNorm is exported as its arithmetic)
     c.append(dict(name="convnext_dp2", seed=142, model=ConvNeXtMini,
                   data=lambda: image_data(1142, 12, 8, 5), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
-                  batch=7, steps=3, devices=2, opset=17, norm_seed=2142, staged=True))
+                  batch=7, steps=3, devices=2, opset=17, norm_seed=2142, arch=True))
     c.append(dict(name="vit_adamw_dp2", seed=143, model=ViTMini,
                   data=lambda: image_data(1143, 12, 8, 5), loss="cross_entropy",
                   opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.05, betas=(0.9, 0.999),
                            eps=1e-8),
-                  batch=6, steps=3, devices=2, opset=17, norm_seed=2143, staged=True))
+                  batch=6, steps=3, devices=2, opset=17, norm_seed=2143, arch=True))
     c.append(dict(name="unet_dp2", seed=144, model=UNetMini,
                   data=lambda: segmentation_data(1144), loss="cross_entropy", class_dim=1,
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
@@ -874,23 +874,23 @@ def cases():
                   data=lambda: dcgan_data(1145), loss="mse",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),
                   batch=9, steps=3, devices=2, opset=15, norm_seed=2145,
-                  input_names=["z"], output_names=["images"], staged=True))
+                  input_names=["z"], output_names=["images"], arch=True))
     c.append(dict(name="lstm_lm_dp2", seed=146, model=LSTMLM, data=lambda: gpt_data(1146),
                   loss="cross_entropy", class_dim=-1,
                   opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.01, betas=(0.9, 0.999),
                            eps=1e-8),
                   batch=8, steps=3, devices=2, opset=15, input_names=["idx"],
-                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, staged=True))
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, arch=True))
     c.append(dict(name="gru_cls_dp3", seed=147, model=GRUClassifier,
                   data=lambda: sequence_class_data(1147), loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=2e-2, weight_decay=0.0, betas=(0.9, 0.999),
                            eps=1e-8),
                   batch=8, steps=3, devices=3, opset=15, input_names=["idx"],
-                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, staged=True))
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, arch=True))
     c.append(dict(name="groupnorm_dp2", seed=148, model=GroupNormNet,
                   data=lambda: signal_data(1148), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=1e-4),
-                  batch=6, steps=3, devices=2, opset=15, norm_seed=2148, staged=True))
+                  batch=6, steps=3, devices=2, opset=15, norm_seed=2148, arch=True))
     return c
 
 
@@ -1052,7 +1052,7 @@ def main():
             l1, sd1 = one_device_replay(c)
             print(f"{r['name']}: vs one device: max |loss diff| {np.abs(l1 - r['losses']).max():.3g}, "
                   f"max |param diff| {max_diff(sd1, r['model'].state_dict()):.3g}")
-        if c.get("staged"):
+        if c.get("staged") or c.get("arch"):
             l64, sd64 = float64_replay(c)
             print(f"{r['name']}: float32 vs float64 training: "
                   f"{tolerance_used(r['model'].state_dict(), sd64):.3f} of the tolerance, "
