@@ -46,28 +46,120 @@ std::optional<std::vector<int64_t>> spatial_crop(const Graph& g, const Node& sli
   return ends;
 }
 
+// X's side of the chain: the value X and the chain's nodes that produce the Conv's operand from
+// it, nearest the Conv first.
+struct XOperand {
+  std::string x;
+  size_t rank = 0;  // X's
+  std::vector<size_t> nodes;
+};
+
+// True when `n` is a Reshape (opset 5 on, allowzero 0) to the constant target `want`, where a
+// `want` entry of -2 takes -1 or any positive size and gives it in `free`.
+bool reshapes_to(const Graph& g, const Node& n, const std::vector<int64_t>& want, int64_t& free) {
+  if (n.inputs.size() != 2 || n.attr_int("allowzero", 0) != 0) return false;
+  auto target = constant_ints(g, n.inputs[1]);
+  if (!target || target->size() != want.size()) return false;
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (want[k] == -2 && ((*target)[k] == -1 || (*target)[k] > 0)) {
+      free = (*target)[k];
+    } else if ((*target)[k] != want[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when `n` (a Squeeze or Unsqueeze) works on axis 2 only.
+bool on_axis_2(const Graph& g, const Node& n) {
+  auto axes = axes_operand(g, n);
+  return axes && *axes == std::vector<int64_t>{2};
+}
+
+// The group-1 operand: Transpose(X) swapping the first two axes.
+std::optional<XOperand> swapped_x(const Matcher& m, const std::string& operand) {
+  auto swap = m.producer(operand, "Transpose");
+  if (!swap) return std::nullopt;
+  const Node& t = m.graph().nodes[*swap];
+  const size_t rank = t.attr_ints("perm", {}).size();
+  if (rank < 3 || !swaps_first_axes(t, rank)) return std::nullopt;
+  return XOperand{t.inputs[0], rank, {*swap}};
+}
+
+// The grouped operand, X [N, G*Ci, in...] regrouped to [Ci, G*N, in...] (ops/grad/
+// conv_grad_util.h): Squeeze(Reshape(Transpose(Reshape(Unsqueeze(X, 2), [0, G, Ci, 0...]),
+// [2, 1, 0, 3...]), [0, -1, 1, 0...]), 2), Ci positive or -1.
+std::optional<XOperand> regrouped_x(const Matcher& m, const std::string& operand, int64_t group) {
+  const Graph& g = m.graph();
+  auto squeeze = m.producer(operand, "Squeeze");
+  if (!squeeze || !on_axis_2(g, g.nodes[*squeeze])) return std::nullopt;
+  auto merge = m.producer(g.nodes[*squeeze].inputs[0], "Reshape");
+  if (!merge) return std::nullopt;
+  auto turn = m.producer(g.nodes[*merge].inputs[0], "Transpose");
+  if (!turn) return std::nullopt;
+  const std::vector<int64_t> perm = g.nodes[*turn].attr_ints("perm", {});
+  if (perm.size() < 4) return std::nullopt;
+  const size_t rank = perm.size() - 1;  // X's rank, one less than the regrouped value's
+  for (size_t k = 0; k < perm.size(); ++k)
+    if (perm[k] != static_cast<int64_t>(k < 3 ? 2 - k : k)) return std::nullopt;
+  auto split = m.producer(g.nodes[*turn].inputs[0], "Reshape");
+  if (!split) return std::nullopt;
+  auto unsqueeze = m.producer(g.nodes[*split].inputs[0], "Unsqueeze");
+  if (!unsqueeze || !on_axis_2(g, g.nodes[*unsqueeze])) return std::nullopt;
+  std::vector<int64_t> merge_to = {0, -1, 1}, split_to = {0, group, -2};
+  merge_to.resize(rank + 1, 0);
+  split_to.resize(rank + 1, 0);
+  int64_t ci = -1, unused = 0;
+  if (!reshapes_to(g, g.nodes[*merge], merge_to, unused) ||
+      !reshapes_to(g, g.nodes[*split], split_to, ci))
+    return std::nullopt;
+  XOperand x{g.nodes[*unsqueeze].inputs[0], rank, {*squeeze, *merge, *turn, *split, *unsqueeze}};
+  // A Ci the channels do not give makes the chain fail; the fused node must not compute.
+  auto x_type = g.type_of(x.x);
+  if (ci > 0 && x_type && x_type->shape && x_type->shape->size() > 1 &&
+      (*x_type->shape)[1].is_known() && (*x_type->shape)[1].value != ci * group)
+    return std::nullopt;
+  return x;
+}
+
+// The operand nodes that go with the chain: from the Conv's operand up, while each value is
+// read by the chain alone.
+std::vector<size_t> owned_operand_nodes(const Matcher& m, size_t conv, const XOperand& x) {
+  std::vector<size_t> owned;
+  size_t reader = conv;
+  for (size_t n : x.nodes) {
+    if (m.only_reader(m.graph().nodes[n].outputs[0]) != reader) break;
+    owned.push_back(n);
+    reader = n;
+  }
+  return owned;
+}
+
 }  // namespace
 
 std::optional<Fusion> match_conv_weight_grad(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
   const Node& conv = g.nodes[i];
+  const int64_t group = conv.attr_int("group", 1);
   if (!conv.domain.empty() || conv.op_type != "Conv" || conv.inputs.size() != 2 ||
-      conv.outputs.size() != 1 || conv.inputs[0] == conv.inputs[1] ||
-      conv.attr_int("group", 1) != 1 || conv.attr_string("auto_pad", "NOTSET") != "NOTSET" ||
-      conv.has_attr("kernel_shape"))
+      conv.outputs.size() != 1 || conv.inputs[0] == conv.inputs[1] || group < 1 ||
+      conv.attr_string("auto_pad", "NOTSET") != "NOTSET" || conv.has_attr("kernel_shape"))
     return std::nullopt;
-  auto x_swap = m.producer(conv.inputs[0], "Transpose");
+  auto x_side = group == 1 ? swapped_x(m, conv.inputs[0]) : regrouped_x(m, conv.inputs[0], group);
   auto dy_swap = m.producer(conv.inputs[1], "Transpose");
-  if (!x_swap || !dy_swap) return std::nullopt;
-  const std::string& x = g.nodes[*x_swap].inputs[0];
+  if (!x_side || !dy_swap) return std::nullopt;
+  const std::string& x = x_side->x;
   const std::string& dy = g.nodes[*dy_swap].inputs[0];
-  // A backend fuses only where it has a kernel for the operands' type: it must be known.
-  auto x_type = g.type_of(x);
-  if (!x_type || x_type->dtype == DType::Undefined) return std::nullopt;
-  const size_t rank = g.nodes[*x_swap].attr_ints("perm", {}).size();
-  if (rank < 3 || !swaps_first_axes(g.nodes[*x_swap], rank) ||
-      !swaps_first_axes(g.nodes[*dy_swap], rank))
-    return std::nullopt;
+  // A backend fuses only where it has a kernel for the operands' type: it must be known. The
+  // Conv's operands share it, so dY's tells where X's is not known (the weight gradient of a
+  // ConvTranspose reads its output gradient as X).
+  auto typed = [&](const std::string& v) {
+    auto t = g.type_of(v);
+    return t && t->dtype != DType::Undefined;
+  };
+  if (!typed(x) && !typed(dy)) return std::nullopt;
+  const size_t rank = x_side->rank;
+  if (!swaps_first_axes(g.nodes[*dy_swap], rank)) return std::nullopt;
   const size_t nd = rank - 2;
   auto slice = m.only_reader(conv.outputs[0], "Slice");
   if (!slice) return std::nullopt;
@@ -90,7 +182,8 @@ std::optional<Fusion> match_conv_weight_grad(const Matcher& m, size_t i) {
   f.fused.attributes["strides"] = Attribute::of_ints(strides);
   f.fused.attributes["dilations"] = Attribute::of_ints(dilations);
   f.fused.attributes["pads"] = Attribute::of_ints(pads);
-  if (m.only_reader(conv.inputs[0]) == i) f.nodes.push_back(*x_swap);
+  if (group != 1) f.fused.attributes["group"] = Attribute::of_int(group);
+  for (size_t n : owned_operand_nodes(m, i, *x_side)) f.nodes.push_back(n);
   if (m.only_reader(conv.inputs[1]) == i) f.nodes.push_back(*dy_swap);
   return f;
 }

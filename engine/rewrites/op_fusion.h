@@ -23,13 +23,13 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
-/// - the weight gradient of a group-1 Conv as ops/grad/conv_grad.cpp emits it (a Conv of
-///   Transposes, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
-///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations and
-///   pads: dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, c, o * stride + k * dilation -
-///   pad_begin] (X zero outside), shape [M, C, kernel...]. It runs as a backward-weights
-///   convolution: no Transposes, and no sums over the rows the stride leaves unused, which the
-///   Conv form computes and crops away;
+/// - the weight gradient of a Conv as ops/grad/conv_grad_util.h emits it (a Conv of swapped or
+///   regrouped operands, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
+///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations, pads
+///   and group G (default 1): dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, g * C / G + c,
+///   o * stride + k * dilation - pad_begin] (X zero outside, g = m / (M / G)), shape [M, C / G,
+///   kernel...]. It runs as a backward-weights convolution: no Transposes, and no sums over the
+///   rows the stride leaves unused, which the Conv form computes and crops away;
 /// - the gradient of a float32 training-mode BatchNormalization over axis 1 as
 ///   ops/grad/batch_norm_grad.cpp emits it (engine/rewrites/batch_norm_grad_fusion.h) becomes
 ///   BatchNormTrainingGrad(X, dY, scale) with attribute epsilon and three outputs: dX, and

@@ -151,12 +151,18 @@ ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape&
 }
 
 ConvBackwardWeightsPrimitive build_weight_gradient(const Shape& x, const Shape& dy,
-                                                   const WindowGeometry& g) {
-  Shape out_shape = {dy[1], x[1]};
+                                                   const WindowGeometry& g, int64_t group) {
+  Shape out_shape = {dy[1], x[1] / group};
   out_shape.insert(out_shape.end(), g.kernel.begin(), g.kernel.end());
+  // Grouped weights are [G, M / G, C / G, kernel...] (goihw and its kin), the same memory.
+  Shape weights = out_shape;
+  if (group != 1) {
+    weights[0] /= group;
+    weights.insert(weights.begin(), group);
+  }
   // oneDNN picks the activations' layouts: reordering plain NCHW into its blocked ones is fast.
   const memory::desc src = plain_desc(x), diff_dst = plain_desc(dy);
-  return build_primitive(g, src, diff_dst, plain_desc(out_shape), any_like(src), any_like(diff_dst),
+  return build_primitive(g, src, diff_dst, plain_desc(weights), any_like(src), any_like(diff_dst),
                          out_shape);
 }
 

@@ -1,15 +1,16 @@
 #pragma once
-// oneDNN's backward-weights primitive for the weight gradients of group-1 convolutions, in two
-// forms.
+// oneDNN's backward-weights primitive for the weight gradients of convolutions, in two forms.
 //
 // 1. ConvWeightGrad(X, dY) (engine/rewrites/op_fusion.h) names the forward convolution's
-// geometry, which the primitive takes as it is (build_weight_gradient).
+// geometry and group, which the primitive takes as it is (build_weight_gradient; a group above
+// 1 as oneDNN's grouped weights [G, M / G, C / G, kernel...], which dW's [M, C / G, kernel...]
+// is in memory).
 //
-// 2. A Conv whose kernel is larger than its output is the weight gradient of another convolution
-// (ops/grad/conv_grad.cpp emits dW = Conv(X^T, dY^T) with the batch and channel axes swapped
-// and the forward strides as dilations). oneDNN's forward convolution runs such shapes as one
-// huge-kernel correlation per output, several times slower than its backward-weights
-// primitive, which computes the same sums:
+// 2. A group-1 Conv whose kernel is larger than its output is the weight gradient of another
+// convolution (ops/grad/conv_grad.cpp emits dW = Conv(X^T, dY^T) with the batch and channel axes
+// swapped and the forward strides as dilations). oneDNN's forward convolution runs such shapes as
+// one huge-kernel correlation per output, several times slower than its backward-weights primitive,
+// which computes the same sums:
 //
 //   Conv(A [Na, Ca, H...], B [Cb, Ca, K...]) -> [Na, Cb, O...]
 //   = convolution_backward_weights(src = A viewed as [Ca, Na, H...],
@@ -47,11 +48,12 @@ bool prefer_backward_weights(const Shape& a, const Shape& b, const WindowGeometr
 ConvBackwardWeightsPrimitive build_backward_weights(const Shape& a, const Shape& b,
                                                     const WindowGeometry& g);
 
-/// Form 1: the gradient dW [M, C, kernel...] of a group-1 convolution of X [N, C, in...] into
+/// Form 1: the gradient dW [M, C / group, kernel...] of a convolution of X [N, C, in...] into
 /// dY [N, M, out...] with geometry `g` (g.kernel, strides, dilations, pads; g.out must be the
-/// forward convolution's output for g.in). Leaves `usable` false when oneDNN rejects it.
+/// forward convolution's output for g.in) and `group` (dividing C and M). Leaves `usable` false
+/// when oneDNN rejects it.
 ConvBackwardWeightsPrimitive build_weight_gradient(const Shape& x, const Shape& dy,
-                                                   const WindowGeometry& g);
+                                                   const WindowGeometry& g, int64_t group = 1);
 
 /// Runs either form: `y` is the result (shape p.out_shape), written in place; `a` and `b` are
 /// X and dY (form 1) or the Conv's A and B (form 2).

@@ -17,14 +17,15 @@ struct WeightGradShapes {
   /// Per spatial axis the kernel, or fewer where the Conv form computes fewer (dY at the stride
   /// reaches too far into X for the whole kernel).
   std::vector<int64_t> window;
-  Shape dw_shape;                      // [M, C, window...]
+  int64_t group = 1;
+  Shape dw_shape;                      // [M, C / group, window...]
   bool is_convolution_output = false;  // window is the kernel, and dY the convolution's output
 };
 
-/// Checks float32 X [N, C, in...] and dY [N, M, out...] against the node's attributes and
-/// resolves the shapes; fails naming what does not fit.
+/// Checks float32 X [N, C, in...] and dY [N, M, out...] against the node's attributes (C and M
+/// multiples of `group`) and resolves the shapes; fails naming what does not fit.
 inline WeightGradShapes weight_grad_shapes(const KernelContext& ctx, const WindowAttrs& attrs,
-                                           const Tensor& x, const Tensor& dy) {
+                                           int64_t group, const Tensor& x, const Tensor& dy) {
   if (x.dtype() != DType::Float32 || dy.dtype() != DType::Float32)
     ctx.fail("X and dY must be float32, got ", dtype_name(x.dtype()), " and ",
              dtype_name(dy.dtype()));
@@ -33,7 +34,11 @@ inline WeightGradShapes weight_grad_shapes(const KernelContext& ctx, const Windo
     ctx.fail("X ", shape_to_string(x.shape()), " and dY ", shape_to_string(dy.shape()),
              " must have rank ", rank, " for kernel_shape ", shape_to_string(attrs.kernel_shape),
              " and one batch size");
+  if (group < 1 || x.dim(1) % group != 0 || dy.dim(1) % group != 0)
+    ctx.fail("X ", shape_to_string(x.shape()), " and dY ", shape_to_string(dy.shape()),
+             " must have channels that group=", group, " divides");
   WeightGradShapes s;
+  s.group = group;
   WindowGeometry& g = s.g;
   g.in.assign(x.shape().begin() + 2, x.shape().end());
   g.out.assign(dy.shape().begin() + 2, dy.shape().end());
@@ -51,7 +56,7 @@ inline WeightGradShapes weight_grad_shapes(const KernelContext& ctx, const Windo
     if (s.window[i] != g.kernel[i] || span / g.strides[i] + 1 != g.out[i])
       s.is_convolution_output = false;
   }
-  s.dw_shape = {dy.dim(1), x.dim(1)};
+  s.dw_shape = {dy.dim(1), x.dim(1) / group};
   s.dw_shape.insert(s.dw_shape.end(), s.window.begin(), s.window.end());
   return s;
 }

@@ -1,6 +1,7 @@
 // ConvWeightGrad on CUDA (rewrite domain, float32; the contract is in
-// engine/rewrites/op_fusion.h): the weight gradient of a group-1 convolution as cuDNN's
-// backward-filter convolution on the forward geometry, where the gradient rule's ONNX form
+// engine/rewrites/op_fusion.h): the weight gradient of a convolution of any group as cuDNN's
+// backward-filter convolution on the forward geometry (the group count on the convolution
+// descriptor, the filter [M, C / group, kernel...]), where the gradient rule's ONNX form
 // would run a forward convolution whose kernel is as large as the image.
 //
 // Direct when cuDNN can take the node's geometry as it is: the pads agree at both ends and dY
@@ -57,6 +58,7 @@ class ConvWeightGradCudnn : public OpKernel {
  public:
   explicit ConvWeightGradCudnn(const KernelInfo& info) : tf32_(info.plan_options.allow_tf32) {
     attrs_.parse(info.node);
+    group_ = info.node.attr_int("group", 1);
   }
 
   static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
@@ -70,7 +72,7 @@ class ConvWeightGradCudnn : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& dy = ctx.input(1);
-    const WeightGradShapes s = weight_grad_shapes(ctx, attrs_, x, dy);
+    const WeightGradShapes s = weight_grad_shapes(ctx, attrs_, group_, x, dy);
     Tensor& dw = ctx.allocate_output(0, s.dw_shape, DType::Float32);
     if (dw.numel() == 0) return;
     CudaExecutionContext& cuda = CudaExecutionContext::of(ctx.execution());
@@ -107,16 +109,17 @@ class ConvWeightGradCudnn : public OpKernel {
                        Tensor& dw) const {
     x_dims.resize(g.rank() + 2, 1);  // a 1-D window lifted to 2-D
     const std::vector<int64_t> dy_dims = cudnn::nc_dims(dy.dim(0), dy.dim(1), g.out);
-    std::vector<int64_t> w_dims = {dy.dim(1), x.dim(1)};
+    std::vector<int64_t> w_dims = {dy.dim(1), x.dim(1) / group_};
     w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
     const cudnnDataType_t type = CUDNN_DATA_FLOAT;
     const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), dy_desc(ctx, dy_dims, {}, type);
     const cudnn::FilterDesc dw_desc(ctx, w_dims, type);
-    cudnn::ConvDesc conv_desc(ctx, g.pads_begin, g.strides, g.dilations, 1, tf32_);
+    cudnn::ConvDesc conv_desc(ctx, g.pads_begin, g.strides, g.dilations, group_, tf32_);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), dy_dims.begin(), dy_dims.end());
     key.insert(key.end(), w_dims.begin(), w_dims.end());
     key.insert(key.end(), g.pads_begin.begin(), g.pads_begin.end());
+    key.push_back(group_);
     key.push_back(ctx.device().index);
     const auto algorithm = algorithms_.get(key, [&] {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -152,6 +155,7 @@ class ConvWeightGradCudnn : public OpKernel {
   }
 
   WindowAttrs attrs_;
+  int64_t group_ = 1;
   bool tf32_ = false;
   ShapeCache<BackwardFilterAlgorithm> algorithms_;
 };

@@ -49,6 +49,22 @@ std::vector<ConvCase> conv_cases() {
        {3, 2, 3, 2}},
       {"1-D stride 3", {{"strides", ints({3})}, {"pads", ints({2, 0})}}, {2, 3, 11}, {4, 3, 2}},
       {"3-D stride 2", {{"strides", ints({2, 2, 2})}}, {2, 2, 5, 4, 5}, {3, 2, 2, 2, 2}},
+      {"depthwise 3x3 stride 2, multiplier 2",
+       {{"group", Attribute::of_int(3)}, {"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}},
+       {2, 3, 9, 9},
+       {6, 1, 3, 3}},
+      {"group 2, asymmetric pads, mixed strides and a dilation",
+       {{"group", Attribute::of_int(2)},
+        {"strides", ints({2, 1})},
+        {"pads", ints({1, 0, 0, 1})},
+        {"dilations", ints({1, 2})}},
+       {2, 4, 6, 5},
+       {6, 2, 3, 2}},
+      {"1-D group 2 stride 3",
+       {{"group", Attribute::of_int(2)}, {"strides", ints({3})}, {"pads", ints({2, 0})}},
+       {2, 4, 11},
+       {4, 2, 2}},
+      {"3-D depthwise", {{"group", Attribute::of_int(2)}}, {2, 2, 4, 3, 4}, {2, 1, 2, 2, 2}},
   };
 }
 
@@ -91,6 +107,8 @@ TEST(ConvWeightGrad, MatchesTheFloat64GradientOfEveryGeometry) {
     EXPECT_EQ(count_ops(plan, "ConvWeightGrad"), 1);
     EXPECT_EQ(count_ops(plan, "Transpose"), 0);
     EXPECT_EQ(count_ops(plan, "Slice"), 0);
+    EXPECT_EQ(count_ops(plan, "Reshape"), 0);  // a group's regrouping went with the chain
+    EXPECT_EQ(count_ops(plan, "Squeeze") + count_ops(plan, "Unsqueeze"), 0);
     const Tensor got = fused.run(feeds(c, dy, DType::Float32))[0];
     ASSERT_EQ(got.shape(), c.w);
     double scale = 0;
@@ -178,7 +196,9 @@ TEST(ConvWeightGrad, FusesOnlyTheChainItComputes) {
   EXPECT_EQ(fused_count(chain()), 1);
 
   auto g = chain();
-  g->inputs[0].type.dtype = DType::Undefined;  // X's element type unknown
+  g->inputs[0].type.dtype = DType::Undefined;  // X's element type unknown: dY's tells
+  EXPECT_EQ(fused_count(g), 1);
+  g->inputs[1].type.dtype = DType::Undefined;  // neither known
   EXPECT_EQ(fused_count(g), 0);
   g = chain();
   g->initializers["starts"] = Tensor::from_vector<int64_t>({2}, {1, 0});
@@ -211,6 +231,68 @@ Node weight_grad_node() {
   n.attributes["strides"] = Attribute::of_ints({1, 1});
   n.attributes["pads"] = Attribute::of_ints({1, 1, 1, 1});
   return n;
+}
+
+// Channels [begin, begin + count) of `t` [N, C, ...].
+Tensor channels(const Tensor& t, int64_t begin, int64_t count) {
+  Shape shape = t.shape();
+  const int64_t inner = t.numel() / (shape[0] * shape[1]);
+  shape[1] = count;
+  std::vector<float> v;
+  for (int64_t n = 0; n < t.dim(0); ++n)
+    for (int64_t i = (n * t.dim(1) + begin) * inner; i < (n * t.dim(1) + begin + count) * inner;
+         ++i)
+      v.push_back(t.data<float>()[i]);
+  return Tensor::from_vector<float>(shape, v);
+}
+
+TEST(ConvWeightGrad, AGroupIsTheGroupOneGradientOfItsChannels) {
+  // X 9 with kernel 3 at stride 2 gives 4 rows; a dY of 3 rows is no convolution's output (the
+  // direct sum); dY of 4 rows is (oneDNN's grouped weights). Group 2: C 4, M 6.
+  for (int64_t rows : {3, 4}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows of dY");
+    const Tensor x = to_float32(random_tensor({2, 4, 9, 9}, -1, 1, 3));
+    const Tensor dy = to_float32(random_tensor({2, 6, rows, 4}, -1, 1, 4));
+    Node n = weight_grad_node();
+    n.attributes["strides"] = Attribute::of_ints({2, 2});
+    n.attributes["pads"] = Attribute::of_ints({0, 0, 0, 0});
+    n.attributes["group"] = Attribute::of_int(2);
+    const Tensor grouped = run_node(n, {x, dy}, 1, kRewriteDomain)[0];
+    ASSERT_EQ(grouped.shape(), (Shape{6, 2, 3, 3}));
+    n.attributes.erase("group");
+    for (int64_t g = 0; g < 2; ++g) {
+      const Tensor want =
+          run_node(n, {channels(x, 2 * g, 2), channels(dy, 3 * g, 3)}, 1, kRewriteDomain)[0];
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(grouped.data<float>()[g * want.numel() + i], want.data<float>()[i],
+                    1e-5 * (1 + std::abs(want.data<float>()[i])))
+            << "group " << g << " element " << i;
+    }
+  }
+}
+
+TEST(ConvWeightGrad, FusesOnlyTheGroupedChainItComputes) {
+  const ConvCase c = conv_cases()[8];  // group 2
+  auto fused_count = [](const std::shared_ptr<Graph>& g) {
+    Model m(g, Device::cpu(), {.channels_last = false, .fuse_ops = true});
+    return count_ops(*m.plan()->graph_ptr(), "ConvWeightGrad");
+  };
+  EXPECT_EQ(fused_count(weight_gradient_graph(c, DType::Float32)), 1);
+  // The Conv's group disagrees with the regrouping's.
+  auto g = weight_gradient_graph(c, DType::Float32);
+  for (Node& n : g->nodes)
+    if (n.op_type == "Conv" && n.attr_int("group", 1) == 2 && n.inputs[0] != "x")
+      n.attributes["group"] = Attribute::of_int(4);
+  EXPECT_EQ(fused_count(g), 0);
+  // A regrouped operand read elsewhere too stays, and the fused node reads X itself.
+  g = weight_gradient_graph(c, DType::Float32);
+  for (const Node& n : g->nodes)
+    if (n.op_type == "Squeeze") g->outputs.push_back({n.outputs[0], {}});
+  Model m(g, Device::cpu(), {.channels_last = false, .fuse_ops = true});
+  const Graph& plan = *m.plan()->graph_ptr();
+  EXPECT_EQ(count_ops(plan, "ConvWeightGrad"), 1);
+  EXPECT_EQ(count_ops(plan, "Squeeze"), 1);
+  EXPECT_EQ(count_ops(plan, "Reshape"), 2);
 }
 
 TEST(ConvWeightGrad, AnEmptyBatchGivesZeros) {
