@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "engine/backend.h"
+#include "engine/random_seed.h"
 #include "engine/wait_on_unwind.h"
 
 namespace dprun {
@@ -201,6 +202,8 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     if (!on_host) ctx.set_released_inputs(&step.inputs_released);
     ctx.set_parameters_version(options.parameters_version);
     ctx.set_replica(options.replica_group, options.replica_index);
+    if (options.random_seed)
+      ctx.set_random_seed(derive_seed(*options.random_seed, step.node_index));
     ctx.bind_sequences(input_sequences, output_sequences);
     for (const auto& obs : options.observers)
       if (obs.before) obs.before(node, device, inputs);

@@ -3,6 +3,7 @@
 // every run gets its own value table, so one Plan serves many replicas and threads at once.
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ struct RunOptions {
   /// that combine values across replicas (KernelContext::replica_group); nullptr on its own.
   ReplicaGroup* replica_group = nullptr;
   size_t replica_index = 0;
+  /// The seed of the run's random ops without a seed attribute (Dropout in training mode,
+  /// RandomNormal, ...): each node draws from a stream derived from it and the node's
+  /// position (KernelContext::random_seed), so a run with the same seed repeats. nullopt:
+  /// fresh entropy on every run.
+  std::optional<uint64_t> random_seed;
 };
 
 /// Executes `plan` on `device`. `parameters` follow plan.parameter_ids(); `feeds` follow

@@ -207,6 +207,11 @@ class KernelContext {
 
   /// The group of replicas this run is one of (engine/comm/replica_group.h), and this run's
   /// index in it; nullptr when the run is on its own (not one of a parallel_apply call).
+  /// The seed of this node's random stream in this run (RunOptions::random_seed), for random
+  /// ops without a seed attribute; nullopt: draw from fresh entropy.
+  std::optional<uint64_t> random_seed() const { return random_seed_; }
+  void set_random_seed(uint64_t seed) { random_seed_ = seed; }
+
   ReplicaGroup* replica_group() const { return replica_group_; }
   size_t replica_index() const { return replica_index_; }
   void set_replica(ReplicaGroup* group, size_t index) {
@@ -260,6 +265,7 @@ class KernelContext {
   std::span<SequencePtr> output_sequences_;
   std::vector<bool> none_;
   uint64_t parameters_version_ = 0;
+  std::optional<uint64_t> random_seed_;
   ReplicaGroup* replica_group_ = nullptr;
   size_t replica_index_ = 0;
 };

@@ -15,15 +15,18 @@ constexpr char kLossScale[] = "loss_scale";
 constexpr char kGrowthTracker[] = "loss_scale.growth_tracker";
 constexpr char kSkippedSteps[] = "loss_scale.skipped_steps";
 constexpr char kChecksum[] = "model.checksum";
+constexpr char kSeed[] = "seed";
 
 Tensor int64_scalar(int64_t v) {
   return Tensor::scalar<int64_t>(v);
 }
 
 std::map<std::string, Tensor> training_state(const Model& model, const Optimizer& optimizer,
-                                             const GradScaler* scaler, int64_t step) {
+                                             const GradScaler* scaler, int64_t step,
+                                             uint64_t seed) {
   std::map<std::string, Tensor> state;
   state[kStep] = int64_scalar(step);
+  state[kSeed] = int64_scalar(static_cast<int64_t>(seed));
   state[kChecksum] = int64_scalar(static_cast<int64_t>(checksum_parameters(model)));
   const Optimizer::State o = optimizer.state();
   state[kOptimizerSteps] = int64_scalar(o.steps);
@@ -49,9 +52,9 @@ std::string checkpoint_path(const std::string& save_path) {
 }
 
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer,
-                     const GradScaler* scaler, int64_t step) {
+                     const GradScaler* scaler, int64_t step, uint64_t seed) {
   Graph graph = model.graph();
-  for (auto& [name, tensor] : training_state(model, optimizer, scaler, step)) {
+  for (auto& [name, tensor] : training_state(model, optimizer, scaler, step, seed)) {
     const std::string key = kStatePrefix + name;
     DPRUN_CHECK(!graph.initializers.count(key), path, ": the model has an initializer named '", key,
                 "', which checkpoints keep for themselves");
@@ -82,7 +85,8 @@ Checkpoint read_checkpoint(const std::string& path) {
 }
 
 int64_t restore_training_state(const Checkpoint& checkpoint, const std::string& path,
-                               const Model& model, Optimizer& optimizer, GradScaler* scaler) {
+                               const Model& model, Optimizer& optimizer, GradScaler* scaler,
+                               uint64_t seed) {
   const auto& state = checkpoint.state;
   try {
     auto int64_of = [&](const char* name) {
@@ -94,6 +98,9 @@ int64_t restore_training_state(const Checkpoint& checkpoint, const std::string& 
     };
     const int64_t step = int64_of(kStep);
     DPRUN_CHECK(step >= 0, "the state's step is ", step, ": the checkpoint is damaged");
+    const auto saved_seed = static_cast<uint64_t>(int64_of(kSeed));
+    DPRUN_CHECK(saved_seed == seed, "was trained with --seed ", saved_seed,
+                ": resume with the same --seed (it orders the data and draws the Dropout masks)");
     DPRUN_CHECK(int64_of(kChecksum) == static_cast<int64_t>(checksum_parameters(model)),
                 "its parameters do not match its state's checksum: the checkpoint is damaged");
     Optimizer::State o{.steps = int64_of(kOptimizerSteps)};

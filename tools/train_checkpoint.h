@@ -23,10 +23,10 @@ namespace dprun::cli {
 /// replaced by ".ckpt.onnx".
 std::string checkpoint_path(const std::string& save_path);
 
-/// Writes the checkpoint of `model` after `step` steps to `path`. `scaler` is null outside
-/// float16 training.
+/// Writes the checkpoint of `model` after `step` steps of a run with --seed `seed` to `path`.
+/// `scaler` is null outside float16 training.
 void save_checkpoint(const std::string& path, const Model& model, const Optimizer& optimizer,
-                     const GradScaler* scaler, int64_t step);
+                     const GradScaler* scaler, int64_t step, uint64_t seed);
 
 /// A checkpoint read back: the training-form graph (the state taken out of its initializers)
 /// and the state's tensors by name.
@@ -42,8 +42,10 @@ Checkpoint read_checkpoint(const std::string& path);
 /// Loads the state of `checkpoint` (read from `path`) into `optimizer` (and `scaler`) and
 /// returns the run's step. Throws Error naming the file and what does not fit: parameters
 /// other than those the state was saved with, another optimizer's buffers, a float16 state
-/// for another precision or the reverse.
+/// for another precision or the reverse, another --seed than `seed` (it orders the data and
+/// draws the Dropout masks).
 int64_t restore_training_state(const Checkpoint& checkpoint, const std::string& path,
-                               const Model& model, Optimizer& optimizer, GradScaler* scaler);
+                               const Model& model, Optimizer& optimizer, GradScaler* scaler,
+                               uint64_t seed);
 
 }  // namespace dprun::cli

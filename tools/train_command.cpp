@@ -486,8 +486,8 @@ int train_command(int argc, char** argv, int first) {
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
   int64_t first_step = 0;
   if (checkpoint) {
-    first_step =
-        restore_training_state(*checkpoint, model_path, *model, *optimizer, trainer.grad_scaler());
+    first_step = restore_training_state(*checkpoint, model_path, *model, *optimizer,
+                                        trainer.grad_scaler(), data_options.seed);
     if (first_step >= schedule.steps)
       fail("--resume: the checkpoint is at step ", first_step, "; a run of ", schedule.steps,
            " steps has none left");
@@ -498,8 +498,8 @@ int train_command(int argc, char** argv, int first) {
   // serve. Each file is replaced whole, so a kill between the two leaves a newer checkpoint.
   auto save_models = [&](int64_t steps_done) {
     if (checkpoint_every)
-      save_checkpoint(checkpoint_path(*save), *model, *optimizer, trainer.grad_scaler(),
-                      steps_done);
+      save_checkpoint(checkpoint_path(*save), *model, *optimizer, trainer.grad_scaler(), steps_done,
+                      data_options.seed);
     save_inference_model(*model, *save);
   };
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
@@ -536,7 +536,7 @@ int train_command(int argc, char** argv, int first) {
   int64_t samples = 0, epoch_samples = 0;
   double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
   for (int64_t step = first_step; step < schedule.steps; ++step) {
-    const StepBatches batches = step_batches(data, step, accumulate, dist);
+    const StepBatches batches = step_batches(data, step, accumulate, dist, data_options.seed);
     set_scheduled_lrs(*optimizer, lr_schedule, base_lr, group_lrs, step, schedule.steps);
     report.steps.push_back(run_step(batches, ddp.get(), trainer, *optimizer, devices));
     const double loss = report.steps.back().loss, elapsed = report.steps.back().seconds;

@@ -2,10 +2,13 @@
 
 #include <chrono>
 
+#include "engine/random_seed.h"
+
 namespace dprun::cli {
 
 StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
-                         const std::optional<DistributedRun>& dist) {
+                         const std::optional<DistributedRun>& dist, uint64_t seed) {
+  const uint64_t rank_seed = derive_seed(seed, dist ? static_cast<uint64_t>(dist->rank()) : 0);
   const int64_t per_epoch = data.batches_per_epoch();
   StepBatches s;
   for (int64_t j = 0; j < accumulate; ++j) {
@@ -13,6 +16,7 @@ StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
     s.batches.push_back(dist ? data.batch(epoch, k, dist->rank(), dist->size())
                              : data.batch(epoch, k));
     s.rows += s.batches.back().global_rows;
+    s.seeds.push_back(derive_seed(rank_seed, static_cast<uint64_t>(m)));
     if (k + 1 == per_epoch) s.epoch_end = epoch;
   }
   return s;
@@ -29,6 +33,7 @@ double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, T
   double loss = 0;
   for (size_t j = 0; j < step.batches.size(); ++j) {
     const Batch& b = step.batches[j];
+    trainer.set_random_seed(step.seeds[j]);
     if (!ddp) {
       loss += trainer.forward_backward(
           b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step.rows), j > 0);
@@ -57,6 +62,7 @@ StepRecord run_step(const StepBatches& step, DistributedDataParallel* ddp, Train
   if (scaler) record.loss_scale = scaler->scale();
   const auto start = std::chrono::steady_clock::now();
   const Batch& b = step.batches[0];
+  trainer.set_random_seed(step.seeds[0]);
   record.loss = step.batches.size() > 1 ? accumulated_step(step, ddp, trainer, optimizer, devices)
                 : ddp ? ddp->step(b.inputs, b.target, b.rows, b.global_rows, optimizer)
                       : trainer.step(b.inputs, b.target, optimizer);

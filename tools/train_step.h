@@ -18,12 +18,16 @@ namespace dprun::cli {
 /// the step when one of its batches is that epoch's last.
 struct StepBatches {
   std::vector<Batch> batches;
+  /// The random ops' seed of each batch's forward pass (Trainer::set_random_seed), derived
+  /// from the run's seed, the rank and the batch's index in the run: a rerun, or a resumed
+  /// run, draws the same Dropout masks.
+  std::vector<uint64_t> seeds;
   int64_t rows = 0;
   std::optional<int64_t> epoch_end;
 };
 
 StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
-                         const std::optional<DistributedRun>& dist);
+                         const std::optional<DistributedRun>& dist, uint64_t seed);
 
 /// Runs one optimizer step over `step`'s batches and records it: the loss, rows and wall time,
 /// the lr, the gradients' norm with clipping, the loss scale and whether the update was

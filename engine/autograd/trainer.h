@@ -102,6 +102,12 @@ class Trainer {
   /// optimizer stepped. `gradients` are changed in place.
   bool update(Optimizer& optimizer, const std::vector<Tensor>& gradients,
               const std::vector<Device>& workers = {});
+  /// The seed of the random ops (Dropout) of the forward passes that follow
+  /// (DataParallel::set_random_seed: replica i draws from stream i of it). A run that sets the
+  /// same seed before each step repeats, on one device or several; `dprun train` derives one
+  /// per batch from --seed, the rank and the batch's index. nullopt (the default): fresh
+  /// entropy.
+  void set_random_seed(std::optional<uint64_t> seed) { parallel_->set_random_seed(seed); }
   /// The total norm of the gradients of the last update, before clipping; nullopt without
   /// max_grad_norm.
   std::optional<double> last_grad_norm() const { return last_grad_norm_; }

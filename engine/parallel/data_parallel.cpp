@@ -8,6 +8,7 @@
 #include "engine/parallel/comm.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
+#include "engine/random_seed.h"
 #include "engine/warning.h"
 
 namespace dprun {
@@ -213,6 +214,7 @@ std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Te
     RunOptions direct;
     direct.threads = options_.threads;
     direct.observers = options_.observers;
+    if (random_seed_) direct.random_seed = derive_seed(*random_seed_, 0);
     auto outputs = module_->run(inputs, direct);
     run.devices_used = {module_->device()};
     return {outputs};
@@ -238,6 +240,7 @@ std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Te
     apply.threads = options_.threads;
     apply.device_count = 1;
     apply.observers = options_.observers;
+    apply.random_seed = random_seed_;
     auto outputs = parallel_apply({module_}, {inputs}, apply, &run.timings);
     run.devices_used = ids;
     int64_t rows = 0;
@@ -270,6 +273,7 @@ std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Te
   apply.threads = options_.threads;
   apply.device_count = static_cast<int>(ids.size());
   apply.observers = options_.observers;
+  apply.random_seed = random_seed_;
   start = std::chrono::steady_clock::now();
   auto outputs = parallel_apply(used, parts.inputs, apply, &run.timings);
   run.apply_seconds = seconds_since(start);

@@ -61,6 +61,11 @@ class DataParallel {
   /// Scatters `inputs` (in module().input_names() order), runs the replicas concurrently
   /// and gathers the outputs on the output device. Errors name the failing replicas.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  /// The seed of the random ops (Dropout in training mode, ...) of the calls that follow:
+  /// replica i draws from stream i of it (derive_seed), on one device and without devices
+  /// too, so a call with the same seed, inputs and devices repeats. nullopt (the default):
+  /// fresh entropy on every call.
+  void set_random_seed(std::optional<uint64_t> seed) { random_seed_ = seed; }
   /// forward() without the gather: the outputs of every replica that ran, in
   /// last_run().devices_used order, where the replica left them. With no devices or one, a
   /// single list.
@@ -99,6 +104,7 @@ class DataParallel {
 
   std::shared_ptr<Model> module_;
   DataParallelOptions options_;
+  std::optional<uint64_t> random_seed_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<Model>> replicas_;
   std::vector<uint64_t> replica_versions_;

@@ -7,6 +7,7 @@
 #include "engine/backend.h"
 #include "engine/comm/replica_group.h"
 #include "engine/parallel/device_worker.h"
+#include "engine/random_seed.h"
 #include "engine/wait_on_unwind.h"
 
 namespace dprun {
@@ -73,6 +74,7 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     run.context = execution.get();
     run.replica_group = &group;
     run.replica_index = i;
+    if (options.random_seed) run.random_seed = derive_seed(*options.random_seed, i);
     results[i] = replicas[i]->run(inputs[i], run);
     // The replica's work may still be queued on the device (a GPU stream): wait for it, so
     // the clock measures the device's time and the results are ready for gather.

@@ -1,6 +1,7 @@
 #pragma once
 // parallel_apply(): run each replica on its own device worker, concurrently.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/model.h"
@@ -11,6 +12,8 @@ struct ParallelApplyOptions {
   int threads = 0;                      // intra-op threads per device; 0 = its core share
   int device_count = 0;                 // devices sharing the machine; 0 = replicas.size()
   std::vector<NodeObserver> observers;  // invoked once per replica, on its device
+  /// The random ops' seed (RunOptions::random_seed): replica i runs with stream i of it.
+  std::optional<uint64_t> random_seed;
 };
 
 /// Per-replica timing of the last call, in seconds.

@@ -2,7 +2,8 @@
 // output is the input and the mask is all ones/true. In training mode with ratio > 0 elements
 // are zeroed with probability `ratio` and the rest scaled by 1 / (1 - ratio). With a `seed`
 // the mask is drawn like numpy's legacy RandomState(seed).uniform(size=x.shape) >= ratio, so it
-// matches the ONNX reference outputs; without one it is drawn from a fresh random seed.
+// matches the ONNX reference outputs; without one it is drawn from the run's stream for the
+// node (RunOptions::random_seed: `dprun train --seed`), or from a fresh random seed.
 #include <random>
 
 #include "ops/cpu/data_movement.h"
@@ -25,6 +26,17 @@ class DropoutKernel : public OpKernel {
       seed_ = info.node.attr_int("seed");
     }
   }
+  // The seed attribute's stream (numpy's), else the run's stream for this node, else fresh
+  // entropy.
+  std::mt19937 generator(const KernelContext& ctx) const {
+    if (has_seed_) return std::mt19937(static_cast<uint32_t>(seed_));
+    if (auto seed = ctx.random_seed()) {
+      std::seed_seq seq{static_cast<uint32_t>(*seed), static_cast<uint32_t>(*seed >> 32)};
+      return std::mt19937(seq);
+    }
+    return std::mt19937(std::random_device{}());
+  }
+
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     bool training = false;
@@ -60,7 +72,7 @@ class DropoutKernel : public OpKernel {
     }
     if (!(ratio > 0.0 && ratio < 1.0))
       ctx.fail("ratio must be in [0, 1) in training mode, got ", ratio);
-    std::mt19937 gen(has_seed_ ? static_cast<uint32_t>(seed_) : std::random_device{}());
+    std::mt19937 gen = generator(ctx);
     std::vector<uint8_t> keep(static_cast<size_t>(x.numel()));
     for (auto& k : keep) k = next_double(gen) >= ratio;
     const double scale = 1.0 / (1.0 - ratio);

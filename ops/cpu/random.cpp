@@ -14,12 +14,15 @@ namespace {
 
 enum class RandomKind { Uniform, Normal, Bernoulli };
 
-std::mt19937_64 make_engine(const std::optional<float>& seed) {
+// The seed attribute's stream, else the run's stream for the node (RunOptions::random_seed),
+// else fresh entropy.
+std::mt19937_64 make_engine(const std::optional<float>& seed, const KernelContext& ctx) {
   if (seed) {
     uint32_t bits;
     std::memcpy(&bits, &*seed, sizeof(bits));
     return std::mt19937_64(bits);
   }
+  if (auto run_seed = ctx.random_seed()) return std::mt19937_64(*run_seed);
   std::random_device rd;
   return std::mt19937_64((static_cast<uint64_t>(rd()) << 32) ^ rd());
 }
@@ -60,7 +63,7 @@ class RandomKernel : public OpKernel {
     for (int64_t d : shape)
       if (d < 0) ctx.fail("shape ", shape_to_string(shape), " has a negative dimension");
     Tensor& y = ctx.allocate_output(0, shape, out_t);
-    std::mt19937_64 engine = make_engine(seed_);
+    std::mt19937_64 engine = make_engine(seed_, ctx);
     visit_dtype(out_t, [&](auto tag) {
       using T = decltype(tag);
       T* out = y.data<T>();
