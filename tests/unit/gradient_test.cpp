@@ -75,14 +75,14 @@ TEST(GradientBuilder, BroadcastReductionValues) {
 }
 
 TEST(GradientBuilder, SkipsBranchesThatDoNotReachY) {
-  // z = Atanh(w) leads nowhere (and Atanh has no rule); y = x * 2.
-  auto g = make_graph({node("Atanh", {"w"}, {"z"}), node("Mul", {"x", "two"}, {"y"})},
+  // z = Hardmax(w) leads nowhere (and Hardmax has no rule); y = x * 2.
+  auto g = make_graph({node("Hardmax", {"w"}, {"z"}), node("Mul", {"x", "two"}, {"y"})},
                       {in("x", {3}, 1), in("w", {3}, 2), {"two", Tensor::scalar<double>(2), true}},
                       "y", 17, Decl::Full);
   g->outputs.push_back({"z", {}});
   GradientSpec spec{{"x", "w"}, "y"};
   auto r = build_gradient(*g, spec);
-  for (const auto& n : r.nodes) EXPECT_NE(n.op_type, "Atanh");
+  for (const auto& n : r.nodes) EXPECT_NE(n.op_type, "Hardmax");
   g->nodes.insert(g->nodes.end(), r.nodes.begin(), r.nodes.end());
   g->outputs = {{r.gradients[0], {}}, {r.gradients[1], {}}};
   Model m(g, Device::cpu());
@@ -108,8 +108,8 @@ TEST(GradientBuilder, CutsPathsAtOtherXs) {
 }
 
 TEST(GradientBuilder, Errors) {
-  auto g = make_graph({node("Atanh", {"x"}, {"y"})}, {in("x", {3}, 1)}, "y", 17, Decl::Full);
-  EXPECT_THROW(build_gradient(*g, GradientSpec{{"x"}, "y"}), Error);  // no rule for Atanh
+  auto g = make_graph({node("Hardmax", {"x"}, {"y"})}, {in("x", {3}, 1)}, "y", 17, Decl::Full);
+  EXPECT_THROW(build_gradient(*g, GradientSpec{{"x"}, "y"}), Error);  // no rule for Hardmax
   EXPECT_THROW(build_gradient(*g, GradientSpec{{"x"}, "nope"}), Error);
   EXPECT_THROW(build_gradient(*g, GradientSpec{{"nope"}, "y"}), Error);
   // Unknown shapes at opset 12 cannot be unbroadcast.
@@ -162,7 +162,7 @@ TEST(GradientRegistry, EveryCaseNamesARegisteredRule) {
 TEST(GradientRegistry, Lookup) {
   auto& reg = GradientRegistry::instance();
   EXPECT_NE(reg.find("", "Cast", 17), nullptr);
-  EXPECT_EQ(reg.find("", "Atanh", 17), nullptr);
+  EXPECT_EQ(reg.find("", "Hardmax", 17), nullptr);
   EXPECT_EQ(reg.find("", "Cast", 5), nullptr);  // Cast's rule starts at opset 6
 }
 

@@ -463,8 +463,9 @@ TEST(GradientBuilder, ShapeChainsAndMasksCutThePath) {
   //   pos = Range(0, x.shape[2]); mask = pos == 2           (Shape, Gather, Range, Equal)
   //   p = softmax(where(mask, -1e9, x), -1)
   //   v = p.view(x.shape[0], -1, 2, 2)                       (Shape, Gather, Concat, Reshape)
-  //   y = v / floor(float(x.shape[1])) * float(argmax(x))   (Cast, Floor, ArgMax: no rules)
-  // Floor and ArgMax have no gradient rule; only Where, Softmax, Reshape, Div, Mul need one.
+  //   y = v / floor(float(x.shape[1])) * float(argmax(x))   (Cast, Floor, ArgMax: cut paths)
+  // ArgMax has no gradient rule and Floor reads only x's shape; only Where, Softmax, Reshape,
+  // Div, Mul need one.
   auto c = [](const std::string& name, Tensor t) {
     Node n = node("Constant", {}, {name}, {{"value", Attribute::of_tensor(std::move(t))}});
     n.name = "const_" + name;

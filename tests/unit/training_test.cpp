@@ -219,10 +219,10 @@ TEST(TrainingGraph, SelectsTrainableParametersAndNamesOutputs) {
 
 TEST(TrainingGraph, ReportsEveryNodeWithoutAGradientRule) {
   auto g = linear_graph(3, 2);
-  g->nodes.push_back(make_node("Atanh", {"y"}, {"s"}));
-  g->nodes.back().name = "atanh";
-  g->nodes.push_back(make_node("Acosh", {"s"}, {"c"}));
-  g->nodes.back().name = "acosh";
+  g->nodes.push_back(make_node("Hardmax", {"y"}, {"s"}));
+  g->nodes.back().name = "hardmax";
+  g->nodes.push_back(make_node("Shrink", {"s"}, {"c"}));
+  g->nodes.back().name = "shrink";
   g->outputs = {{"c", {}}};
   TrainingSpec spec;
   spec.loss.kind = LossKind::None;
@@ -231,8 +231,8 @@ TEST(TrainingGraph, ReportsEveryNodeWithoutAGradientRule) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "cannot train: 2 nodes have no gradient rule: [Atanh] node 'atanh', [Acosh] node "
-                 "'acosh'");
+                 "cannot train: 2 nodes have no gradient rule: [Hardmax] node 'hardmax', [Shrink] "
+                 "node 'shrink'");
   }
 }
 
