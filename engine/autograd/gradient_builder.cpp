@@ -4,7 +4,9 @@
 #include <set>
 
 #include "engine/autograd/shape_propagation.h"
+#include "engine/constant_value.h"
 #include "engine/half.h"
+#include "engine/model.h"
 
 namespace dprun {
 
@@ -167,12 +169,85 @@ class GradientBuilder {
     if (p == producer_.end()) return std::nullopt;
     const Node& node = graph_.nodes[p->second];
     if (node.op_type == "Constant" && node.has_attr("value")) return node.attr_tensor("value");
-    return std::nullopt;
+    return folded_value(value, 0);
   }
 
   int64_t onnx_opset() const { return graph_.opset(""); }
 
  private:
+  // The value of `value` when it is computed from Constant nodes and static shapes alone
+  // (PyTorch's exports without constant folding build a Resize's scales as
+  // Concat(Constant, Constant), a reshape's target from Shape of a static value...): the
+  // producer is run on the host by its own kernel. Parameters are left out, as their values
+  // change while training; so are random ops and large results.
+  std::optional<Tensor> folded_value(const std::string& value, int depth) const {
+    if (auto it = folded_.find(value); it != folded_.end()) return it->second;
+    auto p = producer_.find(value);
+    if (p == producer_.end() || depth > 64) return std::nullopt;
+    std::optional<Tensor> result = fold(graph_.nodes[p->second], value, depth);
+    folded_[value] = result;
+    return result;
+  }
+
+  std::optional<Tensor> fold(const Node& node, const std::string& value, int depth) const {
+    static const std::set<std::string> random_ops = {
+        "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+        "Bernoulli",    "Multinomial",   "Dropout"};
+    if (random_ops.count(node.op_type) || holds_subgraph(node)) return std::nullopt;
+    if (node.op_type == "Shape") return static_shape_of(node, depth);
+    Graph g;
+    g.opset_imports = graph_.opset_imports;
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || g.initializers.count(in)) continue;
+      if (graph_inputs_.count(in)) return std::nullopt;
+      if (auto init = graph_.initializers.find(in); init != graph_.initializers.end()) {
+        // Integer tables (shapes, indices) fold; a floating one may be a parameter.
+        if (is_floating(init->second.dtype())) return std::nullopt;
+        g.initializers[in] = init->second;
+        continue;
+      }
+      std::optional<Tensor> c =
+          emitted_constants_.count(in) ? emitted_constants_.at(in) : folded_value(in, depth + 1);
+      if (!c || c->numel() > kMaxFolded) return std::nullopt;
+      g.initializers[in] = *c;
+    }
+    g.nodes = {node};
+    for (const std::string& out : node.outputs)
+      if (!out.empty()) g.outputs.push_back({out, {}});
+    try {
+      std::vector<Tensor> outs =
+          Model(std::make_shared<Graph>(std::move(g)), Device::cpu()).run(std::vector<Tensor>{});
+      for (size_t i = 0, k = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i].empty()) continue;
+        const Tensor& t = outs[k++];
+        if (t.numel() <= kMaxFolded) folded_[node.outputs[i]] = t;
+      }
+    } catch (const Error&) {
+      return std::nullopt;  // not computable here: the rule decides without it
+    }
+    auto it = folded_.find(value);
+    return it == folded_.end() ? std::nullopt : it->second;
+  }
+
+  // Shape(v) when every dim of v is known at build time (start and end from opset 15).
+  std::optional<Tensor> static_shape_of(const Node& node, int depth) const {
+    if (node.inputs.empty()) return std::nullopt;
+    std::optional<SymbolicShape> shape = try_shape(node.inputs[0], depth + 1);
+    if (!shape) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const Dim& d : *shape) {
+      if (!d.is_known()) return std::nullopt;
+      dims.push_back(d.value);
+    }
+    const auto rank = static_cast<int64_t>(dims.size());
+    auto clamp = [&](int64_t a) { return std::clamp(a < 0 ? a + rank : a, int64_t{0}, rank); };
+    const int64_t start = clamp(node.attr_int("start", 0)), end = clamp(node.attr_int("end", rank));
+    std::vector<int64_t> kept(dims.begin() + start, dims.begin() + std::max(start, end));
+    return Tensor::from_vector<int64_t>({static_cast<int64_t>(kept.size())}, kept);
+  }
+
+  static constexpr int64_t kMaxFolded = 4096;  // elements: shapes, scales, small tables
+
   // Types the emitted values where their ops' rules tell both dtype and shape from the
   // inputs, in emission (topological) order, once the backward pass is built: the planner
   // keeps small integer results computed from shapes on the host when it knows their types.
@@ -235,6 +310,7 @@ class GradientBuilder {
   // Filled once the backward pass is built (type_emitted_values), so that building decides the
   // same whichever constants it emitted.
   std::unordered_map<std::string, Tensor> emitted_constants_;
+  mutable std::unordered_map<std::string, std::optional<Tensor>> folded_;
   size_t counter_ = 0;
 };
 

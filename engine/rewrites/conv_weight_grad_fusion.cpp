@@ -150,14 +150,19 @@ std::optional<Fusion> match_conv_weight_grad(const Matcher& m, size_t i) {
   if (!x_side || !dy_swap) return std::nullopt;
   const std::string& x = x_side->x;
   const std::string& dy = g.nodes[*dy_swap].inputs[0];
-  // A backend fuses only where it has a kernel for the operands' type: it must be known. The
-  // Conv's operands share it, so dY's tells where X's is not known (the weight gradient of a
-  // ConvTranspose reads its output gradient as X).
-  auto typed = [&](const std::string& v) {
+  // Every ConvWeightGrad kernel computes in float32: one operand's type must be known to be
+  // that, and neither may be known as another. The Conv's operands share one type, so dY's
+  // tells where X's is not known (the weight gradient of a ConvTranspose reads its output
+  // gradient as X); a known other type of either (a 16-bit training graph) keeps the chain.
+  auto dtype_of = [&](const std::string& v) -> std::optional<DType> {
     auto t = g.type_of(v);
-    return t && t->dtype != DType::Undefined;
+    if (!t || t->dtype == DType::Undefined) return std::nullopt;
+    return t->dtype;
   };
-  if (!typed(x) && !typed(dy)) return std::nullopt;
+  const std::optional<DType> x_type = dtype_of(x), dy_type = dtype_of(dy);
+  if ((!x_type && !dy_type) || x_type.value_or(DType::Float32) != DType::Float32 ||
+      dy_type.value_or(DType::Float32) != DType::Float32)
+    return std::nullopt;
   const size_t rank = x_side->rank;
   if (!swaps_first_axes(g.nodes[*dy_swap], rank)) return std::nullopt;
   const size_t nd = rank - 2;

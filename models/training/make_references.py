@@ -869,7 +869,7 @@ def cases():
     c.append(dict(name="unet_dp2", seed=144, model=UNetMini,
                   data=lambda: segmentation_data(1144), loss="cross_entropy", class_dim=1,
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
-                  batch=5, steps=3, devices=2, opset=15, norm_seed=2144, staged=True))
+                  batch=5, steps=3, devices=2, opset=15, norm_seed=2144, arch=True))
     c.append(dict(name="dcgan_dp2", seed=145, model=DCGANGenerator,
                   data=lambda: dcgan_data(1145), loss="mse",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),

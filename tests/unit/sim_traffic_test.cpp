@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -203,11 +204,27 @@ std::vector<BundledCase> bundled_training_cases() {
 
 // Every bundled training case, in float32, bfloat16 and float16: its training graph, built with
 // the case's loss, places no node on the host in a CUDA plan other than shape arithmetic
-// (NonZero of a mask over shapes, the run-time unbroadcasting of a gradient, included), needs no
-// float32 kernel between Casts for a 16-bit node, and its plan reads nothing back from the
-// device (engine/plan_reads.h): each of those would cost a copy and a wait in every step.
+// (NonZero of a mask over shapes, the run-time unbroadcasting of a gradient, included) and the
+// ops listed below that have no CUDA kernel yet, needs no float32 kernel between Casts for a
+// 16-bit node but where listed, and its plan reads nothing back from the device but for those
+// host nodes (engine/plan_reads.h): each of those costs a copy and a wait in every step.
 TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
   if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
+  // Ops with no CUDA kernel yet, which the cases using them run on the host through the
+  // fallback (`dprun inspect --devices cuda:0` lists them), each as often as the plan has it.
+  const std::map<std::string, std::multiset<std::string>> host_ops = {
+      {"lstm_lm_dp2", {"LSTM", "LSTM", "Unique"}},
+      {"gru_cls_dp3", {"GRU", "Unique", "Unique"}},
+      {"unet_dp2", {"Resize"}},
+      {"groupnorm_dp2", {"InstanceNormalization", "InstanceNormalization"}},
+  };
+  // In 16 bits, the Casts around the nodes that have no 16-bit kernel and so compute in
+  // float32, beyond those op fusion keeps.
+  const std::map<std::string, int64_t> float32_casts = {{"lstm_lm_dp2", 18},
+                                                        {"gru_cls_dp3", 7},
+                                                        {"groupnorm_dp2", 3},
+                                                        {"mobilenet_dp3", 8},
+                                                        {"mobilenet_1dev", 8}};
   auto casts = [](const Graph& g) {
     return std::count_if(g.nodes.begin(), g.nodes.end(),
                          [](const Node& n) { return n.op_type == "Cast"; });
@@ -227,19 +244,25 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
       // Op fusion takes some Casts into fused nodes (a BatchNormalization gradient's element
       // count, Relu's mask); the rest of the compilation adds none.
       const std::shared_ptr<const Graph> fused = fuse_ops(*training.graph, DeviceType::Sim);
-      EXPECT_EQ(casts(*compiled), casts(fused ? *fused : *training.graph))
+      const auto islands = float32_casts.find(c.name);
+      const int64_t extra =
+          precision == DType::Float32 || islands == float32_casts.end() ? 0 : islands->second;
+      EXPECT_EQ(casts(*compiled), casts(fused ? *fused : *training.graph) + extra)
           << "nodes in float32 between Casts";
-      std::vector<std::string> on_host;
+      std::multiset<std::string> on_host;
       for (const NodePlacement& p : place_nodes(*compiled, DeviceType::CUDA))
-        if (p.device == DeviceType::CPU && !p.shape_arithmetic)
-          on_host.push_back(p.node->describe() + ": " + p.why_not);
-      EXPECT_EQ(on_host, std::vector<std::string>{});
+        if (p.device == DeviceType::CPU && !p.shape_arithmetic) on_host.insert(p.node->op_type);
+      const auto expected = host_ops.find(c.name);
+      EXPECT_EQ(on_host,
+                expected == host_ops.end() ? std::multiset<std::string>{} : expected->second);
+      // Only the nodes that run on the host read values back from the device.
       for (const DeviceRead& r : device_reads_per_run(*Plan::build(compiled, DeviceType::CUDA)))
-        ADD_FAILURE() << r.value << " is read back for " << r.reader->describe();
+        if (!on_host.count(r.reader->op_type))
+          ADD_FAILURE() << r.value << " is read back for " << r.reader->describe();
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 20);
+  EXPECT_EQ(cases, 30);
 }
 
 // Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
@@ -268,7 +291,21 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
                                                     {"gpt_adamw_nodecay_dp2", 6},
                                                     {"gpt_smooth_ignore", 6},
                                                     {"gpt_ragged_dp3", 6},
-                                                    {"mlp_param_lr_dp2", 3}};
+                                                    {"mlp_param_lr_dp2", 3},
+                                                    {"mobilenet_dp3", 16},
+                                                    {"mobilenet_1dev", 16},
+                                                    {"shufflenet_dp2", 17},
+                                                    {"convnext_dp2", 4},
+                                                    {"vit_adamw_dp2", 3},
+                                                    {"unet_dp2", 9},
+                                                    {"dcgan_dp2", 6},
+                                                    {"lstm_lm_dp2", 8},
+                                                    {"gru_cls_dp3", 9},
+                                                    {"groupnorm_dp2", 6}};
+  // Copies back to the host per step where nodes run on the host (TrainingPlans above lists
+  // them): their inputs, and the loss. Every other case reads back the loss alone.
+  const std::map<std::string, int64_t> to_host = {
+      {"lstm_lm_dp2", 14}, {"gru_cls_dp3", 7}, {"unet_dp2", 3}, {"groupnorm_dp2", 7}};
   int cases = 0;
   for (const BundledCase& c : bundled_training_cases()) {
     SCOPED_TRACE(c.name);
@@ -281,7 +318,10 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
     trainer.step(c.inputs, c.target, sgd);
     trainer.step(c.inputs, c.target, sgd);
     const SimTraffic t = traffic_of([&] { trainer.step(c.inputs, c.target, sgd); });
-    expect_count(t.device_to_host, 1, 4, "to the host: the float32 loss");
+    if (auto host = to_host.find(c.name); host != to_host.end())
+      EXPECT_EQ(t.device_to_host.copies, host->second) << "to the host";
+    else
+      expect_count(t.device_to_host, 1, 4, "to the host: the float32 loss");
     ASSERT_EQ(to_device.count(c.name), 1u) << "a new case: add its copies to the table";
     EXPECT_EQ(t.host_to_device.copies, to_device.at(c.name));
     ++cases;
