@@ -38,8 +38,9 @@ Attribute one(int64_t v) {
 
 // The message build_gradient gives for y with respect to x.
 std::string gradient_error(const std::vector<Node>& nodes, const std::vector<Input>& inputs,
-                           int64_t opset, const std::vector<std::string>& xs = {"x"}) {
-  auto g = make_graph(nodes, inputs, "y", opset, Decl::Full);
+                           int64_t opset, const std::vector<std::string>& xs = {"x"},
+                           Decl decl = Decl::Full) {
+  auto g = make_graph(nodes, inputs, "y", opset, decl);
   return error_of([&] { build_gradient(*g, GradientSpec{xs, "y"}); });
 }
 
@@ -247,7 +248,7 @@ DPRUN_GRADIENT_CASE(GatherND, GatherNDRepeatedNegative) {
   Input x = in("x", {3, 4}, 63);
   Input full = int_input("i", {3, 2}, {0, 1, -3, 1, 2, -1});
   Input part = int_input("i", {2, 2, 1}, {2, -1, 0, 2});
-  for (int64_t opset : {16, 17})
+  for (int64_t opset : {11, 13, 16, 17})
     for (Decl decl : {Decl::Full, Decl::Symbolic, Decl::None}) {
       check_gradients({node("GatherND", {"x", "i"}, {"y"})}, {x, full}, "y", {"x"}, opset, decl);
       check_gradients({node("GatherND", {"x", "i"}, {"y"})}, {x, part}, "y", {"x"}, opset, decl);
@@ -258,23 +259,27 @@ DPRUN_GRADIENT_CASE(GatherND, GatherNDBatchDims) {
   // batch_dims 1: x [2, 3, 4], one tuple of 1 per batch row twice (repeated in batch 1).
   auto n1 = node("GatherND", {"x", "i"}, {"y"}, {{"batch_dims", one(1)}});
   Input x = in("x", {2, 3, 4}, 64);
-  for (Decl decl : {Decl::Full, Decl::Symbolic, Decl::None}) {
-    check_gradients({n1}, {x, int_input("i", {2, 2, 1}, {0, -1, 1, 1})}, "y", {"x"}, 16, decl);
-    check_gradients({n1}, {x, int_input("i", {2, 2}, {1, -1, 0, 3})}, "y", {"x"}, 17, decl);
-    check_gradients({n1}, {x, int_input("i", {2, 1}, {2, 0})}, "y", {"x"}, 17, decl);
-  }
+  for (int64_t opset : {13, 16, 17})
+    for (Decl decl : {Decl::Full, Decl::Symbolic, Decl::None}) {
+      check_gradients({n1}, {x, int_input("i", {2, 2, 1}, {0, -1, 1, 1})}, "y", {"x"}, opset, decl);
+      check_gradients({n1}, {x, int_input("i", {2, 2}, {1, -1, 0, 3})}, "y", {"x"}, opset, decl);
+      check_gradients({n1}, {x, int_input("i", {2, 1}, {2, 0})}, "y", {"x"}, opset, decl);
+    }
   // batch_dims 2: x [2, 2, 3, 2], indices [2, 2, 2, 1].
   auto n2 = node("GatherND", {"x", "i"}, {"y"}, {{"batch_dims", one(2)}});
-  check_gradients(
-      {n2}, {in("x", {2, 2, 3, 2}, 65), int_input("i", {2, 2, 2, 1}, {0, 2, 1, 1, -1, 0, 2, 2})},
-      "y", {"x"}, 17, Decl::Symbolic);
+  for (int64_t opset : {12, 17})
+    check_gradients(
+        {n2}, {in("x", {2, 2, 3, 2}, 65), int_input("i", {2, 2, 2, 1}, {0, 2, 1, 1, -1, 0, 2, 2})},
+        "y", {"x"}, opset, Decl::Symbolic);
 }
 
-TEST(GradientIndexReduce, GatherNDNeedsOpset16) {
-  EXPECT_EQ(gradient_error({node("GatherND", {"x", "i"}, {"y"})},
-                           {in("x", {3, 4}, 1), int_input("i", {1, 2}, {0, 1})}, 13),
-            "[GatherND] node 'GatherND_fwd': gradient: needs ai.onnx opset >= 16 (ScatterND with "
-            "reduction add, to sum repeated indices); the graph is at opset 13");
+TEST(GradientIndexReduce, GatherNDBeforeOpset16NeedsTheTupleLength) {
+  // Indices fed with symbolic dims: the tuple length k is unknown when the graph is built.
+  Input idx = {"i", Tensor::from_vector<int64_t>({1, 2}, {0, 1})};
+  EXPECT_EQ(gradient_error({node("GatherND", {"x", "i"}, {"y"})}, {in("x", {3, 4}, 1), idx}, 13,
+                           {"x"}, Decl::Symbolic),
+            "[GatherND] node 'GatherND_fwd': gradient: before ai.onnx opset 16 the gradient needs "
+            "the indices' last dim known when the graph is built");
 }
 
 // ---- ScatterElements and ScatterND ----
@@ -407,10 +412,12 @@ TEST(GradientIndexReduce, TrainingGraphsPassTheOnnxChecker) {
   expect_valid_onnx({node("ScatterElements", {"x", "i", "u"}, {"y"},
                           {{"reduction", Attribute::of_string("add")}})},
                     {x, rows, in("u", {1, 3, 4}, 4)}, {"x", "u"}, 16);
-  expect_valid_onnx({node("GatherND", {"x", "i"}, {"y"}, {{"batch_dims", one(1)}})},
-                    {x, int_input("i", {2, 2, 1}, {0, 2, 1, 1})}, {"x"}, 16);
-  expect_valid_onnx({node("GatherND", {"x", "i"}, {"y"})}, {x, int_input("i", {1, 2}, {1, 2})},
-                    {"x"}, 16);
+  for (int64_t opset : {12, 16}) {
+    expect_valid_onnx({node("GatherND", {"x", "i"}, {"y"}, {{"batch_dims", one(1)}})},
+                      {x, int_input("i", {2, 2, 1}, {0, 2, 1, 1})}, {"x"}, opset);
+    expect_valid_onnx({node("GatherND", {"x", "i"}, {"y"})}, {x, int_input("i", {1, 2}, {1, 2})},
+                      {"x"}, opset);
+  }
   expect_valid_onnx({node("TopK", {"x"}, {"v", "j"}, {{"k", one(2)}})}, {x}, {"x"}, 9, "v");
   expect_valid_onnx({node("TopK", {"x", "k"}, {"v", "j"}, {{"axis", one(0)}})},
                     {x, int_input("k", {1}, {1})}, {"x"}, 11, "v");
