@@ -9,5 +9,6 @@ int inspect_command(int argc, char** argv, int first);
 int conformance_command(int argc, char** argv, int first);
 int bench_command(int argc, char** argv, int first);
 int train_command(int argc, char** argv, int first);
+int convert_command(int argc, char** argv, int first);
 
 }  // namespace dprun::cli

@@ -1,5 +1,7 @@
 #include "tools/format.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +67,17 @@ std::string json_string(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+void check_writable(const std::string& path, const char* option) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail("--", option, " ", path, ": is a folder; give the file to write");
+  auto dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0)
+    fail("--", option, " ", path, ": the folder ", dir.string(),
+         " does not exist or is not writable");
 }
 
 }  // namespace dprun::cli

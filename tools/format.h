@@ -26,4 +26,8 @@ std::string json_list(const std::vector<T>& values) {
   return out.str() + "]";
 }
 
+/// Fails (Error naming `--option` and `path`) unless `path` can be written before any work is
+/// done: not a folder, in a folder that exists and is writable.
+void check_writable(const std::string& path, const char* option);
+
 }  // namespace dprun::cli

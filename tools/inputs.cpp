@@ -81,7 +81,9 @@ std::map<std::string, std::string> apply_initializer_overrides(
                            init->second.dtype());
     if (t.dtype() != init->second.dtype() || t.shape() != init->second.shape())
       throw UsageError("--input '" + name + "' overrides an initializer of " +
-                       init->second.describe() + ", but " + path + " holds " + t.describe());
+                       std::string(dtype_name(init->second.dtype())) +
+                       shape_to_string(init->second.shape()) + ", but " + path + " holds " +
+                       std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()));
     model.set_parameter(name, t);
   }
   return rest;

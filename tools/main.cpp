@@ -19,6 +19,10 @@ usage:
   dprun bench MODEL.onnx [options]    measure throughput (samples/s) over the devices
   dprun train MODEL.onnx [options]    train data-parallel from .npy files, save to ONNX
   dprun inspect MODEL.onnx            inputs, outputs, opsets, op histogram, parameters
+  dprun convert MODEL.onnx --save OUT.onnx
+                                      the inference form of a model exported for training
+                                      (BatchNormalization on its running statistics, Dropout
+                                      as Identity), to serve it
   dprun conformance [options]         run the ONNX backend conformance suite
 
 run and bench options:
@@ -183,6 +187,7 @@ int main(int argc, char** argv) {
     if (first == "run") return run_command(argc, argv, 2);
     if (first == "bench") return bench_command(argc, argv, 2);
     if (first == "train") return train_command(argc, argv, 2);
+    if (first == "convert") return convert_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
     return report_error(e, 2);

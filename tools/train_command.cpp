@@ -181,14 +181,6 @@ Schedule parse_schedule(const Args& args, int64_t batches_per_epoch, int64_t acc
   return {(batches + accumulate - 1) / accumulate, true};
 }
 
-void check_writable(const std::string& path, const char* option) {
-  auto dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
-    fail("--", option, " ", path, ": the folder ", dir.string(),
-         " does not exist or is not writable");
-}
-
 /// The progress bar on a terminal and one line per epoch; in float16 training both show the
 /// loss scale and the steps skipped so far (`scaler`).
 class Progress {

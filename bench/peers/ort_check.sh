@@ -3,8 +3,9 @@
 # models/training/ (or the cases named):
 #   1. `dprun train CASE.onnx $(cat CASE.args) --save OUT.onnx --export-training-graph TG.onnx`;
 #      a case that dprun cannot train is reported as SKIP with dprun's error.
-#   2. The saved model: ORT and `dprun run` on the case's whole data set, outputs compared.
-#      ORT also runs PyTorch's trained model (CASE.trained.onnx), compared with dprun's outputs.
+#   2. The saved model (the inference form): ORT and `dprun run` on the case's whole data set,
+#      outputs compared. ORT also runs PyTorch's trained model (CASE.trained.onnx) in inference
+#      form (`dprun convert`, as PyTorch's eval() runs it), compared with dprun's outputs.
 #   3. The training graph: ORT and `dprun run` on the first batch (the case's --batch rows),
 #      the loss (the first output: `loss`, or `loss_1` when the model has a value `loss`) and
 #      every `<param>_grad` compared; dprun's loss is also compared with the loss of the first
@@ -71,8 +72,11 @@ for c in "${cases[@]}"; do
   else
     log_run node "$here/npy_compare.js" "$dir/dprun_model" "$dir/ort_model" 1e-4 1e-6 ||
       problems+=("saved model: ORT and dprun differ")
-    echo "== PyTorch's trained model (ORT) vs dprun's" >>"$log"
-    if log_run node "$here/ort_run.js" "models/training/$c.trained.onnx" "$dir/torch_model" \
+    # PyTorch's trained model is exported for training: its inference form (dprun convert) is
+    # what PyTorch's eval() runs and what `dprun train --save` writes.
+    echo "== PyTorch's trained model in inference form (ORT) vs dprun's" >>"$log"
+    if log_run "$dprun" convert "models/training/$c.trained.onnx" --save "$dir/torch_eval.onnx" &&
+      log_run node "$here/ort_run.js" "$dir/torch_eval.onnx" "$dir/torch_model" \
         "${inputs[@]}"; then
       log_run node "$here/npy_compare.js" "$dir/torch_model" "$dir/dprun_model" 1e-4 1e-6 ||
         problems+=("saved model: outputs differ from PyTorch's trained model")

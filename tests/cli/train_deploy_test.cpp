@@ -114,6 +114,28 @@ TEST_F(TrainDeploy, TheSavedModelGivesPyTorchsEvalOutputOnOneSampleAndOnABatch) 
       << output;
 }
 
+// `dprun convert` gives PyTorch's own trained model (exported for training) its inference form:
+// one sample, and the batch, give PyTorch's eval-mode logits to float32 rounding.
+TEST_F(TrainDeploy, ConvertGivesATrainingExportPyTorchsEvalOutputs) {
+  const std::string data = source_path("models/training/cnn_bn_1dev");
+  const std::string served = (dir_ / "torch_eval.onnx").string();
+  CommandResult convert = run_dprun("convert " + data + ".trained.onnx --save " + served);
+  ASSERT_EQ(convert.status, 0) << convert.output;
+  EXPECT_EQ(convert.output, data +
+                                ".trained.onnx: 2 nodes switched to inference "
+                                "(BatchNormalization on its running statistics, Dropout as "
+                                "Identity); saved " +
+                                served + "\n");
+  const Tensor x = read_npy(data + ".x.npy");
+  const Tensor want = read_npy(data + ".eval_logits.npy");
+  EXPECT_LT(max_relative_difference(run_model(served, rows(x, 3, 1)), rows(want, 3, 1)), 1e-5);
+  EXPECT_LT(max_relative_difference(run_model(served, x), want), 1e-5);
+  CommandResult to_folder = run_dprun("convert " + data + ".trained.onnx --save " + dir_.string());
+  EXPECT_EQ(to_folder.status, 1);
+  EXPECT_EQ(to_folder.output,
+            "dprun: error: --save " + dir_.string() + ": is a folder; give the file to write\n");
+}
+
 TEST_F(TrainDeploy, AModelExportedForInferenceTrainsWithFrozenStatisticsAndSaysSo) {
   const std::string data = source_path("models/training/cnn_bn_1dev");
   const std::string eval_form = (dir_ / "eval.onnx").string();
