@@ -1,6 +1,7 @@
 #include "tools/train_step.h"
 
 #include <chrono>
+#include <optional>
 
 #include "engine/random_seed.h"
 
@@ -28,19 +29,42 @@ namespace {
 /// rows and their gradients summed (--accumulate), then the update Trainer::step makes
 /// (unscale, clip, step). A distributed rank sums its batches' gradients itself and over the
 /// ranks once, with the last batch (PyTorch's no_sync). Returns the step's loss.
+///
+/// With a loss that leaves out ignored targets, a batch weighs its share of the step's counted
+/// targets (over every rank) instead of its rows, so that the step is their mean, as one batch
+/// of all the rows: all the step's batches are in memory, so they are counted before the first
+/// forward pass (a distributed rank exchanges one count). With no target ignored the weights
+/// are the row shares' very doubles.
 double accumulated_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
                         Optimizer& optimizer, const std::vector<Device>& devices) {
+  std::optional<int64_t> counted;  // the step's counted targets; nullopt: weigh by rows
+  std::vector<int64_t> batch_counted;
+  if (ddp) {
+    std::vector<Tensor> targets;
+    for (const Batch& b : step.batches) targets.push_back(b.target);
+    counted = ddp->count_targets(targets);
+  } else {
+    for (const Batch& b : step.batches)
+      if (std::optional<int64_t> c = trainer.counted_targets(b.target)) {
+        batch_counted.push_back(*c);
+        counted = counted.value_or(0) + *c;
+      }
+  }
   double loss = 0;
   for (size_t j = 0; j < step.batches.size(); ++j) {
     const Batch& b = step.batches[j];
     trainer.set_random_seed(step.seeds[j]);
     if (!ddp) {
-      loss += trainer.forward_backward(
-          b.inputs, b.target, static_cast<double>(b.rows) / static_cast<double>(step.rows), j > 0);
+      const double weight =
+          !counted        ? static_cast<double>(b.rows) / static_cast<double>(step.rows)
+          : *counted == 0 ? 0.0  // nothing counted: the loss 0 and no gradient
+                          : static_cast<double>(batch_counted[j]) / static_cast<double>(*counted);
+      loss += trainer.forward_backward(b.inputs, b.target, weight, j > 0);
       continue;
     }
     const bool last = j + 1 == step.batches.size();
-    const double batch_loss = ddp->forward_backward(b.inputs, b.target, b.rows, step.rows, last);
+    const double batch_loss =
+        ddp->forward_backward(b.inputs, b.target, b.rows, step.rows, last, counted);
     if (last) loss = batch_loss;  // the step's global loss
   }
   if (ddp) {

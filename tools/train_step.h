@@ -31,9 +31,10 @@ StepBatches step_batches(TrainingData& data, int64_t step, int64_t accumulate,
 
 /// Runs one optimizer step over `step`'s batches and records it: the loss, rows and wall time,
 /// the lr, the gradients' norm with clipping, the loss scale and whether the update was
-/// skipped in float16. Several batches are each weighted by their share of the step's rows and
-/// their gradients summed before the update (through `ddp` on a distributed rank, else
-/// `trainer`, whose parameters are split over `devices`' workers).
+/// skipped in float16. Several batches are each weighted by their share of the step's rows (of
+/// its counted targets, over every rank, when the loss ignores some) and their gradients summed
+/// before the update (through `ddp` on a distributed rank, else `trainer`, whose parameters are
+/// split over `devices`' workers).
 StepRecord run_step(const StepBatches& step, DistributedDataParallel* ddp, Trainer& trainer,
                     Optimizer& optimizer, const std::vector<Device>& devices);
 

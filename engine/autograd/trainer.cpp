@@ -1,5 +1,6 @@
 #include "engine/autograd/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -107,6 +108,17 @@ std::vector<Tensor> Trainer::feeds(const std::vector<Tensor>& inputs, const Tens
   }
   feeds.push_back(scalar_of(training_.loss_dtype, loss_weight));
   return feeds;
+}
+
+std::optional<int64_t> Trainer::counted_targets(const Tensor& target) const {
+  if (!training_.ignored_target) return std::nullopt;
+  // A target the forward pass will refuse counts 0 here rather than throwing: a distributed
+  // rank counts before an exchange that every rank must reach.
+  if (!target.defined() || target.dtype() != DType::Int64) return 0;
+  const Tensor host = target.to(Device::cpu());
+  const int64_t* v = host.data<int64_t>();
+  return static_cast<int64_t>(std::count_if(
+      v, v + host.numel(), [&](int64_t x) { return x != *training_.ignored_target; }));
 }
 
 double Trainer::forward_backward(const std::vector<Tensor>& inputs, const Tensor& target,

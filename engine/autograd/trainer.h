@@ -73,17 +73,28 @@ class Trainer {
   /// `target` (undefined when the loss takes none). Returns the batch's mean loss times
   /// `loss_weight`; gradients() then holds its gradients (of the weighted loss), on
   /// device_ids[0]. Parameters are not changed. A rank of DistributedDataParallel passes its
-  /// shard's share of the global batch's rows as the weight. The replicas are refreshed from
-  /// the model's parameters first, so `optimizer.step(trainer.gradients())` between two calls
-  /// is seen on every device, as after loss.backward(); optimizer.step() in PyTorch. In float16
-  /// the gradients are those of the loss times grad_scaler()->scale() (the loss returned is not
-  /// scaled), until the scaler unscales them.
+  /// shard's share of the global batch's rows (of its counted targets, counted_targets) as the
+  /// weight. The replicas are refreshed from the model's parameters first, so
+  /// `optimizer.step(trainer.gradients())` between two calls is seen on every device, as after
+  /// loss.backward(); optimizer.step() in PyTorch. In float16 the gradients are those of the
+  /// loss times grad_scaler()->scale() (the loss returned is not scaled), until the scaler
+  /// unscales them.
   ///
   /// With `accumulate`, the batch's gradients are added to gradients() instead of replacing
   /// them (PyTorch's backward() without zero_grad()): k calls with loss_weight rows_i / rows,
-  /// then one update(), train on the k batches as on one of all their rows.
+  /// then one update(), train on the k batches as on one of all their rows (with
+  /// counted_targets, loss_weight counted_i / counted instead).
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target = {},
                           double loss_weight = 1.0, bool accumulate = false);
+  /// What a batch (or a rank's shard) weighs in a step split into several, for a loss averaged
+  /// over the targets it does not ignore (cross_entropy and nll with an ignore index): the
+  /// count of `target`'s elements that are not ignored (0 for an undefined target or one that
+  /// is not int64, which the forward pass then refuses). nullopt for every other loss, whose
+  /// batches weigh by their rows. A step's batches then weigh counted_i / sum of counted (0
+  /// each when nothing is counted), as the replicas of one batch do, so the step is the mean
+  /// over all its counted targets however it is split; with no target ignored this is the
+  /// share of the rows, exactly (rows_i * k / (rows * k) rounds as rows_i / rows).
+  std::optional<int64_t> counted_targets(const Tensor& target) const;
   /// forward_backward, then `optimizer.step(gradients())`, then marks the model's parameters
   /// changed. Returns the loss. On several CPU devices, with an optimizer made from
   /// parameters(), the replicas' gradients are summed, the update is made and its result is

@@ -162,16 +162,49 @@ void DistributedDataParallel::on_node_done(const Node& node, std::span<const Ten
   reducer_->progress();
 }
 
+std::optional<int64_t> DistributedDataParallel::count_targets(const std::vector<Tensor>& targets) {
+  if (!trainer_->training_graph().ignored_target) return std::nullopt;
+  int64_t mine = 0;
+  for (const Tensor& t : targets) {
+    try {
+      mine += trainer_->counted_targets(t).value_or(0);
+    } catch (...) {
+      // Every rank must reach the exchange: a target that cannot be read fails its forward pass.
+    }
+  }
+  int64_t total = 0;
+  for (int64_t c : all_gather_values(*group_, mine)) total += c;  // the same on every rank
+  return total;
+}
+
+double DistributedDataParallel::shard_weight(const Tensor& target, int64_t rows,
+                                             int64_t global_rows,
+                                             std::optional<int64_t> global_counted) const {
+  // Rows weigh a shard of many ignored targets as much as one of none: with a loss averaged
+  // over the counted targets, the shard weighs its share of them (a step that counts none has
+  // the loss 0 and no gradient, as in one process). With no target ignored both are the same
+  // double: rows * k / (global_rows * k) rounds as rows / global_rows.
+  std::optional<int64_t> mine;
+  if (global_counted) {
+    try {
+      mine = trainer_->counted_targets(target);
+    } catch (...) {
+      mine = 0;  // the forward pass reports the target
+    }
+  }
+  if (!mine) return static_cast<double>(rows) / static_cast<double>(global_rows);
+  return *global_counted == 0 ? 0.0
+                              : static_cast<double>(*mine) / static_cast<double>(*global_counted);
+}
+
 double DistributedDataParallel::accumulate_locally(const std::vector<Tensor>& inputs,
                                                    const Tensor& target, int64_t rows,
-                                                   int64_t global_rows) {
+                                                   double weight) {
   if (rows == 0 || unsynced_.error) return 0;
   auto compute_start = Clock::now();
   double loss = 0;
   try {
-    loss = trainer_->forward_backward(inputs, target,
-                                      static_cast<double>(rows) / static_cast<double>(global_rows),
-                                      unsynced_.batches > 0);
+    loss = trainer_->forward_backward(inputs, target, weight, unsynced_.batches > 0);
     ++unsynced_.batches;
     unsynced_.rows += rows;
     unsynced_.loss += loss;
@@ -186,14 +219,21 @@ double DistributedDataParallel::accumulate_locally(const std::vector<Tensor>& in
 
 double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inputs,
                                                  const Tensor& target, int64_t rows,
-                                                 int64_t global_rows, bool sync) {
+                                                 int64_t global_rows, bool sync,
+                                                 std::optional<int64_t> global_counted) {
   DPRUN_CHECK(global_rows > 0 && rows >= 0 && rows <= global_rows,
               "DistributedDataParallel: a shard of ", rows, " rows of a global batch of ",
               global_rows);
   if (!broadcast_done_) broadcast_parameters();
   auto start = Clock::now();
   if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
-  if (!sync) return accumulate_locally(inputs, target, rows, global_rows);
+  // A whole step in one call: its counted targets are this batch's, over the ranks.
+  if (!global_counted && sync && !unsynced_.pending) global_counted = count_targets({target});
+  const double weight = shard_weight(target, rows, global_rows, global_counted);
+  if (!sync) {
+    unsynced_.pending = true;
+    return accumulate_locally(inputs, target, rows, weight);
+  }
 
   reducer_->begin_step();
   auto compute_start = Clock::now();
@@ -204,9 +244,7 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
     // The backward pass's outputs are the buckets' values only when nothing was accumulated.
     collecting_ = overlap_ && !accumulated;
     try {
-      loss = trainer_->forward_backward(
-          inputs, target, static_cast<double>(rows) / static_cast<double>(global_rows),
-          accumulated);
+      loss = trainer_->forward_backward(inputs, target, weight, accumulated);
     } catch (...) {
       error = std::make_exception_ptr(Error(detail::concat(
           "step ", stats_.steps + 1, ": ", error_message(std::current_exception()))));

@@ -17,16 +17,17 @@
 //   ddp.check_parameters_in_sync();
 //
 // The step equals a single-process step on the whole global batch. Rank r's loss is its
-// shard's mean loss weighted by the shard's share of the global batch's rows (rows_r / B), as
-// the Trainer weights each device's chunk, so the ranks' weighted gradients *sum* to the global
-// batch's gradient, also when shards differ in size (PyTorch's DDP averages instead, which is
-// the same only for equal shards). With one local device per rank and deterministic = true, a
-// step's loss and gradients equal bit for bit those of a single-process Trainer over N devices
-// whose chunks are the ranks' shards in rank order (--split-policy even over data whose batches
-// list shard 0's rows, then shard 1's, ...): both sum the same weighted gradients in the same
-// order (ReduceOrder::RankOrder). Without it the sums follow the group's algorithm (MPI's, or
-// NCCL's): the same up to float32 rounding of the reduction (for 2 ranks, x0 + x1 = x1 + x0, so
-// still bit for bit).
+// shard's mean loss weighted by the shard's share of the global batch's rows (rows_r / B), or,
+// for a loss that ignores some targets, of the batch's counted targets (counted_r / counted,
+// one exchange of one count per step), as the Trainer weights each device's chunk, so the
+// ranks' weighted gradients *sum* to the global batch's gradient, also when shards differ in
+// size (PyTorch's DDP averages instead, which is the same only for equal shards). With one local
+// device per rank and deterministic = true, a step's loss and gradients equal bit for bit those of
+// a single-process Trainer over N devices whose chunks are the ranks' shards in rank order
+// (--split-policy even over data whose batches list shard 0's rows, then shard 1's, ...): both sum
+// the same weighted gradients in the same order (ReduceOrder::RankOrder). Without it the sums
+// follow the group's algorithm (MPI's, or NCCL's): the same up to float32 rounding of the reduction
+// (for 2 ranks, x0 + x1 = x1 + x0, so still bit for bit).
 //
 // Where gradients are summed. With an MPI group (host memory), gradients on an accelerator are
 // gathered into a device copy of their bucket, which moves to the host and back once per step.
@@ -53,6 +54,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -130,8 +132,21 @@ class DistributedDataParallel {
   /// every batch since the last sync, and reports a failure in any of them (named by the step
   /// it belongs to). The syncing call's gradients are summed after its backward pass, not
   /// during it.
+  ///
+  /// A loss averaged over the targets it does not ignore (Trainer::counted_targets) weighs the
+  /// shard by its share of the step's counted targets over all ranks instead of its rows, so
+  /// that the step is their mean over the whole step, as in one process. `global_counted` is
+  /// that count (count_targets of every batch of the step, taken before the first); without
+  /// it a syncing call with no no-sync call before it counts its own batch over the ranks (one
+  /// more exchange of one value), and the calls of an accumulation weigh by rows (right only
+  /// when none of the step's targets is ignored).
   double forward_backward(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
-                          int64_t global_rows, bool sync = true);
+                          int64_t global_rows, bool sync = true,
+                          std::optional<int64_t> global_counted = std::nullopt);
+  /// Collective: the targets that the loss counts (Trainer::counted_targets) in `targets`,
+  /// this rank's shards of a step's batches, summed over the ranks; nullopt, with nothing
+  /// exchanged, when the loss counts rows.
+  std::optional<int64_t> count_targets(const std::vector<Tensor>& targets);
   /// Collective: forward_backward, then the optimizer's step on every rank, which keeps the
   /// ranks' parameters equal.
   double step(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
@@ -156,7 +171,10 @@ class DistributedDataParallel {
   void broadcast_buffers();
   // forward_backward with sync false: this rank's batch, added to its own gradients.
   double accumulate_locally(const std::vector<Tensor>& inputs, const Tensor& target, int64_t rows,
-                            int64_t global_rows);
+                            double weight);
+  // This rank's loss weight in the step (see forward_backward).
+  double shard_weight(const Tensor& target, int64_t rows, int64_t global_rows,
+                      std::optional<int64_t> global_counted) const;
   void on_node_done(const Node& node, std::span<const Tensor> outputs);
 
   std::shared_ptr<Model> model_;
@@ -173,7 +191,8 @@ class DistributedDataParallel {
   DistributedStats stats_;
   /// What this rank did since the last syncing call (no-sync batches).
   struct Unsynced {
-    int64_t batches = 0;  // computed batches, whose gradients the Trainer holds summed
+    bool pending = false;  // a no-sync call was made
+    int64_t batches = 0;   // computed batches, whose gradients the Trainer holds summed
     int64_t rows = 0;
     double loss = 0;  // their weighted losses, summed
     double compute_seconds = 0;

@@ -212,6 +212,62 @@ INSTANTIATE_TEST_SUITE_P(Cases, DefaultMode,
                                   std::get<1>(info.param).substr(0, 3);
                          });
 
+// With ignored targets each rank weighs its share of the step's counted targets over every
+// rank, not of its rows. models/training/gpt_ragged_dp3's first batch (rows counting 6, 5, 4,
+// 3, 2, 1, 0, 0 targets) gives 2 ranks 12 and 9 targets (weights 12/21 and 9/21, where rows
+// give 1/2 each) and 3 ranks 9, 7 and 5: the runs give PyTorch's losses and trained model, as
+// one process does (tests/cli/train_references_test.cpp: 1e-4 relative, 1e-6 absolute).
+// Batches of 4 accumulated in pairs (one all-reduce of one count per step) train as one
+// process on batches of 8 within float rounding: 1e-6 relative, 1e-7 absolute.
+TEST(DistributedTrainIgnoredTargets, RanksWeighTheStepsCountedTargetsAsOneProcessDoes) {
+  const std::string name = "gpt_ragged_dp3";
+  fs::path dir = scratch("ignored");
+  CaseArgs args = case_args(name);
+  ASSERT_NE(args.rest.find(" --batch 8 "), std::string::npos) << args.rest;
+  const std::string model = source_path("models/training/" + name + ".onnx");
+  auto train = [&](int ranks, const std::string& rest, const std::string& out) {
+    const std::string command = "train " + model + data_args(args) + rest + " --save " +
+                                (dir / (out + ".onnx")).string() + " --json " +
+                                (dir / (out + ".json")).string();
+    auto r = ranks > 0 ? run_ranks(ranks, command + " --devices cpu:0 --distributed")
+                       : run_dprun(command + " --devices cpu:0");
+    EXPECT_EQ(r.status, 0) << r.output;
+    return std::pair{testing::json_numbers(read_text(dir / (out + ".json")), "losses")
+                         .value_or(std::vector<double>{}),
+                     load_graph((dir / (out + ".onnx")).string())};
+  };
+  auto expect_near = [](const auto& got, const auto& want, double relative, double absolute) {
+    ASSERT_EQ(got.first.size(), want.first.size());
+    for (size_t s = 0; s < want.first.size(); ++s)
+      EXPECT_NEAR(got.first[s], want.first[s], absolute + relative * std::abs(want.first[s]))
+          << "loss of step " << s + 1;
+    ASSERT_EQ(got.second->initializers.size(), want.second->initializers.size());
+    for (const auto& [param, w] : want.second->initializers) {
+      const Tensor& g = got.second->initializers.at(param);
+      ASSERT_EQ(g.shape(), w.shape()) << param;
+      for (int64_t i = 0; i < w.numel(); ++i)
+        ASSERT_NEAR(g.item_as_double(i), w.item_as_double(i),
+                    absolute + relative * std::abs(w.item_as_double(i)))
+            << param << "[" << i << "]";
+    }
+  };
+  Tensor losses = read_npy(source_path("models/training/" + name + ".losses.npy"));
+  std::vector<double> reference_losses;
+  for (int64_t s = 0; s < losses.numel(); ++s) reference_losses.push_back(losses.item_as_double(s));
+  const auto reference = std::pair{
+      reference_losses, load_graph(source_path("models/training/" + name + ".trained.onnx"))};
+  for (int ranks : {2, 3}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    expect_near(train(ranks, args.rest, "ddp"), reference, 1e-4, 1e-6);
+  }
+  const std::string accumulated =
+      std::regex_replace(args.rest, std::regex(" --batch 8 "), " --batch 4 --accumulate 2 ");
+  const auto whole = train(0, args.rest, "one");
+  SCOPED_TRACE("--accumulate 2 on 2 ranks");
+  expect_near(train(2, accumulated, "accumulated"), whole, 1e-6, 1e-7);
+  fs::remove_all(dir);
+}
+
 std::string mlp_args(const fs::path& dir) {
   return "train " + source_path("models/training/mlp_sgd.onnx") + " --target " +
          source_path("models/training/mlp_sgd.target.npy") +

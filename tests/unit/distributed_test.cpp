@@ -319,6 +319,108 @@ TEST(DistributedDataParallel, NoSyncBatchesAreSummedOverTheRanksOnceWithTheLast)
   }
 }
 
+// The MLP's targets with rows `ignored` set to -100, the ignore index of the cross entropy.
+Tensor with_ignored(const Tensor& target, const std::vector<int64_t>& ignored) {
+  Tensor out = target.clone();
+  for (int64_t row : ignored) out.data<int64_t>()[row] = -100;
+  return out;
+}
+
+// With ignored targets each rank weighs its share of the step's counted targets, not of its
+// rows: a batch of 10 whose rows 0, 2, 4 and 6 are ignored gives rank 0 (rows 0, 2, ..., 8)
+// 1 counted target and rank 1 5, weights 1/6 and 5/6 where rows would give 1/2 each. step()
+// counts over the ranks itself, and equals one process over two devices whose chunks are the
+// shards bit for bit; a step whose targets are all ignored has the loss 0 and no gradient.
+TEST(DistributedDataParallel, RanksWithIgnoredTargetsWeighTheirCountedTargets) {
+  Data data;
+  const Tensor target = with_ignored(data.target, {0, 2, 4, 6});
+  const std::vector<int64_t> batch = range(0, 10);
+  std::vector<int64_t> reordered;
+  for (int r = 0; r < 2; ++r)
+    for (int64_t row : shard_rows(batch, r, 2)) reordered.push_back(row);
+  auto reference_model = mlp_on(Device::cpu(0));
+  Trainer reference(reference_model, options_on(parse_device_list("cpu:0,cpu:1")));
+  Sgd reference_sgd(reference.parameters(), {.lr = 0.1});
+  const double reference_loss =
+      reference.step({rows_of(data.x, reordered)}, rows_of(target, reordered), reference_sgd);
+  // The mean over the counted targets: the one-device loss of the whole batch.
+  Trainer one(mlp_on(Device::cpu(0)), options_on({Device::cpu(0)}));
+  const double mean = one.forward_backward({rows_of(data.x, batch)}, rows_of(target, batch));
+  EXPECT_NEAR(reference_loss, mean, 1e-6 * mean);
+  EXPECT_EQ(one.counted_targets(rows_of(target, batch)), 6);
+
+  std::vector<double> losses(2), ignored_losses(2);
+  std::vector<std::vector<Tensor>> parameters(2), ignored_gradients(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    auto group = std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {});
+    auto model = mlp_on(Device::cpu(g.rank()));
+    DistributedDataParallel ddp(model, options_on({Device::cpu(g.rank())}), group);
+    Sgd sgd(ddp.trainer().parameters(), {.lr = 0.1});
+    const auto mine = shard_rows(batch, g.rank(), 2);
+    const auto r = static_cast<size_t>(g.rank());
+    losses[r] = ddp.step({rows_of(data.x, mine)}, rows_of(target, mine), 5, 10, sgd);
+    parameters[r] = clones(model->parameters());
+    EXPECT_EQ(ddp.count_targets({rows_of(target, mine)}), 6);
+    const Tensor all_ignored = with_ignored(data.target, range(0, 25));
+    ignored_losses[r] =
+        ddp.forward_backward({rows_of(data.x, mine)}, rows_of(all_ignored, mine), 5, 10);
+    ignored_gradients[r] = clones(ddp.gradients());
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+  for (size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(losses[r], reference_loss);
+    EXPECT_TRUE(same_bytes(parameters[r], clones(reference_model->parameters())));
+    EXPECT_EQ(ignored_losses[r], 0.0);
+    for (const Tensor& gradient : ignored_gradients[r])
+      for (int64_t k = 0; k < gradient.numel(); ++k)
+        ASSERT_EQ(gradient.data<float>()[k], 0.0f) << k;
+  }
+}
+
+// No-sync batches with ignored targets, given the step's counted targets over the ranks
+// (count_targets of every batch, before the first): the step is the mean over all of them, as
+// one batch of all the rows in one process, within float rounding.
+TEST(DistributedDataParallel, NoSyncBatchesWithIgnoredTargetsWeighTheStepsCountedTargets) {
+  Data data;
+  const Tensor target = with_ignored(data.target, {0, 2, 4, 6, 8, 11, 19});
+  const std::vector<std::vector<int64_t>> batches = {range(0, 10), range(10, 20)};
+  Trainer reference(mlp_on(Device::cpu(0)), options_on({Device::cpu(0)}));
+  const double reference_loss =
+      reference.forward_backward({rows_of(data.x, range(0, 20))}, rows_of(target, range(0, 20)));
+  const std::vector<Tensor> reference_gradients = clones(reference.gradients());
+
+  std::vector<double> losses(2);
+  std::vector<std::vector<Tensor>> gradients(2);
+  auto errors = run_ranks(2, [&](ProcessGroup& g) {
+    DistributedDataParallel ddp = mlp_ddp(g);
+    std::vector<Tensor> targets;
+    for (const auto& batch : batches)
+      targets.push_back(rows_of(target, shard_rows(batch, g.rank(), 2)));
+    const std::optional<int64_t> counted = ddp.count_targets(targets);
+    EXPECT_EQ(counted, 13);
+    const auto r = static_cast<size_t>(g.rank());
+    for (size_t j = 0; j < batches.size(); ++j) {
+      auto mine = shard_rows(batches[j], g.rank(), 2);
+      losses[r] = ddp.forward_backward({rows_of(data.x, mine)}, targets[j], 5, 20,
+                                       j + 1 == batches.size(), counted);
+    }
+    gradients[r] = clones(ddp.gradients());
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2));
+  for (size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_NEAR(losses[r], reference_loss, 1e-6 * reference_loss);
+    ASSERT_EQ(gradients[r].size(), reference_gradients.size());
+    for (size_t i = 0; i < gradients[r].size(); ++i)
+      for (int64_t k = 0; k < gradients[r][i].numel(); ++k) {
+        const float want = reference_gradients[i].data<float>()[k];
+        ASSERT_NEAR(gradients[r][i].data<float>()[k], want, 1e-7 + 1e-5 * std::fabs(want))
+            << "gradient " << i << "[" << k << "]";
+      }
+  }
+}
+
 // A rank that fails in a no-sync batch goes on to the syncing call, where every rank learns of
 // it; the next step works.
 TEST(DistributedDataParallel, AFailureInANoSyncBatchIsReportedByTheSyncingCall) {
