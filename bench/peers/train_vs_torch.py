@@ -2,7 +2,7 @@
 """The PyTorch side of bench/peers/train_vs_torch.sh (run with Debian's /usr/bin/python3).
 
     train_vs_torch.py export MODEL DIR BATCH
-        Builds MODEL (mlp or resnet18) with a fixed seed, exports it to DIR/MODEL.onnx in
+        Builds MODEL (mlp, resnet18 or mobilenet_v2) with a fixed seed, exports it to DIR/MODEL.onnx in
         training mode with do_constant_folding=False (initializers keep PyTorch's names), and
         writes a data set DIR/MODEL.x.npy, DIR/MODEL.target.npy of 8 batches. The MLP has a
         dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
@@ -58,6 +58,9 @@ def build(name):
     if name == "resnet18":
         import torchvision
         return torchvision.models.resnet18(), (3, 224, 224), 1000, F.cross_entropy
+    if name == "mobilenet_v2":
+        import torchvision
+        return torchvision.models.mobilenet_v2(), (3, 224, 224), 1000, F.cross_entropy
     raise SystemExit(f"unknown model {name}")
 
 
@@ -76,7 +79,7 @@ def export(name, out_dir, batch):
     dynamic = {"x": {0: "batch"}} if name == "mlp" else None
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, x[:batch], path, input_names=["x"], output_names=["y"],
-                      dynamic_axes=dynamic, opset_version=15 if name == "resnet18" else 17,
+                      dynamic_axes=dynamic, opset_version=17 if name == "mlp" else 15,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     # Exporting in training mode runs the model once, which updates BatchNorm's running
     # statistics; put the values from before the export back.

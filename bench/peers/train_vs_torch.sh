@@ -7,7 +7,8 @@
 #   MLP 784-512-256-10, GELU, LogSoftmax, nll loss, batch 64, SGD (lr 0.01, momentum 0.9):
 #     dprun cpu:0 --threads 1 against torch.set_num_threads(1); dprun cpu:0,cpu:1 x 1 thread
 #     against dprun on one device (and PyTorch on 2 threads, for reference)
-#   ResNet-18 (torchvision, random init), batch 16, cross entropy, SGD, one thread
+#   ResNet-18 and MobileNetV2 (torchvision, random init), batch 16, cross entropy, SGD, one
+#   thread
 # Two figures per run: samples/s over all timed steps (mean), and batch / the median step
 # time, which a machine shared with other work disturbs far less. Every measurement is
 # repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
@@ -32,6 +33,7 @@ fi
 
 "$python" "$here/train_vs_torch.py" export mlp "$work" 64 2>/dev/null
 "$python" "$here/train_vs_torch.py" export resnet18 "$work" 16 2>/dev/null
+"$python" "$here/train_vs_torch.py" export mobilenet_v2 "$work" 16 2>/dev/null
 
 # dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS: "MEAN MEDIAN" samples/s after the warm-up.
 dprun_rate() {
@@ -71,6 +73,8 @@ for ((r = 1; r <= rounds; ++r)); do
   measure mlp_torch_2threads torch_rate mlp 64 2 "$mlp_steps" 5
   measure resnet18_dprun_1dev dprun_rate resnet18 16 cpu:0 "$resnet_steps" 2 cross_entropy
   measure resnet18_torch_1thread torch_rate resnet18 16 1 "$resnet_steps" 2
+  measure mobilenet_v2_dprun_1dev dprun_rate mobilenet_v2 16 cpu:0 "$resnet_steps" 2 cross_entropy
+  measure mobilenet_v2_torch_1thread torch_rate mobilenet_v2 16 1 "$resnet_steps" 2
 done
 
 table() {  # TITLE ARRAY
@@ -87,6 +91,8 @@ table() {  # TITLE ARRAY
   row "MLP b64: dprun 2 devices x 1 vs 1 device" mlp_dprun_2dev mlp_dprun_1dev
   row "MLP b64: dprun 2 devices vs PyTorch 2 threads" mlp_dprun_2dev mlp_torch_2threads
   row "ResNet-18 b16, 1 thread: dprun vs PyTorch" resnet18_dprun_1dev resnet18_torch_1thread
+  row "MobileNetV2 b16, 1 thread: dprun vs PyTorch" mobilenet_v2_dprun_1dev \
+    mobilenet_v2_torch_1thread
 }
 table "from the median step time" medians
 table "over all timed steps" means
