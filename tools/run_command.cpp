@@ -66,6 +66,31 @@ void warn_if_training_form(const Graph& graph, const std::string& path) {
        "`dprun train --save` writes");
 }
 
+// Whether input `i` is generated (no --input file) with a symbolic leading dim that no
+// --symbol sizes: the inputs whose rows --batch sets.
+bool has_generated_batch_dim(const Model& model, const InputOptions& options, size_t i) {
+  const TensorType type = model.input_types()[i];
+  if (options.files.count(model.input_names()[i]) || !type.shape || type.shape->empty())
+    return false;
+  const Dim& first = type.shape->front();
+  return !first.is_known() && !options.dims.count(first.symbol);
+}
+
+// With no --batch, generated inputs split along dim 0 get one row per device, so that every
+// device runs: a batch of 1 (torch.chunk's rule) would leave all but the first idle. Returns
+// the line that says so, or "" when the batch was given or no generated input has one.
+std::string default_batch_per_device(const Args& args, const Model& model,
+                                     const DataParallelOptions& parallel, InputOptions& options) {
+  if (args.has("batch") || parallel.dim != 0) return "";
+  bool generated = false;
+  for (size_t i = 0; i < model.input_names().size(); ++i)
+    generated = generated || has_generated_batch_dim(model, options, i);
+  if (!generated) return "";
+  options.batch = static_cast<int64_t>(parallel.device_ids.size());
+  return "generated inputs: batch " + std::to_string(options.batch) +
+         ", one row per device (--batch N to choose)\n";
+}
+
 }  // namespace
 
 int run_command(int argc, char** argv, int first) {
@@ -92,6 +117,7 @@ int run_command(int argc, char** argv, int first) {
   auto model = std::make_shared<Model>(
       load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
   warn_if_training_form(model->graph(), model_path);
+  const std::string batch_note = default_batch_per_device(args, *model, options, input_options);
   std::vector<Tensor> inputs =
       pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
   DataParallel parallel(model, options);
@@ -109,6 +135,7 @@ int run_command(int argc, char** argv, int first) {
   auto names = model->input_names();
   for (size_t i = 0; i < inputs.size(); ++i)
     std::printf("  input  %-24s %s\n", names[i].c_str(), inputs[i].describe().c_str());
+  std::fputs(batch_note.c_str(), stdout);
   std::printf("split along dim %lld (%s):\n", static_cast<long long>(options.dim),
               options.split_policy == SplitPolicy::Chunk  ? "chunk"
               : options.split_policy == SplitPolicy::Even ? "even"
