@@ -455,10 +455,11 @@ int train_command(int argc, char** argv, int first) {
       data_options.pin_for = d;
       break;
     }
-  TrainingData data(data_options);
   // Batches per optimizer step: their gradients are summed, weighted by their shares of the
   // step's rows, before one update.
   const int64_t accumulate = args.get_int("accumulate", 1, 1, 1 << 20);
+  data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
+  TrainingData data(data_options);
   Schedule schedule = parse_schedule(args, data.batches_per_epoch(), accumulate);
 
   std::optional<Validation> validation;

@@ -101,23 +101,31 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
   Batch b;
   b.rows = static_cast<int64_t>(rows.size());
   b.global_rows = end - start;
+  std::vector<Tensor>* buffers = nullptr;  // with pin_for, the sets are taken in turn
+  if (options_.pin_for) {
+    if (pinned_.empty())
+      pinned_.resize(static_cast<size_t>(std::max<int64_t>(1, options_.batches_in_use)));
+    buffers = &pinned_[next_set_];
+    next_set_ = (next_set_ + 1) % pinned_.size();
+  }
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    b.inputs.push_back(destination(i, inputs_[i], options_.dim, rows.size()));
+    b.inputs.push_back(destination(buffers, i, inputs_[i], options_.dim, rows.size()));
     copy_rows(inputs_[i], options_.dim, rows, b.inputs.back());
   }
   if (target_.defined()) {
-    b.target = destination(inputs_.size(), target_, 0, rows.size());
+    b.target = destination(buffers, inputs_.size(), target_, 0, rows.size());
     copy_rows(target_, 0, rows, b.target);
   }
   return b;
 }
 
-Tensor TrainingData::destination(size_t slot, const Tensor& source, int64_t dim, size_t rows) {
+Tensor TrainingData::destination(std::vector<Tensor>* buffers, size_t slot, const Tensor& source,
+                                 int64_t dim, size_t rows) {
   DPRUN_CHECK(source.dtype() != DType::String, "string tensors cannot be batched for training");
   Shape shape = rows_shape(source, dim, rows);
-  if (!options_.pin_for) return Tensor::empty(std::move(shape), source.dtype());
-  if (pinned_.size() <= slot) pinned_.resize(slot + 1);
-  Tensor& buffer = pinned_[slot];
+  if (!buffers) return Tensor::empty(std::move(shape), source.dtype());
+  if (buffers->size() <= slot) buffers->resize(slot + 1);
+  Tensor& buffer = (*buffers)[slot];
   // Page-locked memory is costly to make: one buffer per slot, made again only for a batch of
   // another size (the last one of an epoch).
   if (!buffer.defined() || buffer.shape() != shape)

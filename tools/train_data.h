@@ -25,6 +25,9 @@ struct TrainingDataOptions {
   /// buffer per input kept from batch to batch while its shape stays the same. Unset, or a
   /// device whose backend has no such memory: each batch in new ordinary memory.
   std::optional<Device> pin_for;
+  /// With `pin_for`: how many batches are in use at once (--accumulate gathers a step's
+  /// batches before the first forward pass); calls to batch() take their buffers in turn.
+  int64_t batches_in_use = 1;
 };
 
 /// One batch, or one rank's shard of it: the inputs in model order and the target (undefined
@@ -51,14 +54,15 @@ class TrainingData {
   /// distributed run's batch, rank `rank` of `world_size` takes the positions
   /// shard_positions(batch rows, rank, world_size) (engine/parallel/distributed.h): the
   /// batch's rows rank, rank + world_size, ..., in that order. With `pin_for`, the batch's
-  /// tensors are the buffers the next call writes: use a batch before asking for the next.
+  /// tensors are buffers that the call `batches_in_use` calls later writes again.
   Batch batch(int64_t epoch, int64_t k, int rank = 0, int world_size = 1);
 
  private:
   const std::vector<int64_t>& order_of(int64_t epoch);
-  // Where the rows `rows` of `source` (along `dim`) are gathered: buffer `slot`, made again
-  // when the shape changes, or new ordinary memory.
-  Tensor destination(size_t slot, const Tensor& source, int64_t dim, size_t rows);
+  // Where the rows `rows` of `source` (along `dim`) are gathered: buffer `slot` of
+  // `buffers`, made again when the shape changes, or without buffers new ordinary memory.
+  Tensor destination(std::vector<Tensor>* buffers, size_t slot, const Tensor& source, int64_t dim,
+                     size_t rows);
 
   TrainingDataOptions options_;
   std::vector<Tensor> inputs_;
@@ -66,7 +70,9 @@ class TrainingData {
   int64_t rows_ = 0;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> order_;
-  std::vector<Tensor> pinned_;  // by slot: the inputs in order, then the target
+  // By buffer set, then slot: the inputs in order, then the target.
+  std::vector<std::vector<Tensor>> pinned_;
+  size_t next_set_ = 0;  // the set of pinned_ the next batch() call writes
 };
 
 }  // namespace dprun::cli

@@ -16,6 +16,8 @@ For every case <case> this writes, next to this script:
     <case>.losses.npy    float64 [steps]: PyTorch's loss at each step (before the update)
     <case>.grad_norms.npy  float64 [steps], cases that clip: clip_grad_norm_'s total norm
     <case>.trained.onnx  the model after the steps (same export, same initializer names)
+    <case>.cpu<N>.losses.npy, <case>.cpu<N>.trained.onnx
+                         cases with also_devices: the same training on N devices
 
 Data parallelism is simulated the way nn.DataParallel does it: each batch is
 split with torch.chunk (ceil(N/k) rows per chunk), every replica runs the
@@ -495,11 +497,12 @@ def batch_rows(step, n_rows, batch):
     return torch.arange(b * batch, min(b * batch + batch, n_rows))
 
 
-def dp_step(model, inputs, target, loss_fn, n_devices, rows):
-    """One DataParallel forward/backward over the batch `rows`; returns the whole
-    batch's loss: with a target, the loss of the gathered outputs, as a script
-    using nn.DataParallel computes it; without one (the model's output is the
-    loss), the replicas' losses weighted by their share of the rows."""
+def dp_step(model, inputs, target, loss_fn, n_devices, rows, weight=1.0):
+    """One DataParallel forward/backward over the batch `rows`, its gradient scaled by
+    `weight` (the batch's share of an accumulated step); returns the whole batch's loss
+    (unweighted): with a target, the loss of the gathered outputs, as a script using
+    nn.DataParallel computes it; without one (the model's output is the loss), the replicas'
+    losses weighted by their share of the rows."""
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
     n = len(rows)
@@ -514,27 +517,46 @@ def dp_step(model, inputs, target, loss_fn, n_devices, rows):
         total = loss_fn(torch.cat(outs), target[rows])
     else:
         total = sum(loss_fn(out, None) * (len(idx) / n) for out, idx in zip(outs, chunks))
-    total.backward()
+    (total * weight).backward()
     return total
 
 
+def counted_targets(target, rows):
+    """The targets of `rows` a class loss reads: those other than the ignore index -100."""
+    return int((target[rows] != -100).sum())
+
+
+def micro_batch_weights(micro, target, loss_kind):
+    """--accumulate: each batch's share of the step, by its counted targets for the class
+    losses (so the step is their mean, as one batch of all the rows), else by its rows."""
+    if target is not None and loss_kind in ("cross_entropy", "nll"):
+        counts = [counted_targets(target, rows) for rows in micro]
+    else:
+        counts = [len(rows) for rows in micro]
+    return [c / sum(counts) for c in counts]
+
+
 def train(model, opt, inputs, target, loss_fn, batch, steps, n_devices, clip=None, norms=None,
-          scheduler=None):
+          scheduler=None, accumulate=1, loss_kind=None):
     """With `clip`, each step clips the gradients with clip_grad_norm_(clip) before the update
-    and appends the total norm it returns to `norms`; a `scheduler` steps after every update."""
+    and appends the total norm it returns to `norms`; a `scheduler` steps after every update.
+    With `accumulate` A, step s sums the gradients of batches s*A .. s*A+A-1, each weighted by
+    micro_batch_weights, before one update; its loss is the weighted sum of theirs."""
     model.train()
     n_rows = inputs[0].shape[0]
     losses = []
     for step in range(steps):
-        rows = batch_rows(step, n_rows, batch)
+        micro = [batch_rows(step * accumulate + j, n_rows, batch) for j in range(accumulate)]
+        weights = micro_batch_weights(micro, target, loss_kind) if accumulate > 1 else [1.0]
         opt.zero_grad(set_to_none=True)
-        loss = dp_step(model, inputs, target, loss_fn, n_devices, rows)
+        loss = sum(float(dp_step(model, inputs, target, loss_fn, n_devices, rows, w).item()) * w
+                   for rows, w in zip(micro, weights))
         if clip is not None:
             norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip)))
         opt.step()
         if scheduler is not None:
             scheduler.step()
-        losses.append(float(loss.item()))
+        losses.append(loss)
     return np.array(losses, dtype=np.float64)
 
 
@@ -676,6 +698,14 @@ def gpt_padded_data(seed):
     return inputs, target
 
 
+def ignore_some(data, rows):
+    """`data` with the class targets of `rows` set to -100, which cross_entropy ignores."""
+    inputs, target = data
+    target = target.clone()
+    target[rows] = -100
+    return inputs, target
+
+
 def small_data(seed, loss, n_rows=20):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n_rows, 6, generator=g)
@@ -807,7 +837,7 @@ def cases():
     c.append(dict(name="mlp_adam", seed=103, model=MLP, data=lambda: mlp_data(1103),
                   loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=1e-2, weight_decay=1e-3, betas=(0.9, 0.99), eps=1e-8),
-                  batch=10, steps=3, devices=1, opset=17))
+                  batch=10, steps=3, devices=3, opset=17))
     c.append(dict(name="mlp_adamw", seed=104, model=MLP, data=lambda: mlp_data(1104, n_rows=20),
                   loss="cross_entropy",
                   opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.05, betas=(0.9, 0.999), eps=1e-8),
@@ -817,6 +847,13 @@ def cases():
         c.append(dict(name=name, seed=105, model=CNN, data=lambda: cnn_data(1105),
                       loss="cross_entropy", opt=cnn_sgd, batch=10, steps=3, devices=dev,
                       opset=15, norm_seed=2105))
+    # --accumulate 2 with BatchNorm (statistics per batch and per replica) and ignored targets
+    # (-100) spread unevenly over the batches: each batch weighs its share of the step's
+    # counted targets
+    c.append(dict(name="cnn_bn_accum_ignore_dp2", seed=106, model=CNN,
+                  data=lambda: ignore_some(cnn_data(1106), [1, 6, 7, 13, 14, 15]),
+                  loss="cross_entropy", opt=cnn_sgd, batch=4, accumulate=2, steps=3, devices=2,
+                  opset=15, norm_seed=2106))
     c.append(dict(name="gpt_adamw", seed=107, model=TinyGPT, data=lambda: gpt_data(1107),
                   loss="cross_entropy", class_dim=-1,
                   opt=dict(optimizer="adamw", lr=2e-2, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8),
@@ -835,12 +872,12 @@ def cases():
                       model=(lambda: Small(log_softmax=True)) if loss == "nll" else Small,
                       data=(lambda loss=loss, i=i: small_data(1110 + i, loss)),
                       loss=loss, opt=dict(optimizer="sgd", lr=0.2 if loss == "mse" else 0.5),
-                      batch=8, steps=3, devices=1, opset=17,
+                      batch=8, steps=3, devices=1 if loss == "mse" else 3, opset=17,
                       output_names=["log_probs" if loss == "nll" else "y"]))
     c.append(dict(name="loss_none", seed=120, model=MSEModel,
                   data=lambda: loss_none_data(1120),
                   loss="none", opt=dict(optimizer="sgd", lr=0.2, momentum=0.5),
-                  batch=8, steps=3, devices=1, opset=17,
+                  batch=8, steps=3, devices=3, opset=17,
                   input_names=["x", "target"], output_names=["loss"],
                   dyn={"x": {0: "batch"}, "target": {0: "batch"}}))
     # Whole architectures (arch=True: written only when named or with --staged, until
@@ -855,52 +892,80 @@ def cases():
     c.append(dict(name="shufflenet_dp2", seed=141, model=ShuffleMini,
                   data=lambda: image_data(1141, 12, 8, 4), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
-                  batch=7, steps=3, devices=2, opset=15, norm_seed=2141, arch=True))
+                  batch=7, steps=3, devices=2, opset=15, norm_seed=2141,
+                  also_devices=(1, 3), arch=True))
     # opset 17 for LayerNormalization (at 15 LayerNorm is exported as its arithmetic)
     c.append(dict(name="convnext_dp2", seed=142, model=ConvNeXtMini,
                   data=lambda: image_data(1142, 12, 8, 5), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-4),
-                  batch=7, steps=3, devices=2, opset=17, norm_seed=2142, arch=True))
+                  batch=7, steps=3, devices=2, opset=17, norm_seed=2142,
+                  also_devices=(1, 3), arch=True))
     c.append(dict(name="vit_adamw_dp2", seed=143, model=ViTMini,
                   data=lambda: image_data(1143, 12, 8, 5), loss="cross_entropy",
                   opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.05, betas=(0.9, 0.999),
                            eps=1e-8),
-                  batch=6, steps=3, devices=2, opset=17, norm_seed=2143, arch=True))
+                  batch=6, steps=3, devices=2, opset=17, norm_seed=2143,
+                  also_devices=(1, 3), arch=True))
     c.append(dict(name="unet_dp2", seed=144, model=UNetMini,
                   data=lambda: segmentation_data(1144), loss="cross_entropy", class_dim=1,
                   opt=dict(optimizer="sgd", lr=0.05, momentum=0.9),
-                  batch=5, steps=3, devices=2, opset=15, norm_seed=2144, arch=True))
+                  batch=5, steps=3, devices=2, opset=15, norm_seed=2144,
+                  also_devices=(1, 3), arch=True))
     c.append(dict(name="dcgan_dp2", seed=145, model=DCGANGenerator,
                   data=lambda: dcgan_data(1145), loss="mse",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9),
                   batch=9, steps=3, devices=2, opset=15, norm_seed=2145,
-                  input_names=["z"], output_names=["images"], arch=True))
+                  input_names=["z"], output_names=["images"],
+                  also_devices=(1, 3), arch=True))
     c.append(dict(name="lstm_lm_dp2", seed=146, model=LSTMLM, data=lambda: gpt_data(1146),
                   loss="cross_entropy", class_dim=-1,
                   opt=dict(optimizer="adamw", lr=1e-2, weight_decay=0.01, betas=(0.9, 0.999),
                            eps=1e-8),
                   batch=8, steps=3, devices=2, opset=15, input_names=["idx"],
-                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, arch=True))
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}},
+                  also_devices=(1, 3), arch=True))
     c.append(dict(name="gru_cls_dp3", seed=147, model=GRUClassifier,
                   data=lambda: sequence_class_data(1147), loss="cross_entropy",
                   opt=dict(optimizer="adam", lr=2e-2, weight_decay=0.0, betas=(0.9, 0.999),
                            eps=1e-8),
                   batch=8, steps=3, devices=3, opset=15, input_names=["idx"],
-                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}}, arch=True))
+                  dyn={"idx": {0: "batch"}, "logits": {0: "batch"}},
+                  also_devices=(1,), arch=True))
     c.append(dict(name="groupnorm_dp2", seed=148, model=GroupNormNet,
                   data=lambda: signal_data(1148), loss="cross_entropy",
                   opt=dict(optimizer="sgd", lr=0.1, momentum=0.9, weight_decay=1e-4),
-                  batch=6, steps=3, devices=2, opset=15, norm_seed=2148, arch=True))
+                  batch=6, steps=3, devices=2, opset=15, norm_seed=2148,
+                  also_devices=(1, 3), arch=True))
     return c
 
 
-def run_case(case):
-    name = case["name"]
+def fresh_case(case, dtype=torch.float32):
+    """The case's initial model and its data, in `dtype`."""
     torch.manual_seed(case["seed"])
     model = case["model"]()
     if "norm_seed" in case:
         randomize_norms(model, case["norm_seed"])
     inputs, target = case["data"]()
+    if dtype != torch.float32:
+        model = model.to(dtype)
+        inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+        if target is not None and target.is_floating_point():
+            target = target.to(dtype)
+    return model, inputs, target
+
+
+def train_case(case, model, inputs, target, n_devices, norms=None):
+    """Trains `model` as the case says, on `n_devices` simulated devices; returns the losses."""
+    opt = make_optimizer(case["opt"], model)
+    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
+    scheduler = case["sched"](opt, case["steps"]) if "sched" in case else None
+    return train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"], n_devices,
+                 case.get("clip"), norms if norms is not None else [], scheduler, case.get("accumulate", 1), case["loss"])
+
+
+def run_case(case):
+    name = case["name"]
+    model, inputs, target = fresh_case(case)
     input_names = case.get("input_names", ["x"])
     output_names = case.get("output_names", ["logits"])
     dyn = case.get("dyn") or {**{n: {0: "batch"} for n in input_names},
@@ -911,18 +976,19 @@ def run_case(case):
     names0, patched0 = export(model, base + ".onnx", example, input_names, output_names, dyn,
                               case["opset"])
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-
-    opt = make_optimizer(case["opt"], model)
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
     norms = []
-    scheduler = case["sched"](opt, case["steps"]) if "sched" in case else None
-    losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
-                   case["devices"], case.get("clip"), norms, scheduler)
+    losses = train_case(case, model, inputs, target, case["devices"], norms)
 
     names1, patched1 = export(model, base + ".trained.onnx", example, input_names, output_names,
                               dyn, case["opset"])
     if names0 != names1:
         raise SystemExit(f"{name}: initializer names differ: {names0} vs {names1}")
+    # The same training on other device counts: <case>.cpu<N>.{losses.npy,trained.onnx}
+    for n in case.get("also_devices", ()):
+        m, ins, tgt = fresh_case(case)
+        np.save(f"{base}.cpu{n}.losses.npy", train_case(case, m, ins, tgt, n))
+        export(m, f"{base}.cpu{n}.trained.onnx", example, input_names, output_names, dyn,
+               case["opset"])
 
     for n, t in zip(input_names, inputs):
         np.save(f"{base}.{n}.npy", np.ascontiguousarray(t.numpy()))
@@ -940,7 +1006,10 @@ def run_case(case):
     if "clip" in case:
         args.append(f"--clip-grad-norm {case['clip']:g}")
         np.save(base + ".grad_norms.npy", np.array(norms, dtype=np.float64))
-    args += [f"--batch {case['batch']}", f"--steps {case['steps']}", "--no-shuffle",
+    args.append(f"--batch {case['batch']}")
+    if case.get("accumulate", 1) > 1:
+        args.append(f"--accumulate {case['accumulate']}")
+    args += [f"--steps {case['steps']}", "--no-shuffle",
              "--devices " + ",".join(f"cpu:{i}" for i in range(case["devices"]))]
     with open(base + ".args", "w") as f:
         f.write(" ".join(args) + "\n")
@@ -961,35 +1030,16 @@ def run_case(case):
 def one_device_replay(case):
     """Train the same case on one device, to show a DataParallel case without
     BatchNorm is the one-device step (up to float rounding)."""
-    torch.manual_seed(case["seed"])
-    model = case["model"]()
-    if "norm_seed" in case:
-        randomize_norms(model, case["norm_seed"])
-    inputs, target = case["data"]()
-    opt = make_optimizer(case["opt"], model)
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
-    losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"], 1)
-    return losses, model.state_dict()
+    model, inputs, target = fresh_case(case)
+    return train_case(case, model, inputs, target, 1), model.state_dict()
 
 
 def float64_replay(case):
     """The same case trained in float64: how far PyTorch's own float32 result is from exact
     arithmetic, as a fraction of the test's tolerance (1e-4 relative + 1e-6 absolute). Near 1
     or above, the case amplifies rounding and no float32 engine could be compared on it."""
-    torch.manual_seed(case["seed"])
-    model = case["model"]()
-    if "norm_seed" in case:
-        randomize_norms(model, case["norm_seed"])
-    inputs, target = case["data"]()
-    model = model.double()
-    inputs = [t.double() if t.is_floating_point() else t for t in inputs]
-    if target is not None and target.is_floating_point():
-        target = target.double()
-    opt = make_optimizer(case["opt"], model)
-    loss_fn = make_loss(case["loss"], case.get("class_dim", 1), case.get("label_smoothing", 0.0))
-    losses = train(model, opt, inputs, target, loss_fn, case["batch"], case["steps"],
-                   case["devices"])
-    return losses, model.state_dict()
+    model, inputs, target = fresh_case(case, torch.float64)
+    return train_case(case, model, inputs, target, case["devices"]), model.state_dict()
 
 
 def tolerance_used(got, want):

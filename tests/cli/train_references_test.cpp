@@ -57,18 +57,38 @@ std::string train_command(const std::string& name, const std::string& device_typ
          (out / "trained.onnx").string() + " --json " + (out / "run.json").string() + extra;
 }
 
-/// Expects the losses of the run in `out` to be PyTorch's for case `name`, each within
-/// `absolute` + `relative` times its size.
-void expect_losses_near(const std::string& name, const fs::path& out, double relative,
+/// Expects the losses of the run in `out` to be PyTorch's in `reference`.losses.npy (a case's
+/// name, or NAME.cpuN for its training on N devices), each within `absolute` + `relative`
+/// times its size.
+void expect_losses_near(const std::string& reference, const fs::path& out, double relative,
                         double absolute) {
   Tensor expected =
-      read_npy((fs::path(source_path("models/training")) / (name + ".losses.npy")).string());
+      read_npy((fs::path(source_path("models/training")) / (reference + ".losses.npy")).string());
   std::vector<double> losses = testing::json_numbers(testing::read_text(out / "run.json"), "losses")
                                    .value_or(std::vector<double>{});
   ASSERT_EQ(static_cast<int64_t>(losses.size()), expected.numel());
   for (size_t s = 0; s < losses.size(); ++s) {
     double e = expected.item_as_double(static_cast<int64_t>(s));
     EXPECT_NEAR(losses[s], e, absolute + relative * std::abs(e)) << "loss of step " << s + 1;
+  }
+}
+
+/// Expects every initializer of the model at `trained` within the tolerance of PyTorch's in
+/// `reference`.trained.onnx, and no other.
+void expect_initializers_near(const std::string& reference, const fs::path& trained_path) {
+  auto trained = load_graph(trained_path.string());
+  auto want_graph = load_graph(
+      (fs::path(source_path("models/training")) / (reference + ".trained.onnx")).string());
+  ASSERT_EQ(trained->initializers.size(), want_graph->initializers.size());
+  for (const auto& [param, want] : want_graph->initializers) {
+    ASSERT_TRUE(trained->initializers.count(param)) << param;
+    const Tensor& got = trained->initializers.at(param);
+    ASSERT_EQ(got.shape(), want.shape()) << param;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      double w = want.item_as_double(i);
+      ASSERT_NEAR(got.item_as_double(i), w, kAbsolute + kRelative * std::abs(w))
+          << param << "[" << i << "]";
+    }
   }
 }
 
@@ -83,6 +103,7 @@ TEST_P(TrainReference, MatchesPyTorch) {
   auto r = run_dprun(train_command(name, device_type, out));
   ASSERT_EQ(r.status, 0) << r.output;
   expect_losses_near(name, out, kRelative, kAbsolute);
+  expect_initializers_near(name, out / "trained.onnx");
   // Cases that clip: each step's total norm before clipping, as clip_grad_norm_ returned it.
   const fs::path norms_file = dir / (name + ".grad_norms.npy");
   const std::optional<std::vector<double>> norms =
@@ -96,22 +117,55 @@ TEST_P(TrainReference, MatchesPyTorch) {
                   kRelative * want.item_as_double(static_cast<int64_t>(s)))
           << "norm of step " << s + 1;
   }
-
-  auto trained = load_graph((out / "trained.onnx").string());
-  auto reference = load_graph((dir / (name + ".trained.onnx")).string());
-  ASSERT_EQ(trained->initializers.size(), reference->initializers.size());
-  for (const auto& [param, want] : reference->initializers) {
-    ASSERT_TRUE(trained->initializers.count(param)) << param;
-    const Tensor& got = trained->initializers.at(param);
-    ASSERT_EQ(got.shape(), want.shape()) << param;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      double w = want.item_as_double(i);
-      ASSERT_NEAR(got.item_as_double(i), w, kAbsolute + kRelative * std::abs(w))
-          << param << "[" << i << "]";
-    }
-  }
   fs::remove_all(out);
 }
+
+/// The reference cases trained on other device counts than their .args name, as
+/// make_references.py writes them for the architectures: {case, N} for each
+/// NAME.cpuN.losses.npy.
+std::vector<std::tuple<std::string, int>> other_device_counts() {
+  std::vector<std::tuple<std::string, int>> found;
+  const std::regex file(R"((.+)\.cpu([0-9]+)\.losses\.npy)");
+  for (const auto& entry : fs::directory_iterator(source_path("models/training"))) {
+    std::smatch m;
+    const std::string filename = entry.path().filename().string();
+    if (std::regex_match(filename, m, file)) found.emplace_back(m[1].str(), std::stoi(m[2].str()));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+/// `command` with its --devices list replaced by cpu:0 .. cpu:N-1.
+std::string on_cpu_devices(const std::string& command, int n) {
+  std::string devices = "--devices cpu:0";
+  for (int i = 1; i < n; ++i) devices += ",cpu:" + std::to_string(i);
+  return std::regex_replace(command, std::regex("--devices [^ ]+"), devices);
+}
+
+// Each architecture on 1 and 3 devices as well as on its case's own count: the chunks (and the
+// BatchNorm statistics of each replica) differ, and so do PyTorch's references.
+class TrainOnOtherDeviceCounts : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(TrainOnOtherDeviceCounts, MatchesPyTorch) {
+  const auto& [name, devices] = GetParam();
+  const std::string reference = name + ".cpu" + std::to_string(devices);
+  fs::path out = testing::scratch_path("dprun_train_" + reference);
+  fs::create_directories(out);
+  auto r = run_dprun(on_cpu_devices(train_command(name, "cpu", out), devices));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(devices == 1 ? "on cpu:0:" : "cpu:" + std::to_string(devices - 1)),
+            std::string::npos)
+      << r.output;
+  expect_losses_near(reference, out, kRelative, kAbsolute);
+  expect_initializers_near(reference, out / "trained.onnx");
+  fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TrainOnOtherDeviceCounts,
+                         ::testing::ValuesIn(other_device_counts()), [](const auto& info) {
+                           return std::get<0>(info.param) + "_on_" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
 
 // How far a 16-bit run's parameter updates may be from PyTorch's float32 ones. An update is
 // the trained value minus the initial one (the case's .onnx); its error is

@@ -262,7 +262,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 30);
+  EXPECT_EQ(cases, 31);
 }
 
 // Every bundled training case, one SGD step on sim:0 after two that warm it up: only the loss
@@ -286,6 +286,7 @@ TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
                                                     {"losses_bce_with_logits", 4},
                                                     {"cnn_bn_1dev", 6},
                                                     {"cnn_bn_dp3", 6},
+                                                    {"cnn_bn_accum_ignore_dp2", 6},
                                                     {"resnet_mini", 16},
                                                     {"gpt_adamw", 6},
                                                     {"gpt_adamw_nodecay_dp2", 6},

@@ -69,5 +69,22 @@ TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays
   EXPECT_EQ(last.inputs[0].device(), Device::cpu());
 }
 
+// --accumulate gathers a step's batches before its first forward pass: with two in use, the
+// second batch must not write over the first's rows, and the third takes the first's buffers.
+TEST_F(TrainDataFiles, BatchesInUseTogetherKeepBuffersOfTheirOwn) {
+  options_.pin_for = Device::sim(0);
+  options_.batches_in_use = 2;
+  TrainingData data(options_);
+  const Batch first = data.batch(0, 0);
+  const Batch second = data.batch(0, 1);
+  EXPECT_FALSE(second.inputs[0].shares_storage_with(first.inputs[0]));
+  EXPECT_FALSE(second.target.shares_storage_with(first.target));
+  EXPECT_EQ(values_of(first.inputs[0]), (std::vector<float>{0, 0.5, 1, 1.5}));
+  EXPECT_EQ(values_of(second.inputs[0]), (std::vector<float>{2, 2.5, 3, 3.5}));
+  const Batch third = data.batch(1, 0);  // the next step's first batch
+  EXPECT_TRUE(third.inputs[0].shares_storage_with(first.inputs[0]));
+  EXPECT_EQ(values_of(second.inputs[0]), (std::vector<float>{2, 2.5, 3, 3.5}));
+}
+
 }  // namespace
 }  // namespace dprun::cli
