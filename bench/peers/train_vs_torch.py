@@ -2,7 +2,7 @@
 """The PyTorch side of bench/peers/train_vs_torch.sh (run with Debian's /usr/bin/python3).
 
     train_vs_torch.py export MODEL DIR BATCH
-        Builds MODEL (mlp, resnet18 or mobilenet_v2) with a fixed seed, exports it to DIR/MODEL.onnx in
+        Builds MODEL (mlp, resnet18, mobilenet_v2 or lstm_lm) with a fixed seed, exports it to DIR/MODEL.onnx in
         training mode with do_constant_folding=False (initializers keep PyTorch's names), and
         writes a data set DIR/MODEL.x.npy, DIR/MODEL.target.npy of 8 batches. The MLP has a
         dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
@@ -18,6 +18,11 @@ Models:
               SGD lr 0.01 momentum 0.9
     resnet18  torchvision resnet18 (random init, 1000 classes) on 3x224x224, cross entropy,
               SGD lr 0.01 momentum 0.9
+    lstm_lm   Embedding(1000, 128) - 2-layer bidirectional LSTM(128, 128, batch_first) -
+              Linear(256, 1000) at every position, on token sequences of length 32: logits
+              [N, 32, 1000], cross entropy over the last dim against the next tokens, SGD lr
+              0.01 momentum 0.9 (exported at a fixed sequence length: dprun unrolls the
+              recurrence over it for the gradient)
 """
 import json
 import os
@@ -36,6 +41,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 BATCHES = 8
+LM_VOCAB, LM_SEQ = 1000, 32
 
 
 class MLP(nn.Module):
@@ -51,6 +57,22 @@ class MLP(nn.Module):
         return F.log_softmax(self.fc3(x), dim=1)
 
 
+class LSTMLM(nn.Module):
+    def __init__(self, vocab=LM_VOCAB, d=128, hidden=128):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(2 * hidden, vocab)
+
+    def forward(self, idx):
+        y, _ = self.lstm(self.emb(idx))
+        return self.head(y)
+
+
+def lm_loss(logits, target):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+
+
 def build(name):
     torch.manual_seed(0)
     if name == "mlp":
@@ -61,12 +83,17 @@ def build(name):
     if name == "mobilenet_v2":
         import torchvision
         return torchvision.models.mobilenet_v2(), (3, 224, 224), 1000, F.cross_entropy
+    if name == "lstm_lm":
+        return LSTMLM(), None, LM_VOCAB, lm_loss
     raise SystemExit(f"unknown model {name}")
 
 
 def data(name, batch):
     _, shape, classes, _ = build(name)
     g = torch.Generator().manual_seed(1)
+    if shape is None:  # token sequences; the target is each next token
+        full = torch.randint(0, classes, (batch * BATCHES, LM_SEQ + 1), generator=g)
+        return full[:, :-1].contiguous(), full[:, 1:].contiguous()
     x = torch.randn((batch * BATCHES,) + shape, generator=g)
     target = torch.randint(0, classes, (batch * BATCHES,), generator=g)
     return x, target

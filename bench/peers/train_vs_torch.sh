@@ -9,12 +9,15 @@
 #     against dprun on one device (and PyTorch on 2 threads, for reference)
 #   ResNet-18 and MobileNetV2 (torchvision, random init), batch 16, cross entropy, SGD, one
 #   thread
+#   LSTM language model (Embedding 1000x128, 2-layer bidirectional LSTM hidden 128, Linear to
+#   the 1000 tokens at each of 32 positions), batch 16, cross entropy over the last dim, SGD,
+#   one thread
 # Two figures per run: samples/s over all timed steps (mean), and batch / the median step
 # time, which a machine shared with other work disturbs far less. Every measurement is
 # repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
 # (every round is printed above them).
 # usage: bench/peers/train_vs_torch.sh [ROUNDS] (default 3)
-# environment: MLP_STEPS (300), RESNET_STEPS (8), WORK (a folder to keep the files in)
+# environment: MLP_STEPS (300), RESNET_STEPS (8), LSTM_STEPS (20), WORK (a folder to keep the files in)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,6 +26,7 @@ python=/usr/bin/python3
 rounds=${1:-3}
 mlp_steps=${MLP_STEPS:-300}
 resnet_steps=${RESNET_STEPS:-8}
+lstm_steps=${LSTM_STEPS:-20}
 if [ -n "${WORK:-}" ]; then
   work=$WORK
   mkdir -p "$work"
@@ -34,11 +38,13 @@ fi
 "$python" "$here/train_vs_torch.py" export mlp "$work" 64 2>/dev/null
 "$python" "$here/train_vs_torch.py" export resnet18 "$work" 16 2>/dev/null
 "$python" "$here/train_vs_torch.py" export mobilenet_v2 "$work" 16 2>/dev/null
+"$python" "$here/train_vs_torch.py" export lstm_lm "$work" 16 2>/dev/null
 
-# dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS: "MEAN MEDIAN" samples/s after the warm-up.
+# dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS [OPTION...]: "MEAN MEDIAN" samples/s after
+# the warm-up.
 dprun_rate() {
   "$dprun" train "$work/$1.onnx" --input "x=$work/$1.x.npy" --target "$work/$1.target.npy" \
-    --loss "$6" --optimizer sgd --lr 0.01 --momentum 0.9 --batch "$2" --steps $(($4 + $5)) \
+    --loss "$6" "${@:7}" --optimizer sgd --lr 0.01 --momentum 0.9 --batch "$2" --steps $(($4 + $5)) \
     --warmup-steps "$5" --no-shuffle --devices "$3" --threads 1 --save "$work/trained.onnx" \
     --json "$work/train.json" >/dev/null
   local mean steps
@@ -75,6 +81,9 @@ for ((r = 1; r <= rounds; ++r)); do
   measure resnet18_torch_1thread torch_rate resnet18 16 1 "$resnet_steps" 2
   measure mobilenet_v2_dprun_1dev dprun_rate mobilenet_v2 16 cpu:0 "$resnet_steps" 2 cross_entropy
   measure mobilenet_v2_torch_1thread torch_rate mobilenet_v2 16 1 "$resnet_steps" 2
+  measure lstm_lm_dprun_1dev dprun_rate lstm_lm 16 cpu:0 "$lstm_steps" 2 cross_entropy \
+    --class-dim -1
+  measure lstm_lm_torch_1thread torch_rate lstm_lm 16 1 "$lstm_steps" 2
 done
 
 table() {  # TITLE ARRAY
@@ -93,6 +102,7 @@ table() {  # TITLE ARRAY
   row "ResNet-18 b16, 1 thread: dprun vs PyTorch" resnet18_dprun_1dev resnet18_torch_1thread
   row "MobileNetV2 b16, 1 thread: dprun vs PyTorch" mobilenet_v2_dprun_1dev \
     mobilenet_v2_torch_1thread
+  row "LSTM LM b16 seq 32, 1 thread: dprun vs PyTorch" lstm_lm_dprun_1dev lstm_lm_torch_1thread
 }
 table "from the median step time" medians
 table "over all timed steps" means

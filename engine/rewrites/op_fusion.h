@@ -43,6 +43,10 @@ namespace dprun {
 /// - Relu's gradient as ops/grad/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with the
 ///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0
 ///   ? 1 : 0), broadcast as the Mul: one pass instead of three;
+/// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/grad/rnn_grad.cpp emits
+///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
+///   (ops/cpu/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead of
+///   hundreds of per-step nodes;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.

@@ -19,9 +19,15 @@
 // The sequence length must be known when the gradient is built (it is unrolled); the batch may
 // be dynamic. sequence_lens is accepted only as a constant holding the full length for every
 // batch entry. Activations: the defaults, and Relu for RNN; clip and input_forget are refused.
+//
+// The nodes are marked as one region for the CPU backend, which may run it as one fused oneDNN
+// node (engine/rewrites/rnn_grad_fusion.h): the received gradients pass through Identities
+// first, the given ones through Identities last, followed by an unread Constant describing
+// which are which. The graph stays plain ONNX.
 #include <algorithm>
 #include <cctype>
 
+#include "engine/rewrites/rnn_grad_fusion.h"
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
@@ -281,6 +287,7 @@ class Bptt {
   std::string go_y_, go_h_, go_c_;    // output gradients in the layout 0 order
   std::string dx_;                    // dX [seq*batch, in], summed over the directions
   std::vector<std::string> dw_, dr_, db_, dp_, dh0_, dc0_;  // per direction
+  int64_t received_[3] = {0, 0, 0};  // which output gradients the region reads
 };
 
 Direction Bptt::direction(int64_t d) {
@@ -554,30 +561,48 @@ void Bptt::input_grads(const Direction& dir, const std::vector<Step>& steps,
 }
 
 void Bptt::set_results() {
+  std::string given[8];
   if (!dx_.empty()) {
     std::string dx = ctx_.reshape_like(dx_, x_seq_major_);
-    ctx_.set_GI(0, a_.layout == 0 ? dx : transpose(dx, {1, 0, 2}));
+    given[0] = a_.layout == 0 ? dx : transpose(dx, {1, 0, 2});
   }
-  if (!dw_.empty()) ctx_.set_GI(1, stack_dirs(dw_));
-  if (!dr_.empty()) ctx_.set_GI(2, stack_dirs(dr_));
-  if (!db_.empty()) ctx_.set_GI(3, stack_dirs(db_));
-  if (!dp_.empty()) ctx_.set_GI(7, stack_dirs(dp_));
+  if (!dw_.empty()) given[1] = stack_dirs(dw_);
+  if (!dr_.empty()) given[2] = stack_dirs(dr_);
+  if (!db_.empty()) given[3] = stack_dirs(db_);
+  if (!dp_.empty()) given[7] = stack_dirs(dp_);
   auto initial = [&](size_t input, const std::vector<std::string>& per_dir) {
     if (!ctx_.wants_GI(input)) return;
     for (const auto& v : per_dir)
       if (v.empty()) return;  // no gradient reached it (it cannot: wants_GI says it does)
-    ctx_.set_GI(input, state_major(stack_dirs(per_dir)));
+    given[input] = state_major(stack_dirs(per_dir));
   };
   initial(5, dh0_);
   if (a_.cell == Cell::Lstm) initial(6, dc0_);
+  // The region's end (engine/rewrites/rnn_grad_fusion.h): an Identity per given gradient in
+  // input order, then the table.
+  std::vector<int64_t> table = {kRnnGradMagic, kRnnGradVersion};
+  table.insert(table.end(), received_, received_ + 3);
+  for (size_t k = 0; k < 8; ++k) {
+    const bool give = !given[k].empty() && ctx_.wants_GI(k);
+    if (give) ctx_.set_GI(k, op("Identity", {given[k]}));
+    table.push_back(give ? 1 : 0);
+  }
+  ctx_.ints(table);
 }
 
 void Bptt::run() {
+  // The region's start (engine/rewrites/rnn_grad_fusion.h): an Identity per received gradient.
+  std::string go[3];
+  for (size_t k = 0; k < 3; ++k)
+    if (ctx_.has_GO(k) && (k < 2 || a_.cell == Cell::Lstm)) {
+      go[k] = op("Identity", {ctx_.GO(k)});
+      received_[k] = 1;
+    }
   x_seq_major_ = a_.layout == 0 ? ctx_.I(0) : transpose(ctx_.I(0), {1, 0, 2});
   x_rows_ = op("Flatten", {x_seq_major_}, {{"axis", Attribute::of_int(2)}});
-  if (ctx_.has_GO(0)) go_y_ = a_.layout == 0 ? ctx_.GO(0) : transpose(ctx_.GO(0), {1, 2, 0, 3});
-  if (ctx_.has_GO(1)) go_h_ = state_major(ctx_.GO(1));
-  if (a_.cell == Cell::Lstm && ctx_.has_GO(2)) go_c_ = state_major(ctx_.GO(2));
+  if (!go[0].empty()) go_y_ = a_.layout == 0 ? go[0] : transpose(go[0], {1, 2, 0, 3});
+  if (!go[1].empty()) go_h_ = state_major(go[1]);
+  if (!go[2].empty()) go_c_ = state_major(go[2]);
   for (int64_t d = 0; d < a_.dirs; ++d) {
     Direction dir = direction(d);
     std::vector<Step> steps = forward(dir);
