@@ -6,8 +6,9 @@
 // that tells the docs test how to treat it:
 //   skip (REASON)            not run; the reason is required (the Quick start, which CI runs
 //                            itself; commands that need PyTorch, a GPU or root and network)
-//   help-only (REASON)       a long benchmark run: every --option of each dprun command line
-//                            must appear in `dprun --help`, and nothing is run
+//   help-only (REASON)       a long benchmark run: nothing is run, but every --option of each
+//                            dprun command line must appear in `dprun COMMAND --help`, and
+//                            every script it starts must be an executable file
 //   losses-equal A.json B.json   run, then the "losses" of the two --json reports (A from an
 //                            earlier block of the same file) must agree within 1e-6 relative
 //   needs-mpi                run only in a build with MPI

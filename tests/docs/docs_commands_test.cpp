@@ -16,7 +16,11 @@
 // Markers above a block change this (tests/docs/doc_blocks.h). Blocks not run: the two Quick
 // start commands (CI runs them: .ci/run, tools/fresh-machine-check.sh), the PyTorch export
 // command (run by ExportScriptWritesTheCommittedModel where torch is installed), the GPU
-// check (needs a GPU) and the fresh-machine check (needs root and network).
+// check and GPU benchmark (need a GPU), the fresh-machine check (needs root and network), and
+// two Google Benchmark programs in bench/README.md (dprun_bench's TrainStep and
+// dprun_allreduce_bench). Checked for their options only (help-only): the peer comparisons
+// with ONNX Runtime and PyTorch (compare.sh, ort_check.sh, train_vs_torch.sh), which install
+// peers and take minutes to half an hour.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -138,10 +142,18 @@ std::string command_help(const std::string& dprun_part) {
   return run_shell(std::string(DPRUN_BINARY) + " " + command + " --help").output;
 }
 
-// Every --option of each dprun command line in the block appears in its command's --help.
+// Every --option of each dprun command line in the block appears in its command's --help, and
+// each script it runs is an executable file of the repository.
 void check_options_exist(const std::string& file, const DocBlock& block) {
   static const std::regex option(R"((^|\s)(--[a-z][a-z0-9-]*))");
   for (const std::string& command : command_lines(block.text)) {
+    const std::string program = command.substr(0, command.find(' '));
+    if (program.find('/') != std::string::npos && program.find("dprun") == std::string::npos) {
+      // A script of the repository (bench/peers/...): it must be there to be run.
+      const std::string path = program[0] == '/' ? program : source_path(program);
+      EXPECT_EQ(access(path.c_str(), X_OK), 0)
+          << describe(file, block) << program << " is not an executable file of the repository";
+    }
     const size_t at = command.find("dprun ");
     if (at == std::string::npos) continue;
     const std::string dprun_part = command.substr(at);
