@@ -1,8 +1,11 @@
 #include "tools/distributed_cli.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "engine/comm/host_cores.h"
@@ -36,6 +39,55 @@ void json_list(std::ostringstream& out, const char* name, const std::vector<T>& 
   out << "]";
 }
 
+// The options each rank may be given for itself: they change neither the arithmetic of a step
+// nor the collectives, so check_ranks_agree_to_start leaves them out. Every other option of a
+// command is compared, so an option added later is compared unless it is listed here.
+const std::set<std::string>& per_rank_options() {
+  static const std::set<std::string> options = {
+      // Where the rank runs its shard: its own devices (hosts may differ) and how its shard is
+      // spread over them, which changes only the rounding of the rank's own sums.
+      "devices", "output-device", "split-policy", "weights", "threads",
+      // Files: each rank may read its copy of the data from its own path (the data is compared
+      // by its rows and the inputs' shapes instead), and only rank 0 writes.
+      "input", "target", "save", "json", "output-dir", "export-training-graph",
+      // Only rank 0 validates, saves checkpoints and reports the throughput.
+      "val-input", "val-target", "checkpoint-every", "warmup-steps",
+      // How long this rank waits for the others; every rank has --distributed.
+      "timeout", "distributed"};
+  return options;
+}
+
+// An option's value with every number in its shortest form ("0.10" -> "0.1", "1e-3" ->
+// "0.001"), so that spellings of one value agree. Numbers are the parts between ',' and '='.
+std::string canonical_value(const std::string& text) {
+  std::string out, part;
+  auto flush = [&] {
+    char* end = nullptr;
+    const double v = std::strtod(part.c_str(), &end);
+    const bool number = !part.empty() && *end == '\0' && std::isfinite(v) &&
+                        (std::isdigit(static_cast<unsigned char>(part[0])) || part[0] == '-' ||
+                         part[0] == '+' || part[0] == '.');
+    if (number) {
+      char buffer[64];
+      auto result = std::to_chars(buffer, buffer + sizeof buffer, v);
+      out.append(buffer, result.ptr);
+    } else {
+      out += part;
+    }
+    part.clear();
+  };
+  for (char c : text) {
+    if (c == ',' || c == '=') {
+      flush();
+      out += c;
+    } else {
+      part += c;
+    }
+  }
+  flush();
+  return out;
+}
+
 struct RankFigures {
   double step_seconds = 0, wait_seconds = 0;
   int64_t allreduce_bytes = 0;
@@ -52,7 +104,38 @@ std::vector<OptionSpec> distributed_option_specs(bool training) {
   return specs;
 }
 
-std::optional<DistributedRun> start_distributed(const Args& args) {
+std::vector<RankFact> option_facts(const Args& args, const std::vector<OptionSpec>& specs) {
+  std::vector<RankFact> facts;
+  for (const OptionSpec& spec : specs) {
+    if (per_rank_options().count(spec.name)) continue;
+    std::string value;
+    if (!spec.takes_value) {
+      value = args.has(spec.name) ? "it" : "not";
+    } else if (!args.has(spec.name)) {
+      value = "none";
+    } else {
+      std::vector<std::string> values = args.all(spec.name);
+      for (std::string& v : values) v = canonical_value(v);
+      std::sort(values.begin(), values.end());  // the order of repeats does not matter
+      for (size_t i = 0; i < values.size(); ++i) value += (i ? " " : "") + values[i];
+    }
+    facts.push_back({"--" + spec.name, "", value});
+  }
+  return facts;
+}
+
+void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
+                                const std::vector<RankFact>& more) {
+  std::vector<RankFact> facts = run.option_facts;
+  std::vector<RankFact> of_model = model_facts(model);
+  facts.insert(facts.end(), of_model.begin(), of_model.end());
+  facts.insert(facts.end(), more.begin(), more.end());
+  run.group->set_stage("at start-up");
+  check_ranks_agree(*run.group, facts);
+}
+
+std::optional<DistributedRun> start_distributed(const Args& args,
+                                                const std::vector<OptionSpec>& specs) {
   if (!args.has("distributed")) {
     for (const char* name :
          {"deterministic", "bucket-mb", "timeout", "dist-backend", "gradient-compression"})
@@ -77,6 +160,8 @@ std::optional<DistributedRun> start_distributed(const Args& args) {
   }
   run.group = mpi_world_process_group(group_options);
   active_group() = run.group;
+  run.group->set_stage("at start-up");
+  run.option_facts = option_facts(args, specs);
   run.local = local_ranks(*run.group);
   run.cores = share_host_cores(*run.group, run.local);
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
@@ -119,24 +204,6 @@ int report_error(const std::exception& error, int exit_code) {
   std::fprintf(stderr, "dprun: %srank %d: %s\n", kind, group->rank(), error.what());
   if (group->size() > 1) group->abort(exit_code);
   return exit_code;
-}
-
-void check_same_on_every_rank(ProcessGroup& group,
-                              const std::vector<std::pair<std::string, int64_t>>& facts) {
-  std::vector<int64_t> mine;
-  for (const auto& fact : facts) mine.push_back(fact.second);
-  auto bytes = group.all_gather(std::span<const uint8_t>(
-      reinterpret_cast<const uint8_t*>(mine.data()), mine.size() * sizeof(int64_t)));
-  std::vector<int64_t> all(bytes.size() / sizeof(int64_t));
-  std::memcpy(all.data(), bytes.data(), bytes.size());
-  for (int r = 1; r < group.size(); ++r)
-    for (size_t f = 0; f < facts.size(); ++f) {
-      int64_t theirs = all[static_cast<size_t>(r) * facts.size() + f];
-      if (theirs != all[f])
-        throw CollectiveError(detail::concat("rank ", r, " has ", theirs, " ", facts[f].first,
-                                             ", rank 0 has ", all[f],
-                                             "; every rank must be given the same"));
-    }
 }
 
 std::string ranks_json(const DistributedRun& run, const DistributedDataParallel& ddp) {

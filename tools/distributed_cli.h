@@ -14,6 +14,7 @@
 
 #include "engine/comm/local_ranks.h"
 #include "engine/comm/process_group.h"
+#include "engine/comm/rank_agreement.h"
 #include "engine/parallel/distributed.h"
 #include "tools/cli_args.h"
 
@@ -29,6 +30,10 @@ struct DistributedRun {
   DistributedOptions options;
   LocalRanks local;        // this rank among the ranks of its host
   std::vector<int> cores;  // this rank's share of the host's cores
+  /// The command's options every rank must be given alike (option_facts), when
+  /// start_distributed was given the command's specs; checked with the model before the first
+  /// step (check_ranks_agree_to_start).
+  std::vector<RankFact> option_facts;
   int rank() const { return group->rank(); }
   int size() const { return group->size(); }
   bool is_root() const { return group->rank() == 0; }
@@ -37,9 +42,14 @@ struct DistributedRun {
 /// Without --distributed: nullopt (--deterministic, --bucket-mb and --timeout are then usage
 /// errors). With it: joins the MPI job, shares the host's cores among its ranks
 /// (share_host_cores), silences stdout on every rank but 0, and records the group for
-/// report_error(). Call it before any CPU device is used. Throws Error "this build of dprun has
-/// no MPI support" when built without MPI.
-std::optional<DistributedRun> start_distributed(const Args& args);
+/// report_error(); with `specs` (the command's options), records option_facts(args, specs).
+/// Call it before any CPU device is used. Throws Error "this build of dprun has no MPI support"
+/// when built without MPI. Joining is bounded by --timeout: a rank whose job does not start in
+/// time (another rank stopped or stuck before joining) ends with "dprun: error: rank R: the job
+/// did not start within T s: ...", and one that does not reach the first exchange is named by
+/// the others ("rank 1 did not join the all-gather at start-up within T s").
+std::optional<DistributedRun> start_distributed(const Args& args,
+                                                const std::vector<OptionSpec>& specs = {});
 
 /// The devices this rank runs on: with --devices all (or none given) and GPUs, its share of
 /// the host's GPUs (local_share: local rank l of L takes a block of its own, as each process of
@@ -59,10 +69,19 @@ void choose_gradient_backend(DistributedRun& run, const Args& args, Device devic
 /// "dprun: error: MESSAGE" and returns exit_code; in a distributed run, as the header says.
 int report_error(const std::exception& error, int exit_code);
 
-/// Collective: every rank's `facts` (name, value) must equal rank 0's; otherwise throws the
-/// same Error on every rank, "rank R has V NAME, rank 0 has V0".
-void check_same_on_every_rank(ProcessGroup& group,
-                              const std::vector<std::pair<std::string, int64_t>>& facts);
+/// The options of `specs` that every rank must be given alike, as facts: every option but the
+/// per-rank ones (see per_rank_options() in distributed_cli.cpp), valued "8" as given (numbers in
+/// their shortest form, so 0.10 and 0.1 agree; a repeated option's values sorted), "none" when
+/// not given; a flag "it" or "not".
+std::vector<RankFact> option_facts(const Args& args, const std::vector<OptionSpec>& specs);
+
+/// Collective, before the first step: every rank must hold the same run.option_facts, `model`
+/// (model_facts: its graph and each parameter's name, shape and dtype) and `more` (the data's
+/// rows, the inputs' shapes). Otherwise throws the same CollectiveError on every rank naming the
+/// first difference, "ranks disagree on --batch: rank 0 has 8, rank 1 has 4", which rank 0
+/// prints, and every rank exits with status 1.
+void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
+                                const std::vector<RankFact>& more);
 
 /// Collective: the "ranks" object of a training run's JSON (world size, cores, rows,
 /// samples/s, compute and all-reduce seconds, all-reduce bytes per rank), on rank 0; empty on

@@ -103,7 +103,7 @@ int run_command(int argc, char** argv, int first) {
     throw UsageError("expected exactly one model file (see --help)");
   const std::string model_path = args.positionals()[0];
   // Before the devices are parsed: the ranks on a host share its cores.
-  std::optional<DistributedRun> dist = start_distributed(args);
+  std::optional<DistributedRun> dist = start_distributed(args, specs);
   DataParallelOptions options = parse_parallel_options(args);
   if (dist) options.device_ids = rank_devices(*dist, args, options.device_ids);
   InputOptions input_options = parse_input_options(args);

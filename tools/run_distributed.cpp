@@ -40,6 +40,14 @@ struct RankWork {
     inputs = prepare_inputs(*model, input_options);
     parallel = std::make_unique<DataParallel>(model, options);
   }
+
+  // What every rank must hold alike besides the options and the model: the inputs' shapes
+  // and dtypes, and the rows of the batch.
+  std::vector<RankFact> agreed_facts(int64_t batch) const {
+    std::vector<RankFact> facts = tensor_facts("the inputs", "input", names, inputs);
+    facts.push_back({"the rows in the batch", "", std::to_string(batch)});
+    return facts;
+  }
 };
 
 }  // namespace
@@ -50,7 +58,7 @@ int run_on_ranks(const DistributedRun& run, const std::string& model_path,
                  const std::string& json_path) {
   RankWork work(model_path, model_options, options, input_options);
   RankSlices slices = slice_over_ranks(work.inputs, work.names, options, run.size());
-  check_same_on_every_rank(*run.group, {{"rows in the batch", slices.batch}});
+  check_ranks_agree_to_start(run, *work.model, work.agreed_facts(slices.batch));
   auto r = static_cast<size_t>(run.rank());
   std::vector<Tensor> mine =
       chunk_inputs(work.inputs, work.names, options, slices.starts[r], slices.rows[r]);
@@ -150,7 +158,7 @@ int bench_on_ranks(const DistributedRun& run, const std::string& model_path,
                    const std::string& json_path) {
   RankWork work(model_path, model_options, options, input_options);
   int64_t batch = slice_over_ranks(work.inputs, work.names, options, run.size()).batch;
-  check_same_on_every_rank(*run.group, {{"rows in the batch", batch}});
+  check_ranks_agree_to_start(run, *work.model, work.agreed_facts(batch));
   Round main = timed_round(run, work, options, run.size(), warmup, iters);
   std::vector<Round> scaling;
   if (sweep)

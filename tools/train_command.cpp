@@ -496,12 +496,14 @@ int train_command(int argc, char** argv, int first) {
     save_inference_model(*model, *save);
   };
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
-  if (dist)
-    check_same_on_every_rank(
-        *dist->group,
-        {{"rows of training data", data.rows()},
-         {"parameters to train", static_cast<int64_t>(trainer.parameter_names().size())},
-         {"steps", schedule.steps}});
+  if (dist) {
+    // Before any gradient is summed: every option but the per-rank ones (devices, threads,
+    // file paths, what only rank 0 does; per_rank_options() in tools/distributed_cli.cpp says
+    // why each), the model and the data's rows must be alike on every rank.
+    dist->option_facts = option_facts(args, train_option_specs());
+    check_ranks_agree_to_start(*dist, *model,
+                               {{"the rows of training data", "", std::to_string(data.rows())}});
+  }
 
   std::printf(
       "training %s on %s: %zu parameters, %lld rows, %lld batches of %lld per epoch, %lld steps\n",

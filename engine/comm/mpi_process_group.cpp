@@ -1,19 +1,23 @@
 #include "engine/comm/mpi_process_group.h"
 
+#include "engine/comm/wait_clock.h"
+
 #include <mpi.h>
 
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <list>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace dprun {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void check(int code, const char* what) {
   if (code == MPI_SUCCESS) return;
@@ -41,6 +45,58 @@ void initialize() {
               "; dprun needs MPI_THREAD_SERIALIZED (all-reduces start on the threads that run the "
               "backward pass)");
 }
+
+/// The first of these environment variables that is set, or "?".
+std::string first_env(std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (const char* value = std::getenv(name)) return value;
+  return "?";
+}
+
+/// Bounds the start of the job. MPI_Init_thread and the first MPI_Comm_dup wait inside the
+/// library until every rank has joined, where no timeout of ours reaches: a rank stopped or
+/// stuck before it joins would hang the others forever. While a StartupWatch lives, a thread
+/// ends this process (exit status 1) once the start has lasted longer than `timeout` seconds
+/// of time the process ran. Open MPI does not say which ranks have joined before MPI_Init
+/// returns, so the message gives the job's size only.
+class StartupWatch {
+ public:
+  explicit StartupWatch(double timeout) : thread_([this, timeout] { watch(timeout); }) {}
+  StartupWatch(const StartupWatch&) = delete;
+  StartupWatch& operator=(const StartupWatch&) = delete;
+  ~StartupWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  void watch(double timeout) {
+    WaitClock clock;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
+      clock.tick();
+      if (done_ || clock.waited <= timeout) continue;
+      std::fprintf(stderr,
+                   "dprun: error: rank %s: the job did not start within %g s: MPI_Init is still "
+                   "waiting for some of the %s ranks to join (stopped or stuck before joining; "
+                   "Open MPI does not say which)\n",
+                   first_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}).c_str(), timeout,
+                   first_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}).c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
 
 int as_count(int64_t n, const char* what) {
   DPRUN_CHECK(n >= 0 && n <= INT_MAX, what, ": ", n, " elements are more than one MPI call takes");
@@ -75,17 +131,20 @@ void pause_after(double waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
-/// Waits until `done()` is true, or throws after `timeout` seconds.
-template <class Done>
-void wait_until_done(Done done, double timeout, const char* what) {
-  auto start = Clock::now();
-  while (!done()) {
-    double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    if (waited > timeout)
-      fail(what, ": the other ranks did not join within ", timeout,
-           " s (a rank may have stopped or be stuck)");
-    pause_after(waited);
-  }
+// The two channels of ProcessGroup's matching rules.
+enum Channel { kControl = 0, kReduce = 1 };
+
+// Point-to-point tags on the probe communicator: a rank whose wait timed out asks every other
+// rank how far it got (kQueryTag), and each answers with how many collectives of each channel
+// it has started (kReplyTag).
+constexpr int kQueryTag = 1, kReplyTag = 2;
+
+// "rank 1" or "ranks 1, 3".
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
 }
 
 bool test_request(MPI_Request& request, const char* what) {
@@ -99,6 +158,7 @@ bool test_request(MPI_Request& request, const char* what) {
 struct ReduceState {
   Tensor tensor;
   ReduceOrder order = ReduceOrder::Any;
+  int64_t seq = 0;                         // which all-reduce of the group this is, counted from 1
   MPI_Request request = MPI_REQUEST_NULL;  // Any: the all-reduce; RankOrder: phase 2
   // RankOrder: phase 1 (the slices to their owners), then the owner's sum, then phase 2.
   MPI_Request scatter = MPI_REQUEST_NULL;
@@ -112,8 +172,9 @@ struct ReduceState {
 class MpiGroup : public ProcessGroup {
  public:
   explicit MpiGroup(ProcessGroupOptions options) : options_(options) {
+    StartupWatch watch(options.timeout_seconds);
     initialize();
-    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_}) {
+    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_, &probe_}) {
       check(MPI_Comm_dup(MPI_COMM_WORLD, comm), "MPI_Comm_dup");
       MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
     }
@@ -127,7 +188,7 @@ class MpiGroup : public ProcessGroup {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_}) MPI_Comm_free(comm);
+    for (MPI_Comm* comm : {&reduce_, &gather_back_, &control_, &probe_}) MPI_Comm_free(comm);
     for (MPI_Op* op : {&sum_float16_, &sum_bfloat16_}) MPI_Op_free(op);
   }
 
@@ -155,10 +216,27 @@ class MpiGroup : public ProcessGroup {
     }
   }
 
-  double timeout() const { return options_.timeout_seconds; }
+  void set_stage(const std::string& stage) override { stage_ = stage; }
+
+  /// Waits until `done()` is true. While it waits longer than a moment, answers other ranks'
+  /// questions (serve_queries); past the timeout, finds which ranks have not started collective
+  /// `seq` of `channel` and throws naming them.
+  template <class Done>
+  void wait_for(Done done, Channel channel, int64_t seq, const char* kind) {
+    WaitClock clock;
+    while (!done()) {
+      clock.tick();
+      if (clock.waited > kServeAfter) serve_queries();
+      if (clock.waited > options_.timeout_seconds) {
+        if (late_ranks_answered(done, channel, seq, kind, clock)) return;
+      }
+      pause_after(clock.waited);
+    }
+  }
 
   void broadcast(Tensor tensor, int root) override {
     check_root(root, "broadcast");
+    const int64_t seq = ++entered_[kControl];
     DPRUN_CHECK(tensor.device().type == DeviceType::CPU,
                 "broadcast: the tensor must be in host memory, not ", tensor.describe());
     auto* data = static_cast<uint8_t*>(tensor.raw_data());
@@ -168,29 +246,31 @@ class MpiGroup : public ProcessGroup {
       int n = static_cast<int>(std::min(kPiece, total - off));
       MPI_Request request;
       check(MPI_Ibcast(data + off, n, MPI_BYTE, root, control_, &request), "MPI_Ibcast");
-      wait(request, "broadcast");
+      wait(request, seq, "broadcast");
       if (total == 0) break;
     }
   }
 
   std::vector<uint8_t> all_gather(std::span<const uint8_t> bytes) override {
+    const int64_t seq = ++entered_[kControl];
     std::vector<uint8_t> out(bytes.size() * static_cast<size_t>(size_));
     int n = as_count(static_cast<int64_t>(bytes.size()), "all_gather");
     MPI_Request request;
     check(MPI_Iallgather(bytes.data(), n, MPI_BYTE, out.data(), n, MPI_BYTE, control_, &request),
           "MPI_Iallgather");
-    wait(request, "all_gather");
+    wait(request, seq, "all-gather");
     return out;
   }
 
   std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> bytes, int root) override {
     check_root(root, "gather");
+    const int64_t seq = ++entered_[kControl];
     int n = as_count(static_cast<int64_t>(bytes.size()), "gather");
     std::vector<int> counts(static_cast<size_t>(size_));
     MPI_Request request;
     check(MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, control_, &request),
           "MPI_Igather");
-    wait(request, "gather");
+    wait(request, seq, "gather");
     std::vector<int> displs(counts.size());
     int64_t total = 0;
     for (size_t r = 0; r < counts.size(); ++r) {
@@ -201,7 +281,7 @@ class MpiGroup : public ProcessGroup {
     check(MPI_Igatherv(bytes.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(),
                        MPI_BYTE, root, control_, &request),
           "MPI_Igatherv");
-    wait(request, "gather");
+    wait(request, seq, "gather");
     std::vector<std::vector<uint8_t>> out;
     if (rank_ != root) return out;
     for (size_t r = 0; r < counts.size(); ++r)
@@ -210,9 +290,10 @@ class MpiGroup : public ProcessGroup {
   }
 
   void barrier() override {
+    const int64_t seq = ++entered_[kControl];
     MPI_Request request;
     check(MPI_Ibarrier(control_, &request), "MPI_Ibarrier");
-    wait(request, "barrier");
+    wait(request, seq, "barrier");
   }
 
   [[noreturn]] void abort(int exit_code) override {
@@ -222,8 +303,119 @@ class MpiGroup : public ProcessGroup {
   }
 
  private:
-  void wait(MPI_Request& request, const char* what) {
-    wait_until_done([&] { return test_request(request, what); }, options_.timeout_seconds, what);
+  /// A wait answers other ranks' questions once it has lasted this long (seconds): in a job
+  /// that moves, waits are shorter, and the questions need no answer.
+  static constexpr double kServeAfter = 0.05;
+  /// How long a rank whose wait timed out waits for the others' answers (seconds, at most the
+  /// timeout): ranks that wait answer within milliseconds, and one that does not is the late one.
+  static constexpr double kAnswerWithin = 2.0;
+
+  // A reply on its way to a rank that asked.
+  struct Reply {
+    int64_t entered[2] = {0, 0};
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  void wait(MPI_Request& request, int64_t seq, const char* kind) {
+    wait_for([&] { return test_request(request, kind); }, kControl, seq, kind);
+  }
+
+  /// Answers every question waiting on the probe communicator with how many collectives of each
+  /// channel this rank has started.
+  void serve_queries() {
+    for (;;) {
+      int pending = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, probe_, &pending, &status), "MPI_Iprobe");
+      if (!pending) break;
+      int64_t unused = 0;
+      check(MPI_Recv(&unused, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, probe_,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      Reply& reply = replies_.emplace_back();
+      reply.entered[kControl] = entered_[kControl];
+      reply.entered[kReduce] = entered_[kReduce];
+      check(MPI_Isend(reply.entered, 2, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, probe_,
+                      &reply.request),
+            "MPI_Isend");
+    }
+    replies_.remove_if([](Reply& r) { return test_request(r.request, "MPI_Isend"); });
+  }
+
+  /// After a wait timed out: asks every other rank how far it got, waits up to kAnswerWithin
+  /// for the answers (still answering others and testing the collective), and throws naming the
+  /// ranks that did not answer, or when every rank answered, those that have not started
+  /// collective `seq` of `channel`. Returns true when the collective completed meanwhile (a rank
+  /// was late, not absent).
+  template <class Done>
+  bool late_ranks_answered(Done done, Channel channel, int64_t seq, const char* kind,
+                           WaitClock& clock) {
+    const auto n = static_cast<size_t>(size_);
+    // MPI may still use them after this returns (a rank that never answers): the group keeps
+    // them.
+    std::vector<int64_t>& query = question_buffers_.emplace_back(n, 0);
+    std::vector<int64_t>& answers = question_buffers_.emplace_back(2 * n, -1);
+    std::vector<MPI_Request> requests;  // the questions, then the answers
+    std::vector<int> asked;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      asked.push_back(r);
+      MPI_Request& q = requests.emplace_back();
+      check(MPI_Isend(&query[static_cast<size_t>(r)], 1, MPI_INT64_T, r, kQueryTag, probe_, &q),
+            "MPI_Isend");
+    }
+    const size_t first_answer = requests.size();
+    for (int r : asked) {
+      MPI_Request& a = requests.emplace_back();
+      check(
+          MPI_Irecv(&answers[2 * static_cast<size_t>(r)], 2, MPI_INT64_T, r, kReplyTag, probe_, &a),
+          "MPI_Irecv");
+    }
+    const double limit = std::min(kAnswerWithin, options_.timeout_seconds);
+    WaitClock answering;
+    bool all_answered = false;
+    while (!all_answered && answering.waited < limit) {
+      if (done()) return true;
+      serve_queries();
+      all_answered = true;
+      for (size_t i = first_answer; i < requests.size(); ++i)
+        all_answered = test_request(requests[i], "MPI_Irecv") && all_answered;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      answering.tick();
+    }
+    if (done()) return true;
+    clock.stopped += answering.stopped;
+    // A rank that did not answer is not in any wait (stopped, stuck, or computing for longer
+    // than the timeout): it is the one to name. A rank that answered without having started
+    // this collective is waiting in an earlier one, usually for the silent rank, so it is
+    // named only when no rank was silent.
+    std::vector<int> silent, behind;
+    for (int r : asked) {
+      const int64_t started = answers[2 * static_cast<size_t>(r) + channel];
+      if (answers[2 * static_cast<size_t>(r)] < 0)
+        silent.push_back(r);
+      else if (started < seq)
+        behind.push_back(r);
+    }
+    fail(timeout_message(silent.empty() ? behind : silent, kind, clock));
+  }
+
+  std::string timeout_message(const std::vector<int>& late, const char* kind,
+                              const WaitClock& clock) const {
+    std::ostringstream out;
+    const std::string where = std::string(kind) + (stage_.empty() ? "" : " " + stage_);
+    if (late.empty())
+      out << "the " << where << " did not complete within " << options_.timeout_seconds
+          << " s, though every rank joined it";
+    else
+      out << ranks_text(late) << " did not join the " << where << " within "
+          << options_.timeout_seconds << " s";
+    if (clock.stopped > 0) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", clock.stopped);
+      out << " (this rank was itself stopped for " << seconds << " s of the wait)";
+    }
+    return out.str();
   }
 
   void check_root(int root, const char* what) const {
@@ -250,10 +442,15 @@ class MpiGroup : public ProcessGroup {
   }
 
   ProcessGroupOptions options_;
-  MPI_Comm reduce_ = MPI_COMM_NULL, gather_back_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Comm reduce_ = MPI_COMM_NULL, gather_back_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL,
+           probe_ = MPI_COMM_NULL;
   MPI_Op sum_float16_ = MPI_OP_NULL, sum_bfloat16_ = MPI_OP_NULL;
   int rank_ = 0, size_ = 1;
   std::deque<std::shared_ptr<ReduceState>> pending_;  // rank-order reductions in phase 1
+  int64_t entered_[2] = {0, 0};                       // collectives started, per channel
+  std::string stage_;                                 // see ProcessGroup::set_stage
+  std::list<Reply> replies_;                          // answers to other ranks still being sent
+  std::list<std::vector<int64_t>> question_buffers_;  // of late_ranks_answered
 };
 
 class MpiReduceWork : public CollectiveWork {
@@ -270,7 +467,7 @@ class MpiReduceWork : public CollectiveWork {
   }
 
   void wait() override {
-    wait_until_done([&] { return test(); }, group_.timeout(), "all_reduce_sum");
+    group_.wait_for([&] { return test(); }, kReduce, state_->seq, "all-reduce");
   }
 
  private:
@@ -286,6 +483,7 @@ std::unique_ptr<CollectiveWork> MpiGroup::all_reduce_sum(Tensor tensor, ReduceOr
   auto state = std::make_shared<ReduceState>();
   state->tensor = tensor;
   state->order = order;
+  state->seq = ++entered_[kReduce];
   if (order == ReduceOrder::Any) {
     check(MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), n, type, sum_op(tensor.dtype()), reduce_,
                          &state->request),

@@ -101,6 +101,10 @@ class ProcessGroup {
   virtual std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> bytes, int root) = 0;
   /// Returns once every rank has called it.
   virtual void barrier() = 0;
+  /// Names the part of the job the next collectives belong to, for the message of a timeout:
+  /// "of step 3" gives "rank 1 did not join the all-reduce of step 3 within 5 s"; "" names
+  /// none. Local (nothing is exchanged). The MPI group uses it; others may ignore it.
+  virtual void set_stage(const std::string& stage) { (void)stage; }
   /// Ends every rank of the job now with `exit_code` (MPI_Abort): for an error the other ranks
   /// cannot learn of, so that none of them waits for this one forever.
   [[noreturn]] virtual void abort(int exit_code) = 0;

@@ -1,6 +1,7 @@
 #include "engine/parallel/distributed.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <iomanip>
@@ -48,7 +49,115 @@ void broadcast_from_rank0(ProcessGroup& group, const std::vector<Tensor>& tensor
     if (staged[k].defined()) staged[k].copy_from(sent[k]);  // shares the parameter's storage
 }
 
+// FNV-1a over the parts of a graph, each length-prefixed so that no two graphs run together.
+class GraphHash {
+ public:
+  uint64_t value() const { return h_; }
+
+  void word(uint64_t w) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<uint8_t>(w >> (8 * i)));
+  }
+  void text(const std::string& s) {
+    word(s.size());
+    for (char c : s) byte(static_cast<uint8_t>(c));
+  }
+  void tensor(const Tensor& t) {
+    word(static_cast<uint64_t>(t.dtype()));
+    word(t.shape().size());
+    for (int64_t d : t.shape()) word(static_cast<uint64_t>(d));
+    if (t.dtype() != DType::String) word(checksum_tensors({t}));  // strings: their shape only
+  }
+  void attribute(const Attribute& a) {
+    word(static_cast<uint64_t>(a.kind));
+    using Kind = Attribute::Kind;
+    switch (a.kind) {
+      case Kind::Float:
+        return word(std::bit_cast<uint32_t>(a.f));
+      case Kind::Int:
+        return word(static_cast<uint64_t>(a.i));
+      case Kind::String:
+        return text(a.s);
+      case Kind::Tensor:
+        return tensor(a.t);
+      case Kind::Graph:
+        return graph(*a.g);
+      case Kind::Floats:
+        word(a.floats.size());
+        for (float f : a.floats) word(std::bit_cast<uint32_t>(f));
+        return;
+      case Kind::Ints:
+        word(a.ints.size());
+        for (int64_t i : a.ints) word(static_cast<uint64_t>(i));
+        return;
+      case Kind::Strings:
+        word(a.strings.size());
+        for (const auto& s : a.strings) text(s);
+        return;
+      case Kind::Tensors:
+        word(a.tensors.size());
+        for (const auto& t : a.tensors) tensor(t);
+        return;
+      case Kind::Graphs:
+        word(a.graphs.size());
+        for (const auto& g : a.graphs) graph(*g);
+        return;
+    }
+  }
+  void names(const std::vector<std::string>& list) {
+    word(list.size());
+    for (const auto& s : list) text(s);
+  }
+  void graph(const Graph& g) {
+    word(g.nodes.size());
+    for (const Node& n : g.nodes) {
+      text(n.op_type);
+      text(n.domain);
+      text(n.name);
+      names(n.inputs);
+      names(n.outputs);
+      word(n.attributes.size());
+      for (const auto& [key, a] : n.attributes) {
+        text(key);
+        attribute(a);
+      }
+    }
+    word(g.inputs.size());
+    for (const ValueInfo& v : g.inputs) text(v.name);
+    word(g.outputs.size());
+    for (const ValueInfo& v : g.outputs) text(v.name);
+    for (const auto& [domain, version] : g.opset_imports) {
+      text(domain);
+      word(static_cast<uint64_t>(version));
+    }
+    for (const auto& [value, state] : g.state_updates) {
+      text(value);
+      text(state);
+    }
+  }
+
+ private:
+  void byte(uint8_t b) {
+    h_ ^= b;
+    h_ *= 1099511628211ull;
+  }
+  uint64_t h_ = 1469598103934665603ull;
+};
+
 }  // namespace
+
+std::vector<RankFact> model_facts(const Model& model) {
+  const std::string topic = "the model";
+  std::vector<RankFact> facts =
+      tensor_facts(topic, "parameter", model.parameter_names(), model.parameters());
+  const Graph& graph = model.graph();
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    facts.push_back({topic, detail::concat("the graph's node ", n + 1),
+                     graph.nodes[n].op_type + " '" + graph.nodes[n].name + "'"});
+  GraphHash hash;
+  hash.graph(graph);
+  facts.push_back({topic, "the graph's digest", hex(hash.value())});
+  return facts;
+}
 
 std::vector<int64_t> shard_positions(int64_t batch_rows, int rank, int world_size) {
   DPRUN_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "shard_positions: rank ", rank,
@@ -164,6 +273,7 @@ void DistributedDataParallel::on_node_done(const Node& node, std::span<const Ten
 
 std::optional<int64_t> DistributedDataParallel::count_targets(const std::vector<Tensor>& targets) {
   if (!trainer_->training_graph().ignored_target) return std::nullopt;
+  group_->set_stage(detail::concat("of step ", stats_.steps + 1));
   int64_t mine = 0;
   for (const Tensor& t : targets) {
     try {
@@ -224,6 +334,8 @@ double DistributedDataParallel::forward_backward(const std::vector<Tensor>& inpu
   DPRUN_CHECK(global_rows > 0 && rows >= 0 && rows <= global_rows,
               "DistributedDataParallel: a shard of ", rows, " rows of a global batch of ",
               global_rows);
+  // A collective that times out names the step it belongs to.
+  group_->set_stage(detail::concat("of step ", stats_.steps + 1));
   if (!broadcast_done_) broadcast_parameters();
   auto start = Clock::now();
   if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
@@ -312,6 +424,7 @@ void DistributedDataParallel::broadcast_buffers() {
 uint64_t DistributedDataParallel::check_parameters_in_sync() {
   // Each rank's last step updated its in-place state from its own shard: rank 0's is the one
   // kept, as it is the one saved.
+  group_->set_stage("after the last step");
   if (options_.broadcast_buffers && !buffers_.empty()) broadcast_buffers();
   uint64_t mine = checksum_parameters(*model_);
   std::vector<uint64_t> all = all_gather_values(*group_, mine);

@@ -62,6 +62,7 @@
 
 #include "engine/autograd/trainer.h"
 #include "engine/comm/process_group.h"
+#include "engine/comm/rank_agreement.h"
 #include "engine/comm/reducer.h"
 
 namespace dprun {
@@ -199,6 +200,13 @@ class DistributedDataParallel {
     std::exception_ptr error;
   } unsynced_;
 };
+
+/// What every rank of a job must hold alike of `model` (for check_ranks_agree), under the topic
+/// "the model": each parameter's name, shape and dtype (tensor_facts), then each node's op and
+/// name ("the graph's node 3" is "Gemm 'fc2'"), then a digest of the whole graph (nodes with their
+/// inputs, outputs and attributes; the graph's inputs, outputs and opsets) for what the rest
+/// misses. Parameter values are left out: the first step copies rank 0's to every rank.
+std::vector<RankFact> model_facts(const Model& model);
 
 /// A 64-bit checksum of tensors' bytes (FNV-1a over 8-byte words), in order; tensors on a
 /// device are read through a host copy.

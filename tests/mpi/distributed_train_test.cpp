@@ -26,6 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::mpirun;
+using testing::processes_of_rank;
 using testing::read_text;
 using testing::run_dprun;
 using testing::run_ranks;
@@ -286,8 +287,8 @@ TEST(DistributedTrainReport, OnlyRankZeroPrintsAndItsJsonDescribesTheRanks) {
       run_ranks(2, mlp_args(dir) + mlp_x() + " --steps 4 --json " + (dir / "run.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
   size_t finals = 0;
-  for (size_t at = r.output.find("final loss"); at != std::string::npos;
-       at = r.output.find("final loss", at + 1))
+  for (size_t at = r.output.find("last batch loss"); at != std::string::npos;
+       at = r.output.find("last batch loss", at + 1))
     ++finals;
   EXPECT_EQ(finals, 1u) << r.output;
   EXPECT_NE(r.output.find("distributed over 2 ranks (mpi): each step, rank r takes rows r, r+2, "
@@ -396,30 +397,6 @@ TEST(DistributedTrainFaults, MissingFileOnOneRankEndsTheJob) {
   EXPECT_LT(seconds, 60);
   EXPECT_FALSE(fs::exists(dir / "out.onnx"));
   fs::remove_all(dir);
-}
-
-// The processes whose environment holds `marker` and names MPI rank `rank`.
-std::vector<pid_t> processes_of_rank(const std::string& marker, int rank) {
-  std::vector<pid_t> found;
-  std::string rank_var = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
-  std::string pmi_var = "PMI_RANK=" + std::to_string(rank);
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    bool has_marker = false, has_rank = false;
-    for (size_t at = 0; at < env.size();) {
-      size_t end = env.find('\0', at);
-      if (end == std::string::npos) end = env.size();
-      std::string var = env.substr(at, end - at);
-      has_marker |= var == marker;
-      has_rank |= var == rank_var || var == pmi_var;
-      at = end + 1;
-    }
-    if (has_marker && has_rank) found.push_back(static_cast<pid_t>(std::stoi(pid)));
-  }
-  return found;
 }
 
 TEST(DistributedTrainFaults, KilledRankEndsTheJobWithoutHanging) {

@@ -2,12 +2,15 @@
 // Starting dprun under mpirun from a test: the launcher, its flags and environment come from
 // CMake (DPRUN_MPIEXEC, DPRUN_MPIEXEC_FLAGS, DPRUN_MPIEXEC_ENV), so the tests run the same as
 // root in a CI container and as a user.
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "../command_util.h"
 
@@ -48,6 +51,30 @@ inline std::filesystem::path scratch(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+/// The processes whose environment holds `marker` ("NAME=VALUE") and names MPI rank `rank`.
+inline std::vector<pid_t> processes_of_rank(const std::string& marker, int rank) {
+  std::vector<pid_t> found;
+  std::string rank_var = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  std::string pmi_var = "PMI_RANK=" + std::to_string(rank);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool has_marker = false, has_rank = false;
+    for (size_t at = 0; at < env.size();) {
+      size_t end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      std::string var = env.substr(at, end - at);
+      has_marker |= var == marker;
+      has_rank |= var == rank_var || var == pmi_var;
+      at = end + 1;
+    }
+    if (has_marker && has_rank) found.push_back(static_cast<pid_t>(std::stoi(pid)));
+  }
+  return found;
 }
 
 }  // namespace dprun::testing

@@ -2,11 +2,16 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "engine/comm/host_cores.h"
 #include "engine/comm/mpi_process_group.h"
+#include "engine/comm/rank_agreement.h"
+#include "engine/comm/rank_failure.h"
+#include "engine/comm/wait_clock.h"
 #include "engine/parallel/comm.h"
 
 namespace dprun {
@@ -165,6 +170,73 @@ TEST(MpiProcessGroup, BroadcastGatherBarrier) {
   for (int r = 0; r < world().size(); ++r)
     EXPECT_EQ(names[static_cast<size_t>(r)], std::string(static_cast<size_t>(r), 'x'));
   world().barrier();
+}
+
+// A rank that is late past the timeout is named by the ranks that waited for it, with the
+// stage the collective belongs to; when it arrives, its own wait completes (it does not blame
+// the others). Runs on a group of its own, whose barrier the others leave pending.
+TEST(MpiProcessGroup, ARankLatePastTheTimeoutIsNamedByTheOthers) {
+  auto group = mpi_world_process_group({.timeout_seconds = 1});
+  group->set_stage("of step 3");
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  if (group->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    EXPECT_NO_THROW(group->barrier());  // the others' barriers are still posted
+  } else {
+    try {
+      group->barrier();
+      ADD_FAILURE() << "the barrier completed without rank 1";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "rank 1 did not join the barrier of step 3 within 1 s");
+    }
+    // The timeout, then up to 1 s (the timeout) for the others' answers.
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_GE(seconds, 1.0);
+    EXPECT_LT(seconds, 3.0);
+  }
+  world().barrier();  // progresses the late barrier on every rank
+}
+
+// A gap of more than a second between two looks at the clock is time the process was stopped,
+// not time it waited: a rank resumed after SIGSTOP does not count it against the others.
+TEST(WaitClock, CountsAStopAsStoppedNotWaited) {
+  WaitClock clock;
+  const auto start = clock.last;
+  clock.tick(start + std::chrono::milliseconds(400));
+  clock.tick(start + std::chrono::milliseconds(900));
+  clock.tick(start + std::chrono::milliseconds(4900));  // stopped for 4 s
+  clock.tick(start + std::chrono::milliseconds(5000));
+  EXPECT_NEAR(clock.waited, 1.0, 1e-9);
+  EXPECT_NEAR(clock.stopped, 4.0, 1e-9);
+}
+
+// check_ranks_agree: equal facts pass; a difference throws the same message on every rank.
+TEST(MpiProcessGroup, RanksAgreeOrNameTheFirstDifference) {
+  const int me = world().rank();
+  EXPECT_NO_THROW(check_ranks_agree(world(), {{"--batch", "", "8"}, {"the model", "w", "[2]"}}));
+  std::string expected = "ranks disagree on --lr: rank 0 has 0.1, ";
+  expected += world().size() == 2 ? "rank 1 has 0.2" : "ranks 1";
+  for (int r = 2; r < world().size(); ++r) expected += ", " + std::to_string(r);
+  if (world().size() > 2) expected += " have 0.2";
+  try {
+    check_ranks_agree(world(), {{"--batch", "", "8"}, {"--lr", "", me == 0 ? "0.1" : "0.2"}});
+    ADD_FAILURE() << "no error";
+  } catch (const CollectiveError& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+  try {
+    check_ranks_agree(world(), {{"the model", "parameter 'w'", me == 1 ? "[3]" : "[2]"}});
+    ADD_FAILURE() << "no error";
+  } catch (const CollectiveError& e) {
+    const std::string message =
+        world().size() == 2
+            ? "ranks disagree on the model: parameter 'w' is [2] on rank 0 and [3] on rank 1"
+            : "ranks disagree on the model: parameter 'w' is [2] on ranks 0, 2 and [3] on rank 1";
+    if (world().size() <= 3) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
 }
 
 std::vector<int> affinity() {
