@@ -1,5 +1,6 @@
 #include "engine/comm/mpi_process_group.h"
 
+#include "engine/comm/rank_failure.h"
 #include "engine/comm/wait_clock.h"
 
 #include <mpi.h>
@@ -138,14 +139,6 @@ enum Channel { kControl = 0, kReduce = 1 };
 // rank how far it got (kQueryTag), and each answers with how many collectives of each channel
 // it has started (kReplyTag).
 constexpr int kQueryTag = 1, kReplyTag = 2;
-
-// "rank 1" or "ranks 1, 3".
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
 
 bool test_request(MPI_Request& request, const char* what) {
   if (request == MPI_REQUEST_NULL) return true;

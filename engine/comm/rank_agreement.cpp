@@ -36,29 +36,7 @@ std::vector<RankFact> deserialize(const std::string& text) {
   return facts;
 }
 
-// "rank 0" or "ranks 0, 2".
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
-
-// One fact's values on every rank, ranks of one value together, in order of their first rank.
 using ValueGroups = std::vector<std::pair<std::string, std::vector<int>>>;
-
-ValueGroups group_values(const std::vector<std::string>& values) {
-  ValueGroups groups;
-  for (size_t r = 0; r < values.size(); ++r) {
-    auto it = groups.begin();
-    while (it != groups.end() && it->first != values[r]) ++it;
-    if (it == groups.end())
-      groups.push_back({values[r], {static_cast<int>(r)}});
-    else
-      it->second.push_back(static_cast<int>(r));
-  }
-  return groups;
-}
 
 // "ranks disagree on --batch: rank 0 has 8, rank 1 has 4", or with a subject
 // "ranks disagree on the model: parameter 'w' is [2] on rank 0 and [3] on rank 1".
@@ -106,12 +84,12 @@ std::string rank_disagreement(const std::vector<std::vector<RankFact>>& facts) {
     }
   for (const auto& [topic, subject] : keys) {
     const std::string key = key_of({topic, subject, ""});
-    std::vector<std::string> per_rank;
-    for (const auto& mine : values) {
-      auto it = mine.find(key);
-      per_rank.push_back(it == mine.end() ? "missing" : it->second);
+    std::vector<std::pair<int, std::string>> rank_values;
+    for (size_t r = 0; r < values.size(); ++r) {
+      auto it = values[r].find(key);
+      rank_values.push_back({static_cast<int>(r), it == values[r].end() ? "missing" : it->second});
     }
-    ValueGroups groups = group_values(per_rank);
+    const ValueGroups groups = ranks_by_value(rank_values);
     if (groups.size() > 1) return describe(topic, subject, groups);
   }
   return "";

@@ -5,6 +5,7 @@
 // their messages, with no collective left pending, so the job ends cleanly and at once.
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/comm/process_group.h"
@@ -30,6 +31,14 @@ class RankFailure : public CollectiveError {
  private:
   std::vector<int> ranks_;
 };
+
+/// "rank 1" or "ranks 0, 2": how messages about ranks list them.
+std::string ranks_text(const std::vector<int>& ranks);
+
+/// The distinct values of `rank_values` (rank, value) in order of their first rank, each with
+/// the ranks that hold it: what messages list together ("ranks 0, 2: ...").
+std::vector<std::pair<std::string, std::vector<int>>> ranks_by_value(
+    const std::vector<std::pair<int, std::string>>& rank_values);
 
 /// Collective: every rank passes its own error (nullptr when it succeeded). Returns when no
 /// rank failed; otherwise throws the same RankFailure on every rank.
