@@ -120,6 +120,8 @@ Shape parse_shape(const std::string& tuple, const std::string& what) {
   for (char c : tuple.substr(1)) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       number += c;
+      // 18 digits stay below 2^63; no real dimension comes near.
+      if (number.size() > 18) fail(what, ": dimension ", number, "... in .npy header is too large");
     } else if (c == ',' || c == ')') {
       if (!number.empty()) shape.push_back(std::stoll(number));
       number.clear();
@@ -130,17 +132,24 @@ Shape parse_shape(const std::string& tuple, const std::string& what) {
   return shape;
 }
 
-// Bytes the payload of `shape` needs; fails when that does not fit in size_t.
+// Bytes the payload of `shape` needs; fails when its element count or size does not fit in
+// int64, or when elements of no bytes (a '<U0' string) are declared: a few header bytes could
+// then ask for any number of them.
 size_t payload_bytes(const Shape& shape, size_t item_size, const std::string& what) {
-  size_t total = item_size;
+  constexpr auto kLimit = static_cast<size_t>(std::numeric_limits<int64_t>::max());
+  size_t elements = 1;
   bool overflow = false;
   for (int64_t d : shape) {
     auto n = static_cast<size_t>(d);
-    if (n != 0 && total > std::numeric_limits<size_t>::max() / n) overflow = true;
-    total *= n;
+    if (n != 0 && elements > kLimit / n) overflow = true;
+    elements *= n;
   }
+  if (!overflow && item_size != 0 && elements > kLimit / item_size) overflow = true;
   if (overflow) fail(what, ": .npy shape ", shape_to_string(shape), " is too large");
-  return total;
+  if (item_size == 0 && elements != 0)
+    fail(what, ": .npy elements of 0 bytes (a string dtype of width 0) cannot hold ",
+         shape_to_string(shape));
+  return elements * item_size;
 }
 
 void append_utf8(std::string& out, uint32_t cp) {

@@ -12,6 +12,7 @@
 #include "engine/atomic_file.h"
 #include "engine/autograd/inference_graph.h"
 #include "loader/graph_proto.h"
+#include "loader/shape_inference_guard.h"
 #include "loader/tensor_proto.h"
 
 namespace dprun {
@@ -46,16 +47,17 @@ void check_opsets(const onnx::ModelProto& model) {
 // the original value_info. Types are a help (kernel choice, gradient building), not a
 // requirement: kernels check shapes at run time, so a failing inference is not an error.
 void infer_shapes(onnx::ModelProto& model) {
+  static GuardedSchemaRegistry schemas;
   const auto original = model.graph().value_info();
   try {
     onnx::ShapeInferenceOptions data_propagation(false, 0, true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), data_propagation);
+    onnx::shape_inference::InferShapes(model, &schemas, data_propagation);
     return;
   } catch (const std::exception&) {
     *model.mutable_graph()->mutable_value_info() = original;
   }
   try {
-    onnx::shape_inference::InferShapes(model);
+    onnx::shape_inference::InferShapes(model, &schemas);
   } catch (const std::exception&) {
     *model.mutable_graph()->mutable_value_info() = original;
   }

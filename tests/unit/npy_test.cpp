@@ -179,6 +179,28 @@ TEST(NpyStrings, RejectsWhatIsNotText) {
             "x.npy: truncated .npy data: 8 bytes for shape [2] of string (16 needed)");
 }
 
+// Sizes a header declares are checked before anything is allocated (inputs found by
+// tests/fuzz/fuzz_npy.cpp): a shape of more elements than int64 holds, a dimension of more
+// digits than int64 holds, and many elements of a zero-width string (no payload to check
+// them against).
+TEST(Npy, RefusesSizesBeyondWhatTheFileCanHold) {
+  EXPECT_EQ(
+      error_of(header_bytes(
+          "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", 0)),
+      "x.npy: .npy shape [4294967296, 4294967296] is too large");
+  EXPECT_EQ(error_of(header_bytes(
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0)),
+            "x.npy: dimension 9999999999999999999... in .npy header is too large");
+  EXPECT_EQ(error_of(header_bytes(
+                "{'descr': '<U0', 'fortran_order': False, 'shape': (23333, 33, 16333), }", 0)),
+            "x.npy: .npy elements of 0 bytes (a string dtype of width 0) cannot hold [23333, "
+            "33, 16333]");
+  EXPECT_EQ(
+      strings_of(parse_npy(
+          header_bytes("{'descr': '<U0', 'fortran_order': False, 'shape': (0,), }", 0), "x.npy")),
+      Strings{});
+}
+
 TEST(Npy, ReadsTwoByteVoidAndUInt16AsBits) {
   const std::vector<uint16_t> bits = {0x3FC0, 0xC000, 0x7F80, 0x0001, 0x7FC1, 0x3F81};
   for (const char* name : {"bfloat16_u2", "bfloat16_v2"}) {
