@@ -132,6 +132,8 @@ void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
   facts.insert(facts.end(), more.begin(), more.end());
   run.group->set_stage("at start-up");
   check_ranks_agree(*run.group, facts);
+  // From here on, collectives belong to the run; a training step names its own stage.
+  run.group->set_stage("");
 }
 
 std::optional<DistributedRun> start_distributed(const Args& args,
