@@ -12,6 +12,7 @@
 
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
+#include "engine/warning.h"
 #include "loader/onnx_loader.h"
 #include "tools/bench_rounds.h"
 #include "tools/commands.h"
@@ -129,6 +130,13 @@ std::vector<double> round_rates(const std::vector<RoundResult>& rounds) {
   return rates;
 }
 
+// The speed-up of sweep row k over one device, from the median step times the table shows
+// (a mean would let a few slow steps turn a halved median into a slow-down).
+double median_speedup(const std::vector<const BenchResult*>& scaling, size_t k) {
+  const double base = scaling[0]->median_samples_per_s();
+  return base > 0 ? scaling[k]->median_samples_per_s() / base : 0;
+}
+
 std::string json_result(const std::string& model_path, int64_t batch, int iters, int warmup,
                         int threads, const BenchResult& main,
                         const std::vector<const BenchResult*>& scaling) {
@@ -161,11 +169,11 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
   out << "]";
   if (!scaling.empty()) {
     out << ",\n  \"sweep\": [";
-    const double base = scaling[0]->best().samples_per_s;
     for (size_t k = 0; k < scaling.size(); ++k) {
-      const double rate = scaling[k]->best().samples_per_s;
-      const double speedup = rate / base;
-      out << (k ? ", " : "") << "{\"devices\": " << k + 1 << ", \"samples_per_s\": " << rate
+      const double speedup = median_speedup(scaling, k);
+      out << (k ? ", " : "") << "{\"devices\": " << k + 1
+          << ", \"samples_per_s\": " << scaling[k]->best().samples_per_s
+          << ", \"median_samples_per_s\": " << scaling[k]->median_samples_per_s()
           << ", \"round_samples_per_s\": " << json_list(round_rates(scaling[k]->rounds))
           << ", \"median_step_ms\": " << scaling[k]->spread().median << ", \"speedup\": " << speedup
           << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
@@ -183,16 +191,16 @@ std::string json_result(const std::string& model_path, int64_t batch, int iters,
 std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::shared_ptr<Model>& model,
                                                                 const DataParallelOptions& options,
                                                                 const std::vector<Tensor>& inputs,
-                                                                int64_t batch, int warmup,
-                                                                int iters, int rounds, bool sweep) {
+                                                                int warmup, int iters, int rounds,
+                                                                bool sweep) {
   std::vector<std::unique_ptr<DeviceListBench>> benches;
-  benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs, batch));
+  benches.push_back(std::make_unique<DeviceListBench>(model, options, inputs));
   for (size_t k = 1; sweep && k < options.device_ids.size(); ++k) {
     DataParallelOptions subset = options;
     subset.device_ids.assign(options.device_ids.begin(),
                              options.device_ids.begin() + static_cast<long>(k));
     if (!subset.weights.empty()) subset.weights.resize(k);
-    benches.push_back(std::make_unique<DeviceListBench>(model, subset, inputs, batch));
+    benches.push_back(std::make_unique<DeviceListBench>(model, subset, inputs));
   }
   auto label = [&](size_t b, const char* what) {
     return b == 0 ? std::string(what) : "sweep " + std::to_string(b);
@@ -207,24 +215,42 @@ std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::share
 // A separate pass with per-node observers (they add a little time to every node), then the
 // per-op and per-node tables asked for.
 void profile_pass(const std::shared_ptr<Model>& model, const DataParallelOptions& options,
-                  const std::vector<Tensor>& inputs, int64_t batch, int iters, bool by_op,
-                  bool by_node) {
+                  const std::vector<Tensor>& inputs, int iters, bool by_op, bool by_node) {
   OpProfile profile;
   DataParallelOptions observed = options;
   observed.observers.push_back(profile.observer());
-  DeviceListBench(model, observed, inputs, batch).time_round(iters, "profile");
+  DeviceListBench(model, observed, inputs).time_round(iters, "profile");
   if (by_op) profile.print(iters);
   if (by_node) profile.print_nodes(iters);
 }
 
+// Every column from the median step time, so that the speed-up agrees with the step times.
 void print_sweep(const std::vector<const BenchResult*>& scaling) {
   std::printf("\n%-8s %12s %9s %11s %15s\n", "devices", "samples/s", "speed-up", "efficiency",
               "median step ms");
-  const double base = scaling[0]->best().samples_per_s;
   for (size_t k = 0; k < scaling.size(); ++k) {
-    const double rate = scaling[k]->best().samples_per_s;
-    std::printf("%-8zu %12.1f %8.2fx %10.1f%% %15.4f\n", k + 1, rate, rate / base,
-                100.0 * rate / base / static_cast<double>(k + 1), scaling[k]->spread().median);
+    const double speedup = median_speedup(scaling, k);
+    std::printf("%-8zu %12.1f %8.2fx %10.1f%% %15.4f\n", k + 1, scaling[k]->median_samples_per_s(),
+                speedup, 100.0 * speedup / static_cast<double>(k + 1), scaling[k]->spread().median);
+  }
+  std::printf("(samples/s, speed-up and efficiency at the median step time)\n");
+}
+
+// The line that says --batch was not what ran: a model of fixed batch, or inputs from files.
+void warn_if_batch_ignored(const Args& args, const std::string& model_path, int64_t batch,
+                           int64_t rows, bool batch_sizes_an_input) {
+  if (!args.has("batch") || rows == batch) return;
+  const std::string ran =
+      "each step runs " + std::to_string(rows) + " row" + (rows == 1 ? "" : "s");
+  const std::string ignored = "--batch " + std::to_string(batch) + " ignored";
+  if (batch_sizes_an_input) {
+    warn(ignored + ": " + ran);
+  } else if (args.has("input")) {
+    warn(ignored + ": the inputs have no generated batch dim, " + ran + " (the rows of the " +
+         "--input files)");
+  } else {
+    warn(model_path + " has a fixed batch of " + std::to_string(rows) + ": " + ignored + ", " +
+         ran);
   }
 }
 
@@ -266,14 +292,19 @@ int bench_command(int argc, char** argv, int first) {
       load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
   std::vector<Tensor> inputs =
       pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
-  int64_t batch = input_options.batch;
 
-  std::vector<std::unique_ptr<DeviceListBench>> benches =
-      time_device_lists(model, options, inputs, batch, warmup, iters, rounds, sweep);
+  std::vector<std::unique_ptr<DeviceListBench>> benches;
+  try {
+    benches = time_device_lists(model, options, inputs, warmup, iters, rounds, sweep);
+  } catch (const std::exception& e) {
+    rethrow_noting_generated(e, generated_input_names(*model, input_options));
+  }
   if (args.has("profile") || args.has("profile-nodes"))
-    profile_pass(model, options, inputs, batch, iters, args.has("profile"),
-                 args.has("profile-nodes"));
+    profile_pass(model, options, inputs, iters, args.has("profile"), args.has("profile-nodes"));
   const BenchResult& main = benches[0]->result();
+  const int64_t batch = main.best().rows_per_step;  // what ran, not what was asked
+  warn_if_batch_ignored(args, model_path, input_options.batch, batch,
+                        batch_sizes_an_input(*model, input_options));
   std::printf("model %s, batch %lld, %d iterations", model_path.c_str(),
               static_cast<long long>(batch), iters);
   if (rounds > 1) std::printf(" x %d rounds", rounds);

@@ -13,6 +13,13 @@ namespace dprun::cli {
 void progress(const char* label, int done, int total) {
   static const bool tty = isatty(STDERR_FILENO);
   if (!tty) return;
+  // At most 5 redraws a second (and always the last): a fast model's thousands of steps would
+  // otherwise write megabytes of bar to the terminal.
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point last_drawn;
+  const auto now = Clock::now();
+  if (done != total && done != 1 && now - last_drawn < std::chrono::milliseconds(200)) return;
+  last_drawn = now;
   const int width = 30;
   int filled = total ? done * width / total : width;
   std::fprintf(stderr, "\r%-12s [%s%s] %d/%d", label, std::string(filled, '#').c_str(),
@@ -43,6 +50,11 @@ const RoundResult& BenchResult::best() const {
   });
 }
 
+double BenchResult::median_samples_per_s() const {
+  const double median = spread().median;
+  return median > 0 ? static_cast<double>(rounds.front().rows_per_step) / (median * 1e-3) : 0;
+}
+
 StepSpread BenchResult::spread() const {
   std::vector<double> all;
   for (const RoundResult& r : rounds) all.insert(all.end(), r.step_ms.begin(), r.step_ms.end());
@@ -51,8 +63,8 @@ StepSpread BenchResult::spread() const {
 
 DeviceListBench::DeviceListBench(const std::shared_ptr<Model>& model,
                                  const DataParallelOptions& options,
-                                 const std::vector<Tensor>& inputs, int64_t batch)
-    : parallel_(model, options), inputs_(inputs), batch_(batch) {
+                                 const std::vector<Tensor>& inputs)
+    : parallel_(model, options), inputs_(inputs) {
   result_.devices = options.device_ids;
 }
 
@@ -68,6 +80,7 @@ void DeviceListBench::time_round(int iters, const char* label) {
   RoundResult round;
   round.step_ms.reserve(static_cast<size_t>(iters));
   std::map<Device, DeviceFigures> figures;
+  int64_t rows = 0;
   const auto start = Clock::now();
   auto step_start = start;
   for (int i = 0; i < iters; ++i) {
@@ -77,6 +90,8 @@ void DeviceListBench::time_round(int iters, const char* label) {
         std::chrono::duration<double, std::milli>(step_end - step_start).count());
     // Outside the step's clock: the report copy and the bookkeeping below.
     DataParallelRun run = parallel_.last_run();
+    rows = 0;
+    for (int64_t r : run.chunk_rows) rows += r;
     for (size_t r = 0; r < run.timings.size(); ++r) {
       auto& f = figures[run.timings[r].device];
       f.device = run.timings[r].device;
@@ -90,7 +105,8 @@ void DeviceListBench::time_round(int iters, const char* label) {
   double ms = 0;
   for (double s : round.step_ms) ms += s;
   round.ms_per_iter = ms / iters;
-  round.samples_per_s = ms > 0 ? static_cast<double>(batch_) * iters / (ms * 1e-3) : 0;
+  round.rows_per_step = std::max<int64_t>(rows, 1);
+  round.samples_per_s = ms > 0 ? static_cast<double>(round.rows_per_step) * iters / (ms * 1e-3) : 0;
   for (const Device& d : result_.devices) {
     auto it = figures.find(d);
     round.per_device.push_back(it != figures.end() ? it->second : DeviceFigures{d, 0, 0});

@@ -20,8 +20,11 @@ struct DeviceFigures {
 
 /// One timed round of `iters` steps.
 struct RoundResult {
-  double samples_per_s = 0;
+  double samples_per_s = 0;  // rows_per_step * iters over the steps' summed time
   double ms_per_iter = 0;
+  /// The rows each step ran, summed over the devices (what the inputs held along the split
+  /// dim, whatever --batch asked for); a step whose inputs have no rows to split counts as one.
+  int64_t rows_per_step = 0;
   std::vector<DeviceFigures> per_device;  // in device-list order
   std::vector<double> step_ms;            // every step, in order
 };
@@ -43,13 +46,16 @@ struct BenchResult {
   const RoundResult& best() const;
   /// The step times of every round together.
   StepSpread spread() const;
+  /// Samples per second at the median step time: the statistic the --sweep table compares, as
+  /// it shows median step times. Requires at least one round.
+  double median_samples_per_s() const;
 };
 
 /// DataParallel inference of one model over one device list, timed round by round.
 class DeviceListBench {
  public:
   DeviceListBench(const std::shared_ptr<Model>& model, const DataParallelOptions& options,
-                  const std::vector<Tensor>& inputs, int64_t batch);
+                  const std::vector<Tensor>& inputs);
   /// Runs `steps` untimed steps (replicas, primitives and caches are built here).
   void warm(int steps, const char* label);
   /// Times `iters` steps and appends the round to result().
@@ -59,11 +65,10 @@ class DeviceListBench {
  private:
   DataParallel parallel_;
   std::vector<Tensor> inputs_;
-  int64_t batch_;
   BenchResult result_;
 };
 
-/// Draws a progress bar on stderr when it is a terminal.
+/// Draws a progress bar on stderr when it is a terminal, at most 5 times a second.
 void progress(const char* label, int done, int total);
 
 }  // namespace dprun::cli

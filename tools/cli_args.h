@@ -23,7 +23,8 @@ struct OptionSpec {
 
 class Args {
  public:
-  /// Parses argv[first..]; throws UsageError for unknown options or missing values.
+  /// Parses argv[first..]; throws UsageError for unknown options (suggesting the nearest valid
+  /// one: "unknown option '--device' (did you mean --devices?)") or missing values.
   Args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs);
 
   const std::vector<std::string>& positionals() const { return positionals_; }
@@ -43,5 +44,16 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
                                                      const std::string& option);
 /// Parses a whole decimal integer; throws UsageError naming `what` otherwise.
 int64_t parse_int(const std::string& text, const std::string& what);
+
+/// The number of single-character insertions, deletions, substitutions and swaps of two
+/// neighbours that turn `a` into `b` (optimal string alignment distance).
+size_t edit_distance(const std::string& a, const std::string& b);
+/// The candidate closest to `word` by edit_distance, if it is close enough to be a likely typo
+/// (at most 2 edits, and fewer than half of `word`'s characters); ties go to the first listed.
+std::optional<std::string> nearest(const std::string& word,
+                                   const std::vector<std::string>& candidates);
+/// For a --devices item that does not parse, a device the user likely meant ("cude:0" ->
+/// "cuda:0", "cpu:O" -> "cpu:0"), or nullopt when none is close.
+std::optional<std::string> suggest_device(const std::string& item);
 
 }  // namespace dprun::cli

@@ -193,7 +193,7 @@ void choose_gradient_backend(DistributedRun& run, const Args& args, Device devic
 }
 
 int report_error(const std::exception& error, int exit_code) {
-  const char* kind = exit_code == 2 ? "" : "error: ";
+  const char* kind = "error: ";  // usage errors too: one prefix for scripts to look for
   const std::shared_ptr<ProcessGroup>& group = active_group();
   if (!group) {
     std::fprintf(stderr, "dprun: %s%s\n", kind, error.what());

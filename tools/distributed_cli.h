@@ -65,8 +65,8 @@ std::vector<Device> rank_devices(const DistributedRun& run, const Args& args,
 /// a device that is not a GPU.
 void choose_gradient_backend(DistributedRun& run, const Args& args, Device device);
 
-/// main()'s error report: prints "dprun: MESSAGE" (usage errors, exit_code 2) or
-/// "dprun: error: MESSAGE" and returns exit_code; in a distributed run, as the header says.
+/// main()'s error report: prints "dprun: error: MESSAGE" (usage errors, exit_code 2, alike)
+/// and returns exit_code; in a distributed run, as the header says.
 int report_error(const std::exception& error, int exit_code);
 
 /// The options of `specs` that every rank must be given alike, as facts: every option but the

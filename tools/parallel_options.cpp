@@ -16,6 +16,22 @@ void check_devices_have_backends(const DataParallelOptions& options) {
   if (options.output_device)
     backend_for(*options.output_device).check_device(*options.output_device);
 }
+
+/// " (did you mean cuda:0?)" for the first item of the device list `list` that is no device
+/// and is close to one; "" otherwise.
+std::string device_hint(const std::string& list) {
+  std::stringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) {
+    try {
+      Device::parse(item);
+      continue;
+    } catch (const Error&) {
+    }
+    const auto suggestion = suggest_device(item);
+    return suggestion ? " (did you mean " + *suggestion + "?)" : "";
+  }
+  return "";
+}
 }  // namespace
 
 std::vector<OptionSpec> parallel_option_specs() {
@@ -56,14 +72,15 @@ DataParallelOptions parse_parallel_options(const Args& args) {
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
-    throw UsageError(std::string("--devices: ") + e.what());
+    throw UsageError(std::string("--devices: ") + e.what() +
+                     device_hint(args.get("devices").value_or("")));
   }
   options.dim = args.get_int("dim", 0, -64, 63);
   if (auto out = args.get("output-device")) {
     try {
       options.output_device = Device::parse(*out);
     } catch (const Error& e) {
-      throw UsageError(std::string("--output-device: ") + e.what());
+      throw UsageError(std::string("--output-device: ") + e.what() + device_hint(*out));
     }
   }
   for (const auto& spec : args.all("split")) {

@@ -25,6 +25,7 @@
 #include "tools/train_data.h"
 #include "tools/train_report.h"
 #include "tools/train_step.h"
+#include "tools/train_target.h"
 #include "tools/train_validation.h"
 #include "tools/training_export.h"
 
@@ -181,52 +182,6 @@ Schedule parse_schedule(const Args& args, int64_t batches_per_epoch, int64_t acc
   return {(batches + accumulate - 1) / accumulate, true};
 }
 
-/// The progress bar on a terminal and one line per epoch; in float16 training both show the
-/// loss scale and the steps skipped so far (`scaler`).
-class Progress {
- public:
-  Progress(int64_t total, const GradScaler* scaler)
-      : total_(total), tty_(isatty(STDERR_FILENO)), scaler_(scaler) {}
-
-  void update(int64_t step, double loss, double samples_per_s) {
-    if (!tty_) return;
-    int width = 30;
-    int filled = static_cast<int>(width * step / total_);
-    std::fprintf(stderr, "\r[%-*s] step %lld/%lld  loss %.5f  %.1f samples/s%s", width,
-                 std::string(static_cast<size_t>(filled), '#').c_str(),
-                 static_cast<long long>(step), static_cast<long long>(total_), loss, samples_per_s,
-                 scaling().c_str());
-    if (step == total_) std::fprintf(stderr, "\n");
-  }
-
-  void epoch_done(int64_t epoch, double mean_loss, double samples_per_s,
-                  const std::optional<ValidationResult>& val) {
-    if (tty_) std::fprintf(stderr, "\n");
-    std::printf("epoch %lld: loss %.6f, %.1f samples/s", static_cast<long long>(epoch + 1),
-                mean_loss, samples_per_s);
-    if (val) {
-      std::printf(", val_loss %.6f", val->loss);
-      if (val->accuracy) std::printf(", val_accuracy %.4f", *val->accuracy);
-    }
-    std::printf("%s\n", scaling().c_str());
-    std::fflush(stdout);
-  }
-
- private:
-  std::string scaling() const {
-    if (!scaler_) return "";
-    char text[96];
-    std::snprintf(text, sizeof text, ", loss scale %g, %lld skipped",
-                  static_cast<double>(scaler_->scale()),
-                  static_cast<long long>(scaler_->skipped_steps()));
-    return text;
-  }
-
-  int64_t total_;
-  bool tty_;
-  const GradScaler* scaler_;
-};
-
 std::vector<OptionSpec> train_option_specs() {
   auto specs = parallel_option_specs();
   specs.insert(specs.end(), {{"target"},
@@ -266,7 +221,8 @@ std::vector<OptionSpec> train_option_specs() {
                              {"lr-warmup"},
                              {"lr-warmup-start"},
                              {"loss-scale-growth-interval"},
-                             {"sync-batchnorm", false}});
+                             {"sync-batchnorm", false},
+                             {"log-every"}});
   auto distributed = distributed_option_specs(true);
   specs.insert(specs.end(), distributed.begin(), distributed.end());
   return specs;
@@ -378,6 +334,14 @@ void say_if_exported_for_inference(const Graph& graph, const std::string& path) 
       path.c_str());
 }
 
+// --log-every, and whether the progress goes to a terminal.
+ProgressOptions progress_options(const Args& args) {
+  ProgressOptions options;
+  options.every_steps = args.get_int("log-every", 0, 1, int64_t(1) << 40);
+  options.terminal = isatty(STDERR_FILENO);
+  return options;
+}
+
 }  // namespace
 
 int train_command(int argc, char** argv, int first) {
@@ -408,6 +372,7 @@ int train_command(int argc, char** argv, int first) {
   if (batch == 0) throw UsageError("--batch N is required");
   int64_t checkpoint_every = args.get_int("checkpoint-every", 0, 1, int64_t(1) << 40);
   int64_t warmup_steps = args.get_int("warmup-steps", 1, 0, int64_t(1) << 40);
+  const ProgressOptions shown = progress_options(args);
   std::string json_path = args.get("json").value_or("");
   std::string export_path = args.get("export-training-graph").value_or("");
   if (writes) check_writable(*save, "save");
@@ -445,6 +410,9 @@ int train_command(int argc, char** argv, int first) {
   TrainingDataOptions data_options;
   data_options.input_names = model->input_names();
   data_options.files = apply_initializer_overrides(*model, input_files(args, "input"));
+  check_input_names(data_options.files, data_options.input_names);
+  if (args.has("target"))
+    check_target_fits(model->graph(), options.training.loss, *args.get("target"));
   data_options.target_file = args.get("target").value_or("");
   data_options.dim = options.parallel.dim;
   data_options.batch = batch;
@@ -524,7 +492,7 @@ int train_command(int argc, char** argv, int first) {
         : dist->group->backend() == "nccl" ? "NCCL's"
                                            : "MPI's",
         compressed.c_str());
-  Progress progress(schedule.steps, trainer.grad_scaler());
+  Progress progress(schedule.steps, trainer.grad_scaler(), shown);
   TrainReport report;
   report.devices = devices;
   report.parameters = trainer.parameter_names();
@@ -567,7 +535,7 @@ int train_command(int argc, char** argv, int first) {
   if (writes) save_models(schedule.steps);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
-  std::printf("final loss %.6f, %.1f samples/s", report.steps.back().loss,
+  std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,
               report.throughput.samples_per_s);
   if (report.throughput.warmup_steps > 0)
     std::printf(" after %lld warm-up step%s (%.1f overall)",

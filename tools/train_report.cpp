@@ -1,6 +1,7 @@
 #include "tools/train_report.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "engine/backend.h"
@@ -38,6 +39,61 @@ Throughput measure_throughput(const std::vector<StepRecord>& steps, int64_t warm
   t.warmup_steps = static_cast<int64_t>(steps.size()) > warmup_steps ? warmup_steps : 0;
   t.samples_per_s = samples_per_s(steps, static_cast<size_t>(t.warmup_steps));
   return t;
+}
+
+Progress::Progress(int64_t total, const GradScaler* scaler, ProgressOptions options)
+    : total_(total), scaler_(scaler), options_(options) {}
+
+void Progress::update(int64_t step, double loss, double samples_per_s) {
+  const auto now = Clock::now();
+  const double since = std::chrono::duration<double>(now - last_shown_).count();
+  if (options_.every_steps > 0 || !options_.terminal) {
+    const bool due = options_.every_steps > 0 ? step % options_.every_steps == 0
+                                              : since >= options_.every_seconds;
+    if (!due) return;
+    last_shown_ = now;
+    std::printf("step %lld/%lld: loss %.6f (this batch), %.1f samples/s%s\n",
+                static_cast<long long>(step), static_cast<long long>(total_), loss, samples_per_s,
+                scaling().c_str());
+    std::fflush(stdout);
+    return;
+  }
+  if (step != total_ && bar_shown_ && since < 1.0 / options_.redraws_per_second) return;
+  last_shown_ = now;
+  draw_bar(step, loss, samples_per_s);
+}
+
+void Progress::draw_bar(int64_t step, double loss, double samples_per_s) {
+  const int width = 30;
+  const int filled = static_cast<int>(width * step / total_);
+  std::fprintf(stderr, "\r[%-*s] step %lld/%lld  loss %.5f  %.1f samples/s%s", width,
+               std::string(static_cast<size_t>(filled), '#').c_str(), static_cast<long long>(step),
+               static_cast<long long>(total_), loss, samples_per_s, scaling().c_str());
+  bar_shown_ = step != total_;
+  if (step == total_) std::fprintf(stderr, "\n");
+}
+
+void Progress::epoch_done(int64_t epoch, double mean_loss, double samples_per_s,
+                          const std::optional<ValidationResult>& val) {
+  if (bar_shown_) std::fprintf(stderr, "\n");
+  bar_shown_ = false;
+  std::printf("epoch %lld: loss %.6f, %.1f samples/s", static_cast<long long>(epoch + 1), mean_loss,
+              samples_per_s);
+  if (val) {
+    std::printf(", val_loss %.6f", val->loss);
+    if (val->accuracy) std::printf(", val_accuracy %.4f", *val->accuracy);
+  }
+  std::printf("%s\n", scaling().c_str());
+  std::fflush(stdout);
+}
+
+std::string Progress::scaling() const {
+  if (!scaler_) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, ", loss scale %g, %lld skipped",
+                static_cast<double>(scaler_->scale()),
+                static_cast<long long>(scaler_->skipped_steps()));
+  return text;
 }
 
 void write_train_json(const std::string& path, const TrainReport& report) {

@@ -1,11 +1,13 @@
 #pragma once
 // What `dprun train` reports: the loss, rows and time of every step, the throughput with and
 // without the warm-up steps, and the --json file.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/autograd/grad_scaler.h"
 #include "engine/device.h"
 #include "tools/train_validation.h"
 
@@ -47,6 +49,40 @@ struct TrainReport {
   std::vector<std::string> parameters;
   /// The "ranks" value of a distributed run, as JSON; empty otherwise.
   std::string ranks_json;
+};
+
+/// How `dprun train` shows its progress within an epoch.
+struct ProgressOptions {
+  /// --log-every N: a line every N steps (0: not asked for).
+  int64_t every_steps = 0;
+  /// Without --log-every and without a terminal: a line when this many seconds have passed
+  /// since the last one, so that logs (nohup, mpirun, CI) show a long epoch moving.
+  double every_seconds = 10;
+  /// Whether stderr is a terminal: then, without --log-every, a bar redrawn at most
+  /// `redraws_per_second` times a second (a redraw per step writes megabytes on a fast model).
+  bool terminal = false;
+  double redraws_per_second = 5;
+};
+
+/// The progress bar or lines within an epoch and one line per epoch; in float16 training both
+/// show the loss scale and the steps skipped so far (`scaler`).
+class Progress {
+ public:
+  Progress(int64_t total, const GradScaler* scaler, ProgressOptions options);
+  /// After step `step` (1-based) of the run, with its batch's loss and the samples/s so far.
+  void update(int64_t step, double loss, double samples_per_s);
+  void epoch_done(int64_t epoch, double mean_loss, double samples_per_s,
+                  const std::optional<ValidationResult>& val);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string scaling() const;
+  void draw_bar(int64_t step, double loss, double samples_per_s);
+  int64_t total_;
+  const GradScaler* scaler_;
+  ProgressOptions options_;
+  Clock::time_point last_shown_ = Clock::now();
+  bool bar_shown_ = false;  // a bar is on the terminal's last line
 };
 
 /// Writes the --json file atomically: losses, lrs (each step's learning rate), step_seconds,

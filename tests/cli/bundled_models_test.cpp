@@ -108,7 +108,7 @@ TEST(BundledModels, AllowTf32ChangesNoCpuResult) {
   fs::remove_all(tf32_dir);
   r = run_dprun("bench " + model + " --allow-tf32 --iters 2");
   EXPECT_EQ(r.status, 0) << r.output;
-  r = run_dprun("--help");
+  r = run_dprun("run --help");
   EXPECT_NE(r.output.find("--allow-tf32           float32 MatMul, Gemm and convolutions on GPUs"),
             std::string::npos)
       << r.output;
@@ -128,7 +128,7 @@ TEST(BundledModels, AllowWinogradStaysCloseToPyTorch) {
   ASSERT_EQ(got.shape(), want.shape());
   EXPECT_LT(tolerance_ratio(got, want), 1.0);
   fs::remove_all(out_dir);
-  r = run_dprun("--help");
+  r = run_dprun("run --help");
   EXPECT_NE(r.output.find("--allow-winograd       float32 3x3 stride-1 convolutions on CPUs"),
             std::string::npos)
       << r.output;
@@ -277,7 +277,7 @@ TEST(BundledModels, InspectRejectsAMalformedDeviceList) {
   auto r = run_dprun("inspect " + source_path("models/mlp.onnx") + " --devices cuda:x");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output,
-            "dprun: --devices: invalid device 'cuda:x': the index must be a non-negative "
+            "dprun: error: --devices: invalid device 'cuda:x': the index must be a non-negative "
             "integer\n");
 }
 

@@ -25,10 +25,10 @@ inline std::filesystem::path scratch_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()));
 }
 
-/// Expects `r` to be a usage error: status 2 and exactly "dprun: MESSAGE" on one line.
+/// Expects `r` to be a usage error: status 2 and exactly "dprun: error: MESSAGE" on one line.
 inline void expect_usage_error(const CommandResult& r, const std::string& message) {
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_EQ(r.output, "dprun: " + message + "\n");
+  EXPECT_EQ(r.output, "dprun: error: " + message + "\n");
 }
 
 /// The bytes of the file at `path` (empty when it cannot be read).

@@ -30,8 +30,8 @@ TEST(ConformanceDevice, AGpuThatCannotBeUsedStopsTheRunAtOnce) {
 TEST(ConformanceDevice, AMalformedDeviceIsAUsageError) {
   auto r = run_dprun("conformance --device tpu:0");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find(
-                "dprun: --device: invalid device 'tpu:0': expected cpu[:N], cuda[:N] or sim[:N]\n"),
+  EXPECT_NE(r.output.find("dprun: error: --device: invalid device 'tpu:0': expected cpu[:N], "
+                          "cuda[:N] or sim[:N]\n"),
             std::string::npos)
       << r.output;
 }

@@ -49,11 +49,11 @@ TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
     auto r = run_dprun(train_args(save) + " " + option);
     EXPECT_EQ(r.status, 2);
     std::string name = std::string(option).substr(0, std::string(option).find(' '));
-    EXPECT_EQ(r.output, "dprun: " + name + " needs --distributed\n");
+    EXPECT_EQ(r.output, "dprun: error: " + name + " needs --distributed\n");
   }
   auto r = run_dprun(train_args(save) + " --distributed --timeout 0");
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.output, "dprun: --timeout must be a positive number, got '0'\n");
+  EXPECT_EQ(r.output, "dprun: error: --timeout must be a positive number, got '0'\n");
   EXPECT_FALSE(fs::exists(save));
 }
 
@@ -64,12 +64,13 @@ TEST(DistributedOptions, DistBackendNamesMpiOrNcclOnAGpu) {
   auto r = run_dprun(train_args(save) + " --distributed --dist-backend gloo");
   EXPECT_EQ(r.status, 2);
   // A usage error found after the ranks joined is one rank's: it is named.
-  EXPECT_EQ(r.output, "dprun: rank 0: --dist-backend must be mpi or nccl, got 'gloo'\n");
+  EXPECT_EQ(r.output, "dprun: error: rank 0: --dist-backend must be mpi or nccl, got 'gloo'\n");
   r = run_dprun(train_args(save) + " --distributed --dist-backend nccl");
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.output,
-            "dprun: rank 0: --dist-backend nccl sums gradients in GPU memory: the first device "
-            "must be a GPU (cuda:N), not cpu:0\n");
+  EXPECT_EQ(
+      r.output,
+      "dprun: error: rank 0: --dist-backend nccl sums gradients in GPU memory: the first device "
+      "must be a GPU (cuda:N), not cpu:0\n");
   EXPECT_FALSE(fs::exists(save));
   r = run_dprun(train_args(save) + " --distributed --dist-backend mpi");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -54,7 +54,7 @@ TEST(InitializerInputs, InputOverridesTheDefaultOfAnInitializerListedAsAnInput) 
                                   ".target.npy --input loss_weight=" + (dir / "two.npy").string());
   EXPECT_EQ(wrong.status, 2);
   EXPECT_EQ(wrong.output,
-            "dprun: --input 'loss_weight' overrides an initializer of float32[], "
+            "dprun: error: --input 'loss_weight' overrides an initializer of float32[], "
             "but " +
                 (dir / "two.npy").string() + " holds float32[2]\n");
   fs::remove_all(dir);

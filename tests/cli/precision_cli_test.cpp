@@ -238,7 +238,7 @@ TEST(PrecisionCli, TrainInFloat16BacksOffAnOverflowingLossScale) {
   EXPECT_NE(r.output.find(summary.str()), std::string::npos) << r.output << "\n" << summary.str();
   // The last epoch's line shows the scale and the skips too.
   std::ostringstream last_epoch;
-  last_epoch << ", loss scale " << scale << ", " << skipped.size() << " skipped\nfinal loss ";
+  last_epoch << ", loss scale " << scale << ", " << skipped.size() << " skipped\nlast batch loss ";
   EXPECT_NE(r.output.find(last_epoch.str()), std::string::npos) << r.output;
   const std::vector<double> losses = json_numbers(text, "losses").value_or(std::vector<double>{});
   ASSERT_EQ(losses.size(), 24u) << text;

@@ -104,7 +104,7 @@ TEST(TrainThroughputCli, PrintsBothFigures) {
                      "--steps 3 --devices cpu:0 --warmup-steps 2 --save " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(std::regex_search(
-      r.output, std::regex(R"(final loss [0-9.]+, [0-9.]+ samples/s after 2 warm-up steps )"
+      r.output, std::regex(R"(last batch loss [0-9.]+, [0-9.]+ samples/s after 2 warm-up steps )"
                            R"(\([0-9.]+ overall\); saved )")))
       << r.output;
   fs::remove_all(dir);

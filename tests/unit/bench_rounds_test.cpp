@@ -59,7 +59,7 @@ TEST(DeviceListBench, EachRoundRecordsEveryStepAndEachDevicesRows) {
   options.device_ids = {Device::cpu(0), Device::cpu(1)};
   options.threads = 1;
   std::vector<Tensor> inputs = {testing::random_floats({6, 784}, 7)};
-  DeviceListBench bench(model, options, inputs, 6);
+  DeviceListBench bench(model, options, inputs);
   bench.warm(1, "warm-up");
   EXPECT_TRUE(bench.result().rounds.empty());
   bench.time_round(4, "bench");
@@ -77,6 +77,7 @@ TEST(DeviceListBench, EachRoundRecordsEveryStepAndEachDevicesRows) {
     }
     const double steps = static_cast<double>(round.step_ms.size());
     EXPECT_DOUBLE_EQ(round.ms_per_iter, sum / steps);
+    EXPECT_EQ(round.rows_per_step, 6);  // the rows the steps ran, over both devices
     EXPECT_DOUBLE_EQ(round.samples_per_s, 6 * steps / (sum * 1e-3));
     ASSERT_EQ(round.per_device.size(), 2u);
     EXPECT_EQ(round.per_device[0].device, Device::cpu(0));
@@ -86,6 +87,7 @@ TEST(DeviceListBench, EachRoundRecordsEveryStepAndEachDevicesRows) {
     EXPECT_GT(round.per_device[1].busy_ms, 0);
   }
   EXPECT_EQ(result.spread().steps, 7u);
+  EXPECT_DOUBLE_EQ(result.median_samples_per_s(), 6 / (result.spread().median * 1e-3));
 }
 
 }  // namespace
