@@ -229,9 +229,9 @@ class MpiGroup : public ProcessGroup {
 
   void broadcast(Tensor tensor, int root) override {
     check_root(root, "broadcast");
-    const int64_t seq = ++entered_[kControl];
     DPRUN_CHECK(tensor.device().type == DeviceType::CPU,
                 "broadcast: the tensor must be in host memory, not ", tensor.describe());
+    const int64_t seq = ++entered_[kControl];
     auto* data = static_cast<uint8_t*>(tensor.raw_data());
     size_t total = tensor.nbytes();
     constexpr size_t kPiece = size_t(1) << 30;
