@@ -109,7 +109,10 @@ class RnnGradOnednnKernel : public OpKernel {
     rnn_onednn::state_rows(spec_, s, d, const_cast<float*>(o.h0), h0, true);  // only read
     rnn_onednn::state_rows(spec_, s, d, const_cast<float*>(o.c0), c0, true);
     std::vector<float> y = zeros(T * N * H), hn = zeros(N * H), cn = zeros(N * H);
-    std::vector<char> workspace(p->workspace.get_size());
+    // The workspace (megabytes) is kept by the thread between calls: a new one each call costs
+    // its pages' first-touch faults, and the forward overwrites what the backward reads.
+    thread_local std::vector<char> workspace;
+    if (workspace.size() < p->workspace.get_size()) workspace.resize(p->workspace.get_size());
     auto wrap = onednn::wrap;
     const memory wl_user = wrap(p->wl_user, w.wl.data()), wi_user = wrap(p->wi_user, w.wi.data());
     std::unordered_map<int, memory> args = {
