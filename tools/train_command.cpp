@@ -23,6 +23,7 @@
 #include "tools/parallel_options.h"
 #include "tools/train_checkpoint.h"
 #include "tools/train_data.h"
+#include "tools/train_divergence.h"
 #include "tools/train_report.h"
 #include "tools/train_step.h"
 #include "tools/train_target.h"
@@ -38,6 +39,13 @@ double parse_double(const std::string& text, const std::string& option) {
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(v))
     throw UsageError("--" + option + " must be a number, got '" + text + "'");
+  return v;
+}
+
+/// parse_double for an option that takes no negative value (--lr, --momentum, ...).
+double parse_non_negative(const std::string& text, const std::string& option) {
+  const double v = parse_double(text, option);
+  if (v < 0) throw UsageError("--" + option + " must be a number >= 0, got '" + text + "'");
   return v;
 }
 
@@ -127,10 +135,10 @@ std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& train
   if (kind.empty()) throw UsageError("--optimizer is required (sgd, adam or adamw)");
   auto lr_text = args.get("lr");
   if (!lr_text) throw UsageError("--lr is required");
-  double lr = parse_double(*lr_text, "lr");
+  double lr = parse_non_negative(*lr_text, "lr");
   auto number = [&](const char* name, double fallback) {
     auto v = args.get(name);
-    return v ? parse_double(*v, name) : fallback;
+    return v ? parse_non_negative(*v, name) : fallback;
   };
   std::vector<bool> exempt;
   if (auto list = args.get("no-weight-decay"))
@@ -163,6 +171,8 @@ std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& train
     if (items.size() != 2) throw UsageError("--betas takes two numbers, B1,B2");
     o.beta1 = parse_double(items[0], "betas");
     o.beta2 = parse_double(items[1], "betas");
+    if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
+      throw UsageError("--betas: " + *betas + " are not two numbers in [0, 1)");
   }
   return with_exemptions(std::make_unique<Adam>(std::move(parameters), o), o.weight_decay);
 }
@@ -414,6 +424,7 @@ int train_command(int argc, char** argv, int first) {
   if (args.has("target"))
     check_target_fits(model->graph(), options.training.loss, *args.get("target"));
   data_options.target_file = args.get("target").value_or("");
+  data_options.labels = class_labels(*model, options.training.loss);
   data_options.dim = options.parallel.dim;
   data_options.batch = batch;
   data_options.shuffle = args.has("shuffle") || (args.has("epochs") && !args.has("no-shuffle"));
@@ -435,6 +446,7 @@ int train_command(int argc, char** argv, int first) {
     TrainingDataOptions val = data_options;
     val.files = input_files(args, "val-input");
     val.target_file = args.get("val-target").value_or("");
+    val.option_prefix = "val-";
     val.shuffle = false;
     if (trainer.needs_target() && val.target_file.empty())
       throw UsageError("--val-input needs --val-target for this loss");
@@ -445,24 +457,35 @@ int train_command(int argc, char** argv, int first) {
   const std::vector<std::optional<double>> group_lrs =
       parameter_group_lrs(args, trainer.parameter_names(), trainer.parameters());
   const LrSchedule lr_schedule = parse_lr_schedule_options(args);
+  const CheckpointedRun checkpointed{
+      .model = *model,
+      .parameter_names = trainer.parameter_names(),
+      .optimizer = *optimizer,
+      .scaler = trainer.grad_scaler(),
+      .seed = data_options.seed,
+      .settings = run_settings(options, *model, trainer, *optimizer, batch, accumulate,
+                               data_options.shuffle)};
   int64_t first_step = 0;
   if (checkpoint) {
-    first_step = restore_training_state(*checkpoint, model_path, *model, *optimizer,
-                                        trainer.grad_scaler(), data_options.seed);
+    first_step = restore_training_state(*checkpoint, model_path, checkpointed);
     if (first_step >= schedule.steps)
       fail("--resume: the checkpoint is at step ", first_step, "; a run of ", schedule.steps,
            " steps has none left");
     std::printf("resuming %s at step %lld\n", model_path.c_str(),
                 static_cast<long long>(first_step + 1));
   }
-  // Each save: the checkpoint to resume from (with --checkpoint-every), then the model to
-  // serve. Each file is replaced whole, so a kill between the two leaves a newer checkpoint.
+  // Each save: the model to serve, then the checkpoint to resume from (with
+  // --checkpoint-every). Each file is replaced whole, so a kill between the two leaves the
+  // checkpoint of the step before, which resumes to write both again: a checkpoint is never
+  // ahead of the model saved beside it.
   auto save_models = [&](int64_t steps_done) {
-    if (checkpoint_every)
-      save_checkpoint(checkpoint_path(*save), *model, *optimizer, trainer.grad_scaler(), steps_done,
-                      data_options.seed);
     save_inference_model(*model, *save);
+    if (checkpoint_every) save_checkpoint(checkpoint_path(*save), checkpointed, steps_done);
   };
+  if (writes) {  // what a save killed before its rename left behind
+    remove_stale_temporaries(*save);
+    if (checkpoint_every) remove_stale_temporaries(checkpoint_path(*save));
+  }
   if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
   if (dist) {
     // Before any gradient is summed: every option but the per-rank ones (devices, threads,
@@ -509,6 +532,7 @@ int train_command(int argc, char** argv, int first) {
       if (dist) throw CollectiveError(message);
       fail(message);
     }
+    check_parameters_finite(*optimizer, trainer.parameter_names(), step + 1, dist.has_value());
     seconds += elapsed;
     epoch_seconds += elapsed;
     samples += batches.rows;
@@ -532,7 +556,10 @@ int train_command(int argc, char** argv, int first) {
     ddp->check_parameters_in_sync();
     report.ranks_json = ranks_json(*dist, *ddp);
   }
-  if (writes) save_models(schedule.steps);
+  // Unless the last step's checkpoint already saved both (written again, a kill could leave a
+  // temporary file beside a finished run's).
+  if (writes && !(checkpoint_every && schedule.steps % checkpoint_every == 0))
+    save_models(schedule.steps);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
   std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,

@@ -8,9 +8,39 @@
 #include <string>
 #include <vector>
 
+#include "engine/autograd/loss.h"
+#include "engine/model.h"
 #include "engine/tensor.h"
 
 namespace dprun::cli {
+
+// Checks of the data when it is read, so that a bad value is named once, by file and row, before
+// any step runs.
+
+/// The labels a class loss (cross_entropy, nll) accepts: 0 .. classes - 1, and ignore_index.
+struct ClassLabels {
+  int64_t classes = 0;
+  std::optional<int64_t> ignore_index;
+  std::string output;  // the model output that scores them
+};
+
+/// The labels `loss` accepts on `model`: nullopt for a loss without class labels, or when the
+/// output's class dim has no fixed size (the loss's kernel then checks each batch as it runs).
+std::optional<ClassLabels> class_labels(const Model& model, const LossSpec& loss);
+
+/// Throws Error "PATH: is a directory; `option` takes a .npy file" when `path` is a folder
+/// (read_npy would say "file not found").
+void check_not_directory(const std::string& path, const std::string& option);
+
+/// Throws Error "PATH: row R holds NaN: training needs finite numbers" (or inf, -inf) for the
+/// lowest row R (index along `dim`, from 0, as numpy counts) that holds a value that is not
+/// finite. Tensors that are not floating point pass.
+void check_finite_rows(const Tensor& t, int64_t dim, const std::string& path);
+
+/// Throws Error "PATH: row R holds class C, outside [0, N) of output 'O'..." for the first
+/// target row (dim 0) with a label that is neither a class nor the ignore index. Only int64
+/// targets are checked (the loss refuses others, naming their dtype).
+void check_class_labels(const Tensor& target, const ClassLabels& labels, const std::string& path);
 
 struct TrainingDataOptions {
   std::vector<std::string> input_names;      // the model's inputs, in order
@@ -25,6 +55,12 @@ struct TrainingDataOptions {
   /// buffer per input kept from batch to batch while its shape stays the same. Unset, or a
   /// device whose backend has no such memory: each batch in new ordinary memory.
   std::optional<Device> pin_for;
+  /// With a class loss whose model output has a fixed number of classes: the labels the
+  /// target may hold (class_labels), checked when it is read.
+  std::optional<ClassLabels> labels;
+  /// How the options that name the files are called in messages: "" (--input, --target) or
+  /// "val-" (--val-input, --val-target).
+  std::string option_prefix;
   /// With `pin_for`: how many batches are in use at once (--accumulate gathers a step's
   /// batches before the first forward pass); calls to batch() take their buffers in turn.
   int64_t batches_in_use = 1;
@@ -43,7 +79,9 @@ class TrainingData {
  public:
   /// Reads every file. Throws Error naming the input when a file is missing for a model input,
   /// names an input the model does not have, or holds a different number of rows than the
-  /// first (the target's rows are along dim 0).
+  /// first (the target's rows are along dim 0); naming the file and the row when a
+  /// floating-point file holds a NaN or an infinity, or the target a label outside `labels`;
+  /// naming the path when it is a directory.
   explicit TrainingData(const TrainingDataOptions& options);
 
   int64_t rows() const { return rows_; }

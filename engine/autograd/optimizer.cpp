@@ -1,6 +1,8 @@
 #include "engine/autograd/optimizer.h"
 
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -22,6 +24,16 @@ void check_float(const Tensor& t, size_t i) {
 
 bool in_host_memory(const Tensor& t) {
   return t.device().type == DeviceType::CPU;
+}
+
+// Whether any of the n values at `v` is a NaN or an infinity: an all-ones exponent, tested on
+// the bits so that the loop has no branch and vectorizes (a pass at memory speed).
+template <class T, class Bits>
+bool any_non_finite(const T* v, int64_t n) {
+  constexpr Bits exponent = std::bit_cast<Bits>(std::numeric_limits<T>::infinity());
+  Bits found = 0;
+  for (int64_t k = 0; k < n; ++k) found |= (std::bit_cast<Bits>(v[k]) & exponent) == exponent;
+  return found != 0;
 }
 
 std::vector<Tensor> zeros_like_all(const std::vector<Tensor>& params) {
@@ -53,6 +65,8 @@ void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Dev
                 "optimizer: gradient ", i, " is ", gradients[i].describe(),
                 " but its parameter is ", parameters_[i].describe());
   ++steps_;
+  first_non_finite_ = kNone;
+  device_checks_pending_ = false;
   // Each gradient where its parameter's update reads it: host memory (any CPU device), or the
   // parameter's GPU.
   std::vector<Tensor> local;
@@ -68,8 +82,50 @@ void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Dev
   run_in_parts(workers, total_elements_, kMinParallelElements, [&](int64_t begin, int64_t end) {
     for_each_piece(counts_, begin, end, [&](size_t i, int64_t first, int64_t last) {
       update(i, nullptr, parameters_[i], local[i], first, last);
+      check_finite_range(i, first, last);
     });
   });
+}
+
+std::optional<size_t> Optimizer::non_finite_parameter() const {
+  if (device_checks_pending_) {  // the devices' values, synchronized when the step returned
+    for (const auto& [memory, check] : device_checks_) {
+      const Tensor host = check.max_abs.to(Device::cpu());
+      for (size_t k = 0; k < check.indices.size(); ++k)
+        if (!std::isfinite(host.data<double>()[k]) && check.indices[k] < first_non_finite_)
+          first_non_finite_ = check.indices[k];
+    }
+    device_checks_pending_ = false;
+  }
+  const size_t i = first_non_finite_.load();
+  if (i == kNone) return std::nullopt;
+  return i;
+}
+
+void Optimizer::check_finite_range(size_t i, int64_t begin, int64_t end) {
+  const Tensor& p = parameters_[i];
+  const bool bad = p.dtype() == DType::Float64
+                       ? any_non_finite<double, uint64_t>(p.data<double>() + begin, end - begin)
+                       : any_non_finite<float, uint32_t>(p.data<float>() + begin, end - begin);
+  if (!bad) return;
+  size_t seen = first_non_finite_.load();
+  while (i < seen && !first_non_finite_.compare_exchange_weak(seen, i)) {
+  }
+}
+
+void Optimizer::check_finite_on_device(Device memory, ExecutionContext* execution,
+                                       const std::vector<size_t>& indices) {
+  DeviceCheck& check = device_checks_[memory];
+  const auto n = static_cast<int64_t>(indices.size());
+  if (!check.max_abs.defined() || check.max_abs.numel() != n)
+    check.max_abs = Tensor::empty({n}, DType::Float64, memory);
+  check.indices = indices;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const Tensor& p = parameters_[indices[k]];
+    norm_kernels_.get(memory.type, p.dtype())
+        .norm(execution, p, true, check.max_abs, static_cast<int64_t>(k));
+  }
+  device_checks_pending_ = true;
 }
 
 void Optimizer::update_on_devices(const std::vector<Tensor>& gradients) {
@@ -80,6 +136,7 @@ void Optimizer::update_on_devices(const std::vector<Tensor>& gradients) {
     if (memory.type == DeviceType::CPU) return;  // the host loops update these
     for (size_t i : indices)
       update(i, execution, parameters_[i], gradients[i], 0, parameters_[i].numel());
+    check_finite_on_device(memory, execution, indices);
   });
 }
 
@@ -94,6 +151,7 @@ void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, in
   DPRUN_CHECK(0 <= begin && begin <= end && end <= counts_[i], "optimizer: range [", begin, ", ",
               end, ") of parameter ", i, " with ", counts_[i], " elements");
   update(i, nullptr, parameters_[i], gradient, begin, end);
+  check_finite_range(i, begin, end);
 }
 
 void Optimizer::exempt_from_weight_decay(const std::vector<bool>& exempt) {

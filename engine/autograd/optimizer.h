@@ -8,6 +8,7 @@
 // Parameters are updated in place, on the device that holds them: on CPU devices by host loops,
 // on GPUs by kernels queued on the device (the update kernels of optimizer_update.h, one element
 // update shared by both). Every update kernel an optimizer needs is looked up when it is made.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -42,7 +43,11 @@ class Optimizer {
   /// elements [begin, end) of parameter i, in host memory (CPU devices), from a host-memory
   /// gradient. One step's ranges must cover every parameter once; disjoint ranges may be
   /// updated concurrently.
-  void begin_step() { ++steps_; }
+  void begin_step() {
+    ++steps_;
+    first_non_finite_ = kNone;
+    device_checks_pending_ = false;
+  }
   void update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end);
   const std::vector<Tensor>& parameters() const { return parameters_; }
   /// Steps taken so far.
@@ -61,6 +66,17 @@ class Optimizer {
   /// or an lr is negative or not finite.
   void set_parameter_lrs(std::vector<std::optional<double>> lrs);
   const std::vector<std::optional<double>>& parameter_lrs() const { return parameter_lrs_; }
+  /// Which parameters exempt_from_weight_decay() exempts; empty when none is.
+  const std::vector<bool>& decay_exemptions() const { return decay_exempt_; }
+
+  /// After a step (step(), or begin_step() and its update_range() calls): the index of the
+  /// first parameter, in parameters() order, that holds a NaN or an infinity after the update;
+  /// nullopt when every updated element is finite (and before the first step). Each range is
+  /// checked right after its update, while its elements are still in cache (parameters on a
+  /// GPU by one read of each on the device after the step), so a run can stop before it saves
+  /// a model that diverged. Only the updated parameters count: a step the loss scaler skips
+  /// changes nothing.
+  std::optional<size_t> non_finite_parameter() const;
 
   /// The optimizer's state, as PyTorch's optimizer.state_dict() holds it: the steps taken and
   /// the per-parameter buffers by name ("momentum_buffer.<i>", "exp_avg.<i>",
@@ -105,6 +121,13 @@ class Optimizer {
  private:
   /// Updates the parameters that live on GPUs (not in host memory), device by device.
   void update_on_devices(const std::vector<Tensor>& gradients);
+  /// Records parameter i as not finite when one of its host elements [begin, end) is not.
+  void check_finite_range(size_t i, int64_t begin, int64_t end);
+  /// Queues, on `execution` after the updates of the parameters `indices` in `memory` (an
+  /// accelerator), the largest absolute value of each (NaN when one is NaN), read back only
+  /// when non_finite_parameter() is asked: a training step's traffic stays its loss.
+  void check_finite_on_device(Device memory, ExecutionContext* execution,
+                              const std::vector<size_t>& indices);
 
   std::vector<Tensor> parameters_;
   std::vector<int64_t> counts_;     // elements of each parameter in host memory; 0 for the others
@@ -113,6 +136,19 @@ class Optimizer {
   std::vector<bool> decay_exempt_;  // empty: every parameter decays
   std::vector<std::optional<double>> parameter_lrs_;  // empty: every parameter takes lr()
   int64_t steps_ = 0;
+  // The lowest index of a parameter found not finite this step; kNone when none is. Ranges
+  // of one step are checked concurrently.
+  static constexpr size_t kNone = SIZE_MAX;
+  mutable std::atomic<size_t> first_non_finite_{kNone};
+  // By accelerator: each checked parameter's largest absolute value after the last step, on
+  // the device (kept from step to step), and the parameters' indices.
+  struct DeviceCheck {
+    Tensor max_abs;
+    std::vector<size_t> indices;
+  };
+  mutable std::map<Device, DeviceCheck> device_checks_;
+  mutable bool device_checks_pending_ = false;
+  UpdateKernelCache<GradientNormKernel> norm_kernels_{kGradientNormOp};
 };
 
 /// torch.optim.SGD: the momentum buffer starts as the first gradient.
@@ -123,6 +159,7 @@ class Sgd final : public Optimizer {
   Sgd(std::vector<Tensor> parameters, SgdOptions options);
   double lr() const override { return options_.lr; }
   void set_lr(double lr) override { options_.lr = lr; }
+  const SgdOptions& options() const { return options_; }
 
  private:
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
@@ -141,6 +178,7 @@ class Adam final : public Optimizer {
   Adam(std::vector<Tensor> parameters, AdamOptions options);
   double lr() const override { return options_.lr; }
   void set_lr(double lr) override { options_.lr = lr; }
+  const AdamOptions& options() const { return options_; }
 
  private:
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,

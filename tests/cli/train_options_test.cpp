@@ -267,15 +267,13 @@ TEST(TrainOptions, AResumedRunEndsAsTheUninterruptedOne) {
     save_graph(*damaged, {}, cut);
   }
   expect_refused(cut, " --steps 16 --resume",
-                 cut +
-                     ": its parameters do not match its state's checksum: the checkpoint is "
-                     "damaged");
+                 cut + ": its contents do not match its checksum: the checkpoint is damaged");
   expect_refused(checkpoint, " --steps 7 --resume",
                  "--resume: the checkpoint is at step 7; a run of 7 steps has none left");
   expect_refused(checkpoint, " --steps 16 --resume",
                  checkpoint +
-                     ": optimizer: the state has 'exp_avg.0', which this optimizer does not "
-                     "keep",
+                     ": was trained with --optimizer adam; resume with the same --optimizer "
+                     "(got sgd)",
                  "sgd --momentum 0.9");
   fs::remove_all(dir);
 }
