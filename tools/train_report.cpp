@@ -58,7 +58,7 @@ void Progress::update(int64_t step, double loss, double samples_per_s) {
     std::fflush(stdout);
     return;
   }
-  if (step != total_ && bar_shown_ && since < 1.0 / options_.redraws_per_second) return;
+  if (step != total_ && since < 1.0 / options_.redraws_per_second) return;
   last_shown_ = now;
   draw_bar(step, loss, samples_per_s);
 }

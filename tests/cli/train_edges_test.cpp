@@ -3,6 +3,7 @@
 // says its loss is the last batch's.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -49,10 +50,12 @@ class TrainEdges : public ::testing::Test {
     write_npy(random_floats({12, 3}, 6), (dir_ / "y.npy").string());
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string train(const std::string& extra) const {
+  // A train command on the fixture's data, with `extra` options after `rows` (batch, devices).
+  std::string train(const std::string& extra,
+                    const std::string& rows = "--batch 4 --devices cpu:0,cpu:1") const {
     return "train " + (dir_ / "model.onnx").string() + " --input x=" + (dir_ / "x.npy").string() +
-           " --target " + target() + " --loss mse --optimizer sgd --lr 0.01 --batch 4 " +
-           "--devices cpu:0,cpu:1 --save " + (dir_ / "out.onnx").string() + " " + extra;
+           " --target " + target() + " --loss mse --optimizer sgd --lr 0.01 " + rows + " --save " +
+           (dir_ / "out.onnx").string() + " " + extra;
   }
   std::string target() const { return (dir_ / "y.npy").string(); }
   fs::path dir_;
@@ -88,6 +91,30 @@ TEST_F(TrainEdges, LogEveryPrintsAProgressLineEveryNStepsWithoutATerminal) {
   EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
   expect_usage_error(run_dprun(train("--output logits --steps 4 --log-every 0")),
                      "--log-every must be between 1 and 1099511627776, got 0");
+}
+
+TEST_F(TrainEdges, OnATerminalTheBarIsRedrawnAtMostFiveTimesASecond) {
+  // `script` gives the command a terminal; 2000 steps of one row take about a second or two,
+  // a redraw per step would draw 2000 bars.
+  const std::string command = std::string(DPRUN_BINARY) + " " +
+                              train("--output logits --steps 2000", "--batch 1 --devices cpu:0");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_shell("script -qec '" + command + "' /dev/null");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.status, 0) << r.output;
+  size_t bars = 0;
+  for (size_t at = r.output.find("] step "); at != std::string::npos;
+       at = r.output.find("] step ", at + 1))
+    ++bars;
+  EXPECT_GE(bars, 1u) << r.output;
+  EXPECT_LE(static_cast<double>(bars), 5 * seconds + 2) << seconds << " s\n" << r.output;
+  EXPECT_NE(r.output.find("] step 2000/2000 "), std::string::npos) << r.output;  // the last
+}
+
+TEST_F(TrainEdges, AWrongInputNameListsTheModelsInputs) {
+  expect_usage_error(run_dprun(train("--output logits --steps 1 --input z=" + target())),
+                     "--input names 'z', which is not an input of the model (its inputs: x)");
 }
 
 TEST_F(TrainEdges, TheSummaryNamesItsLossTheLastBatchs) {
