@@ -30,13 +30,13 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install
 
 instrumented=("$root"/loader/*.cpp)
 if [ "$target" = checkpoint ]; then
-  instrumented+=("$root"/tools/train_checkpoint.cpp "$root"/tools/format.cpp)
+  instrumented+=("$root"/tools/train_checkpoint.cpp)
 fi
 out="$root/build-fuzz"
 mkdir -p "$out" "$out/$target-new"
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize=vptr -fno-sanitize-recover=undefined -fopenmp -DONNX_ML=1
-       -DONNX_NAMESPACE=onnx -I"$root")
+       -DONNX_NAMESPACE=onnx -DDPRUN_SOURCE_DIR="\"$root\"" -I"$root")
 echo "fuzz.sh: building $out/fuzz_$target" >&2
 clang++ "${flags[@]}" "$source" "${instrumented[@]}" -o "$out/fuzz_$target" \
   -L"$root/build" -Wl,-rpath,"$root/build" -ldprun -lonnx -lonnx_proto -lprotobuf
