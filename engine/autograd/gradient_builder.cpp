@@ -1,12 +1,12 @@
 #include "engine/autograd/gradient_builder.h"
 
 #include <algorithm>
-#include <set>
 
 #include "engine/autograd/shape_propagation.h"
 #include "engine/constant_value.h"
 #include "engine/half.h"
 #include "engine/model.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 
@@ -109,55 +109,15 @@ class GradientBuilder {
     return result;
   }
 
-  /// The element type of output `index` of `node` by its op's type rule: a fixed type, an
-  /// attribute, or the type of the input that carries the values (the first one by default).
-  /// nullopt where it cannot be told, so the value is assumed differentiable.
+  /// The element type of output `index` of `node` by its op's type rule (OpFacts: a fixed
+  /// type, an attribute, or the type of the input that carries the values, the first one by
+  /// default). nullopt where it cannot be told, so the value is assumed differentiable.
   std::optional<DType> output_dtype(const Node& node, size_t index, int depth) const {
-    static const std::set<std::string> subgraph_ops = {"If", "Loop", "Scan"};
-    static const std::map<std::string, size_t> value_input = {
-        {"Where", 1}, {"CastLike", 1}, {"OneHot", 2}, {"DequantizeLinear", 1}};
-    const std::string& op = node.op_type;
-    if (auto fixed = fixed_dtype(node, index)) return fixed;
-    if (op == "QuantizeLinear" && (node.inputs.size() < 3 || node.inputs[2].empty()))
-      return DType::UInt8;
-    if (op == "QuantizeLinear") return try_dtype(node.inputs[2], depth + 1);
-    if (op == "LayerNormalization" && index > 0) {
-      // Mean and InvStdDev: float32 (float64 for float64 inputs, as the kernel keeps them).
-      auto x = node.inputs.empty() ? std::nullopt : try_dtype(node.inputs[0], depth + 1);
-      return x == DType::Float64 ? DType::Float64 : DType::Float32;
-    }
-    if (subgraph_ops.count(op)) return std::nullopt;
-    size_t from = 0;
-    if (auto it = value_input.find(op); it != value_input.end()) from = it->second;
-    for (size_t i = from; i < node.inputs.size(); ++i)
-      if (!node.inputs[i].empty()) return try_dtype(node.inputs[i], depth + 1);
-    return std::nullopt;
-  }
-
-  /// Output types that do not depend on the inputs' types.
-  static std::optional<DType> fixed_dtype(const Node& node, size_t index) {
-    static const std::set<std::string> int64_ops = {"Shape",  "Size",   "NonZero",
-                                                    "ArgMax", "ArgMin", "NonMaxSuppression"};
-    // Ops whose outputs after the first are int64 indices.
-    static const std::set<std::string> int64_tail_ops = {"TopK", "MaxPool", "Unique"};
-    static const std::set<std::string> bool_ops = {
-        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
-        "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
-    static const std::set<std::string> dtype_attr_ops = {
-        "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-        "EyeLike",      "Bernoulli",     "Multinomial"};
-    const std::string& op = node.op_type;
-    if (op == "Cast") return static_cast<DType>(node.attr_int("to"));
-    if (int64_ops.count(op) || (index > 0 && int64_tail_ops.count(op))) return DType::Int64;
-    if (bool_ops.count(op) || (op == "Dropout" && index == 1)) return DType::Bool;
-    if (op == "MatMulInteger" || op == "ConvInteger") return DType::Int32;
-    if (op == "Constant" && node.has_attr("value")) return node.attr_tensor("value").dtype();
-    if (op == "ConstantOfShape")
-      return node.has_attr("value") ? node.attr_tensor("value").dtype() : DType::Float32;
-    if (dtype_attr_ops.count(op) && node.has_attr("dtype"))
-      return static_cast<DType>(node.attr_int("dtype"));
-    if (op == "Multinomial") return DType::Int32;  // its default dtype
-    return std::nullopt;
+    const InputDType input_dtype = [&](size_t i) -> std::optional<DType> {
+      if (i >= node.inputs.size() || node.inputs[i].empty()) return std::nullopt;
+      return try_dtype(node.inputs[i], depth + 1);
+    };
+    return op_facts(node).output_dtype(node, index, input_dtype);
   }
 
   std::optional<Tensor> constant_value(const std::string& value) const {
@@ -190,10 +150,7 @@ class GradientBuilder {
   }
 
   std::optional<Tensor> fold(const Node& node, const std::string& value, int depth) const {
-    static const std::set<std::string> random_ops = {
-        "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-        "Bernoulli",    "Multinomial",   "Dropout"};
-    if (random_ops.count(node.op_type) || holds_subgraph(node)) return std::nullopt;
+    if (op_facts(node).random || holds_subgraph(node)) return std::nullopt;
     if (node.op_type == "Shape") return static_shape_of(node, depth);
     Graph g;
     g.opset_imports = graph_.opset_imports;

@@ -8,38 +8,30 @@
 
 #include "engine/error.h"
 #include "engine/half_tensors.h"
+#include "engine/op_facts.h"
 #include "engine/rewrites/widen_nodes.h"
 
 namespace dprun {
 
 const std::set<std::string>& float32_ops() {
-  // Float-only inputs in their schemas (Resize's and Upsample's scales, the quantizers'
-  // scales before opset 19); positions, counts and random draws that 16 bits would corrupt
-  // (integers above 2048 are not all float16 values).
-  static const std::set<std::string> ops = {"Resize",
-                                            "Upsample",
-                                            "Range",
-                                            "CumSum",
-                                            "TopK",
-                                            "NonMaxSuppression",
-                                            "RoiAlign",
-                                            "QuantizeLinear",
-                                            "DequantizeLinear",
-                                            "DynamicQuantizeLinear",
-                                            "RandomNormal",
-                                            "RandomNormalLike",
-                                            "RandomUniform",
-                                            "RandomUniformLike",
-                                            "Bernoulli"};
+  // Read once, after static initialisation has registered every op's facts.
+  static const std::set<std::string> ops = [] {
+    std::set<std::string> names;
+    for (const OpFacts* facts : OpFactsRegistry::instance().definitions())
+      if (facts->domain.empty() && facts->float32_only) names.insert(facts->op_type);
+    return names;
+  }();
   return ops;
 }
 
 namespace {
 
-/// Whether `node` stays in float32: one of float32_ops() or of `too`.
+/// Whether `node` stays in float32: an ai.onnx op registered float32_only (OpFacts, with the
+/// reasons at the registrations: float-only inputs in the schemas, positions, counts and random
+/// draws that 16 bits would corrupt) or one of `too`.
 bool is_float32_op(const Node& node, const std::set<std::string>& too) {
   return canonical_domain(node.domain).empty() &&
-         (float32_ops().count(node.op_type) || too.count(node.op_type));
+         (op_facts(node).float32_only || too.count(node.op_type));
 }
 
 /// `t`, a float32 tensor, rounded to `dtype` on the host.

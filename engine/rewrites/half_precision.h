@@ -39,7 +39,8 @@ struct HalfPrecisionOptions {
 /// node holds a subgraph (control flow is not converted) or is a Gradient.
 std::shared_ptr<Graph> to_half_precision(const Graph& graph, const HalfPrecisionOptions& options);
 
-/// The ai.onnx ops that to_half_precision keeps in float32.
+/// The ai.onnx ops that to_half_precision keeps in float32: those registered float32_only
+/// (engine/op_facts.h; the reasons are at the registrations beside their CPU kernels).
 const std::set<std::string>& float32_ops();
 
 }  // namespace dprun

@@ -1,5 +1,6 @@
 // Activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, Tanh, HardSigmoid, HardSwish,
 // Softplus, Softsign, ThresholdedRelu, Mish, Gelu, Shrink (unary) and PRelu (binary).
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/prelu.h"
 #include "ops/math/binary_functors.h"
@@ -77,3 +78,44 @@ DPRUN_REGISTER_KERNEL({.op_type = "PRelu", .since = 1, .factory = make_kernel<PR
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Celu", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Elu",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Gelu", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "HardSigmoid",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "HardSwish",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LeakyRelu",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Mish", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "PRelu", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Relu",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Selu",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Shrink", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sigmoid",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Softplus",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Softsign", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Tanh",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ThresholdedRelu", .shape = ShapeKind::SameAsInput0});
+
+}  // namespace
+}  // namespace dprun

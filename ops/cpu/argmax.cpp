@@ -1,5 +1,6 @@
 // ArgMax, ArgMin: int64 index of the first (or, with select_last_index, last) extreme value
 // along `axis`.
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_axes.h"
 
 namespace dprun {
@@ -66,6 +67,19 @@ class ArgKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "ArgMax", .since = 1, .factory = make_kernel<ArgKernel<true>>});
 DPRUN_REGISTER_KERNEL({.op_type = "ArgMin", .since = 1, .factory = make_kernel<ArgKernel<false>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "ArgMax",
+                         .dtype = OutputDTypeRule::fixed(DType::Int64),
+                         .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ArgMin",
+                         .dtype = OutputDTypeRule::fixed(DType::Int64),
+                         .shape = ShapeKind::Reduce});
 
 }  // namespace
 }  // namespace dprun

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cpu/reduce_common.h"
 
@@ -122,6 +123,14 @@ class BatchNormKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",
                        .since = 1,
                        .factory = make_kernel<BatchNormKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "BatchNormalization", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,6 @@
 // Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, BitShift,
 // BitwiseAnd/Or/Xor. Before opset 7, Add/Sub/Mul/Div/Pow use the broadcast/axis attributes.
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/binary_functors.h"
 
@@ -97,3 +98,28 @@ DPRUN_REGISTER_KERNEL({.op_type = "BitwiseXor",
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Add",
+                         .shape = ShapeKind::Broadcast,
+                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "BitShift", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseAnd"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseOr"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseXor"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Div",
+                         .shape = ShapeKind::Broadcast,
+                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Mod", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Mul",
+                         .shape = ShapeKind::Broadcast,
+                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Pow", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sub",
+                         .shape = ShapeKind::Broadcast,
+                         .layout = LayoutKind::Binary});
+
+}  // namespace
+}  // namespace dprun

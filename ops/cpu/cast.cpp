@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/constant_casts.h"
 #include "ops/cpu/elementwise.h"
 
@@ -93,3 +94,22 @@ DPRUN_REGISTER_KERNEL({.op_type = "CastLike", .since = 15, .factory = make_kerne
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// The `to` attribute.
+std::optional<DType> cast_dtype(const Node& node, size_t, const InputDType&) {
+  return static_cast<DType>(node.attr_int("to"));
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Cast",
+                         .dtype_function = cast_dtype,
+                         .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "CastLike",
+                         .dtype = OutputDTypeRule::same_as_input(1),
+                         .shape = ShapeKind::SameAsInput0});
+
+}  // namespace
+}  // namespace dprun

@@ -2,6 +2,7 @@
 // integer types from 12). When min > max every element becomes max.
 #include "ops/cpu/clip.h"
 
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/clip.h"
 
@@ -53,3 +54,13 @@ DPRUN_REGISTER_KERNEL({.op_type = "Clip", .since = 1, .factory = make_kernel<Cli
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Clip",
+                         .shape = ShapeKind::SameAsInput0,
+                         .layout = LayoutKind::Unary});
+
+}  // namespace
+}  // namespace dprun

@@ -1,5 +1,6 @@
 // Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) and logical And, Or, Xor:
 // broadcasting binary ops with a bool result. Before opset 7 they use broadcast/axis.
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/binary_functors.h"
 
@@ -36,3 +37,34 @@ DPRUN_REGISTER_KERNEL({.op_type = "Xor",
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "And",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Equal",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Greater",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GreaterOrEqual",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Less",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LessOrEqual",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Or",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Xor",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::Broadcast});
+
+}  // namespace
+}  // namespace dprun

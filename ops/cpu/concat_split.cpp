@@ -1,6 +1,8 @@
 // Concat and Split along one axis: each is a sequence of contiguous block copies per outer
 // index, independent of the dtype.
 #include "ops/cpu/concat_split.h"
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -77,6 +79,45 @@ class SplitKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "Concat", .since = 1, .factory = make_kernel<ConcatKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Split", .since = 1, .factory = make_kernel<SplitKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// The first known input's shape with the sum of the inputs' sizes on `axis` (unknown unless
+// every one is known).
+std::optional<SymbolicShape> concat_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  std::optional<SymbolicShape> first;
+  bool all_known = true;
+  int64_t total = 0;
+  std::optional<size_t> axis;
+  for (size_t i = 0; i < q.node.inputs.size(); ++i) {
+    auto s = q.input(i);
+    if (!s) {
+      all_known = false;
+      continue;
+    }
+    auto a = axis_in(q.node.attr_int("axis", 0), static_cast<int64_t>(s->size()));
+    if (!a) return std::nullopt;
+    axis = static_cast<size_t>(*a);
+    if (!first) first = s;
+    const Dim& d = (*s)[*axis];
+    if (d.is_known())
+      total += d.value;
+    else
+      all_known = false;
+  }
+  if (!first) return std::nullopt;
+  (*first)[*axis] = all_known ? Dim::known(total) : Dim{};
+  return first;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Concat", .shape_rule = concat_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Split"});
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,7 @@
 // Constant, ConstantOfShape and EyeLike: outputs built from attributes and shapes.
+#include "engine/autograd/shape_rules.h"
 #include "engine/constant_value.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/shape_ops.h"
 
 namespace dprun {
@@ -72,6 +74,46 @@ DPRUN_REGISTER_KERNEL({.op_type = "ConstantOfShape",
                        .since = 9,
                        .factory = make_kernel<ConstantOfShapeKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "EyeLike", .since = 9, .factory = make_kernel<EyeLikeKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+std::optional<SymbolicShape> constant_shape(const ShapeQuery& q) {
+  if (q.output != 0 || !q.node.has_attr("value")) return std::nullopt;
+  return from_dims(q.node.attr_tensor("value").shape());
+}
+
+// Its input holds the output's dims; its length is the output's rank.
+std::optional<SymbolicShape> constant_of_shape_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  if (auto c = q.constant(0)) return dims_in(*c);
+  auto length = q.length_of(0);
+  if (!length) return std::nullopt;
+  return unknown_dims(static_cast<size_t>(*length));
+}
+
+// The type of the `value` tensor (other value_* attributes: unknown).
+std::optional<DType> constant_dtype(const Node& node, size_t, const InputDType& input_dtype) {
+  if (node.has_attr("value")) return node.attr_tensor("value").dtype();
+  return first_present_input_dtype(node, 0, input_dtype);
+}
+
+// The type of the `value` tensor; float32 (the schema's default value, 0.0f) without one.
+std::optional<DType> constant_of_shape_dtype(const Node& node, size_t, const InputDType&) {
+  return node.has_attr("value") ? node.attr_tensor("value").dtype() : DType::Float32;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Constant",
+                         .dtype_function = constant_dtype,
+                         .shape_rule = constant_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ConstantOfShape",
+                         .dtype_function = constant_of_shape_dtype,
+                         .shape_rule = constant_of_shape_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "EyeLike", .dtype = OutputDTypeRule::from_attribute("dtype")});
 
 }  // namespace
 }  // namespace dprun

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/executor.h"
+#include "engine/op_facts.h"
 #include "engine/plan.h"
 
 namespace dprun {
@@ -360,6 +361,16 @@ class ScanKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "If", .since = 1, .factory = make_kernel<IfKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Loop", .since = 1, .factory = make_kernel<LoopKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Scan", .since = 8, .factory = make_kernel<ScanKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "If", .dtype = OutputDTypeRule::unknown()});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Loop", .dtype = OutputDTypeRule::unknown()});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Scan", .dtype = OutputDTypeRule::unknown()});
 
 }  // namespace
 }  // namespace dprun

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
@@ -164,6 +165,17 @@ DPRUN_REGISTER_KERNEL({.op_type = "ConvInteger",
                        .since = 10,
                        .dtypes = {DType::UInt8, DType::Int8},
                        .factory = make_kernel<ConvIntegerKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Conv", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ConvInteger",
+                         .dtype = OutputDTypeRule::fixed(DType::Int32),
+                         .shape = ShapeKind::Windowed});
 
 }  // namespace
 }  // namespace dprun

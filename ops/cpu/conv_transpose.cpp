@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
@@ -95,6 +96,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
                        .since = 1,
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<ConvTransposeKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "ConvTranspose", .shape = ShapeKind::Windowed});
 
 }  // namespace
 }  // namespace dprun

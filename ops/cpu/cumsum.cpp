@@ -1,5 +1,6 @@
 // CumSum: running sum along the axis given by the second input, optionally exclusive (each
 // output excludes its own element) and/or reverse (summing from the end).
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -72,6 +73,18 @@ class CumSumKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "CumSum", .since = 11, .factory = make_kernel<CumSumKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: running sums of counts and positions: integers above 2048 are not all float16
+// values.
+DPRUN_REGISTER_OP_FACTS({.op_type = "CumSum",
+                         .shape = ShapeKind::SameAsInput0,
+                         .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,5 @@
 // DepthToSpace and SpaceToDepth: a reshape, a 6-D permutation and a reshape back.
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -65,6 +66,15 @@ DPRUN_REGISTER_KERNEL({.op_type = "DepthToSpace",
 DPRUN_REGISTER_KERNEL({.op_type = "SpaceToDepth",
                        .since = 1,
                        .factory = make_kernel<SpaceToDepthKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "DepthToSpace", .shape = ShapeKind::SameRank});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SpaceToDepth", .shape = ShapeKind::SameRank});
 
 }  // namespace
 }  // namespace dprun

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -66,6 +67,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "Det",
                        .since = 11,
                        .dtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16},
                        .factory = make_kernel<DetKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Det"});
 
 }  // namespace
 }  // namespace dprun

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -251,6 +252,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "MelWeightMatrix",
                        .since = 17,
                        .dtypes = {DType::Int32, DType::Int64},
                        .factory = make_kernel<MelWeightMatrixKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "DFT"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "MelWeightMatrix"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "STFT"});
 
 }  // namespace
 }  // namespace dprun

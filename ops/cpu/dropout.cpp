@@ -6,6 +6,8 @@
 // node (RunOptions::random_seed: `dprun train --seed`), or from a fresh random seed.
 #include <random>
 
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -108,6 +110,24 @@ class DropoutKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Dropout", .since = 1, .factory = make_kernel<DropoutKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// The output and the mask both have the input's shape.
+std::optional<SymbolicShape> dropout_shape(const ShapeQuery& q) {
+  return q.output <= 1 ? q.input(0) : std::nullopt;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Dropout",
+                         .dtype = OutputDTypeRule::fixed_after_first(DType::Bool),
+                         .shape_rule = dropout_shape,
+                         .layout = LayoutKind::Unary,
+                         .random = true});
 
 }  // namespace
 }  // namespace dprun

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -213,6 +214,14 @@ class EinsumKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Einsum", .since = 12, .factory = make_kernel<EinsumKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Einsum"});
 
 }  // namespace
 }  // namespace dprun

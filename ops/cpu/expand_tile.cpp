@@ -2,6 +2,11 @@
 // (the views come from ops/cpu/expand_tile.h).
 #include "ops/cpu/expand_tile.h"
 
+#include <algorithm>
+
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
+
 namespace dprun {
 namespace {
 
@@ -11,6 +16,31 @@ DPRUN_REGISTER_KERNEL({.op_type = "Expand",
 DPRUN_REGISTER_KERNEL({.op_type = "Tile",
                        .since = 1,
                        .factory = make_kernel<ViewCopyKernel<TileParams, cpu_view_copy>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// Input 0 broadcast with the target shape where it is a constant; else its rank.
+std::optional<SymbolicShape> expand_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  auto x = q.input(0);
+  if (!x) return std::nullopt;
+  if (auto c = q.constant(1)) {
+    SymbolicShape target = dims_in(*c);
+    if (auto out = broadcast_symbolic(*x, target)) return out;
+    return unknown_dims(std::max(x->size(), target.size()));
+  }
+  auto length = q.length_of(1);
+  if (!length) return std::nullopt;
+  return unknown_dims(std::max(x->size(), static_cast<size_t>(*length)));
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Expand", .shape_rule = expand_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Tile", .shape = ShapeKind::SameRank});
 
 }  // namespace
 }  // namespace dprun

@@ -1,6 +1,8 @@
 // Gather, GatherElements, GatherND. Indices are validated (negatives count from the end)
 // before any data moves; rows are copied by element size so every dtype shares one path.
 #include "ops/cpu/gather.h"
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -150,6 +152,32 @@ DPRUN_REGISTER_KERNEL({.op_type = "GatherElements",
                        .since = 11,
                        .factory = make_kernel<GatherElementsKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "GatherND", .since = 11, .factory = make_kernel<GatherNDKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// data's dims with the one at `axis` replaced by the indices' dims.
+std::optional<SymbolicShape> gather_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  auto data = q.input(0);
+  auto indices = q.input(1);
+  if (auto c = q.constant(1)) indices = from_dims(c->shape());
+  if (!data || !indices) return std::nullopt;
+  auto axis = axis_in(q.node.attr_int("axis", 0), static_cast<int64_t>(data->size()));
+  if (!axis) return std::nullopt;
+  SymbolicShape out(data->begin(), data->begin() + *axis);
+  out.insert(out.end(), indices->begin(), indices->end());
+  out.insert(out.end(), data->begin() + *axis + 1, data->end());
+  return out;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Gather", .shape_rule = gather_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GatherElements"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GatherND"});
 
 }  // namespace
 }  // namespace dprun

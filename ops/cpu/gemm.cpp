@@ -1,7 +1,9 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N] (the reference kernel).
 #include <vector>
 
+#include "engine/autograd/shape_rules.h"
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/gemm_util.h"
 
 namespace dprun {
@@ -66,6 +68,26 @@ const std::vector<DType> kGemmTypes = {DType::Float32, DType::Float64, DType::In
 
 DPRUN_REGISTER_KERNEL(
     {.op_type = "Gemm", .since = 1, .dtypes = kGemmTypes, .factory = make_kernel<GemmKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// [M, N]: M from A, N from B, each as transA/transB read them.
+std::optional<SymbolicShape> gemm_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  auto a = q.input(0), b = q.input(1);
+  if (auto c = q.constant(1)) b = from_dims(c->shape());
+  SymbolicShape out = unknown_dims(2);
+  if (a && a->size() == 2) out[0] = (*a)[q.node.attr_int("transA", 0) != 0 ? 1 : 0];
+  if (b && b->size() == 2) out[1] = (*b)[q.node.attr_int("transB", 0) != 0 ? 0 : 1];
+  return out;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Gemm", .shape_rule = gemm_shape});
 
 }  // namespace
 }  // namespace dprun

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -170,6 +171,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "GridSample",
                        .since = 16,
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<GridSampleKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "GridSample"});
 
 }  // namespace
 }  // namespace dprun

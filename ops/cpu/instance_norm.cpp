@@ -5,6 +5,7 @@
 // either size is accepted in every opset.
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -114,6 +115,15 @@ DPRUN_REGISTER_KERNEL({.op_type = "InstanceNormalization",
 DPRUN_REGISTER_KERNEL({.op_type = "GroupNormalization",
                        .since = 18,
                        .factory = make_kernel<GroupNormKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "GroupNormalization", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "InstanceNormalization", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/half.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/layer_norm_util.h"
 
@@ -101,6 +102,26 @@ class LayerNormKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "LayerNormalization",
                        .since = 1,
                        .factory = make_kernel<LayerNormKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// Y has X's type; Mean and InvStdDev are float32 (float64 for float64 inputs, as the kernel
+// keeps them).
+std::optional<DType> layer_norm_dtype(const Node& node, size_t output,
+                                      const InputDType& input_dtype) {
+  if (output == 0) return first_present_input_dtype(node, 0, input_dtype);
+  auto x = node.inputs.empty() ? std::nullopt : input_dtype(0);
+  return x == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "LayerNormalization",
+                         .dtype_function = layer_norm_dtype,
+                         .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

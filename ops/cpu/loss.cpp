@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/loss_attributes.h"
 #include "ops/cpu/reduce_common.h"
 
@@ -145,6 +146,15 @@ DPRUN_REGISTER_KERNEL({.op_type = "SoftmaxCrossEntropyLoss",
                        .since = 12,
                        .dtypes = kLossTypes,
                        .factory = make_kernel<SoftmaxCrossEntropyKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "NegativeLogLikelihoodLoss"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SoftmaxCrossEntropyLoss"});
 
 }  // namespace
 }  // namespace dprun

@@ -2,6 +2,7 @@
 // gives zeros instead of NaN.
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -55,6 +56,14 @@ class LpNormKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "LpNormalization",
                        .since = 1,
                        .factory = make_kernel<LpNormKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "LpNormalization", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

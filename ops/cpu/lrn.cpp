@@ -3,6 +3,7 @@
 //   ceil((size-1)/2)])^beta
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -63,6 +64,14 @@ class LrnKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "LRN", .since = 1, .factory = make_kernel<LrnKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "LRN", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

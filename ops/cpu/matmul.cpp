@@ -1,7 +1,10 @@
 // MatMul and MatMulInteger: numpy-style batched matrix products (the reference kernels).
+#include <algorithm>
 #include <vector>
 
+#include "engine/autograd/shape_rules.h"
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/matmul_util.h"
 
 namespace dprun {
@@ -120,6 +123,35 @@ DPRUN_REGISTER_KERNEL({.op_type = "MatMulInteger",
                        .since = 10,
                        .dtypes = {DType::UInt8, DType::Int8},
                        .factory = make_kernel<MatMulIntegerKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// numpy matmul: the broadcast batch dims, then rows of A and columns of B (1-D operands
+// promoted and their dim dropped again).
+std::optional<SymbolicShape> matmul_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  auto a = q.input(0), b = q.input(1);
+  if (!a || !b || a->empty() || b->empty()) return std::nullopt;
+  bool a_vector = a->size() == 1, b_vector = b->size() == 1;
+  SymbolicShape sa = *a, sb = *b;
+  if (a_vector) sa.insert(sa.begin(), Dim::known(1));
+  if (b_vector) sb.push_back(Dim::known(1));
+  SymbolicShape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+  auto batch = broadcast_symbolic(batch_a, batch_b);
+  SymbolicShape out = batch ? *batch : unknown_dims(std::max(batch_a.size(), batch_b.size()));
+  if (!a_vector) out.push_back(sa[sa.size() - 2]);
+  if (!b_vector) out.push_back(sb.back());
+  return out;
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "MatMul", .shape_rule = matmul_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "MatMulInteger",
+                         .dtype = OutputDTypeRule::fixed(DType::Int32)});
 
 }  // namespace
 }  // namespace dprun

@@ -3,6 +3,7 @@
 // output_shape input, else (in - 1) * stride - pad_begin - pad_end + kernel per spatial dim.
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/reduce_common.h"
 
@@ -76,6 +77,14 @@ class MaxUnpoolKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "MaxUnpool",
                        .since = 9,
                        .factory = make_kernel<MaxUnpoolKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "MaxUnpool"});
 
 }  // namespace
 }  // namespace dprun

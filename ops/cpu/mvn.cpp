@@ -2,6 +2,7 @@
 // variance over `axes` (default [0, 2, 3]), as the ONNX function body defines it.
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -77,6 +78,14 @@ class MvnKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "MeanVarianceNormalization",
                        .since = 9,
                        .factory = make_kernel<MvnKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "MeanVarianceNormalization", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -109,6 +110,17 @@ DPRUN_REGISTER_KERNEL({.op_type = "NonMaxSuppression",
                        .since = 10,
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<NonMaxSuppressionKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: box coordinates: positions 16 bits would round.
+DPRUN_REGISTER_OP_FACTS({.op_type = "NonMaxSuppression",
+                         .dtype = OutputDTypeRule::fixed(DType::Int64),
+                         .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,6 @@
 // NonZero (coordinates of non-zero elements) and Compress (slices selected by a condition).
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -90,6 +92,26 @@ class CompressKernel : public OpKernel {
 
 DPRUN_REGISTER_KERNEL({.op_type = "NonZero", .since = 9, .factory = make_kernel<NonZeroKernel>});
 DPRUN_REGISTER_KERNEL({.op_type = "Compress", .since = 9, .factory = make_kernel<CompressKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// [rank of the input, number of nonzero elements].
+std::optional<SymbolicShape> nonzero_shape(const ShapeQuery& q) {
+  if (q.output != 0) return std::nullopt;
+  auto x = q.input(0);
+  if (!x) return std::nullopt;
+  return SymbolicShape{Dim::known(static_cast<int64_t>(x->size())), Dim{}};
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "Compress"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "NonZero",
+                         .dtype = OutputDTypeRule::fixed(DType::Int64),
+                         .shape_rule = nonzero_shape});
 
 }  // namespace
 }  // namespace dprun

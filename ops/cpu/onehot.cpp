@@ -2,6 +2,7 @@
 // values[0]. Negative indices count from depth; indices outside [-depth, depth) select nothing.
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -60,6 +61,14 @@ class OneHotKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "OneHot", .since = 9, .factory = make_kernel<OneHotKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "OneHot", .dtype = OutputDTypeRule::same_as_input(2)});
 
 }  // namespace
 }  // namespace dprun

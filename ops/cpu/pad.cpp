@@ -1,6 +1,7 @@
 // Pad: constant, reflect, edge and wrap modes (arguments in ops/cpu/pad.h). Each output
 // coordinate maps, per dimension, to a source coordinate or to "padding" (math::pad_source).
 #include "ops/cpu/pad.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -65,6 +66,14 @@ class PadKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Pad", .since = 1, .factory = make_kernel<PadKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Pad", .shape = ShapeKind::SameRank});
 
 }  // namespace
 }  // namespace dprun

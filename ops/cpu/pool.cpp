@@ -7,6 +7,7 @@
 
 #include "engine/half.h"
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/conv_util.h"
 
 namespace dprun {
@@ -280,6 +281,21 @@ DPRUN_REGISTER_KERNEL({.op_type = "GlobalLpPool",
                        .since = 1,
                        .dtypes = kGlobalPoolTypes,
                        .factory = make_kernel<GlobalPoolKernel<GlobalKind::Lp>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "AveragePool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalAveragePool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalLpPool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalMaxPool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LpPool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "MaxPool",
+                         .dtype = OutputDTypeRule::fixed_after_first(DType::Int64),
+                         .shape = ShapeKind::Windowed});
 
 }  // namespace
 }  // namespace dprun

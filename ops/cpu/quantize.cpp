@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/matmul_util.h"
@@ -418,6 +419,33 @@ DPRUN_REGISTER_KERNEL({.op_type = "QLinearConv",
                        .since = 10,
                        .dtypes = {DType::UInt8, DType::Int8},
                        .factory = make_kernel<QLinearConvKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// The zero point's type; uint8 without one (the schema's default).
+std::optional<DType> quantize_linear_dtype(const Node& node, size_t,
+                                           const InputDType& input_dtype) {
+  if (node.inputs.size() < 3 || node.inputs[2].empty()) return DType::UInt8;
+  return input_dtype(2);
+}
+
+// Kept in float32: its scale is float-only in the schema before opset 19.
+DPRUN_REGISTER_OP_FACTS({.op_type = "DequantizeLinear",
+                         .dtype = OutputDTypeRule::same_as_input(1),
+                         .float32_only = true});
+// Kept in float32: its input and scale are float-only in the schema.
+DPRUN_REGISTER_OP_FACTS({.op_type = "DynamicQuantizeLinear", .float32_only = true});
+DPRUN_REGISTER_OP_FACTS({.op_type = "QLinearConv"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "QLinearMatMul"});
+// Kept in float32: its scale is float-only in the schema before opset 19.
+DPRUN_REGISTER_OP_FACTS({.op_type = "QuantizeLinear",
+                         .dtype_function = quantize_linear_dtype,
+                         .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

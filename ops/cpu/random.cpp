@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -110,6 +111,42 @@ DPRUN_REGISTER_KERNEL({.op_type = "Bernoulli",
                        .since = 15,
                        .dtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16},
                        .factory = make_kernel<RandomKernel<RandomKind::Bernoulli, false>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: random draws: 16 bits would round its probabilities.
+DPRUN_REGISTER_OP_FACTS({.op_type = "Bernoulli",
+                         .dtype = OutputDTypeRule::from_attribute("dtype"),
+                         .float32_only = true,
+                         .random = true});
+// No kernel yet; its facts still tell the gradient builder its output type.
+DPRUN_REGISTER_OP_FACTS({.op_type = "Multinomial",
+                         .dtype = OutputDTypeRule::from_attribute("dtype", DType::Int32),
+                         .random = true});
+// Kept in float32: random draws: 16 bits would round them to a coarse grid.
+DPRUN_REGISTER_OP_FACTS({.op_type = "RandomNormal",
+                         .dtype = OutputDTypeRule::from_attribute("dtype"),
+                         .float32_only = true,
+                         .random = true});
+// Kept in float32: random draws: 16 bits would round them to a coarse grid.
+DPRUN_REGISTER_OP_FACTS({.op_type = "RandomNormalLike",
+                         .dtype = OutputDTypeRule::from_attribute("dtype"),
+                         .float32_only = true,
+                         .random = true});
+// Kept in float32: random draws: 16 bits would round them to a coarse grid.
+DPRUN_REGISTER_OP_FACTS({.op_type = "RandomUniform",
+                         .dtype = OutputDTypeRule::from_attribute("dtype"),
+                         .float32_only = true,
+                         .random = true});
+// Kept in float32: random draws: 16 bits would round them to a coarse grid.
+DPRUN_REGISTER_OP_FACTS({.op_type = "RandomUniformLike",
+                         .dtype = OutputDTypeRule::from_attribute("dtype"),
+                         .float32_only = true,
+                         .random = true});
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,6 @@
 // Range: start, start + delta, ... up to (excluding) limit (arguments in ops/cpu/range.h).
 #include "ops/cpu/range.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -23,6 +24,15 @@ class RangeKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Range", .since = 11, .factory = make_kernel<RangeKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: positions: integers above 2048 are not all float16 values.
+DPRUN_REGISTER_OP_FACTS({.op_type = "Range", .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_axes.h"
 
 namespace dprun {
@@ -287,6 +288,23 @@ DPRUN_REGISTER_KERNEL({.op_type = "ReduceLogSumExp",
 DPRUN_REGISTER_KERNEL({.op_type = "ReduceSumSquare",
                        .since = 1,
                        .factory = make_reduce<ReduceOp::SumSquare>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL1", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL2", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSum", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSumExp", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMax", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMean", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMin", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceProd", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSum", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSumSquare", .shape = ShapeKind::Reduce});
 
 }  // namespace
 }  // namespace dprun

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/resize_coordinates.h"
 
 namespace dprun {
@@ -136,6 +137,19 @@ DPRUN_REGISTER_KERNEL({.op_type = "Upsample",
                        .until = 9,
                        .dtypes = kNumericTypes,
                        .factory = make_kernel<ResizeKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: its scales input is float-only in the schema.
+DPRUN_REGISTER_OP_FACTS({.op_type = "Resize", .shape = ShapeKind::SameRank, .float32_only = true});
+// Kept in float32: its scales input is float-only in the schema.
+DPRUN_REGISTER_OP_FACTS({.op_type = "Upsample",
+                         .shape = ShapeKind::SameRank,
+                         .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

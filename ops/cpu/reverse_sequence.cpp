@@ -1,6 +1,7 @@
 // ReverseSequence: for each batch entry b, reverses the first sequence_lens[b] steps along the
 // time axis. Batch and time are dims 0 and 1 (either order), so the remaining dims form one
 // contiguous block per (batch, time) pair.
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -50,6 +51,14 @@ class ReverseSequenceKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "ReverseSequence",
                        .since = 10,
                        .factory = make_kernel<ReverseSequenceKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReverseSequence", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/autograd/shape_rules.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -398,6 +400,34 @@ DPRUN_REGISTER_KERNEL({.op_type = "LSTM",
                        .since = 1,
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<RnnKernel<RnnKind::Lstm>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+
+// Y [seq, dirs, batch, H] (layout 1: [batch, seq, dirs, H]), the states [dirs, batch, H]
+// (layout 1: [batch, dirs, H]); seq and batch from X, H from hidden_size.
+std::optional<SymbolicShape> recurrent_shape(const ShapeQuery& q) {
+  auto x = q.input(0);
+  if (!x || x->size() != 3) return std::nullopt;
+  const Node& node = q.node;
+  const bool batch_first = node.attr_int("layout", 0) == 1;
+  const Dim seq = (*x)[batch_first ? 1 : 0], batch = (*x)[batch_first ? 0 : 1];
+  const Dim dirs = Dim::known(node.attr_string("direction", "forward") == "bidirectional" ? 2 : 1);
+  const Dim hidden =
+      node.has_attr("hidden_size") ? Dim::known(node.attr_int("hidden_size")) : Dim{};
+  if (q.output == 0)
+    return batch_first ? SymbolicShape{batch, seq, dirs, hidden}
+                       : SymbolicShape{seq, dirs, batch, hidden};
+  return batch_first ? SymbolicShape{batch, dirs, hidden} : SymbolicShape{dirs, batch, hidden};
+}
+
+DPRUN_REGISTER_OP_FACTS({.op_type = "GRU", .shape_rule = recurrent_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LSTM", .shape_rule = recurrent_shape});
+DPRUN_REGISTER_OP_FACTS({.op_type = "RNN", .shape_rule = recurrent_shape});
 
 }  // namespace
 }  // namespace dprun

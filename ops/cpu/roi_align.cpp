@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -136,6 +137,15 @@ DPRUN_REGISTER_KERNEL({.op_type = "RoiAlign",
                        .since = 10,
                        .dtypes = kFloatTypes,
                        .factory = make_kernel<RoiAlignKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: box coordinates: positions 16 bits would round.
+DPRUN_REGISTER_OP_FACTS({.op_type = "RoiAlign", .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

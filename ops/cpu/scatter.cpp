@@ -3,6 +3,7 @@
 // apply in index order so duplicate indices with a reduction accumulate deterministically.
 #include "ops/cpu/scatter.h"
 
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -128,6 +129,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "ScatterElements",
 DPRUN_REGISTER_KERNEL({.op_type = "Scatter",
                        .since = 9,
                        .factory = make_kernel<ScatterElementsKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Scatter"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ScatterElements"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ScatterND"});
 
 }  // namespace
 }  // namespace dprun

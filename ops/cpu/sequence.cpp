@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -277,6 +278,24 @@ DPRUN_REGISTER_KERNEL({.op_type = "OptionalHasElement",
 DPRUN_REGISTER_KERNEL({.op_type = "OptionalGetElement",
                        .since = 15,
                        .factory = make_kernel<OptionalGetElementKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "ConcatFromSequence"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Optional"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "OptionalGetElement"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "OptionalHasElement"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceAt"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceConstruct"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceEmpty"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceErase"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceInsert"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SequenceLength"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "SplitToSequence"});
 
 }  // namespace
 }  // namespace dprun

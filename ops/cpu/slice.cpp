@@ -1,5 +1,6 @@
 // Slice: a strided copy of the view SliceParams selects (ops/cpu/slice.h).
 #include "ops/cpu/slice.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -7,6 +8,14 @@ namespace {
 DPRUN_REGISTER_KERNEL({.op_type = "Slice",
                        .since = 1,
                        .factory = make_kernel<ViewCopyKernel<SliceParams, cpu_view_copy>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Slice", .shape = ShapeKind::SameRank});
 
 }  // namespace
 }  // namespace dprun

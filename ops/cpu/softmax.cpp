@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/half.h"
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 #include "ops/cpu/simd_loops.h"
 #include "ops/cpu/softmax_util.h"
@@ -205,6 +206,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "Hardmax",
                        .since = 1,
                        .dtypes = kSoftmaxTypes,
                        .factory = make_kernel<SoftmaxKernel<SoftmaxKind::Hardmax>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Hardmax", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LogSoftmax", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Softmax", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/kernel.h"
+#include "engine/op_facts.h"
 
 namespace dprun {
 namespace {
@@ -69,6 +70,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "StringNormalizer",
                        .since = 10,
                        .dtypes = {DType::String},
                        .factory = make_kernel<StringNormalizerKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "StringNormalizer"});
 
 }  // namespace
 }  // namespace dprun

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -117,6 +118,14 @@ class TfIdfVectorizerKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.op_type = "TfIdfVectorizer",
                        .since = 9,
                        .factory = make_kernel<TfIdfVectorizerKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "TfIdfVectorizer"});
 
 }  // namespace
 }  // namespace dprun

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -113,6 +114,17 @@ class TopKKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "TopK", .since = 1, .factory = make_kernel<TopKKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+// Kept in float32: values that differ in float32 tie in 16 bits and change the indices chosen.
+DPRUN_REGISTER_OP_FACTS({.op_type = "TopK",
+                         .dtype = OutputDTypeRule::fixed_after_first(DType::Int64),
+                         .float32_only = true});
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,6 @@
 // Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims and
 // zeroes the rest. Zero is all-zero bytes for every dtype, so the copy is type-agnostic.
+#include "engine/op_facts.h"
 #include "ops/cpu/data_movement.h"
 
 namespace dprun {
@@ -45,6 +46,14 @@ class TriluKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Trilu", .since = 14, .factory = make_kernel<TriluKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Trilu", .shape = ShapeKind::SameAsInput0});
 
 }  // namespace
 }  // namespace dprun

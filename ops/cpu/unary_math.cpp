@@ -1,5 +1,6 @@
 // Unary math: Abs, Neg, Sign, Reciprocal, Sqrt, Exp, Log, Erf, Floor, Ceil, Round, the
 // trigonometric and hyperbolic functions, IsNaN, IsInf, Not, BitwiseNot.
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/unary_functors.h"
 
@@ -91,3 +92,42 @@ DPRUN_REGISTER_KERNEL({.op_type = "BitwiseNot",
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Abs", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Acos", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Acosh", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Asin", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Asinh", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Atan", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Atanh", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseNot"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Ceil", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Cos", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Cosh", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Erf", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Exp", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Floor", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "IsInf",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "IsNaN",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Log", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Neg", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Not",
+                         .dtype = OutputDTypeRule::fixed(DType::Bool),
+                         .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Reciprocal", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Round", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sign", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sin", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sinh", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sqrt", .shape = ShapeKind::SameAsInput0});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Tan", .shape = ShapeKind::SameAsInput0});
+
+}  // namespace
+}  // namespace dprun

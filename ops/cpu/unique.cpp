@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -114,6 +115,15 @@ class UniqueKernel : public OpKernel {
 };
 
 DPRUN_REGISTER_KERNEL({.op_type = "Unique", .since = 11, .factory = make_kernel<UniqueKernel>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Unique",
+                         .dtype = OutputDTypeRule::fixed_after_first(DType::Int64)});
 
 }  // namespace
 }  // namespace dprun

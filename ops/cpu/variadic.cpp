@@ -1,5 +1,6 @@
 // Variadic Sum, Mean, Min, Max with numpy broadcasting of all inputs (opset 8+; earlier
 // opsets required equal shapes, a special case).
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/binary_functors.h"
 
@@ -73,3 +74,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "Max",
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Max", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Mean", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Min", .shape = ShapeKind::Broadcast});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sum", .shape = ShapeKind::Broadcast});
+
+}  // namespace
+}  // namespace dprun

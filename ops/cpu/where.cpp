@@ -1,5 +1,6 @@
 // Where(condition, X, Y) with numpy broadcasting over all three inputs. Values are moved
 // as raw bytes of their element size, so every dtype is supported.
+#include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 
 namespace dprun::ew {
@@ -61,3 +62,13 @@ DPRUN_REGISTER_KERNEL({.op_type = "Where", .since = 9, .factory = make_kernel<Wh
 
 }  // namespace
 }  // namespace dprun::ew
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "Where",
+                         .dtype = OutputDTypeRule::same_as_input(1),
+                         .shape = ShapeKind::Broadcast});
+
+}  // namespace
+}  // namespace dprun

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "engine/op_facts.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -64,6 +65,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "BlackmanWindow",
                        .since = 17,
                        .dtypes = kSizeTypes,
                        .factory = make_kernel<WindowKernel<WindowKind::Blackman>>});
+
+}  // namespace
+}  // namespace dprun
+
+// The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
+namespace dprun {
+namespace {
+DPRUN_REGISTER_OP_FACTS({.op_type = "BlackmanWindow"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "HammingWindow"});
+DPRUN_REGISTER_OP_FACTS({.op_type = "HannWindow"});
 
 }  // namespace
 }  // namespace dprun
