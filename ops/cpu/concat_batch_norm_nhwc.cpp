@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/batch_norm_affine.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/simd_loops.h"

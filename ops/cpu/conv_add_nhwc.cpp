@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
 #include "ops/cpu/fused_activation.h"

@@ -8,8 +8,8 @@
 #include <map>
 #include <vector>
 
-#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/batch_norm_affine.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"

@@ -4,7 +4,7 @@
 // (math::GeluErfForm). The oneDNN MatMulBias and FusedGemm are in matmul_onednn.cpp.
 #include <algorithm>
 
-#include "engine/backends/cpu/layout_rewrite.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/plain_reference.h"

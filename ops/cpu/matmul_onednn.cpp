@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/backends/cpu/layout_rewrite.h"
 #include "engine/kernel.h"
+#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/gemm_util.h"
 #include "ops/cpu/half_tensors.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/op_facts.h"
 #include "engine/rewrites/graph_patterns.h"
 
 namespace dprun {
@@ -16,16 +17,14 @@ namespace {
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
+// Which ops run unchanged on NHWC values: their OpFacts layout (registered beside their CPU
+// kernels).
 bool is_unary_agnostic(const Node& node) {
-  static const std::set<std::string> ops = {"Relu",        "Clip",      "LeakyRelu", "Sigmoid",
-                                            "HardSigmoid", "HardSwish", "Tanh",      "Elu",
-                                            "Selu",        "Softplus",  "Identity",  "Dropout"};
-  return node.domain.empty() && ops.count(node.op_type);
+  return node.domain.empty() && op_facts(node).layout == LayoutKind::Unary;
 }
 
 bool is_binary_agnostic(const Node& node) {
-  return node.domain.empty() && (node.op_type == "Add" || node.op_type == "Mul" ||
-                                 node.op_type == "Sub" || node.op_type == "Div");
+  return node.domain.empty() && op_facts(node).layout == LayoutKind::Binary;
 }
 
 bool known_rank4_float(const Graph& graph, const std::string& value) {
