@@ -10,5 +10,6 @@ int conformance_command(int argc, char** argv, int first);
 int bench_command(int argc, char** argv, int first);
 int train_command(int argc, char** argv, int first);
 int convert_command(int argc, char** argv, int first);
+int ops_command(int argc, char** argv, int first);
 
 }  // namespace dprun::cli

@@ -23,6 +23,8 @@ usage:
   dprun convert MODEL.onnx --save OUT.onnx
                                       the inference form of a model exported for training
   dprun conformance [options]         run the ONNX backend conformance suite
+  dprun ops [--markdown]              every op this build knows: opsets, dtypes, devices,
+                                      gradient, 16-bit policy
   dprun --version                     the version of dprun
 
   dprun COMMAND --help                the options of one command
@@ -219,6 +221,16 @@ options:
                          error (in process only)
 )";
 
+const char* kOpsUsage =
+    R"(usage: dprun ops [options]
+every op this build knows, one row each: domain, op, opsets and dtypes of its CPU kernels,
+whether it has a CPU and a CUDA kernel, a gradient rule (with its opsets), and whether
+--precision float16|bfloat16 keeps it in float32
+
+options:
+  --markdown             print the table as a Markdown page (docs/operators.md is its output)
+)";
+
 const char* kTestingAids = "\ntesting aids (simulated sim:N devices): see docs/\n";
 
 // The help of `command` ("" for the overview); nullopt for a name that is no command.
@@ -233,6 +245,7 @@ std::optional<std::string> help_text(const std::string& command) {
   if (command == "inspect") return std::string(kInspectUsage);
   if (command == "convert") return std::string(kConvertUsage);
   if (command == "conformance") return std::string(kConformanceUsage) + kTestingAids;
+  if (command == "ops") return std::string(kOpsUsage);
   return std::nullopt;
 }
 
@@ -242,7 +255,7 @@ bool is_help_flag(const char* arg) {
 
 bool is_command(const std::string& word) {
   return word == "run" || word == "bench" || word == "train" || word == "inspect" ||
-         word == "convert" || word == "conformance";
+         word == "convert" || word == "conformance" || word == "ops";
 }
 
 // `dprun --help`, `dprun help [COMMAND]`, `dprun COMMAND ... --help` (a model without a
@@ -284,6 +297,7 @@ int main(int argc, char** argv) {
     if (first == "bench") return bench_command(argc, argv, 2);
     if (first == "train") return train_command(argc, argv, 2);
     if (first == "convert") return convert_command(argc, argv, 2);
+    if (first == "ops") return ops_command(argc, argv, 2);
     return run_command(argc, argv, 1);
   } catch (const UsageError& e) {
     return report_error(e, 2);
