@@ -7,8 +7,8 @@
 # TARGET is onnx_loader (ONNX model bytes: load, check, compile for the CPU), npy (.npy bytes)
 # or checkpoint (a `dprun train` checkpoint: read, then restore into a model and optimizer).
 # RUNS is the number of executions (default 1000000). The target (tests/fuzz/fuzz_TARGET.cpp)
-# and the readers it drives (loader/*.cpp, and for checkpoint tools/train_checkpoint*.cpp) are
-# compiled instrumented; the rest of the engine comes from build/libdprun.so as the normal
+# and the readers it drives (loader/*.cpp, and for checkpoint engine/training/checkpoint_*.cpp)
+# are compiled instrumented; the rest of the engine comes from build/libdprun.so as the normal
 # build makes it (gcc, not instrumented), so build that first. The run starts from the corpus
 # in tests/fuzz/corpus/TARGET, which ctest replays (fuzz_TARGET_corpus); inputs that reach new
 # code are written to build-fuzz/TARGET-new/ (merge the useful ones into the corpus with
@@ -30,7 +30,7 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install
 
 instrumented=("$root"/loader/*.cpp)
 if [ "$target" = checkpoint ]; then
-  instrumented+=("$root"/tools/train_checkpoint.cpp)
+  instrumented+=("$root"/engine/training/checkpoint_*.cpp)
 fi
 out="$root/build-fuzz"
 mkdir -p "$out" "$out/$target-new"

@@ -4,7 +4,7 @@
 // extra rows), rank r the r-th, so that rank 0 rebuilds the batch's outputs by concatenating
 // the ranks' in rank order, as DataParallel gathers its devices'. Each rank then splits its
 // chunk over its own devices. (Training shards by DistributedSampler's strided rule instead;
-// see tools/train_data.h.)
+// see engine/training/training_data.h.)
 #include <string>
 #include <vector>
 

@@ -15,19 +15,18 @@
 #include "engine/backend.h"
 #include "engine/comm/rank_failure.h"
 #include "engine/parallel/device_list.h"
+#include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
+#include "loader/training_data_files.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/format.h"
 #include "tools/inputs.h"
 #include "tools/parallel_options.h"
-#include "tools/train_checkpoint.h"
-#include "tools/train_data.h"
 #include "tools/train_divergence.h"
 #include "tools/train_report.h"
 #include "tools/train_step.h"
 #include "tools/train_target.h"
-#include "tools/train_validation.h"
 #include "tools/training_export.h"
 
 namespace dprun::cli {
@@ -417,7 +416,7 @@ int train_command(int argc, char** argv, int first) {
   if (!trainer.needs_target() && args.has("target"))
     throw UsageError("--loss none takes no --target: the model's output is the loss");
 
-  TrainingDataOptions data_options;
+  TrainingDataFiles data_options;
   data_options.input_names = model->input_names();
   data_options.files = apply_initializer_overrides(*model, input_files(args, "input"));
   check_input_names(data_options.files, data_options.input_names);
@@ -438,19 +437,19 @@ int train_command(int argc, char** argv, int first) {
   // step's rows, before one update.
   const int64_t accumulate = args.get_int("accumulate", 1, 1, 1 << 20);
   data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
-  TrainingData data(data_options);
+  TrainingData data = read_training_data(data_options);
   Schedule schedule = parse_schedule(args, data.batches_per_epoch(), accumulate);
 
   std::optional<Validation> validation;
   if (args.has("val-input")) {
-    TrainingDataOptions val = data_options;
+    TrainingDataFiles val = data_options;
     val.files = input_files(args, "val-input");
     val.target_file = args.get("val-target").value_or("");
     val.option_prefix = "val-";
     val.shuffle = false;
     if (trainer.needs_target() && val.target_file.empty())
       throw UsageError("--val-input needs --val-target for this loss");
-    validation.emplace(*model, options.training.loss, val);
+    validation.emplace(*model, options.training.loss, read_training_data(val));
   }
   std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer);
   const double base_lr = optimizer->lr();
@@ -545,7 +544,7 @@ int train_command(int argc, char** argv, int first) {
       epoch = (step * accumulate + accumulate - 1) / data.batches_per_epoch();
     if (epoch) {
       std::optional<ValidationResult> val;
-      if (validation && writes) report.validation.push_back(*(val = validation->run(batch)));
+      if (validation && writes) report.validation.push_back(*(val = validation->run()));
       progress.epoch_done(*epoch, epoch_loss / static_cast<double>(epoch_samples),
                           static_cast<double>(epoch_samples) / epoch_seconds, val);
       epoch_samples = 0;

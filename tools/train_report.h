@@ -9,7 +9,7 @@
 
 #include "engine/autograd/grad_scaler.h"
 #include "engine/device.h"
-#include "tools/train_validation.h"
+#include "engine/training/validation.h"
 
 namespace dprun::cli {
 

@@ -7,8 +7,8 @@
 
 #include "engine/autograd/trainer.h"
 #include "engine/parallel/distributed.h"
+#include "engine/training/training_data.h"
 #include "tools/distributed_cli.h"
-#include "tools/train_data.h"
 #include "tools/train_report.h"
 
 namespace dprun::cli {

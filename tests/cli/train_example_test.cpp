@@ -1,9 +1,12 @@
 // tools/examples/train_mlp.cpp, run as a user would: the loss falls over the steps on two CPU
 // devices, with SGD and with Adam, in float32 and in mixed precision, and the saved model loads
-// with the trained (float32) parameters.
+// with the trained (float32) parameters; a run checkpointed and resumed ends as the run without
+// a break, bit for bit.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -79,10 +82,91 @@ TEST(TrainMlpExample, MixedPrecisionLossFallsAndTheSavedModelLoads) {
   expect_trains("adam", "float16");
 }
 
+// The loss text of each step's line, by step.
+std::map<int, std::string> loss_lines(const std::string& output) {
+  std::map<int, std::string> losses;
+  std::regex line(R"(step (\d+) loss ([0-9.]+))");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it)
+    losses[std::stoi((*it)[1].str())] = (*it)[2].str();
+  return losses;
+}
+
+// 8 steps in one run, and 4 steps checkpointed (every 3 steps and after the last) then resumed
+// from the checkpoint for 4 more: the same losses from step 5 on and the same parameters, bit
+// for bit (the optimizer's state, and float16's loss scale, come back with the checkpoint).
+void expect_resume_equals_one_run(const std::string& optimizer, const std::string& precision) {
+  fs::path dir = scratch_path("dprun_train_mlp_resume_" + optimizer + "_" + precision);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string model = source_path("models/mlp.onnx"),
+                    tail = " " + optimizer + " " + precision;
+  const fs::path whole = dir / "whole.onnx", first = dir / "first.onnx",
+                 resumed = dir / "resumed.onnx";
+  auto one = run_example(model + " " + whole.string() + " 8" + tail);
+  ASSERT_EQ(one.status, 0) << one.output;
+  auto part = run_example(model + " " + first.string() + " 4" + tail + " --checkpoint-every 3");
+  ASSERT_EQ(part.status, 0) << part.output;
+  const fs::path checkpoint = dir / "first.ckpt.onnx";
+  EXPECT_NE(part.output.find("checkpoint " + checkpoint.string() + " at step 3\n"),
+            std::string::npos)
+      << part.output;
+  EXPECT_NE(part.output.find("checkpoint " + checkpoint.string() + " at step 4\n"),
+            std::string::npos)
+      << part.output;
+  auto rest = run_example(checkpoint.string() + " " + resumed.string() + " 8" + tail + " --resume");
+  ASSERT_EQ(rest.status, 0) << rest.output;
+  EXPECT_NE(rest.output.find("resuming " + checkpoint.string() + " at step 5\n"), std::string::npos)
+      << rest.output;
+
+  const std::map<int, std::string> whole_losses = loss_lines(one.output);
+  const std::map<int, std::string> resumed_losses = loss_lines(rest.output);
+  ASSERT_EQ(whole_losses.size(), 8u) << one.output;
+  ASSERT_EQ(resumed_losses.size(), 4u) << rest.output;
+  for (const auto& [step, loss] : resumed_losses) EXPECT_EQ(loss, whole_losses.at(step)) << step;
+
+  const auto a = load_graph(whole.string()), b = load_graph(resumed.string());
+  ASSERT_EQ(a->initializers.size(), b->initializers.size());
+  for (const auto& [name, value] : a->initializers) {
+    ASSERT_TRUE(b->initializers.count(name)) << name;
+    const Tensor& other = b->initializers.at(name);
+    ASSERT_EQ(other.shape(), value.shape()) << name;
+    ASSERT_EQ(other.dtype(), value.dtype()) << name;
+    EXPECT_EQ(std::memcmp(other.raw_data(), value.raw_data(), value.nbytes()), 0) << name;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(TrainMlpExample, CheckpointedAndResumedEqualsOneRunBitForBit) {
+  expect_resume_equals_one_run("sgd", "float32");
+  expect_resume_equals_one_run("adam", "float16");
+}
+
+// The checkpoint keeps the settings that fix the arithmetic: another optimizer is refused.
+TEST(TrainMlpExample, ResumeWithAnotherOptimizerIsRefused) {
+  fs::path dir = scratch_path("dprun_train_mlp_resume_refused");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "out.onnx", checkpoint = dir / "out.ckpt.onnx";
+  auto part = run_example(source_path("models/mlp.onnx") + " " + out.string() +
+                          " 2 sgd float32 --checkpoint-every 2");
+  ASSERT_EQ(part.status, 0) << part.output;
+  auto r = run_example(checkpoint.string() + " " + out.string() + " 4 adam float32 --resume");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("error: " + checkpoint.string() +
+                          ": was trained with --optimizer sgd; resume with the same --optimizer "
+                          "(got adam)\n"),
+            std::string::npos)
+      << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(TrainMlpExample, UsageError) {
-  auto r = run_example("");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("usage: "), std::string::npos) << r.output;
+  for (const char* arguments : {"", "m.onnx out.onnx 4 --checkpoint-every 0", "m.onnx --resume"}) {
+    auto r = run_example(arguments);
+    EXPECT_EQ(r.status, 2) << arguments;
+    EXPECT_NE(r.output.find("usage: "), std::string::npos) << r.output;
+  }
 }
 
 }  // namespace

@@ -13,35 +13,35 @@
 
 #include "engine/autograd/trainer.h"
 #include "engine/error.h"
+#include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
-#include "tools/train_checkpoint.h"
 
 namespace {
 
 using namespace dprun;
 
 // What the CLI compares a checkpoint's settings with: those of the run above.
-const std::vector<cli::RunSetting>& expected_settings() {
-  static const std::vector<cli::RunSetting> settings = [] {
+const std::vector<RunSetting>& expected_settings() {
+  static const std::vector<RunSetting> settings = [] {
     auto model = std::make_shared<Model>(
         load_model(std::string(DPRUN_SOURCE_DIR) + "/models/training/loss_none.onnx"));
     TrainerOptions options;
     options.training.loss.kind = LossKind::None;
     Trainer trainer(model, options);
     Sgd sgd(trainer.parameters(), {.lr = 0.2, .momentum = 0.5});
-    return cli::run_settings(options, *model, trainer, sgd, 8, 1, false);
+    return run_settings(options, *model, trainer, sgd, 8, 1, false);
   }();
   return settings;
 }
 
 void resume(const std::string& path) {
-  const cli::Checkpoint checkpoint = cli::read_checkpoint(path);
+  const Checkpoint checkpoint = read_checkpoint(path);
   Model model(checkpoint.graph, Device::cpu());
   Sgd sgd(model.parameters(), {.lr = 0.2, .momentum = 0.5});
   const std::vector<std::string> names = model.parameter_names();
-  const cli::CheckpointedRun run{
+  const CheckpointedRun run{
       .model = model, .parameter_names = names, .optimizer = sgd, .settings = expected_settings()};
-  cli::restore_training_state(checkpoint, path, run);
+  restore_training_state(checkpoint, path, run);
 }
 
 }  // namespace

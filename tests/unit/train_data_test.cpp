@@ -1,14 +1,15 @@
-// The batches of `dprun train` (tools/train_data.h): rows in file order, and for an
-// accelerator one buffer per input reused from batch to batch while its shape stays the same.
+// The batches of a data set read from .npy files (loader/training_data_files.h): rows in file
+// order, and for an accelerator one buffer per input reused from batch to batch while its shape
+// stays the same.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "loader/npy.h"
-#include "tools/train_data.h"
+#include "loader/training_data_files.h"
 
-namespace dprun::cli {
+namespace dprun {
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,11 +35,11 @@ class TrainDataFiles : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   fs::path dir_;
-  TrainingDataOptions options_;
+  TrainingDataFiles options_;
 };
 
 TEST_F(TrainDataFiles, BatchesFollowTheFileAndTheLastIsPartial) {
-  TrainingData data(options_);
+  TrainingData data = read_training_data(options_);
   EXPECT_EQ(data.batches_per_epoch(), 3);
   Batch b = data.batch(0, 1);
   EXPECT_EQ(b.rows, 2);
@@ -53,7 +54,7 @@ TEST_F(TrainDataFiles, BatchesFollowTheFileAndTheLastIsPartial) {
 
 TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays) {
   options_.pin_for = Device::sim(0);
-  TrainingData data(options_);
+  TrainingData data = read_training_data(options_);
   const Batch first = data.batch(0, 0);
   const Tensor first_x = first.inputs[0], first_target = first.target;
   EXPECT_EQ(values_of(first_x), (std::vector<float>{0, 0.5, 1, 1.5}));
@@ -74,7 +75,7 @@ TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays
 TEST_F(TrainDataFiles, BatchesInUseTogetherKeepBuffersOfTheirOwn) {
   options_.pin_for = Device::sim(0);
   options_.batches_in_use = 2;
-  TrainingData data(options_);
+  TrainingData data = read_training_data(options_);
   const Batch first = data.batch(0, 0);
   const Batch second = data.batch(0, 1);
   EXPECT_FALSE(second.inputs[0].shares_storage_with(first.inputs[0]));
@@ -87,4 +88,4 @@ TEST_F(TrainDataFiles, BatchesInUseTogetherKeepBuffersOfTheirOwn) {
 }
 
 }  // namespace
-}  // namespace dprun::cli
+}  // namespace dprun

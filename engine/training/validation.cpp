@@ -1,8 +1,8 @@
-#include "tools/train_validation.h"
+#include "engine/training/validation.h"
 
 #include "engine/autograd/inference_graph.h"
 
-namespace dprun::cli {
+namespace dprun {
 
 namespace {
 
@@ -42,11 +42,10 @@ int64_t correct_predictions(const Tensor& scores, const Tensor& target, int64_t 
 
 }  // namespace
 
-Validation::Validation(const Model& model, const LossSpec& loss, const TrainingDataOptions& data)
-    : eval_(evaluation_model(model, loss)), loss_(loss), data_(data) {}
+Validation::Validation(const Model& model, const LossSpec& loss, TrainingData data)
+    : eval_(evaluation_model(model, loss)), loss_(loss), data_(std::move(data)) {}
 
-ValidationResult Validation::run(int64_t batch) {
-  (void)batch;  // the data set was opened with the training batch size
+ValidationResult Validation::run() {
   double loss_sum = 0;
   int64_t rows = 0, correct = 0, predictions = 0;
   for (int64_t k = 0; k < data_.batches_per_epoch(); ++k) {
@@ -69,4 +68,4 @@ ValidationResult Validation::run(int64_t batch) {
   return result;
 }
 
-}  // namespace dprun::cli
+}  // namespace dprun
