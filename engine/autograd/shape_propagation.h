@@ -32,11 +32,10 @@ bool same_dim(const Dim& a, const Dim& b);
 std::optional<SymbolicShape> broadcast_symbolic(const SymbolicShape& a, const SymbolicShape& b);
 
 /// The shape of output `output` of `node` (an ai.onnx op), computed from its inputs' shapes
-/// and attributes; nullopt when the op is not covered or an input's shape is unknown.
-/// Covered: elementwise and normalization ops (the input's shape), the broadcasting binary
-/// and variadic ops, Conv/ConvTranspose and the pools (rank, batch, channels where certain),
-/// Transpose, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Gather, Shape, Size, the
-/// Reduce* ops, RNN/GRU/LSTM, and Pad/Slice/Resize/Tile-like ops (rank only).
+/// and attributes by the op's registered facts (engine/op_facts.h): its own `shape_rule`
+/// (Transpose, MatMul, Reshape, ..., beside its CPU kernel) or its ShapeKind (elementwise and
+/// normalization ops, the broadcasting ops, convolutions and pools, Pad/Slice/Resize-like ops
+/// by rank only, the reductions). nullopt when the op has no rule or an input's shape is unknown.
 std::optional<SymbolicShape> propagate_shape(const Node& node, size_t output,
                                              const ShapeSource& source);
 
