@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "bench_util.h"
-#include "engine/autograd/trainer.h"
+#include "engine/training/trainer.h"
 
 namespace dprun::bench {
 namespace {

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "engine/autograd/inference_graph.h"
-#include "engine/autograd/lr_schedule.h"
-#include "engine/autograd/trainer.h"
 #include "engine/backend.h"
 #include "engine/comm/rank_failure.h"
 #include "engine/parallel/device_list.h"
+#include "engine/training/lr_schedule.h"
+#include "engine/training/trainer.h"
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
 #include "loader/training_data_files.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/optimizer.h"
+#include "engine/training/optimizer.h"
 
 namespace dprun::cli {
 

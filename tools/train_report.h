@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/grad_scaler.h"
 #include "engine/device.h"
+#include "engine/training/grad_scaler.h"
 #include "engine/training/validation.h"
 
 namespace dprun::cli {

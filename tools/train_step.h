@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
-#include "engine/autograd/trainer.h"
 #include "engine/parallel/distributed.h"
+#include "engine/training/trainer.h"
 #include "engine/training/training_data.h"
 #include "tools/distributed_cli.h"
 #include "tools/train_report.h"

@@ -2,7 +2,7 @@
 // `dprun train --export-training-graph`: the training graph as a standalone ONNX model.
 #include <string>
 
-#include "engine/autograd/trainer.h"
+#include "engine/training/trainer.h"
 
 namespace dprun::cli {
 

@@ -60,10 +60,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/autograd/trainer.h"
 #include "engine/comm/process_group.h"
 #include "engine/comm/rank_agreement.h"
 #include "engine/comm/reducer.h"
+#include "engine/training/trainer.h"
 
 namespace dprun {
 

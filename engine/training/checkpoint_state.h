@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/grad_scaler.h"
-#include "engine/autograd/optimizer.h"
 #include "engine/graph.h"
 #include "engine/model.h"
+#include "engine/training/grad_scaler.h"
+#include "engine/training/optimizer.h"
 #include "engine/training/run_settings.h"
 
 namespace dprun {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/optimizer.h"
-#include "engine/autograd/trainer.h"
 #include "engine/model.h"
+#include "engine/training/optimizer.h"
+#include "engine/training/trainer.h"
 
 namespace dprun {
 

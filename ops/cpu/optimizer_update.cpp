@@ -1,7 +1,7 @@
-// The optimizers' update kernels on CPU devices (engine/autograd/optimizer_update.h): host
+// The optimizers' update kernels on CPU devices (engine/training/optimizer_update.h): host
 // loops over a range of elements, one per combination of settings, so that the compiler
 // vectorises each (this file is compiled without errno for sqrt, see ops/CMakeLists.txt).
-#include "engine/autograd/optimizer_update.h"
+#include "engine/training/optimizer_update.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// The optimizers' update kernels on CUDA GPUs (engine/autograd/optimizer_update.h): one
+// The optimizers' update kernels on CUDA GPUs (engine/training/optimizer_update.h): one
 // grid-stride kernel per update running the ops/math functors that the CPU loops run; the loss
 // scaler's and gradient clipping's scale, the gradient norm in two deterministic passes, and the
 // sum of accumulated gradients.
@@ -8,9 +8,9 @@
 
 #include <algorithm>
 
-#include "engine/autograd/optimizer_update.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
+#include "engine/training/optimizer_update.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/optimizer_functors.h"
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/optimizer_update.h"
 #include "engine/backends/sim/sim_memory.h"
+#include "engine/training/optimizer_update.h"
 
 namespace dprun {
 

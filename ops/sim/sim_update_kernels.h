@@ -1,6 +1,6 @@
 #pragma once
 // The update kernels of the optimizers, the loss scaler, gradient clipping and accumulation on
-// simulated devices (engine/autograd/optimizer_update.h): the CPU's update, run with access to the
+// simulated devices (engine/training/optimizer_update.h): the CPU's update, run with access to the
 // device's memory opened. Their interface is not OpKernel::compute, so the generic wrapper of
 // ops/sim/sim_kernels.cpp cannot carry them.
 #include <memory>

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "cuda_test_util.h"
-#include "engine/autograd/optimizer.h"
+#include "engine/training/optimizer.h"
 
 namespace dprun {
 namespace {

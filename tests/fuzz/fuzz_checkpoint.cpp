@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/autograd/trainer.h"
 #include "engine/error.h"
+#include "engine/training/trainer.h"
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
 

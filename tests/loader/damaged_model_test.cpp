@@ -14,8 +14,8 @@
 #include <string>
 
 #include "bundled_model_util.h"
-#include "engine/autograd/trainer.h"
 #include "engine/error.h"
+#include "engine/training/trainer.h"
 #include "loader/onnx_loader.h"
 
 namespace dprun {

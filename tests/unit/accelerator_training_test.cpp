@@ -8,8 +8,8 @@
 #include <random>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/trainer.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/training/trainer.h"
 #include "graph_test_util.h"
 #include "op_test_util.h"
 

@@ -1,4 +1,4 @@
-// Gradient clipping (engine/autograd/clip_grad_norm.h) against values worked out by hand, on the
+// Gradient clipping (engine/training/clip_grad_norm.h) against values worked out by hand, on the
 // CPU and on every accelerator, and through the Trainer; models/training/mlp_clip_dp3 checks it
 // against PyTorch's clip_grad_norm_ (tests/cli/train_references_test.cpp).
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/clip_grad_norm.h"
-#include "engine/autograd/trainer.h"
 #include "engine/parallel/device_list.h"
+#include "engine/training/clip_grad_norm.h"
+#include "engine/training/trainer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
 

@@ -1,4 +1,4 @@
-// Dynamic loss scaling (engine/autograd/grad_scaler.h): PyTorch's GradScaler rules, the unscale
+// Dynamic loss scaling (engine/training/grad_scaler.h): PyTorch's GradScaler rules, the unscale
 // kernels on every device, and float16 training through the Trainer, whose overflows are
 // worked out by hand below.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/grad_scaler.h"
-#include "engine/autograd/trainer.h"
+#include "engine/training/grad_scaler.h"
+#include "engine/training/trainer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
 #include "op_test_util.h"

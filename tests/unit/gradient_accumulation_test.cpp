@@ -1,11 +1,11 @@
-// Gradient accumulation (engine/autograd/gradient_accumulation.h and Trainer::forward_backward's
+// Gradient accumulation (engine/training/gradient_accumulation.h and Trainer::forward_backward's
 // accumulate): sums where the sums live, on the CPU and every accelerator, and two batches
 // accumulated into one update as one batch of their rows.
 #include <gtest/gtest.h>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/gradient_accumulation.h"
-#include "engine/autograd/trainer.h"
+#include "engine/training/gradient_accumulation.h"
+#include "engine/training/trainer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
 

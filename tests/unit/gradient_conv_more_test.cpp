@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "engine/autograd/trainer.h"
+#include "engine/training/trainer.h"
 #include "gradient_check.h"
 
 namespace dprun {

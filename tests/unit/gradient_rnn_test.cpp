@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "engine/autograd/trainer.h"
 #include "engine/parallel/device_list.h"
+#include "engine/training/trainer.h"
 #include "gradient_check.h"
 #include "loader/onnx_loader.h"
 

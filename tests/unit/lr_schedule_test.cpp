@@ -1,4 +1,4 @@
-// Learning-rate schedules (engine/autograd/lr_schedule.h) against the learning rates PyTorch 1.13's
+// Learning-rate schedules (engine/training/lr_schedule.h) against the learning rates PyTorch 1.13's
 // schedulers give an SGD optimizer with lr 0.2 over 10 steps, scheduler.step() after every
 // update (printed by torch.optim.lr_scheduler itself, 17 significant digits), and the command
 // line's form. models/training/mlp_warmup_cosine_dp2 and mlp_step_adam check training with a
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "engine/autograd/lr_schedule.h"
+#include "engine/training/lr_schedule.h"
 #include "error_test_util.h"
 
 namespace dprun {

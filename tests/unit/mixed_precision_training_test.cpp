@@ -8,9 +8,9 @@
 #include <random>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/trainer.h"
 #include "engine/half.h"
 #include "engine/parallel/device_list.h"
+#include "engine/training/trainer.h"
 #include "graph_test_util.h"
 #include "half_test_util.h"
 #include "op_test_util.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/optimizer.h"
+#include "engine/training/optimizer.h"
 
 namespace dprun::testing {
 namespace {

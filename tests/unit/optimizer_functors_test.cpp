@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/autograd/optimizer_update.h"
+#include "engine/training/optimizer_update.h"
 #include "ops/math/optimizer_functors.h"
 
 namespace dprun {

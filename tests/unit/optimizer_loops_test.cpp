@@ -8,8 +8,8 @@
 #include <random>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/optimizer.h"
 #include "engine/parallel/device_list.h"
+#include "engine/training/optimizer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "accelerator_test_util.h"
-#include "engine/autograd/optimizer.h"
+#include "engine/training/optimizer.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
 

@@ -16,8 +16,6 @@
 
 #include "accelerator_test_util.h"
 #include "bundled_model_util.h"
-#include "engine/autograd/optimizer.h"
-#include "engine/autograd/trainer.h"
 #include "engine/autograd/training_graph.h"
 #include "engine/backends/sim/sim_backend.h"
 #include "engine/kernel.h"
@@ -26,6 +24,8 @@
 #include "engine/plan.h"
 #include "engine/plan_reads.h"
 #include "engine/rewrites/op_fusion.h"
+#include "engine/training/optimizer.h"
+#include "engine/training/trainer.h"
 #include "graph_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "bundled_model_util.h"
-#include "engine/autograd/trainer.h"
 #include "engine/training/checkpoint_checksum.h"
+#include "engine/training/trainer.h"
 #include "error_test_util.h"
 #include "loader/checkpoint_file.h"
 #include "loader/npy.h"

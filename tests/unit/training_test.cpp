@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "engine/autograd/trainer.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/scatter.h"
+#include "engine/training/trainer.h"
 #include "error_test_util.h"
 #include "op_test_util.h"
 

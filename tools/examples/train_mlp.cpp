@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/trainer.h"
+#include "engine/training/trainer.h"
 #include "engine/training/validation.h"
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"

@@ -1,10 +1,10 @@
-#include "engine/autograd/clip_grad_norm.h"
+#include "engine/training/clip_grad_norm.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/autograd/optimizer_update.h"
 #include "engine/error.h"
+#include "engine/training/optimizer_update.h"
 
 namespace dprun {
 

@@ -20,10 +20,10 @@
 #include <optional>
 #include <vector>
 
-#include "engine/autograd/optimizer.h"
-#include "engine/autograd/optimizer_update.h"
 #include "engine/device.h"
 #include "engine/tensor.h"
+#include "engine/training/optimizer.h"
+#include "engine/training/optimizer_update.h"
 
 namespace dprun {
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/optimizer_update.h"
 #include "engine/device.h"
 #include "engine/tensor.h"
+#include "engine/training/optimizer_update.h"
 
 namespace dprun {
 

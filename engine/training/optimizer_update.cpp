@@ -1,4 +1,4 @@
-#include "engine/autograd/optimizer_update.h"
+#include "engine/training/optimizer_update.h"
 
 #include "engine/backend.h"
 

@@ -1,14 +1,14 @@
-#include "engine/autograd/trainer.h"
+#include "engine/training/trainer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "engine/autograd/clip_grad_norm.h"
-#include "engine/autograd/gradient_accumulation.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/replicate.h"
 #include "engine/parallel/run_in_parts.h"
+#include "engine/training/clip_grad_norm.h"
+#include "engine/training/gradient_accumulation.h"
 
 namespace dprun {
 

@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/autograd/grad_scaler.h"
-#include "engine/autograd/optimizer.h"
 #include "engine/autograd/training_graph.h"
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/training/grad_scaler.h"
+#include "engine/training/optimizer.h"
 
 namespace dprun {
 

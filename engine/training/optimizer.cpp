@@ -1,4 +1,4 @@
-#include "engine/autograd/optimizer.h"
+#include "engine/training/optimizer.h"
 
 #include <bit>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/autograd/lr_schedule.h"
+#include "engine/training/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/autograd/grad_scaler.h"
+#include "engine/training/grad_scaler.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
-#include "engine/autograd/gradient_accumulation.h"
+#include "engine/training/gradient_accumulation.h"
 
-#include "engine/autograd/optimizer_update.h"
 #include "engine/error.h"
+#include "engine/training/optimizer_update.h"
 
 namespace dprun {
 
