@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "engine/op_facts.h"
@@ -16,18 +17,7 @@ namespace {
 
 template <class F>
 void visit_signal_dtype(const KernelContext& ctx, DType t, F&& f) {
-  switch (t) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Float16:
-      return f(Float16{});
-    case DType::BFloat16:
-      return f(BFloat16{});
-    default:
-      ctx.fail("unsupported signal dtype ", dtype_name(t));
-  }
+  visit_floating_dtype(ctx, t, std::forward<F>(f), "unsupported signal dtype ", dtype_name(t));
 }
 
 /// out[k] for k < bins from in[j] for j < n (direct transform).

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/op_facts.h"
@@ -59,18 +60,7 @@ void nll_core(KernelContext& ctx, const LossAttrs& attrs, const T* lp, const Ten
 
 template <class F>
 void visit_loss_dtype(const KernelContext& ctx, DType t, F&& f) {
-  switch (t) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Float16:
-      return f(Float16{});
-    case DType::BFloat16:
-      return f(BFloat16{});
-    default:
-      ctx.fail("unsupported scores dtype ", dtype_name(t));
-  }
+  visit_floating_dtype(ctx, t, std::forward<F>(f), "unsupported scores dtype ", dtype_name(t));
 }
 
 class NllLossKernel : public OpKernel {

@@ -106,21 +106,20 @@ inline void check_param_size(const KernelContext& ctx, const Tensor& param, int6
              ", got shape ", shape_to_string(param.shape()));
 }
 
+/// Calls f(T{}) with T the C++ type of `t` when it is a floating type (float, double, Float16,
+/// BFloat16); otherwise fails through ctx with the message parts `why...`, so each kernel keeps
+/// its own wording (tests assert it) while the dispatch itself is visit_dtype_among's.
+template <class F, class... Why>
+void visit_floating_dtype(const KernelContext& ctx, DType t, F&& f, const Why&... why) {
+  if (!is_floating(t)) ctx.fail(why...);
+  visit_dtype_among<float, double, Float16, BFloat16>(t, std::forward<F>(f));
+}
+
 /// Dispatches f(T{}) over the floating types (including 16-bit ones); fails otherwise.
 template <class F>
 void visit_float_dtype(const KernelContext& ctx, DType t, F&& f) {
-  switch (t) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Float16:
-      return f(Float16{});
-    case DType::BFloat16:
-      return f(BFloat16{});
-    default:
-      ctx.fail("input dtype ", dtype_name(t), " is not supported (floating types only)");
-  }
+  visit_floating_dtype(ctx, t, std::forward<F>(f), "input dtype ", dtype_name(t),
+                       " is not supported (floating types only)");
 }
 
 /// Mean and population variance of `rows` rows of `width` values, `stride` apart (one channel
