@@ -1,6 +1,7 @@
 // ArgMax, ArgMin: int64 index of the first (or, with select_last_index, last) extreme value
 // along `axis`.
 #include "engine/op_facts.h"
+#include "ops/cpu/axis_walk.h"
 #include "ops/cpu/reduce_axes.h"
 
 namespace dprun {
@@ -14,7 +15,8 @@ class ArgKernel : public OpKernel {
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const ArgAxis::Dims dims = axis_.dims(ctx, x.shape());
-    const int64_t outer = dims.outer, D = dims.d, inner = dims.inner;
+    const AxisSplit split{dims.outer, dims.d, dims.inner};
+    const int64_t D = split.size;
     const bool last = axis_.select_last();
     Tensor& y = ctx.allocate_output(0, dims.out_shape, DType::Int64);
     if (y.numel() == 0) return;
@@ -31,34 +33,24 @@ class ArgKernel : public OpKernel {
         else
           return last ? v <= best : v < best;
       };
-      ctx.parallel_for(outer * inner, std::max<int64_t>(1, 16384 / D),
+      ctx.parallel_for(split.lanes(), std::max<int64_t>(1, 16384 / D),
                        [&](int64_t begin, int64_t end) {
-                         for (int64_t j = begin; j < end; ++j) {
-                           const int64_t o = j / inner, i = j % inner;
-                           const T* p = xp + o * D * inner + i;
+                         for_each_lane(split, begin, end, [&](const AxisLane& lane) {
+                           const T* p = xp + lane.start(D);
                            C best = load_as<C>(p[0]);
                            int64_t idx = 0;
                            for (int64_t d = 1; d < D; ++d) {
-                             const C v = load_as<C>(p[d * inner]);
+                             const C v = load_as<C>(p[d * lane.stride]);
                              if (better(v, best)) {
                                best = v;
                                idx = d;
                              }
                            }
-                           yp[j] = idx;
-                         }
+                           yp[lane.index] = idx;
+                         });
                        });
     };
-    switch (x.dtype()) {
-      case DType::Float16:
-        return run(Float16{});
-      case DType::BFloat16:
-        return run(BFloat16{});
-      default:
-        if (!is_floating(x.dtype()) && !is_integral(x.dtype()))
-          ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
-        return visit_numeric_dtype(x.dtype(), run);
-    }
+    visit_float_or_integer_dtype(ctx, x.dtype(), run);
   }
 
  private:

@@ -1,6 +1,7 @@
 // CumSum: running sum along the axis given by the second input, optionally exclusive (each
 // output excludes its own element) and/or reverse (summing from the end).
 #include "engine/op_facts.h"
+#include "ops/cpu/axis_walk.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -18,13 +19,8 @@ class CumSumKernel : public OpKernel {
     if (axis_t.rank() > 1)
       ctx.fail("axis must be a scalar, got shape ", shape_to_string(axis_t.shape()));
     const int64_t axis = read_int_scalar(ctx, axis_t, "axis");
-    const int64_t rank = x.rank();
-    if (axis < -rank || axis >= rank)
-      ctx.fail("axis ", axis, " is out of range for input shape ", shape_to_string(x.shape()));
-    const int64_t a = axis < 0 ? axis + rank : axis;
-    const int64_t outer = dims_product(x.shape(), 0, a);
-    const int64_t D = x.shape()[static_cast<size_t>(a)];
-    const int64_t inner = dims_product(x.shape(), a + 1, rank);
+    const AxisSplit split = split_at_axis(x.shape(), axis_index(ctx, x.shape(), axis));
+    const int64_t D = split.size, inner = split.inner;
     Tensor& y = ctx.allocate_output(0, x.shape(), x.dtype());
     if (x.numel() == 0) return;
     auto run = [&](auto tag) {
@@ -32,15 +28,15 @@ class CumSumKernel : public OpKernel {
       using C = compute_t<T>;
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      ctx.parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * inner, 1)),
+      ctx.parallel_for(split.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * inner, 1)),
                        [&](int64_t begin, int64_t end) {
                          std::vector<C> acc(static_cast<size_t>(inner));
                          for (int64_t o = begin; o < end; ++o) {
                            std::fill(acc.begin(), acc.end(), C(0));
                            for (int64_t s = 0; s < D; ++s) {
                              const int64_t d = reverse_ ? D - 1 - s : s;
-                             const T* xr = xp + (o * D + d) * inner;
-                             T* yr = yp + (o * D + d) * inner;
+                             const T* xr = xp + split.row_offset(o, d);
+                             T* yr = yp + split.row_offset(o, d);
                              for (int64_t i = 0; i < inner; ++i) {
                                const C v = load_as<C>(xr[i]);
                                if (exclusive_) {
@@ -55,16 +51,7 @@ class CumSumKernel : public OpKernel {
                          }
                        });
     };
-    switch (x.dtype()) {
-      case DType::Float16:
-        return run(Float16{});
-      case DType::BFloat16:
-        return run(BFloat16{});
-      default:
-        if (!is_floating(x.dtype()) && !is_integral(x.dtype()))
-          ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
-        return visit_numeric_dtype(x.dtype(), run);
-    }
+    visit_float_or_integer_dtype(ctx, x.dtype(), run);
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "engine/op_facts.h"
+#include "ops/cpu/axis_walk.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {
@@ -47,16 +48,12 @@ class TopKKernel : public OpKernel {
         ctx.fail("k must be a 1-D tensor of one element, got shape ", shape_to_string(kt.shape()));
       k = read_int_scalar(ctx, kt, "k");
     }
-    const int64_t rank = x.rank();
-    if (axis_ < -rank || axis_ >= rank)
-      ctx.fail("axis ", axis_, " is out of range for input shape ", shape_to_string(x.shape()));
-    const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-    const int64_t D = x.shape()[static_cast<size_t>(a)];
+    const int64_t a = axis_index(ctx, x.shape(), axis_);
+    const AxisSplit split = split_at_axis(x.shape(), a);
+    const int64_t D = split.size;
     if (k < 0 || k > D)
       ctx.fail("k = ", k, " is out of range for axis ", a, " of size ", D, " in input shape ",
                shape_to_string(x.shape()));
-    const int64_t outer = dims_product(x.shape(), 0, a);
-    const int64_t inner = dims_product(x.shape(), a + 1, rank);
     Shape out_shape = x.shape();
     out_shape[static_cast<size_t>(a)] = k;
     Tensor& values = ctx.allocate_output(0, out_shape, x.dtype());
@@ -76,34 +73,24 @@ class TopKKernel : public OpKernel {
         if (pq || qp) return pq;
         return p.second < q.second;  // equal values: smaller index first
       };
-      ctx.parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+      ctx.parallel_for(split.lanes(), std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
                        [&](int64_t begin, int64_t end) {
                          std::vector<std::pair<C, int64_t>> items(static_cast<size_t>(D));
-                         for (int64_t j = begin; j < end; ++j) {
-                           const int64_t o = j / inner, i = j % inner;
-                           const T* p = xp + o * D * inner + i;
+                         for_each_lane(split, begin, end, [&](const AxisLane& lane) {
+                           const T* p = xp + lane.start(D);
                            for (int64_t d = 0; d < D; ++d)
-                             items[static_cast<size_t>(d)] = {load_as<C>(p[d * inner]), d};
+                             items[static_cast<size_t>(d)] = {load_as<C>(p[d * lane.stride]), d};
                            std::partial_sort(items.begin(), items.begin() + k, items.end(), before);
-                           const int64_t base = o * k * inner + i;
+                           const int64_t base = lane.start(k);
                            for (int64_t d = 0; d < k; ++d) {
-                             vp[base + d * inner] =
-                                 store_as<T>(items[static_cast<size_t>(d)].first);
-                             if (ip) ip[base + d * inner] = items[static_cast<size_t>(d)].second;
+                             const auto& item = items[static_cast<size_t>(d)];
+                             vp[base + d * lane.stride] = store_as<T>(item.first);
+                             if (ip) ip[base + d * lane.stride] = item.second;
                            }
-                         }
+                         });
                        });
     };
-    switch (x.dtype()) {
-      case DType::Float16:
-        return run(Float16{});
-      case DType::BFloat16:
-        return run(BFloat16{});
-      default:
-        if (!is_floating(x.dtype()) && !is_integral(x.dtype()))
-          ctx.fail("input dtype ", dtype_name(x.dtype()), " is not supported");
-        return visit_numeric_dtype(x.dtype(), run);
-    }
+    visit_float_or_integer_dtype(ctx, x.dtype(), run);
   }
 
  private:

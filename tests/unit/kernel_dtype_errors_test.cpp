@@ -19,5 +19,26 @@ TEST(KernelDtypeErrors, LpNormalizationTakesFloatingTypesOnly) {
             "supported (floating types only)");
 }
 
+TEST(KernelDtypeErrors, AxisKernelsTakeFloatsAndIntegersOnly) {
+  const Tensor flags = Tensor::from_vector<bool>({2, 2}, {true, false, false, true});
+  EXPECT_EQ(run_node_error(make_node("ArgMax", {"x"}, {"y"}), {flags}, 13),
+            "[ArgMax] node 'ArgMax_under_test': input dtype bool is not supported");
+  EXPECT_EQ(run_node_error(make_node("CumSum", {"x", "axis"}, {"y"}),
+                           {flags, Tensor::scalar<int64_t>(0)}, 14),
+            "[CumSum] node 'CumSum_under_test': input dtype bool is not supported");
+}
+
+// The axis walk's range check, with each kernel's axis as given (negative ones too).
+TEST(KernelDtypeErrors, AxisOutOfRangeNamesTheShape) {
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(run_node_error(make_node("CumSum", {"x", "axis"}, {"y"}),
+                           {x, Tensor::scalar<int64_t>(2)}, 14),
+            "[CumSum] node 'CumSum_under_test': axis 2 is out of range for input shape [2, 3]");
+  Node topk = make_node("TopK", {"x", "k"}, {"v", "i"});
+  topk.attributes["axis"] = Attribute::of_int(-3);
+  EXPECT_EQ(run_node_error(topk, {x, Tensor::from_vector<int64_t>({1}, {1})}, 11),
+            "[TopK] node 'TopK_under_test': axis -3 is out of range for input shape [2, 3]");
+}
+
 }  // namespace
 }  // namespace dprun
