@@ -27,6 +27,7 @@
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
+#include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/input_dtypes.h"
 
@@ -159,31 +160,26 @@ class ConvCudnn : public OpKernel {
       x_dims = std::vector<int64_t>(padded.shape().begin(), padded.shape().end());
       pads.assign(pads.size(), 0);
     }
-    std::vector<int64_t> w_dims = {s.m, s.c / s.group};
-    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    const cudnnDataType_t type = cudnn::data_type_of(dtype);
-    const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), y_desc(ctx, y_dims, {}, type);
-    const cudnn::FilterDesc w_desc(ctx, w_dims, type);
+    const std::vector<int64_t> w_dims = cudnn::filter_dims(s.m, s.c / s.group, g.kernel);
+    cudnn::ConvDescriptors desc(ctx, x_dims, y_dims, w_dims, dtype, pads, g, s.group, tf32_);
     // 16-bit operands go to tensor cores as they are: float32 sums, as the CPU's 16-bit Conv.
     const bool tensor_ops = tf32_ || is_16bit_float(dtype);
-    cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, s.group, tf32_);
-    if (is_16bit_float(dtype)) conv_desc.set_math(CUDNN_TENSOR_OP_MATH);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), w_dims.begin(), w_dims.end());
     key.insert(key.end(), pads.begin(), pads.end());
     key.push_back(ctx.device().index);
     key.push_back(static_cast<int64_t>(dtype));
     const auto algorithm = algorithms_.get(key, [&] {
-      return std::make_shared<ConvAlgorithm>(choose_algorithm(cuda, ctx, x_desc, input->raw_data(),
-                                                              w_desc, w.raw_data(), conv_desc,
-                                                              y_desc, y.raw_data(), tensor_ops));
+      return std::make_shared<ConvAlgorithm>(choose_algorithm(cuda, ctx, desc.x, input->raw_data(),
+                                                              desc.w, w.raw_data(), desc.conv,
+                                                              desc.y, y.raw_data(), tensor_ops));
     });
-    conv_desc.set_math(algorithm->math);
+    desc.conv.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
     const float one = 1.f, zero = 0.f;  // float scaling factors for every one of these types
-    cudnn_check(cudnnConvolutionForward(cuda.cudnn(), &one, x_desc, input->raw_data(), w_desc,
-                                        w.raw_data(), conv_desc, algorithm->algo, work.raw_data(),
-                                        algorithm->workspace_bytes, &zero, y_desc, y.raw_data()),
+    cudnn_check(cudnnConvolutionForward(cuda.cudnn(), &one, desc.x, input->raw_data(), desc.w,
+                                        w.raw_data(), desc.conv, algorithm->algo, work.raw_data(),
+                                        algorithm->workspace_bytes, &zero, desc.y, y.raw_data()),
                 "Conv: cudnnConvolutionForward of X [", shape_to_string(x_dims), "] and W [",
                 shape_to_string(w_dims), "]");
     if (b) cudnn::add_channel_bias(cuda, ctx, *b, y.raw_data(), y_dims);

@@ -21,6 +21,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_cache.h"
+#include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/input_dtypes.h"
 
@@ -110,15 +111,11 @@ class ConvTransposeCudnn : public OpKernel {
                      const std::vector<int64_t>& x_dims, const Tensor& w,
                      const std::vector<int64_t>& pads, const WindowGeometry& g, void* out,
                      const std::vector<int64_t>& out_dims) const {
-    std::vector<int64_t> w_dims = {x_dims[1], out_dims[1] / group_};
-    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    const cudnnDataType_t type = cudnn::data_type_of(x.dtype());
-    const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), out_desc(ctx, out_dims, {}, type);
-    const cudnn::FilterDesc w_desc(ctx, w_dims, type);
+    const std::vector<int64_t> w_dims =
+        cudnn::filter_dims(x_dims[1], out_dims[1] / group_, g.kernel);
+    cudnn::ConvDescriptors desc(ctx, x_dims, out_dims, w_dims, x.dtype(), pads, g, group_, tf32_);
     // 16-bit operands go to tensor cores as they are: float32 sums.
     const bool tensor_ops = tf32_ || is_16bit_float(x.dtype());
-    cudnn::ConvDesc conv_desc(ctx, pads, g.strides, g.dilations, group_, tf32_);
-    if (is_16bit_float(x.dtype())) conv_desc.set_math(CUDNN_TENSOR_OP_MATH);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), out_dims.begin(), out_dims.end());
     key.insert(key.end(), pads.begin(), pads.end());
@@ -128,7 +125,7 @@ class ConvTransposeCudnn : public OpKernel {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
       cudnn_check(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                      cuda.cudnn(), w_desc, x_desc, conv_desc, out_desc,
+                      cuda.cudnn(), desc.w, desc.x, desc.conv, desc.y,
                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
                   "ConvTranspose: cudnnGetConvolutionBackwardDataAlgorithm_v7");
       auto chosen = std::make_shared<BackwardDataAlgorithm>();
@@ -136,20 +133,20 @@ class ConvTransposeCudnn : public OpKernel {
           cudnn::pick_algorithm(perf, count, ctx, "convolution backward-data", tensor_ops);
       chosen->algo = best.algo;
       chosen->math = best.mathType;
-      conv_desc.set_math(chosen->math);
-      cudnn_check(cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), w_desc, x_desc,
-                                                               conv_desc, out_desc, chosen->algo,
+      desc.conv.set_math(chosen->math);
+      cudnn_check(cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), desc.w, desc.x,
+                                                               desc.conv, desc.y, chosen->algo,
                                                                &chosen->workspace_bytes),
                   "ConvTranspose: cudnnGetConvolutionBackwardDataWorkspaceSize");
       return chosen;
     });
-    conv_desc.set_math(algorithm->math);
+    desc.conv.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
     const float one = 1.f, zero = 0.f;  // float scaling factors for every one of these types
     cudnn_check(
-        cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc, w.raw_data(), x_desc, x.raw_data(),
-                                     conv_desc, algorithm->algo, work.raw_data(),
-                                     algorithm->workspace_bytes, &zero, out_desc, out),
+        cudnnConvolutionBackwardData(cuda.cudnn(), &one, desc.w, w.raw_data(), desc.x, x.raw_data(),
+                                     desc.conv, algorithm->algo, work.raw_data(),
+                                     algorithm->workspace_bytes, &zero, desc.y, out),
         "ConvTranspose: cudnnConvolutionBackwardData of X [", shape_to_string(x_dims), "] into [",
         shape_to_string(out_dims), "]");
   }

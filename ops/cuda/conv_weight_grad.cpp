@@ -24,6 +24,7 @@
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/conv_weight_grad_util.h"
 #include "ops/cpu/shape_cache.h"
+#include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
 
 namespace dprun {
@@ -109,12 +110,9 @@ class ConvWeightGradCudnn : public OpKernel {
                        Tensor& dw) const {
     x_dims.resize(g.rank() + 2, 1);  // a 1-D window lifted to 2-D
     const std::vector<int64_t> dy_dims = cudnn::nc_dims(dy.dim(0), dy.dim(1), g.out);
-    std::vector<int64_t> w_dims = {dy.dim(1), x.dim(1) / group_};
-    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    const cudnnDataType_t type = CUDNN_DATA_FLOAT;
-    const cudnn::TensorDesc x_desc(ctx, x_dims, {}, type), dy_desc(ctx, dy_dims, {}, type);
-    const cudnn::FilterDesc dw_desc(ctx, w_dims, type);
-    cudnn::ConvDesc conv_desc(ctx, g.pads_begin, g.strides, g.dilations, group_, tf32_);
+    const std::vector<int64_t> w_dims = cudnn::filter_dims(dy.dim(1), x.dim(1) / group_, g.kernel);
+    cudnn::ConvDescriptors desc(ctx, x_dims, dy_dims, w_dims, DType::Float32, g.pads_begin, g,
+                                group_, tf32_);
     std::vector<int64_t> key = x_dims;
     key.insert(key.end(), dy_dims.begin(), dy_dims.end());
     key.insert(key.end(), w_dims.begin(), w_dims.end());
@@ -125,7 +123,7 @@ class ConvWeightGradCudnn : public OpKernel {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
       cudnn_check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                      cuda.cudnn(), x_desc, dy_desc, conv_desc, dw_desc,
+                      cuda.cudnn(), desc.x, desc.y, desc.conv, desc.w,
                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
                   "ConvWeightGrad: cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       // The ranking without its nondeterministic entries.
@@ -136,20 +134,20 @@ class ConvWeightGradCudnn : public OpKernel {
       auto chosen = std::make_shared<BackwardFilterAlgorithm>();
       chosen->algo = best.algo;
       chosen->math = best.mathType;
-      conv_desc.set_math(chosen->math);
-      cudnn_check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cuda.cudnn(), x_desc, dy_desc,
-                                                                 conv_desc, dw_desc, chosen->algo,
+      desc.conv.set_math(chosen->math);
+      cudnn_check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cuda.cudnn(), desc.x, desc.y,
+                                                                 desc.conv, desc.w, chosen->algo,
                                                                  &chosen->workspace_bytes),
                   "ConvWeightGrad: cudnnGetConvolutionBackwardFilterWorkspaceSize");
       return chosen;
     });
-    conv_desc.set_math(algorithm->math);
+    desc.conv.set_math(algorithm->math);
     Tensor work = cudnn::workspace(ctx, algorithm->workspace_bytes);
     const float one = 1.f, zero = 0.f;
     cudnn_check(
-        cudnnConvolutionBackwardFilter(cuda.cudnn(), &one, x_desc, x.raw_data(), dy_desc,
-                                       dy.raw_data(), conv_desc, algorithm->algo, work.raw_data(),
-                                       algorithm->workspace_bytes, &zero, dw_desc, dw.raw_data()),
+        cudnnConvolutionBackwardFilter(cuda.cudnn(), &one, desc.x, x.raw_data(), desc.y,
+                                       dy.raw_data(), desc.conv, algorithm->algo, work.raw_data(),
+                                       algorithm->workspace_bytes, &zero, desc.w, dw.raw_data()),
         "ConvWeightGrad: cudnnConvolutionBackwardFilter of X [", shape_to_string(x_dims),
         "] and dY [", shape_to_string(dy_dims), "]");
   }
