@@ -3,9 +3,9 @@
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
 // only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp,
-// conv_weight_grad.cpp, batch_norm_training_grad.cpp, scatter_add.cpp and relu_grad.cpp;
+// conv_weight_grad.cpp, batch_norm_training_grad.cpp, scatter_add.cpp and fused_relu_grad.cpp;
 // ops/cuda/matmul_bias.cpp, gemm.cu, conv_weight_grad.cpp, batch_norm_training_grad.cu and
-// relu_grad.cu).
+// fused_relu_grad.cu).
 #include <memory>
 #include <optional>
 
