@@ -125,17 +125,25 @@ struct Reference {
 Lane kill_and_resume(const fs::path& dir, const Reference& want, uint32_t seed, int kills) {
   const std::string model = source_path("models/training/mlp_sgd.onnx");
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> delay_us(0, want.time.count());
+  // Kills come within one whole run's time; on cores busy with other work a start can take
+  // longer than that, so after 20 attempts that saved nothing the window doubles (a resumed run
+  // must be able to reach its next checkpoint for the run to complete).
+  int64_t window_us = want.time.count();
   const fs::path checkpoint = dir / "out.ckpt.onnx", log = dir.string() + ".log";
   Lane lane;
   while (lane.kills < kills && lane.error.empty()) {
     ++lane.rounds;
     fs::remove_all(dir);
     fs::create_directories(dir);
-    for (int attempt = 0;; ++attempt) {
+    int64_t last_step = -1;
+    for (int attempt = 0, without_progress = 0;; ++attempt) {
       if (attempt == 500) return lane.error = "the run never completed", lane;
       const int64_t step = checkpoint_step(checkpoint);
       if (step == kSteps) break;  // killed after its last save: nothing left to run
+      without_progress = step == last_step ? without_progress + 1 : 0;
+      last_step = step;
+      if (without_progress == 20) window_us *= 2, without_progress = 0;
+      std::uniform_int_distribution<int64_t> delay_us(0, window_us);
       const bool resume = step >= 0;
       const pid_t pid =
           start(train_arguments(resume ? checkpoint.string() : model, resume, dir), log);
