@@ -9,6 +9,8 @@ packages=(
   # oneDNN's CMake package looks for OpenCL; Debian only recommends these two.
   libdnnl-dev opencl-headers ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # nlohmann/json writes the command line's --json reports and reads them in the tests.
+  nlohmann-json3-dev
   python3-numpy
   # Open MPI for multi-process runs (--distributed) and their tests; openmpi-bin's mpirun
   # brings openssh-client, which it needs to start ranks on other hosts.
