@@ -1,13 +1,18 @@
 #pragma once
 // Running a command from a test: its exit status and its output, stdout and stderr together,
-// and reading the JSON reports it writes. Shared by the command-line and the MPI tests.
+// and reading the JSON reports it writes (parsed with nlohmann/json). Shared by the command-line
+// and the MPI tests.
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,16 +43,47 @@ inline std::string source_path(const std::string& relative) {
   return std::string(DPRUN_SOURCE_DIR) + "/" + relative;
 }
 
-/// The numbers of the list `"key": [...]` in the JSON `text`, as dprun writes them; nullopt
-/// when `text` has no such list.
-inline std::optional<std::vector<double>> json_numbers(const std::string& text,
-                                                       const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(text, m, std::regex("\"" + key + "\": \\[([^\\]]*)\\]")))
+/// The JSON document in the file at `path`. A file that cannot be read or does not parse fails
+/// the running test (ADD_FAILURE, naming the file and the parser's error) and gives a null json:
+/// it contains no key, so the caller's own checks fail as well rather than crash (at() on it
+/// throws, which fails the test too). The reports are read by their keys and values only, never
+/// by their layout: dprun may write them on one line or indented, with any number of digits.
+inline nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ADD_FAILURE() << path.string() << ": cannot be read";
+    return nullptr;
+  }
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    ADD_FAILURE() << path.string() << ": not JSON: " << e.what();
+    return nullptr;
+  }
+}
+
+/// The numbers of the array `report[key]`, in order; nullopt when `report` is not an object or
+/// has no `key`. A null item (how the reports write a number that is not finite, such as the
+/// norm of a float16 step that overflowed) reads as NaN. A `key` that is no array, or an item
+/// that is neither a number nor null, fails the running test: the former gives nullopt, the
+/// latter NaN.
+inline std::optional<std::vector<double>> numbers(const nlohmann::json& report,
+                                                  const std::string& key) {
+  if (!report.is_object() || !report.contains(key)) return std::nullopt;
+  const nlohmann::json& list = report.at(key);
+  if (!list.is_array()) {
+    ADD_FAILURE() << "\"" << key << "\" is no array: " << list.dump();
     return std::nullopt;
+  }
   std::vector<double> out;
-  std::stringstream list(m[1].str());
-  for (std::string item; std::getline(list, item, ',');) out.push_back(std::stod(item));
+  for (const nlohmann::json& item : list) {
+    if (item.is_number()) {
+      out.push_back(item.get<double>());
+    } else {
+      if (!item.is_null()) ADD_FAILURE() << "\"" << key << "\" holds " << item.dump();
+      out.push_back(NAN);
+    }
+  }
   return out;
 }
 

@@ -16,13 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The number after `"key": ` in the JSON `text` (the first such key).
-double json_number(const std::string& text, const std::string& key) {
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(text, m, std::regex("\"" + key + "\": ([-0-9.e+]+)"))) << key;
-  return m.empty() ? 0 : std::stod(m[1].str());
-}
-
 // y = Relu(x) for x: float32[1, 3], a batch fixed at 1 as a model exported without
 // dynamic_axes has it.
 std::string write_fixed_batch_model(const fs::path& path) {
@@ -43,28 +36,30 @@ std::string write_fixed_batch_model(const fs::path& path) {
 
 struct BenchRun {
   CommandResult result;
-  std::string json;  // what --json wrote
+  nlohmann::json report;  // what --json wrote
 };
 
-// `dprun bench ARGS --json FILE`, and the JSON it wrote.
+// `dprun bench ARGS --json FILE`, and the report it wrote.
 BenchRun bench_with_json(const std::string& args) {
   const fs::path json = scratch_path("bench_rows.json");
   fs::remove(json);
-  BenchRun run{run_dprun("bench " + args + " --json " + json.string()), ""};
-  run.json = read_text(json);
+  BenchRun run{run_dprun("bench " + args + " --json " + json.string()), nullptr};
+  run.report = read_json(json);
   fs::remove(json);
   return run;
 }
 
-// samples_per_s is rows * 1000 / ms_per_iter, as the JSON's 9 digits give them.
-void expect_rate_of_rows(const std::string& json, double rows) {
-  const double ms = json_number(json, "ms_per_iter");
-  EXPECT_NEAR(json_number(json, "samples_per_s"), rows * 1e3 / ms, 1e-6 * rows * 1e3 / ms) << json;
+// samples_per_s is rows * 1000 / ms_per_iter, within the rounding of the digits the report
+// gives them (9 significant digits or more).
+void expect_rate_of_rows(const nlohmann::json& report, double rows) {
+  const double ms = report.at("ms_per_iter").get<double>();
+  EXPECT_NEAR(report.at("samples_per_s").get<double>(), rows * 1e3 / ms, 1e-6 * rows * 1e3 / ms)
+      << report;
 }
 
 TEST(BenchRows, SamplesPerSecondCountTheRowsOfTheInputFiles) {
   // The file holds 4 rows; without --batch bench ran them but counted 1 before.
-  auto [r, text] =
+  auto [r, report] =
       bench_with_json(source_path("models/mlp.onnx") + " --devices cpu:0 --input input=" +
                       source_path("models/mlp.input.input.npy") + " --iters 5");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -73,13 +68,13 @@ TEST(BenchRows, SamplesPerSecondCountTheRowsOfTheInputFiles) {
           "model " + source_path("models/mlp.onnx") + ", batch 4, 5 iterations (+3 warm-up)\n", 0),
       0u)
       << r.output;
-  EXPECT_EQ(json_number(text, "batch"), 4) << text;
-  expect_rate_of_rows(text, 4);
+  EXPECT_EQ(report.at("batch"), 4) << report;
+  expect_rate_of_rows(report, 4);
   // The headline line agrees: MS ms per iteration, 4 * 1000 / MS samples/s.
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       r.output, m, std::regex(R"(\n([0-9.]+) ms per iteration, ([0-9.]+) samples/s\n$)")));
-  EXPECT_NEAR(std::stod(m[2].str()), 4e3 / json_number(text, "ms_per_iter"),
+  EXPECT_NEAR(std::stod(m[2].str()), 4e3 / report.at("ms_per_iter").get<double>(),
               0.05 + 1e-4 * std::stod(m[2].str()));
 
   // With the files, a --batch that differs is named as ignored.
@@ -95,7 +90,7 @@ TEST(BenchRows, SamplesPerSecondCountTheRowsOfTheInputFiles) {
 
 TEST(BenchRows, AFixedBatchModelSaysBatchIsIgnoredAndCountsItsOneRow) {
   const std::string model = write_fixed_batch_model(scratch_path("fixed_batch.onnx"));
-  auto [r, text] = bench_with_json(model + " --devices cpu:0 --batch 4 --iters 3");
+  auto [r, report] = bench_with_json(model + " --devices cpu:0 --batch 4 --iters 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.rfind("dprun: warning: " + model +
                                " has a fixed batch of 1: --batch 4 ignored, each step runs 1 "
@@ -104,8 +99,8 @@ TEST(BenchRows, AFixedBatchModelSaysBatchIsIgnoredAndCountsItsOneRow) {
                            0),
             0u)
       << r.output;
-  EXPECT_EQ(json_number(text, "batch"), 1) << text;
-  expect_rate_of_rows(text, 1);
+  EXPECT_EQ(report.at("batch"), 1) << report;
+  expect_rate_of_rows(report, 1);
   // The batch it has is no warning.
   r = run_dprun("bench " + model + " --devices cpu:0 --batch 1 --iters 2");
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
@@ -113,37 +108,40 @@ TEST(BenchRows, AFixedBatchModelSaysBatchIsIgnoredAndCountsItsOneRow) {
 }
 
 TEST(BenchRows, GeneratedInputsCountTheirBatch) {
-  auto [r, text] = bench_with_json(source_path("models/mlp.onnx") +
-                                   " --devices cpu:0,cpu:1 --batch 6 --iters 4");
+  auto [r, report] = bench_with_json(source_path("models/mlp.onnx") +
+                                     " --devices cpu:0,cpu:1 --batch 6 --iters 4");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(json_number(text, "batch"), 6) << text;
-  expect_rate_of_rows(text, 6);
+  EXPECT_EQ(report.at("batch"), 6) << report;
+  expect_rate_of_rows(report, 6);
   EXPECT_NE(r.output.find("cpu:0             3 "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("cpu:1             3 "), std::string::npos) << r.output;
 }
 
 TEST(BenchRows, SweepSpeedUpComparesTheMedianStepTimesItShows) {
-  auto [r, text] = bench_with_json(source_path("models/mlp.onnx") +
-                                   " --devices cpu:0,cpu:1 --batch 8 --iters 6 --sweep");
+  auto [r, report] = bench_with_json(source_path("models/mlp.onnx") +
+                                     " --devices cpu:0,cpu:1 --batch 8 --iters 6 --sweep");
   ASSERT_EQ(r.status, 0) << r.output;
-  // Each sweep entry: median_samples_per_s is 8 rows over its median step, and the speed-up
-  // the ratio of those to one device's.
-  const std::regex entry(
-      R"re(\{"devices": (\d), "samples_per_s": [-0-9.e+]+, "median_samples_per_s": ([-0-9.e+]+), )re"
-      R"re("round_samples_per_s": \[[^\]]*\], "median_step_ms": ([-0-9.e+]+), "speedup": )re"
-      R"re(([-0-9.e+]+), "efficiency": ([-0-9.e+]+)\})re");
+  // Each sweep entry, of 1 then 2 devices: median_samples_per_s is 8 rows over its median step,
+  // and the speed-up the ratio of those to one device's.
+  ASSERT_TRUE(report.contains("sweep")) << report;
+  const nlohmann::json& sweep = report.at("sweep");
+  ASSERT_EQ(sweep.size(), 2u) << report;
   std::vector<double> rates, medians, speedups;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), entry);
-       it != std::sregex_iterator(); ++it) {
-    rates.push_back(std::stod((*it)[2].str()));
-    medians.push_back(std::stod((*it)[3].str()));
-    speedups.push_back(std::stod((*it)[4].str()));
-    EXPECT_NEAR(std::stod((*it)[5].str()), speedups.back() / std::stod((*it)[1].str()), 1e-8);
-  }
-  ASSERT_EQ(rates.size(), 2u) << text;
   for (size_t k = 0; k < 2; ++k) {
-    EXPECT_NEAR(rates[k], 8e3 / medians[k], 1e-6 * rates[k]) << text;
-    EXPECT_NEAR(speedups[k], medians[0] / medians[k], 1e-6) << text;
+    const nlohmann::json& entry = sweep[k];
+    EXPECT_EQ(entry.at("devices"), k + 1) << entry;
+    EXPECT_TRUE(entry.at("samples_per_s").is_number()) << entry;
+    EXPECT_TRUE(entry.at("round_samples_per_s").is_array()) << entry;
+    rates.push_back(entry.at("median_samples_per_s").get<double>());
+    medians.push_back(entry.at("median_step_ms").get<double>());
+    speedups.push_back(entry.at("speedup").get<double>());
+    EXPECT_NEAR(entry.at("efficiency").get<double>(), speedups.back() / static_cast<double>(k + 1),
+                1e-8)
+        << entry;
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_NEAR(rates[k], 8e3 / medians[k], 1e-6 * rates[k]) << report;
+    EXPECT_NEAR(speedups[k], medians[0] / medians[k], 1e-6) << report;
   }
   // The table prints the same figures: samples/s at the median step, the speed-up, the median.
   for (size_t k = 0; k < 2; ++k) {

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
-#include <sstream>
 
 #include "cli_test_util.h"
 #include "engine/backend.h"
@@ -116,37 +114,34 @@ TEST(DataParallelCli, JsonReportsTheSplit) {
                      " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --json " +
                      (dir / "run.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  std::string json = read_text(dir / "run.json");
-  EXPECT_NE(json.find("\"devices_used\": [\"cpu:0\", \"cpu:1\", \"cpu:2\"]"), std::string::npos)
-      << json;
-  EXPECT_NE(json.find("\"chunk_rows\": [2, 2, 1]"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"outputs\": {\"logits\": [5, 10]}"), std::string::npos) << json;
+  const nlohmann::json report = read_json(dir / "run.json");
+  EXPECT_EQ(report.at("devices_used"), nlohmann::json({"cpu:0", "cpu:1", "cpu:2"})) << report;
+  EXPECT_EQ(report.at("chunk_rows"), nlohmann::json({2, 2, 1})) << report;
+  EXPECT_EQ(report.at("outputs"), nlohmann::json::parse(R"({"logits": [5, 10]})")) << report;
   EXPECT_NE(r.output.find("cpu:2    1 rows"), std::string::npos) << r.output;
   // Each device used holds a copy of the parameters (replica 0 the model's own), and little
   // else at batch 5.
   const size_t parameter_bytes = mlp_parameter_bytes();
-  std::smatch peaks;
-  ASSERT_TRUE(std::regex_search(
-      json, peaks,
-      std::regex(R"("peak_bytes": \{"cpu:0": (\d+), "cpu:1": (\d+), "cpu:2": (\d+)\})")))
-      << json;
-  for (size_t d = 1; d <= 3; ++d) {
-    const size_t peak = std::stoull(peaks[d].str());
-    EXPECT_GE(peak, parameter_bytes) << "cpu:" << d - 1;
-    EXPECT_LT(peak, 2 * parameter_bytes) << "cpu:" << d - 1;
+  ASSERT_TRUE(report.contains("peak_bytes")) << report;
+  const nlohmann::json& peaks = report.at("peak_bytes");
+  ASSERT_EQ(peaks.size(), 3u) << report;
+  for (const std::string device : {"cpu:0", "cpu:1", "cpu:2"}) {
+    const size_t peak = peaks.at(device).get<size_t>();
+    EXPECT_GE(peak, parameter_bytes) << device;
+    EXPECT_LT(peak, 2 * parameter_bytes) << device;
   }
 
   r = run_dprun(source_path("models/mlp.onnx") +
                 " --devices cpu:0,cpu:1,cpu:2,cpu:3 --batch 5 --split-policy even --json " +
                 (dir / "even.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(read_text(dir / "even.json").find("\"chunk_rows\": [2, 1, 1, 1]"), std::string::npos);
+  EXPECT_EQ(read_json(dir / "even.json").at("chunk_rows"), nlohmann::json({2, 1, 1, 1}));
 
   r = run_dprun(source_path("models/mlp.onnx") +
                 " --devices cpu:0,cpu:1 --batch 9 --split-policy weighted --weights 2,1 --json " +
                 (dir / "weighted.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(read_text(dir / "weighted.json").find("\"chunk_rows\": [6, 3]"), std::string::npos);
+  EXPECT_EQ(read_json(dir / "weighted.json").at("chunk_rows"), nlohmann::json({6, 3}));
   fs::remove_all(dir);
 }
 
@@ -156,9 +151,9 @@ TEST(DataParallelCli, ScalarOutputsGatherIntoAVectorAndBroadcastSplit) {
   auto r = run_dprun(model + " --devices cpu:0,cpu:1,cpu:2 --batch 6 --split row=none --json " +
                      (dir / "s.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  std::string json = read_text(dir / "s.json");
-  EXPECT_NE(json.find("\"total\": [3]"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"y\": [6, 3]"), std::string::npos) << json;
+  const nlohmann::json report = read_json(dir / "s.json");
+  EXPECT_EQ(report.at("outputs"), nlohmann::json::parse(R"({"total": [3], "y": [6, 3]})"))
+      << report;
   EXPECT_NE(
       r.output.find(
           "warning: was asked to gather along dimension 0, but all input tensors were scalars"),
@@ -232,47 +227,26 @@ TEST(BenchCli, JsonAndSweep) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("samples/s"), std::string::npos);
   EXPECT_NE(r.output.find("efficiency"), std::string::npos) << r.output;
-  std::string json = read_text(dir / "b.json");
-  for (const char* key :
-       {"\"samples_per_s\"", "\"batch\": 8", "\"iters\": 3", "\"devices\": [\"cpu:0\", \"cpu:1\"]",
-        "\"per_device\"", "\"rows\": 4", "\"sweep\""})
-    EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
-  // cpu:0 holds the model's parameters (every list's replica 0 shares them); cpu:1 one copy:
-  // the sweep's two devices are the given list itself.
+  const nlohmann::json report = read_json(dir / "b.json");
+  EXPECT_TRUE(report.at("samples_per_s").is_number()) << report;
+  EXPECT_EQ(report.at("batch"), 8) << report;
+  EXPECT_EQ(report.at("iters"), 3) << report;
+  EXPECT_EQ(report.at("devices"), nlohmann::json({"cpu:0", "cpu:1"})) << report;
+  EXPECT_EQ(report.at("sweep").size(), 2u) << report;
+  // Each device runs 4 of the 8 rows. cpu:0 holds the model's parameters (every list's
+  // replica 0 shares them); cpu:1 one copy: the sweep's two devices are the given list itself.
+  const nlohmann::json& per_device = report.at("per_device");
+  ASSERT_EQ(per_device.size(), 2u) << report;
   const size_t parameter_bytes = mlp_parameter_bytes();
-  std::smatch peaks;
-  ASSERT_TRUE(std::regex_search(
-      json, peaks,
-      std::regex(
-          R"("device": "cpu:0", .*"peak_bytes": (\d+)\}, \{"device": "cpu:1", .*"peak_bytes": (\d+)\})")))
-      << json;
-  for (size_t d = 1; d <= 2; ++d) {
-    const size_t peak = std::stoull(peaks[d].str());
-    EXPECT_GE(peak, parameter_bytes) << "cpu:" << d - 1;
-    EXPECT_LT(peak, 2 * parameter_bytes) << "cpu:" << d - 1;
+  for (size_t d = 0; d < 2; ++d) {
+    const std::string device = "cpu:" + std::to_string(d);
+    EXPECT_EQ(per_device[d].at("device"), device) << report;
+    EXPECT_EQ(per_device[d].at("rows"), 4) << report;
+    const size_t peak = per_device[d].at("peak_bytes").get<size_t>();
+    EXPECT_GE(peak, parameter_bytes) << device;
+    EXPECT_LT(peak, 2 * parameter_bytes) << device;
   }
   fs::remove_all(dir);
-}
-
-// The numbers of the JSON array that follows the n-th occurrence (from 0) of `key`.
-std::vector<double> json_array(const std::string& json, const std::string& key, int n = 0) {
-  size_t at = 0;
-  for (int i = 0; i <= n; ++i) {
-    at = json.find("\"" + key + "\": [", i ? at + 1 : 0);
-    if (at == std::string::npos) return {};
-  }
-  const size_t open = json.find('[', at), close = json.find(']', open);
-  std::vector<double> values;
-  std::stringstream items(json.substr(open + 1, close - open - 1));
-  for (std::string item; std::getline(items, item, ',');) values.push_back(std::stod(item));
-  return values;
-}
-
-// The number after the n-th occurrence of `key`.
-double json_number(const std::string& json, const std::string& key, int n = 0) {
-  size_t at = 0;
-  for (int i = 0; i <= n; ++i) at = json.find("\"" + key + "\": ", i ? at + 1 : 0);
-  return std::stod(json.substr(at + key.size() + 4));
 }
 
 TEST(BenchCli, RoundsKeepEachDeviceListsBestAndReportEveryRound) {
@@ -286,26 +260,30 @@ TEST(BenchCli, RoundsKeepEachDeviceListsBestAndReportEveryRound) {
   EXPECT_NE(r.output.find(" over 6 steps\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rounds (samples/s, the best kept): "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("median step ms"), std::string::npos) << r.output;
-  std::string json = read_text(dir / "b.json");
-  EXPECT_NE(json.find("\"rounds\": 3"), std::string::npos) << json;
+  const nlohmann::json report = read_json(dir / "b.json");
+  EXPECT_EQ(report.at("rounds"), 3) << report;
   // The given list, then the sweep's one and two devices (the given list again): three rounds
   // each, the best kept.
-  for (int list = 0; list < 3; ++list) {
+  ASSERT_EQ(report.at("sweep").size(), 2u) << report;
+  const std::vector<const nlohmann::json*> lists = {&report, &report.at("sweep")[0],
+                                                    &report.at("sweep")[1]};
+  for (size_t list = 0; list < lists.size(); ++list) {
     SCOPED_TRACE(list);
-    std::vector<double> rounds = json_array(json, "round_samples_per_s", list);
-    ASSERT_EQ(rounds.size(), 3u) << json;
-    EXPECT_EQ(json_number(json, "samples_per_s", list),
+    const std::vector<double> rounds =
+        numbers(*lists[list], "round_samples_per_s").value_or(std::vector<double>{});
+    ASSERT_EQ(rounds.size(), 3u) << report;
+    EXPECT_EQ(lists[list]->at("samples_per_s").get<double>(),
               *std::max_element(rounds.begin(), rounds.end()))
-        << json;
+        << report;
   }
-  EXPECT_EQ(json_array(json, "round_samples_per_s", 2), json_array(json, "round_samples_per_s", 0))
-      << json;
-  const double p10 = json_number(json, "p10"), median = json_number(json, "median"),
-               p90 = json_number(json, "p90");
+  EXPECT_EQ(lists[2]->at("round_samples_per_s"), report.at("round_samples_per_s")) << report;
+  const nlohmann::json& step_ms = report.at("step_ms");
+  const double p10 = step_ms.at("p10").get<double>(), median = step_ms.at("median").get<double>(),
+               p90 = step_ms.at("p90").get<double>();
   EXPECT_GT(p10, 0);
   EXPECT_LE(p10, median);
   EXPECT_LE(median, p90);
-  EXPECT_EQ(json_number(json, "steps"), 6);
+  EXPECT_EQ(step_ms.at("steps"), 6) << report;
   fs::remove_all(dir);
 }
 

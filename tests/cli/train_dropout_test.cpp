@@ -35,8 +35,7 @@ class TrainDropout : public ::testing::Test {
         (dir_ / out).string() + ".onnx --json " + (dir_ / out).string() + ".json");
     EXPECT_EQ(r.status, 0) << r.output;
     last_output_ = r.output;
-    return json_numbers(read_text(dir_ / (out + ".json")), "losses")
-        .value_or(std::vector<double>{});
+    return numbers(read_json(dir_ / (out + ".json")), "losses").value_or(std::vector<double>{});
   }
 
   fs::path dir_;

@@ -171,8 +171,8 @@ void check_losses_equal(const std::string& file, const DocBlock& block, const fs
   std::istringstream names(block.argument);
   std::string a, b;
   names >> a >> b;
-  const auto first = json_numbers(read_text(root / a), "losses");
-  const auto second = json_numbers(read_text(root / b), "losses");
+  const auto first = numbers(read_json(root / a), "losses");
+  const auto second = numbers(read_json(root / b), "losses");
   ASSERT_TRUE(first && second) << describe(file, block) << "no losses in " << a << " or " << b;
   ASSERT_EQ(first->size(), second->size()) << describe(file, block);
   ASSERT_FALSE(first->empty()) << describe(file, block);

@@ -16,7 +16,7 @@ namespace dprun {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_text;
+using testing::read_json;
 using testing::run_dprun;
 using testing::run_ranks;
 using testing::scratch;
@@ -32,7 +32,7 @@ struct RunCase {
   std::string model;
   int ranks;
   int batch;
-  std::string rows;  // the JSON's rows per rank
+  std::vector<int> rows;  // the JSON's rows per rank
 };
 
 void PrintTo(const RunCase& c, std::ostream* out) {
@@ -62,19 +62,17 @@ TEST_P(DistributedRun, RankZeroGathersWhatOneProcessComputes) {
     ++compared;
   }
   EXPECT_GT(compared, 0u);
-  std::string json = read_text(dir / "run.json");
-  EXPECT_NE(json.find("\"ranks\": {\"world_size\": " + std::to_string(c.ranks) +
-                      ", \"rows\": " + c.rows + "}"),
-            std::string::npos)
-      << json;
+  const nlohmann::json report = read_json(dir / "run.json");
+  EXPECT_EQ(report.at("ranks"), nlohmann::json({{"world_size", c.ranks}, {"rows", c.rows}}))
+      << report;
   fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DistributedRun,
-                         ::testing::Values(RunCase{"mlp", 3, 7, "[3, 2, 2]"},
-                                           RunCase{"cnn", 2, 5, "[3, 2]"},
-                                           RunCase{"transformer", 2, 3, "[2, 1]"},
-                                           RunCase{"mlp", 3, 2, "[1, 1, 0]"}),
+                         ::testing::Values(RunCase{"mlp", 3, 7, {3, 2, 2}},
+                                           RunCase{"cnn", 2, 5, {3, 2}},
+                                           RunCase{"transformer", 2, 3, {2, 1}},
+                                           RunCase{"mlp", 3, 2, {1, 1, 0}}),
                          [](const auto& info) {
                            return info.param.model + "_batch_" + std::to_string(info.param.batch) +
                                   "_on_" + std::to_string(info.param.ranks) + "_ranks";
@@ -110,10 +108,17 @@ TEST(DistributedBench, ReportsEveryRankAndTheScalingOverRanks) {
       << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n1 +[0-9.]+ +1\.00x +100\.0%\n2 +)")))
       << r.output;
-  std::string json = read_text(dir / "bench.json");
-  for (const char* part : {"\"world_size\": 2,", "\"rank\": 0, \"rows\": 32,",
-                           "\"rank\": 1, \"rows\": 32,", "{\"ranks\": 1, ", "{\"ranks\": 2, "})
-    EXPECT_NE(json.find(part), std::string::npos) << part << " in " << json;
+  const nlohmann::json report = read_json(dir / "bench.json");
+  EXPECT_EQ(report.at("world_size"), 2) << report;
+  const nlohmann::json& per_rank = report.at("per_rank");
+  const nlohmann::json& sweep = report.at("sweep");
+  ASSERT_EQ(per_rank.size(), 2u) << report;
+  ASSERT_EQ(sweep.size(), 2u) << report;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(per_rank[rank].at("rank"), rank) << report;
+    EXPECT_EQ(per_rank[rank].at("rows"), 32) << report;
+    EXPECT_EQ(sweep[rank].at("ranks"), rank + 1) << report;
+  }
   fs::remove_all(dir);
 }
 
