@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 
 #include "engine/backend.h"
@@ -17,8 +16,8 @@
 #include "tools/bench_rounds.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
-#include "tools/format.h"
 #include "tools/parallel_options.h"
+#include "tools/report_files.h"
 #include "tools/run_distributed.h"
 
 namespace dprun::cli {
@@ -137,51 +136,50 @@ double median_speedup(const std::vector<const BenchResult*>& scaling, size_t k) 
   return base > 0 ? scaling[k]->median_samples_per_s() / base : 0;
 }
 
-std::string json_result(const std::string& model_path, int64_t batch, int iters, int warmup,
-                        int threads, const BenchResult& main,
-                        const std::vector<const BenchResult*>& scaling) {
+JsonReport json_result(const std::string& model_path, int64_t batch, int iters, int warmup,
+                       int threads, const BenchResult& main,
+                       const std::vector<const BenchResult*>& scaling) {
   const RoundResult& best = main.best();
   const StepSpread spread = main.spread();
-  std::ostringstream out;
-  out.precision(9);  // as json_list writes the rounds, so the best equals one of them
-  out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
-      << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
-      << ",\n  \"rounds\": " << main.rounds.size() << ",\n  \"threads\": " << threads
-      << ",\n  \"devices\": [";
-  for (size_t i = 0; i < main.devices.size(); ++i)
-    out << (i ? ", " : "") << json_string(main.devices[i].to_string());
-  out << "],\n  \"samples_per_s\": " << best.samples_per_s
-      << ",\n  \"ms_per_iter\": " << best.ms_per_iter
-      << ",\n  \"round_samples_per_s\": " << json_list(round_rates(main.rounds))
-      << ",\n  \"step_ms\": {\"p10\": " << spread.p10 << ", \"median\": " << spread.median
-      << ", \"p90\": " << spread.p90 << ", \"steps\": " << spread.steps
-      << "},\n  \"per_device\": [";
-  for (size_t i = 0; i < best.per_device.size(); ++i) {
-    const auto& f = best.per_device[i];
-    out << (i ? ", " : "") << "{\"device\": " << json_string(f.device.to_string())
-        << ", \"rows\": " << f.rows << ", \"busy_ms\": " << f.busy_ms << ", \"share\": "
-        << (best.ms_per_iter > 0 ? f.busy_ms / best.ms_per_iter : 0)
+  JsonReport report;
+  report["model"] = model_path;
+  report["batch"] = batch;
+  report["iters"] = iters;
+  report["warmup"] = warmup;
+  report["rounds"] = main.rounds.size();
+  report["threads"] = threads;
+  report["devices"] = main.devices;
+  report["samples_per_s"] = best.samples_per_s;
+  report["ms_per_iter"] = best.ms_per_iter;
+  report["round_samples_per_s"] = round_rates(main.rounds);
+  report["step_ms"] = {
+      {"p10", spread.p10}, {"median", spread.median}, {"p90", spread.p90}, {"steps", spread.steps}};
+  report["per_device"] = JsonReport::array();
+  for (const auto& f : best.per_device)
+    report["per_device"].push_back({
+        {"device", f.device},
+        {"rows", f.rows},
+        {"busy_ms", f.busy_ms},
+        {"share", best.ms_per_iter > 0 ? f.busy_ms / best.ms_per_iter : 0},
         // What the device's allocator held at most since the process started (every list of
         // a sweep, the warm-up and the profile pass included).
-        << ", \"peak_bytes\": " << backend_for(f.device).allocator(f.device)->stats().peak_in_use
-        << "}";
+        {"peak_bytes", backend_for(f.device).allocator(f.device)->stats().peak_in_use},
+    });
+  if (scaling.empty()) return report;
+  report["sweep"] = JsonReport::array();
+  for (size_t k = 0; k < scaling.size(); ++k) {
+    const double speedup = median_speedup(scaling, k);
+    report["sweep"].push_back({
+        {"devices", k + 1},
+        {"samples_per_s", scaling[k]->best().samples_per_s},
+        {"median_samples_per_s", scaling[k]->median_samples_per_s()},
+        {"round_samples_per_s", round_rates(scaling[k]->rounds)},
+        {"median_step_ms", scaling[k]->spread().median},
+        {"speedup", speedup},
+        {"efficiency", speedup / static_cast<double>(k + 1)},
+    });
   }
-  out << "]";
-  if (!scaling.empty()) {
-    out << ",\n  \"sweep\": [";
-    for (size_t k = 0; k < scaling.size(); ++k) {
-      const double speedup = median_speedup(scaling, k);
-      out << (k ? ", " : "") << "{\"devices\": " << k + 1
-          << ", \"samples_per_s\": " << scaling[k]->best().samples_per_s
-          << ", \"median_samples_per_s\": " << scaling[k]->median_samples_per_s()
-          << ", \"round_samples_per_s\": " << json_list(round_rates(scaling[k]->rounds))
-          << ", \"median_step_ms\": " << scaling[k]->spread().median << ", \"speedup\": " << speedup
-          << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
-    }
-    out << "]";
-  }
-  out << "\n}\n";
-  return out.str();
+  return report;
 }
 
 // The device lists to time: the given one, then with --sweep its first 1..N-1 devices (the
@@ -315,7 +313,7 @@ int bench_command(int argc, char** argv, int first) {
   if (sweep) scaling.push_back(&main);
   if (!scaling.empty()) print_sweep(scaling);
   if (auto path = args.get("json"))
-    write_file_atomically(
+    write_json_report(
         *path, json_result(model_path, batch, iters, warmup, options.threads, main, scaling));
   return 0;
 }

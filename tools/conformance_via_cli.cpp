@@ -9,8 +9,8 @@
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "tools/conformance.h"
-#include "tools/format.h"
 #include "tools/inputs.h"
+#include "tools/outputs.h"
 #include "tools/subprocess.h"
 
 namespace dprun::cli {

@@ -7,7 +7,7 @@
 #include "loader/onnx_loader.h"
 #include "tools/cli_args.h"
 #include "tools/commands.h"
-#include "tools/format.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 

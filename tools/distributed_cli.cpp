@@ -6,13 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
-#include <sstream>
 
 #include "engine/comm/host_cores.h"
 #include "engine/comm/mpi_process_group.h"
 #include "engine/comm/nccl_process_group.h"
 #include "engine/comm/rank_failure.h"
-#include "tools/format.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 
@@ -30,13 +29,6 @@ double positive_number(const Args& args, const char* name) {
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
     throw UsageError(std::string("--") + name + " must be a positive number, got '" + text + "'");
   return v;
-}
-
-template <class T>
-void json_list(std::ostringstream& out, const char* name, const std::vector<T>& values) {
-  out << ",\n    \"" << name << "\": [";
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << "]";
 }
 
 // The options each rank may be given for itself: they change neither the arithmetic of a step
@@ -208,47 +200,38 @@ int report_error(const std::exception& error, int exit_code) {
   return exit_code;
 }
 
-std::string ranks_json(const DistributedRun& run, const DistributedDataParallel& ddp) {
+JsonReport ranks_json(const DistributedRun& run, const DistributedDataParallel& ddp) {
   const DistributedStats& stats = ddp.stats();
   auto figures = all_gather_values(
       *run.group, RankFigures{stats.step_seconds, stats.wait_seconds, stats.allreduce_bytes});
-  std::string cores;
-  for (int c : run.cores) {
-    if (!cores.empty()) cores += ',';
-    cores += std::to_string(c);
+  // Each rank's cores travel as the JSON text of their list.
+  auto all_cores = all_gather_strings(*run.group, JsonReport(run.cores).dump());
+  if (!run.is_root()) return nullptr;
+  JsonReport ranks;
+  ranks["world_size"] = run.size();
+  ranks["backend"] = run.group->backend();
+  ranks["deterministic"] = run.options.deterministic;
+  ranks["gradient_compression"] = run.options.gradient_compression == DType::Float32
+                                      ? std::string("none")
+                                      : std::string(dtype_name(run.options.gradient_compression));
+  ranks["overlaps_backward"] = ddp.overlaps_backward();
+  ranks["buckets"] = stats.buckets;
+  ranks["cores"] = JsonReport::array();
+  for (const std::string& list : all_cores) ranks["cores"].push_back(JsonReport::parse(list));
+  ranks["rows"] = stats.rows;
+  ranks["samples_per_s"] = JsonReport::array();
+  for (size_t r = 0; r < figures.size(); ++r)
+    ranks["samples_per_s"].push_back(
+        figures[r].step_seconds > 0 ? static_cast<double>(stats.rows[r]) / figures[r].step_seconds
+                                    : 0.0);
+  ranks["compute_seconds"] = stats.compute_seconds;
+  ranks["allreduce_seconds"] = JsonReport::array();
+  ranks["allreduce_bytes"] = JsonReport::array();
+  for (const RankFigures& f : figures) {
+    ranks["allreduce_seconds"].push_back(f.wait_seconds);
+    ranks["allreduce_bytes"].push_back(f.allreduce_bytes);
   }
-  auto all_cores = all_gather_strings(*run.group, cores);
-  if (!run.is_root()) return "";
-  std::vector<double> samples_per_s, wait_seconds;
-  std::vector<int64_t> bytes;
-  std::vector<std::string> core_lists;
-  for (size_t r = 0; r < figures.size(); ++r) {
-    samples_per_s.push_back(figures[r].step_seconds > 0
-                                ? static_cast<double>(stats.rows[r]) / figures[r].step_seconds
-                                : 0.0);
-    wait_seconds.push_back(figures[r].wait_seconds);
-    bytes.push_back(figures[r].allreduce_bytes);
-    core_lists.push_back("[" + all_cores[r] + "]");
-  }
-  std::ostringstream out;
-  out.precision(9);
-  out << "{\n    \"world_size\": " << run.size()
-      << ",\n    \"backend\": " << json_string(run.group->backend())
-      << ",\n    \"deterministic\": " << (run.options.deterministic ? "true" : "false")
-      << ",\n    \"gradient_compression\": "
-      << json_string(run.options.gradient_compression == DType::Float32
-                         ? std::string("none")
-                         : std::string(dtype_name(run.options.gradient_compression)))
-      << ",\n    \"overlaps_backward\": " << (ddp.overlaps_backward() ? "true" : "false")
-      << ",\n    \"buckets\": " << stats.buckets;
-  json_list(out, "cores", core_lists);
-  json_list(out, "rows", stats.rows);
-  json_list(out, "samples_per_s", samples_per_s);
-  json_list(out, "compute_seconds", stats.compute_seconds);
-  json_list(out, "allreduce_seconds", wait_seconds);
-  json_list(out, "allreduce_bytes", bytes);
-  out << "\n  }";
-  return out.str();
+  return ranks;
 }
 
 }  // namespace dprun::cli

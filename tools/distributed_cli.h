@@ -17,6 +17,7 @@
 #include "engine/comm/rank_agreement.h"
 #include "engine/parallel/distributed.h"
 #include "tools/cli_args.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 
@@ -84,8 +85,8 @@ void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
                                 const std::vector<RankFact>& more);
 
 /// Collective: the "ranks" object of a training run's JSON (world size, cores, rows,
-/// samples/s, compute and all-reduce seconds, all-reduce bytes per rank), on rank 0; empty on
+/// samples/s, compute and all-reduce seconds, all-reduce bytes per rank), on rank 0; null on
 /// the others.
-std::string ranks_json(const DistributedRun& run, const DistributedDataParallel& ddp);
+JsonReport ranks_json(const DistributedRun& run, const DistributedDataParallel& ddp);
 
 }  // namespace dprun::cli

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "engine/autograd/inference_graph.h"
 #include "engine/backend.h"
@@ -14,9 +13,9 @@
 #include "loader/onnx_loader.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
-#include "tools/format.h"
 #include "tools/outputs.h"
 #include "tools/parallel_options.h"
+#include "tools/report_files.h"
 #include "tools/run_distributed.h"
 
 namespace dprun::cli {
@@ -26,33 +25,22 @@ namespace {
 void write_json(const std::string& path, const DataParallelRun& run,
                 const std::vector<std::string>& names, const std::vector<Tensor>& outputs,
                 double ms) {
-  std::ostringstream out;
-  out << "{\n  \"devices_used\": [";
-  for (size_t i = 0; i < run.devices_used.size(); ++i)
-    out << (i ? ", " : "") << json_string(run.devices_used[i].to_string());
-  out << "],\n  \"chunk_rows\": [";
-  for (size_t i = 0; i < run.chunk_rows.size(); ++i) out << (i ? ", " : "") << run.chunk_rows[i];
-  out << "],\n  \"outputs\": {";
+  JsonReport report;
+  report["devices_used"] = run.devices_used;
+  report["chunk_rows"] = run.chunk_rows;
+  report["outputs"] = JsonReport::object();
+  report["dtypes"] = JsonReport::object();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    out << (i ? ", " : "") << json_string(names[i]) << ": [";
-    for (size_t d = 0; d < outputs[i].shape().size(); ++d)
-      out << (d ? ", " : "") << outputs[i].shape()[d];
-    out << "]";
+    report["outputs"][names[i]] = outputs[i].shape();
+    report["dtypes"][names[i]] = std::string(dtype_name(outputs[i].dtype()));
   }
-  out << "},\n  \"dtypes\": {";
-  for (size_t i = 0; i < outputs.size(); ++i)
-    out << (i ? ", " : "") << json_string(names[i]) << ": "
-        << json_string(std::string(dtype_name(outputs[i].dtype())));
   // What each device's allocator held at most since the process started: parameters (a copy
   // per replica), inputs, activations and outputs.
-  out << "},\n  \"peak_bytes\": {";
-  for (size_t i = 0; i < run.devices_used.size(); ++i) {
-    const Device& d = run.devices_used[i];
-    out << (i ? ", " : "") << json_string(d.to_string()) << ": "
-        << backend_for(d).allocator(d)->stats().peak_in_use;
-  }
-  out << "},\n  \"milliseconds\": " << ms << "\n}\n";
-  write_file_atomically(path, out.str());
+  report["peak_bytes"] = JsonReport::object();
+  for (const Device& d : run.devices_used)
+    report["peak_bytes"][d.to_string()] = backend_for(d).allocator(d)->stats().peak_in_use;
+  report["milliseconds"] = ms;
+  write_json_report(path, report);
 }
 
 // A graph exported for training runs, but its outputs are not the served model's: say so.

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
 #include "engine/comm/rank_failure.h"
 #include "engine/comm/tensor_bytes.h"
@@ -11,9 +10,9 @@
 #include "engine/parallel/gather.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
-#include "tools/format.h"
 #include "tools/outputs.h"
 #include "tools/rank_slices.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 
@@ -95,17 +94,16 @@ int run_on_ranks(const DistributedRun& run, const std::string& model_path,
   auto out_names = work.model->output_names();
   report_outputs(out_names, outputs, output_dir);
   if (!json_path.empty()) {
-    std::ostringstream out;
-    out << "{\n  \"ranks\": {\"world_size\": " << run.size()
-        << ", \"rows\": " << json_list(slices.rows) << "},\n  \"outputs\": {";
-    for (size_t i = 0; i < outputs.size(); ++i)
-      out << (i ? ", " : "") << json_string(out_names[i]) << ": " << json_list(outputs[i].shape());
-    out << "},\n  \"dtypes\": {";
-    for (size_t i = 0; i < outputs.size(); ++i)
-      out << (i ? ", " : "") << json_string(out_names[i]) << ": "
-          << json_string(std::string(dtype_name(outputs[i].dtype())));
-    out << "},\n  \"milliseconds\": " << ms << "\n}\n";
-    write_file_atomically(json_path, out.str());
+    JsonReport report;
+    report["ranks"] = {{"world_size", run.size()}, {"rows", slices.rows}};
+    report["outputs"] = JsonReport::object();
+    report["dtypes"] = JsonReport::object();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      report["outputs"][out_names[i]] = outputs[i].shape();
+      report["dtypes"][out_names[i]] = std::string(dtype_name(outputs[i].dtype()));
+    }
+    report["milliseconds"] = ms;
+    write_json_report(json_path, report);
   }
   std::printf("time: %.3f ms per run (%d run%s)\n", ms, iters, iters == 1 ? "" : "s");
   return 0;
@@ -187,32 +185,32 @@ int bench_on_ranks(const DistributedRun& run, const std::string& model_path,
     }
   }
   if (!json_path.empty()) {
-    std::ostringstream out;
-    out.precision(9);
-    out << "{\n  \"model\": " << json_string(model_path) << ",\n  \"batch\": " << batch
-        << ",\n  \"iters\": " << iters << ",\n  \"warmup\": " << warmup
-        << ",\n  \"world_size\": " << run.size() << ",\n  \"devices\": [";
-    for (size_t i = 0; i < options.device_ids.size(); ++i)
-      out << (i ? ", " : "") << json_string(options.device_ids[i].to_string());
-    out << "],\n  \"samples_per_s\": " << samples_per_s(main) << ",\n  \"ms_per_iter\": " << ms
-        << ",\n  \"per_rank\": [";
+    JsonReport report;
+    report["model"] = model_path;
+    report["batch"] = batch;
+    report["iters"] = iters;
+    report["warmup"] = warmup;
+    report["world_size"] = run.size();
+    report["devices"] = options.device_ids;
+    report["samples_per_s"] = samples_per_s(main);
+    report["ms_per_iter"] = ms;
+    report["per_rank"] = JsonReport::array();
     for (size_t k = 0; k < main.rows.size(); ++k)
-      out << (k ? ", " : "") << "{\"rank\": " << k << ", \"rows\": " << main.rows[k]
-          << ", \"busy_ms\": " << main.busy[k] * 1e3 / iters
-          << ", \"share\": " << main.busy[k] / main.seconds << "}";
-    out << "]";
+      report["per_rank"].push_back({{"rank", k},
+                                    {"rows", main.rows[k]},
+                                    {"busy_ms", main.busy[k] * 1e3 / iters},
+                                    {"share", main.busy[k] / main.seconds}});
     if (sweep) {
-      out << ",\n  \"sweep\": [";
+      report["sweep"] = JsonReport::array();
       for (size_t k = 0; k < scaling.size(); ++k) {
-        double speedup = samples_per_s(scaling[k]) / samples_per_s(scaling[0]);
-        out << (k ? ", " : "") << "{\"ranks\": " << k + 1
-            << ", \"samples_per_s\": " << samples_per_s(scaling[k]) << ", \"speedup\": " << speedup
-            << ", \"efficiency\": " << speedup / static_cast<double>(k + 1) << "}";
+        const double speedup = samples_per_s(scaling[k]) / samples_per_s(scaling[0]);
+        report["sweep"].push_back({{"ranks", k + 1},
+                                   {"samples_per_s", samples_per_s(scaling[k])},
+                                   {"speedup", speedup},
+                                   {"efficiency", speedup / static_cast<double>(k + 1)}});
       }
-      out << "]";
     }
-    out << "\n}\n";
-    write_file_atomically(json_path, out.str());
+    write_json_report(json_path, report);
   }
   return 0;
 }

@@ -20,9 +20,9 @@
 #include "loader/training_data_files.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
-#include "tools/format.h"
 #include "tools/inputs.h"
 #include "tools/parallel_options.h"
+#include "tools/report_files.h"
 #include "tools/train_divergence.h"
 #include "tools/train_report.h"
 #include "tools/train_step.h"
@@ -553,7 +553,7 @@ int train_command(int argc, char** argv, int first) {
   }
   if (ddp) {
     ddp->check_parameters_in_sync();
-    report.ranks_json = ranks_json(*dist, *ddp);
+    report.ranks = ranks_json(*dist, *ddp);
   }
   // Unless the last step's checkpoint already saved both (written again, a kill could leave a
   // temporary file beside a finished run's).

@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "engine/backend.h"
-#include "tools/format.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 
@@ -19,16 +18,6 @@ double samples_per_s(const std::vector<StepRecord>& steps, size_t first) {
     seconds += steps[i].seconds;
   }
   return seconds > 0 ? static_cast<double>(rows) / seconds : 0;
-}
-
-template <typename T, typename F>
-void write_list(std::ostringstream& out, const std::vector<T>& items, F write) {
-  out << "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out << ", ";
-    write(items[i]);
-  }
-  out << "]";
 }
 
 }  // namespace
@@ -97,52 +86,40 @@ std::string Progress::scaling() const {
 }
 
 void write_train_json(const std::string& path, const TrainReport& report) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "{\n  \"losses\": ";
-  write_list(out, report.steps, [&](const StepRecord& s) { out << s.loss; });
-  out << ",\n  \"lrs\": ";
-  write_list(out, report.steps, [&](const StepRecord& s) { out << s.lr; });
-  out << ",\n  \"step_seconds\": ";
-  write_list(out, report.steps, [&](const StepRecord& s) { out << s.seconds; });
-  out << ",\n  \"samples_per_s\": " << report.throughput.samples_per_s
-      << ",\n  \"samples_per_s_overall\": " << report.throughput.overall_samples_per_s
-      << ",\n  \"warmup_steps\": " << report.throughput.warmup_steps << ",\n  \"devices\": ";
-  write_list(out, report.devices, [&](const Device& d) { out << json_string(d.to_string()); });
-  out << ",\n  \"peak_bytes\": ";
-  write_list(out, report.devices,
-             [&](const Device& d) { out << backend_for(d).allocator(d)->stats().peak_in_use; });
-  out << ",\n  \"parameters\": ";
-  write_list(out, report.parameters, [&](const std::string& p) { out << json_string(p); });
-  out << ",\n  \"validation\": ";
-  write_list(out, report.validation, [&](const ValidationResult& v) {
-    out << "{\"loss\": " << v.loss;
-    if (v.accuracy) out << ", \"accuracy\": " << *v.accuracy;
-    out << "}";
-  });
+  JsonReport out;
+  auto per_step = [&](auto value) {
+    JsonReport list = JsonReport::array();
+    for (const StepRecord& step : report.steps) list.push_back(value(step));
+    return list;
+  };
+  out["losses"] = per_step([](const StepRecord& s) { return s.loss; });
+  out["lrs"] = per_step([](const StepRecord& s) { return s.lr; });
+  out["step_seconds"] = per_step([](const StepRecord& s) { return s.seconds; });
+  out["samples_per_s"] = report.throughput.samples_per_s;
+  out["samples_per_s_overall"] = report.throughput.overall_samples_per_s;
+  out["warmup_steps"] = report.throughput.warmup_steps;
+  out["devices"] = report.devices;
+  out["peak_bytes"] = JsonReport::array();
+  for (const Device& d : report.devices)
+    out["peak_bytes"].push_back(backend_for(d).allocator(d)->stats().peak_in_use);
+  out["parameters"] = report.parameters;
+  out["validation"] = JsonReport::array();
+  for (const ValidationResult& v : report.validation) {
+    JsonReport result = {{"loss", v.loss}};
+    if (v.accuracy) result["accuracy"] = *v.accuracy;
+    out["validation"].push_back(result);
+  }
   if (!report.steps.empty() && report.steps.front().loss_scale) {
-    out << ",\n  \"loss_scales\": ";
-    write_list(out, report.steps, [&](const StepRecord& s) { out << s.loss_scale.value_or(0); });
-    std::vector<size_t> skipped;
+    out["loss_scales"] = per_step([](const StepRecord& s) { return s.loss_scale.value_or(0); });
+    out["skipped_steps"] = JsonReport::array();
     for (size_t i = 0; i < report.steps.size(); ++i)
-      if (report.steps[i].skipped) skipped.push_back(i + 1);
-    out << ",\n  \"skipped_steps\": ";
-    write_list(out, skipped, [&](size_t step) { out << step; });
+      if (report.steps[i].skipped) out["skipped_steps"].push_back(i + 1);
   }
-  if (!report.steps.empty() && report.steps.front().grad_norm) {
-    out << ",\n  \"grad_norms\": ";
-    // A float16 step that overflowed has no finite norm: JSON's null.
-    write_list(out, report.steps, [&](const StepRecord& s) {
-      const double norm = s.grad_norm.value_or(0);
-      if (std::isfinite(norm))
-        out << norm;
-      else
-        out << "null";
-    });
-  }
-  if (!report.ranks_json.empty()) out << ",\n  \"ranks\": " << report.ranks_json;
-  out << "\n}\n";
-  write_file_atomically(path, out.str());
+  // A float16 step that overflowed has no finite norm: written as null.
+  if (!report.steps.empty() && report.steps.front().grad_norm)
+    out["grad_norms"] = per_step([](const StepRecord& s) { return s.grad_norm.value_or(0); });
+  if (!report.ranks.is_null()) out["ranks"] = report.ranks;
+  write_json_report(path, out);
 }
 
 }  // namespace dprun::cli

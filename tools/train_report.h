@@ -10,6 +10,7 @@
 #include "engine/device.h"
 #include "engine/training/grad_scaler.h"
 #include "engine/training/validation.h"
+#include "tools/report_files.h"
 
 namespace dprun::cli {
 
@@ -47,8 +48,8 @@ struct TrainReport {
   std::vector<Device> devices;
   std::vector<ValidationResult> validation;
   std::vector<std::string> parameters;
-  /// The "ranks" value of a distributed run, as JSON; empty otherwise.
-  std::string ranks_json;
+  /// The "ranks" value of a distributed run; null otherwise.
+  JsonReport ranks;
 };
 
 /// How `dprun train` shows its progress within an epoch.
