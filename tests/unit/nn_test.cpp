@@ -1,5 +1,6 @@
-// Conv, ConvTranspose, MatMul, Gemm, pooling, Resize/Upsample: hand-computed cases through
-// the real registry, and oneDNN fast paths compared with the reference kernels.
+// Conv, ConvTranspose, MatMul, Gemm, pooling, MaxUnpool, Resize/Upsample, GridSample:
+// hand-computed cases through the real registry, and oneDNN fast paths compared with the
+// reference kernels.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -612,6 +613,23 @@ TEST(NnPool, DirectMaxPoolWithIndicesMatchesReference) {
   EXPECT_THROW(run_impl(column, {x}, 12, "direct2d"), Error);
 }
 
+// ------------------------------------------------------------------------------ MaxUnpool
+
+TEST(NnMaxUnpool, ScattersAndOutputShape) {
+  Tensor x = Tensor::from_vector<float>({1, 1, 1, 2}, {5, 7});
+  Tensor i = Tensor::from_vector<int64_t>({1, 1, 1, 2}, {1, 2});
+  Node n = make_node("MaxUnpool", {"x", "i"}, {"y"});
+  n.attributes["kernel_shape"] = Attribute::of_ints({1, 2});
+  n.attributes["strides"] = Attribute::of_ints({1, 2});
+  expect_values(run_node(n, {x, i}, 11)[0], {1, 1, 1, 4}, {0, 5, 7, 0});
+  Node s = make_node("MaxUnpool", {"x", "i", "s"}, {"y"});
+  s.attributes["kernel_shape"] = Attribute::of_ints({1, 2});
+  s.attributes["strides"] = Attribute::of_ints({1, 2});
+  expect_values(run_node(s, {x, i, Tensor::from_vector<int64_t>({4}, {1, 1, 1, 5})}, 11)[0],
+                {1, 1, 1, 5}, {0, 5, 7, 0, 0});  // same coordinates in the wider row
+  EXPECT_THROW(run_node(n, {x, Tensor::from_vector<int64_t>({1, 1, 1, 2}, {1, 9})}, 11), Error);
+}
+
 // ----------------------------------------------------------------------- Resize/Upsample
 
 TEST(NnResize, NearestScalesAndSizes) {
@@ -726,6 +744,30 @@ TEST(NnResize, Upsample) {
   Node bad = make_node("Upsample", {"x", "scales"}, {"y"});
   bad.attributes["mode"] = Attribute::of_string("cubic");
   EXPECT_THROW(run_node(bad, {x, scales}, 9), Error);
+}
+
+// ----------------------------------------------------------------------------- GridSample
+
+TEST(NnGridSample, IdentityGridAndPadding) {
+  Tensor x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  // align_corners=1: normalized -1/1 hit pixel centres exactly.
+  Tensor grid = Tensor::from_vector<float>({1, 1, 3, 2}, {-1, -1, 1, 1, 0, 0});
+  Node n = make_node("GridSample", {"x", "g"}, {"y"});
+  n.attributes["align_corners"] = Attribute::of_int(1);
+  expect_values(run_node(n, {x, grid}, 16)[0], {1, 1, 1, 3}, {1, 4, 2.5});
+  // Zero padding outside the image at align_corners=0: (x, y) = (-1, -1) is the corner of
+  // pixel (0, 0), a quarter of whose bilinear weight is inside.
+  Node z = make_node("GridSample", {"x", "g"}, {"y"});
+  expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {-1, -1})}, 16)[0],
+                {1, 1, 1, 1}, {0.25});
+  z.attributes["padding_mode"] = Attribute::of_string("border");
+  expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {-3, 3})}, 16)[0],
+                {1, 1, 1, 1}, {3});
+  z.attributes["mode"] = Attribute::of_string("nearest");
+  z.attributes["padding_mode"] = Attribute::of_string("zeros");
+  expect_values(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 2}, {0.6f, -0.6f})}, 16)[0],
+                {1, 1, 1, 1}, {2});
+  EXPECT_THROW(run_node(z, {x, Tensor::from_vector<float>({1, 1, 1, 3}, {0, 0, 0})}, 16), Error);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Shape and data-movement kernels: Reshape family, Transpose, Concat/Split, Slice, Gather*,
 // Scatter*, Shape/Size, Expand/Tile, Pad, constants, Range, Trilu, DepthToSpace/SpaceToDepth,
-// OneHot, NonZero/Compress, ReverseSequence, Dropout.
+// OneHot, NonZero/Compress/Unique, ReverseSequence, Dropout.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -11,6 +11,7 @@
 namespace dprun {
 namespace {
 
+using testing::expect_values;
 using testing::make_node;
 using testing::run_node;
 
@@ -698,7 +699,7 @@ TEST(TensorOpsDepthSpace, SpaceToDepthInvertsDCR) {
   EXPECT_THROW(run1(d2s, {x}, 13), Error);
 }
 
-// ---------------------------------------------------------------- OneHot / NonZero / Compress
+// ------------------------------------------------------- OneHot / NonZero / Compress / Unique
 
 TEST(TensorOpsOneHot, AxisAndNegativeIndices) {
   Node n = make_node("OneHot", {"i", "d", "v"}, {"y"});
@@ -736,6 +737,30 @@ TEST(TensorOpsCompress, AxisAndFlattened) {
   EXPECT_EQ(values<float>(run1(flat, {x, c5}, 9)), (std::vector<float>{1, 2, 4}));
   Tensor long_c = Tensor::from_vector<bool>({3}, {true, false, true});
   EXPECT_THROW(run1(n, {x, long_c}, 11), Error);
+}
+
+TEST(TensorOpsUnique, SortedUnsortedAndAxis) {
+  Tensor x = Tensor::from_vector<float>({6}, {2, 1, 1, 3, 4, 3});
+  auto s = run_node(make_node("Unique", {"x"}, {"y", "i", "inv", "c"}), {x}, 11);
+  expect_values(s[0], {4}, {1, 2, 3, 4});
+  expect_values(s[1], {4}, {1, 0, 3, 4});
+  expect_values(s[2], {6}, {1, 0, 0, 2, 3, 2});
+  expect_values(s[3], {4}, {2, 1, 2, 1});
+  Node un = make_node("Unique", {"x"}, {"y", "i", "inv", "c"});
+  un.attributes["sorted"] = Attribute::of_int(0);
+  auto u = run_node(un, {x}, 11);
+  expect_values(u[0], {4}, {2, 1, 3, 4});
+  expect_values(u[1], {4}, {0, 1, 3, 4});
+  expect_values(u[2], {6}, {0, 1, 1, 2, 3, 2});
+  expect_values(u[3], {4}, {1, 2, 2, 1});
+  Tensor m = Tensor::from_vector<int64_t>({3, 2}, {1, 0, 0, 1, 1, 0});
+  Node ax = make_node("Unique", {"x"}, {"y", "i", "inv", "c"});
+  ax.attributes["axis"] = Attribute::of_int(-2);
+  auto a = run_node(ax, {m}, 11);
+  expect_values(a[0], {2, 2}, {0, 1, 1, 0});
+  expect_values(a[2], {3}, {1, 0, 1});
+  ax.attributes["axis"] = Attribute::of_int(2);
+  EXPECT_THROW(run_node(ax, {m}, 11), Error);
 }
 
 // ---------------------------------------------------------------- ReverseSequence
