@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/comm/mpi_process_group.h"
+#include "engine/distributed/mpi_process_group.h"
 
 namespace {
 

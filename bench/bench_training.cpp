@@ -58,8 +58,8 @@ std::shared_ptr<Graph> gelu_mlp(const std::vector<int64_t>& widths) {
   return g;
 }
 
-// args: batch, devices (one thread each), half (TrainingSpec::precision: 0 float32, 1 bfloat16,
-// 2 float16 with loss scaling)
+// args: batch, devices (one thread each), half (TrainingGraphSpec::precision: 0 float32, 1
+// bfloat16, 2 float16 with loss scaling)
 void BM_TrainStep(benchmark::State& state) {
   const int64_t kBatch = state.range(0);
   const int devices = static_cast<int>(state.range(1));

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/error.h"
-#include "engine/rewrites/half_in_float.h"
+#include "engine/rewrites/float32_fallback.h"
 #include "engine/tensor.h"
 
 namespace dprun {

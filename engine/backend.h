@@ -71,7 +71,7 @@ class Backend {
   /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
   /// whose new nodes this backend has kernels for. First the backend's own rewrites
   /// (rewrite_for_kernels), then, on every backend, float16 and bfloat16 nodes without a kernel
-  /// here run their float32 kernels between Casts (engine/rewrites/half_in_float.h). A copy
+  /// here run their float32 kernels between Casts (engine/rewrites/float32_fallback.h). A copy
   /// keeps the graph's inputs, outputs and initializers with their names and types, so a model's
   /// parameters and feeds are the same either way.
   std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,

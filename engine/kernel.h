@@ -205,7 +205,7 @@ class KernelContext {
   uint64_t parameters_version() const { return parameters_version_; }
   void set_parameters_version(uint64_t version) { parameters_version_ = version; }
 
-  /// The group of replicas this run is one of (engine/comm/replica_group.h), and this run's
+  /// The group of replicas this run is one of (engine/parallel/replica_group.h), and this run's
   /// index in it; nullptr when the run is on its own (not one of a parallel_apply call).
   /// The seed of this node's random stream in this run (RunOptions::random_seed), for random
   /// ops without a seed attribute; nullopt: draw from fresh entropy.

@@ -12,7 +12,7 @@ namespace dprun {
 /// The casts of a constant input (a parameter, a Constant's value), each kept while the
 /// model's parameters keep their version (KernelContext::parameters_version), one per
 /// parameter storage (the replicas of a DataParallel model share the kernel): the 16-bit
-/// conversion and the float32 kernels run between Casts (engine/rewrites/half_in_float.h) would
+/// conversion and the float32 kernels run between Casts (engine/rewrites/float32_fallback.h) would
 /// otherwise cast the same weights at every run. Runs share the kept tensor, which they only
 /// read; it is never sole-owned, so no kernel writes over it. Thread-safe.
 class ConstantCasts {

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <set>
 
-#include "engine/comm/host_cores.h"
-#include "engine/comm/mpi_process_group.h"
-#include "engine/comm/nccl_process_group.h"
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/host_cores.h"
+#include "engine/distributed/mpi_process_group.h"
+#include "engine/distributed/nccl_process_group.h"
+#include "engine/distributed/rank_failure.h"
 #include "tools/report_files.h"
 
 namespace dprun::cli {

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/comm/local_ranks.h"
-#include "engine/comm/process_group.h"
-#include "engine/comm/rank_agreement.h"
+#include "engine/distributed/local_ranks.h"
+#include "engine/distributed/process_group.h"
+#include "engine/distributed/rank_agreement.h"
 #include "engine/parallel/distributed.h"
 #include "tools/cli_args.h"
 #include "tools/report_files.h"

@@ -58,7 +58,7 @@ std::string introduced_ops(const Graph& compiled) {
   return ops;
 }
 
-// The nodes the 16-bit rewrite runs in float32 between Casts (half_in_float.h), by op: the
+// The nodes the 16-bit rewrite runs in float32 between Casts (float32_fallback.h), by op: the
 // readers of the float32 copies its Casts make, values the graph did not have.
 std::map<std::string, int> nodes_in_float32(const Graph& graph, const Graph& compiled) {
   std::set<std::string> existing;

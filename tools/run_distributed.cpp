@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "engine/comm/rank_failure.h"
-#include "engine/comm/tensor_bytes.h"
+#include "engine/distributed/rank_failure.h"
+#include "engine/distributed/tensor_bytes.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/gather.h"
 #include "loader/npy.h"

@@ -11,7 +11,7 @@
 
 #include "engine/autograd/inference_graph.h"
 #include "engine/backend.h"
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/rank_failure.h"
 #include "engine/parallel/device_list.h"
 #include "engine/training/lr_schedule.h"
 #include "engine/training/trainer.h"
@@ -390,7 +390,7 @@ int train_command(int argc, char** argv, int first) {
 
   const std::vector<Device> devices = options.parallel.device_ids;
   if (dist) choose_gradient_backend(*dist, args, devices.front());
-  // --precision is the training's (TrainingSpec::precision): the model itself stays float32,
+  // --precision is the training's (TrainingGraphSpec::precision): the model itself stays float32,
   // its parameters the float32 master weights.
   ModelOptions model_options = parse_model_options(args);
   model_options.precision = DType::Float32;

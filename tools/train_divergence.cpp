@@ -1,6 +1,6 @@
 #include "tools/train_divergence.h"
 
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/rank_failure.h"
 
 namespace dprun::cli {
 

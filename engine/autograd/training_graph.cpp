@@ -23,7 +23,7 @@ bool maybe_floating(const Graph& graph, const std::string& value) {
 /// running statistic (in training mode a state-update target; in inference mode an input the
 /// node normalizes with, which PyTorch keeps as a buffer, never trained). An initializer the
 /// graph also lists as an input (older exporters list every one) trains like any other.
-std::vector<std::string> candidate_parameters(const Graph& graph, const TrainingSpec& spec) {
+std::vector<std::string> candidate_parameters(const Graph& graph, const TrainingGraphSpec& spec) {
   std::set<std::string> frozen(spec.freeze.begin(), spec.freeze.end());
   for (const auto& name : frozen)
     DPRUN_CHECK(graph.initializers.count(name), "--freeze names '", name,
@@ -219,7 +219,7 @@ std::string gradient_output_name(const std::string& name) {
 namespace {
 
 /// The forward graph a training graph is built from: `forward` itself in float32, its mixed-
-/// precision form in bfloat16 or float16 (TrainingSpec::precision).
+/// precision form in bfloat16 or float16 (TrainingGraphSpec::precision).
 std::shared_ptr<Graph> forward_in(const Graph& forward, DType precision) {
   if (precision == DType::Float32) return std::make_shared<Graph>(forward);
   DPRUN_CHECK(precision == DType::BFloat16 || precision == DType::Float16, "training precision ",
@@ -232,7 +232,7 @@ std::shared_ptr<Graph> forward_in(const Graph& forward, DType precision) {
 
 }  // namespace
 
-TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spec) {
+TrainingGraph build_training_graph(const Graph& forward, const TrainingGraphSpec& spec) {
   TrainingGraph result;
   std::shared_ptr<Graph> graph = forward_in(forward, spec.precision);
   name_dropout_masks(*graph);

@@ -21,7 +21,10 @@
 
 namespace dprun {
 
-struct TrainingSpec {
+/// What build_training_graph builds the training graph from: the loss, the parameters left
+/// untrained, the precision of the passes and SyncBatchNorm. (How the graph is then trained,
+/// with which optimizer and schedule, is the Trainer's and the Optimizer's.)
+struct TrainingGraphSpec {
   LossSpec loss;
   /// Initializers that are never trained (in addition to BatchNormalization running
   /// statistics and non-floating initializers, which never are).
@@ -59,7 +62,7 @@ struct TrainingGraph {
 /// the loss whose op has no gradient rule (all of them at once), a frozen name that is not an
 /// initializer, or a model with nothing to train. Dropout nodes get a mask output if they
 /// lack one (their gradient needs it).
-TrainingGraph build_training_graph(const Graph& forward, const TrainingSpec& spec);
+TrainingGraph build_training_graph(const Graph& forward, const TrainingGraphSpec& spec);
 
 /// The training graph as a standalone model: `loss_weight` gets the initializer 1, so it is
 /// an optional input and the graph runs in any ONNX engine with the model's inputs and target.

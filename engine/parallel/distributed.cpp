@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/rank_failure.h"
 
 namespace dprun {
 

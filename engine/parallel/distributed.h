@@ -31,8 +31,8 @@
 //
 // Where gradients are summed. With an MPI group (host memory), gradients on an accelerator are
 // gathered into a device copy of their bucket, which moves to the host and back once per step.
-// With an NCCL group (engine/comm/nccl_process_group.h) the buckets live in the GPU's memory and
-// never leave it, and parameters and in-place state are broadcast there too.
+// With an NCCL group (engine/distributed/nccl_process_group.h) the buckets live in the GPU's memory
+// and never leave it, and parameters and in-place state are broadcast there too.
 //
 // What overlaps. With one local device (or none), every gradient output is copied into its
 // bucket by a node observer as the backward pass produces it, and a bucket's all-reduce starts
@@ -60,9 +60,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/comm/process_group.h"
-#include "engine/comm/rank_agreement.h"
-#include "engine/comm/reducer.h"
+#include "engine/distributed/process_group.h"
+#include "engine/distributed/rank_agreement.h"
+#include "engine/distributed/reducer.h"
 #include "engine/training/trainer.h"
 
 namespace dprun {

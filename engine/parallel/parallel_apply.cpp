@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "engine/backend.h"
-#include "engine/comm/replica_group.h"
 #include "engine/parallel/device_worker.h"
+#include "engine/parallel/replica_group.h"
 #include "engine/random_seed.h"
 #include "engine/wait_on_unwind.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/half_tensors.h"
+#include "engine/float32_conversion.h"
 #include "engine/op_facts.h"
 #include "engine/rewrites/widen_nodes.h"
 

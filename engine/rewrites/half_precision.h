@@ -6,7 +6,7 @@
 // have it). A few ops stay in float32 between Casts (float32_ops()): those whose inputs
 // the ONNX schemas require in float32, and those that index or count with float values. Nodes
 // of other ops without a 16-bit kernel on a backend compute in float32 there anyway
-// (half_in_float.h), rounding their results to 16 bits.
+// (float32_fallback.h), rounding their results to 16 bits.
 #include <memory>
 #include <set>
 #include <string>

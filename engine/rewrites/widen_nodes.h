@@ -1,6 +1,6 @@
 #pragma once
 // Runs chosen float16 and bfloat16 nodes in float32: the step shared by the rewrite for nodes
-// without a 16-bit kernel (half_in_float.h) and the conversion of a model to 16 bits, which
+// without a 16-bit kernel (float32_fallback.h) and the conversion of a model to 16 bits, which
 // keeps some ops in float32 (half_precision.h).
 #include <cstdint>
 #include <memory>

@@ -26,7 +26,7 @@
 // kernels. NCCL picks its own summation order (engine/backends/cuda/nccl_collectives.h), so on
 // GPUs one-device and multi-device steps agree within float rounding, not bit for bit.
 //
-// Training in float16 (TrainingSpec::precision) scales the loss dynamically, as PyTorch's
+// Training in float16 (TrainingGraphSpec::precision) scales the loss dynamically, as PyTorch's
 // GradScaler does (grad_scaler.h): step() computes the gradients of the loss times the scale,
 // divides them by it and skips the update when one overflowed. With max_grad_norm, step()
 // clips the (unscaled) gradients by their total norm before the update (clip_grad_norm.h).
@@ -44,7 +44,7 @@
 namespace dprun {
 
 struct TrainerOptions {
-  TrainingSpec training;
+  TrainingGraphSpec training;
   /// Devices, split dim and policy, threads. The trainer adds its own rules for the target
   /// (split like the inputs unless input_splits names "target"), the loss weight and the
   /// summed outputs; results land on device_ids[0], so output_device must be unset or equal.

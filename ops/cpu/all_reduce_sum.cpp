@@ -2,8 +2,8 @@
 // over the replicas of the run (KernelContext::replica_group), added in replica order so that
 // every replica gets the same bits; X itself in a run on its own. float32 and float64. The
 // node runs on the host on every device type: a GPU plan copies its (small) operand there.
-#include "engine/comm/replica_group.h"
 #include "engine/kernel.h"
+#include "engine/parallel/replica_group.h"
 #include "engine/rewrites/rewrite_domain.h"
 
 namespace dprun {

@@ -12,9 +12,9 @@
 #include "ops/cpu/conv_backward_weights.h"
 #include "ops/cpu/conv_primitive.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/cpu/run_in_float32.h"
 #include "ops/input_dtypes.h"
 
 namespace dprun {

@@ -11,10 +11,10 @@
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/gemm_util.h"
-#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
+#include "ops/cpu/run_in_float32.h"
 #include "ops/input_dtypes.h"
 
 namespace dprun {

@@ -198,7 +198,7 @@ inline std::unique_ptr<OpKernel> make_reference(const KernelInfo& info) {
 
 /// The reference kernel of the node read in float32: a 16-bit fast path has no 16-bit reference
 /// of its own, and hands its float32 work, never its own inputs, to the float32 path
-/// (run_in_float32, ops/cpu/half_tensors.h).
+/// (run_in_float32, ops/cpu/run_in_float32.h).
 inline std::unique_ptr<OpKernel> make_float32_reference(const KernelInfo& info) {
   KernelInfo as_float32 = info;
   for (auto& type : as_float32.input_types)

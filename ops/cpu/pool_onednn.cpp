@@ -6,9 +6,9 @@
 
 #include "engine/kernel.h"
 #include "ops/cpu/conv_util.h"
-#include "ops/cpu/half_tensors.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/pool_primitive.h"
+#include "ops/cpu/run_in_float32.h"
 
 namespace dprun {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
-#include "engine/comm/mpi_process_group.h"
+#include "engine/distributed/mpi_process_group.h"
 
 namespace dprun {
 namespace {

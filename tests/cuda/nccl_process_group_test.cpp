@@ -1,4 +1,4 @@
-// The NCCL process group (engine/comm/nccl_process_group.h): sums in GPU memory against the
+// The NCCL process group (engine/distributed/nccl_process_group.h): sums in GPU memory against the
 // host's rank-order sums, its checks, the control collectives it passes on, and a
 // DistributedDataParallel step on it against a Trainer. Ranks are threads of this process,
 // one GPU each; tests skip, saying why, where there are not enough GPUs.
@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "cuda_test_util.h"
-#include "engine/comm/nccl_process_group.h"
-#include "engine/comm/thread_process_group.h"
+#include "engine/distributed/nccl_process_group.h"
+#include "engine/distributed/thread_process_group.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/distributed.h"
 #include "error_test_util.h"

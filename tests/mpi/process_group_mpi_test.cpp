@@ -7,11 +7,11 @@
 #include <random>
 #include <thread>
 
-#include "engine/comm/host_cores.h"
-#include "engine/comm/mpi_process_group.h"
-#include "engine/comm/rank_agreement.h"
-#include "engine/comm/rank_failure.h"
-#include "engine/comm/wait_clock.h"
+#include "engine/distributed/host_cores.h"
+#include "engine/distributed/mpi_process_group.h"
+#include "engine/distributed/rank_agreement.h"
+#include "engine/distributed/rank_failure.h"
+#include "engine/distributed/wait_clock.h"
 #include "engine/parallel/comm.h"
 
 namespace dprun {

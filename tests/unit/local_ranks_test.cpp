@@ -2,7 +2,7 @@
 // block of the host's devices each takes (local_share).
 #include <gtest/gtest.h>
 
-#include "engine/comm/local_ranks.h"
+#include "engine/distributed/local_ranks.h"
 #include "error_test_util.h"
 #include "thread_ranks.h"
 

@@ -1,4 +1,4 @@
-// Mixed-precision training (TrainingSpec::precision = bfloat16 or float16): the forward and
+// Mixed-precision training (TrainingGraphSpec::precision = bfloat16 or float16): the forward and
 // backward passes compute in 16 bits, the parameters, their gradients, the loss,
 // BatchNormalization and its running statistics stay float32.
 #include <gtest/gtest.h>
@@ -32,8 +32,8 @@ std::shared_ptr<Graph> mlp_graph() {
   return g;
 }
 
-TrainingSpec mse_in(DType precision) {
-  TrainingSpec spec;
+TrainingGraphSpec mse_in(DType precision) {
+  TrainingGraphSpec spec;
   spec.loss.kind = LossKind::Mse;
   spec.precision = precision;
   return spec;

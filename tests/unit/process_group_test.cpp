@@ -8,8 +8,8 @@
 
 #include "accelerator_test_util.h"
 #include "engine/backend.h"
-#include "engine/comm/nccl_process_group.h"
-#include "engine/comm/reducer.h"
+#include "engine/distributed/nccl_process_group.h"
+#include "engine/distributed/reducer.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/distributed.h"
 #include "error_test_util.h"

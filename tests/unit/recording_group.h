@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun::testing {
 

@@ -143,7 +143,7 @@ TEST(SimTraffic, ATrainingStepReadsOnlyItsLossBack) {
 // The ops of the nodes of a training graph that a GPU plan runs on the host other than as
 // shape arithmetic.
 std::vector<std::string> host_ops(LossKind loss) {
-  TrainingSpec spec;
+  TrainingGraphSpec spec;
   spec.loss.kind = loss;
   const TrainingGraph training = build_training_graph(*mlp_graph(), spec);
   training.graph->sort_topologically();
@@ -165,7 +165,7 @@ TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
 struct BundledCase {
   std::string name;
   std::filesystem::path model;
-  TrainingSpec spec;
+  TrainingGraphSpec spec;
   std::vector<Tensor> inputs;  // the first batch's rows of each --input, in the model's order
   Tensor target;               // the first batch's rows of --target, if any
 };
@@ -234,7 +234,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
     auto forward = load_graph(c.model.string());
     for (DType precision : {DType::Float32, DType::BFloat16, DType::Float16}) {
       SCOPED_TRACE(c.name + " in " + std::string(dtype_name(precision)));
-      TrainingSpec spec = c.spec;
+      TrainingGraphSpec spec = c.spec;
       spec.precision = precision;
       const TrainingGraph training = build_training_graph(*forward, spec);
       training.graph->sort_topologically();

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/comm/rank_failure.h"
-#include "engine/comm/thread_process_group.h"
+#include "engine/distributed/rank_failure.h"
+#include "engine/distributed/thread_process_group.h"
 
 namespace dprun::testing {
 

@@ -192,7 +192,7 @@ TEST(TrainingGraph, SelectsTrainableParametersAndNamesOutputs) {
   auto g = linear_graph(3, 2);
   g->initializers["unused"] = floats({1}, {0});
   g->initializers["steps"] = Tensor::from_vector<int64_t>({1}, {4});
-  TrainingSpec spec;
+  TrainingGraphSpec spec;
   spec.loss.kind = LossKind::Mse;
   TrainingGraph t = build_training_graph(*g, spec);
   EXPECT_EQ(t.parameters, (std::vector<std::string>{"W", "b"}));
@@ -224,7 +224,7 @@ TEST(TrainingGraph, ReportsEveryNodeWithoutAGradientRule) {
   g->nodes.push_back(make_node("Shrink", {"s"}, {"c"}));
   g->nodes.back().name = "shrink";
   g->outputs = {{"c", {}}};
-  TrainingSpec spec;
+  TrainingGraphSpec spec;
   spec.loss.kind = LossKind::None;
   try {
     build_training_graph(*g, spec);
@@ -412,7 +412,7 @@ TEST(Trainer, BatchNormRunningVarianceIsUnbiasedAsPyTorchKeepsIt) {
     }
   }
   // The exported training graph leaves the write-back to its caller, as before.
-  TrainingSpec spec;
+  TrainingGraphSpec spec;
   spec.loss.kind = LossKind::Mse;
   EXPECT_TRUE(exportable_training_graph(build_training_graph(*batch_norm_graph(), spec))
                   .state_updates.empty());

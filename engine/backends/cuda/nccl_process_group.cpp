@@ -1,5 +1,5 @@
 // nccl_process_group.h on the CUDA backend.
-#include "engine/comm/nccl_process_group.h"
+#include "engine/distributed/nccl_process_group.h"
 
 #include <nccl.h>
 
@@ -14,8 +14,8 @@
 #include "engine/backends/cuda/cuda_stream.h"
 #include "engine/backends/cuda/nccl_collectives.h"
 #include "engine/backends/cuda/rank_order_sum.h"
-#include "engine/comm/local_ranks.h"
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/local_ranks.h"
+#include "engine/distributed/rank_failure.h"
 
 namespace dprun {
 

@@ -5,8 +5,8 @@
 // their threads to the same first cores. share_host_cores() splits them instead.
 #include <vector>
 
-#include "engine/comm/local_ranks.h"
-#include "engine/comm/process_group.h"
+#include "engine/distributed/local_ranks.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

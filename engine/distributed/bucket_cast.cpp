@@ -1,4 +1,4 @@
-#include "engine/comm/bucket_cast.h"
+#include "engine/distributed/bucket_cast.h"
 
 #include "engine/backend.h"
 #include "engine/kernel.h"

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

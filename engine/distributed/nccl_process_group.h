@@ -31,7 +31,7 @@
 // before the next step's broadcasts and replica sums.
 #include <memory>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

@@ -1,4 +1,4 @@
-#include "engine/half_tensors.h"
+#include "engine/float32_conversion.h"
 
 #include "engine/error.h"
 #include "engine/half.h"

@@ -1,5 +1,5 @@
 // mpi_process_group.h for builds without MPI (compiled instead of mpi_process_group.cpp).
-#include "engine/comm/mpi_process_group.h"
+#include "engine/distributed/mpi_process_group.h"
 
 namespace dprun {
 

@@ -1,4 +1,4 @@
-#include "engine/rewrites/half_in_float.h"
+#include "engine/rewrites/float32_fallback.h"
 
 #include <optional>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "engine/comm/replica_group.h"
+#include "engine/parallel/replica_group.h"
 
 #include <algorithm>
 #include <thread>

@@ -1,4 +1,4 @@
-#include "engine/comm/local_ranks.h"
+#include "engine/distributed/local_ranks.h"
 
 #include <unistd.h>
 

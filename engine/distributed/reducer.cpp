@@ -1,8 +1,8 @@
-#include "engine/comm/reducer.h"
+#include "engine/distributed/reducer.h"
 
 #include <cstring>
 
-#include "engine/comm/bucket_cast.h"
+#include "engine/distributed/bucket_cast.h"
 
 namespace dprun {
 

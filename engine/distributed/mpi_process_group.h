@@ -15,7 +15,7 @@
 // ranks that did not answer (stopped, stuck, or busy past the timeout), or when all answered,
 // those that have not started the collective: "rank 1 did not join the all-reduce of step 3
 // within 5 s" (the stage from set_stage). Time a rank spends stopped (SIGSTOP) is not counted
-// as waiting (engine/comm/wait_clock.h), so a resumed rank does not blame the others.
+// as waiting (engine/distributed/wait_clock.h), so a resumed rank does not blame the others.
 // The start is bounded too: MPI_Init_thread waits inside Open MPI for every rank to join, so
 // while the group is being made a thread ends the process after the timeout, saying the job
 // did not start (Open MPI does not say which rank is missing at that point).
@@ -25,7 +25,7 @@
 // a ring all-reduce, 2 (n-1)/n of the tensor, and its result does not depend on the library.
 #include <memory>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

@@ -1,10 +1,10 @@
-#include "engine/comm/host_cores.h"
+#include "engine/distributed/host_cores.h"
 
 #include <sched.h>
 
 #include <cstring>
 
-#include "engine/comm/local_ranks.h"
+#include "engine/distributed/local_ranks.h"
 
 namespace dprun {
 

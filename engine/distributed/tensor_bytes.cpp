@@ -1,4 +1,4 @@
-#include "engine/comm/tensor_bytes.h"
+#include "engine/distributed/tensor_bytes.h"
 
 #include <cstring>
 

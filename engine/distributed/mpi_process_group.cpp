@@ -1,7 +1,7 @@
-#include "engine/comm/mpi_process_group.h"
+#include "engine/distributed/mpi_process_group.h"
 
-#include "engine/comm/rank_failure.h"
-#include "engine/comm/wait_clock.h"
+#include "engine/distributed/rank_failure.h"
+#include "engine/distributed/wait_clock.h"
 
 #include <mpi.h>
 

@@ -1,6 +1,6 @@
-// Float16 and bfloat16 nodes without a 16-bit kernel (engine/rewrites/half_in_float.h): which
+// Float16 and bfloat16 nodes without a 16-bit kernel (engine/rewrites/float32_fallback.h): which
 // nodes are rewritten and how, and results equal to the float32 kernels' rounded to 16 bits.
-#include "engine/rewrites/half_in_float.h"
+#include "engine/rewrites/float32_fallback.h"
 
 #include <gtest/gtest.h>
 

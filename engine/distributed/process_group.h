@@ -1,13 +1,14 @@
 #pragma once
 // ProcessGroup: collectives between the ranks of a distributed job, as torch.distributed's
 // process groups. Implementations:
-//   - MPI, one rank per process (engine/comm/mpi_process_group.h), over host memory (for
+//   - MPI, one rank per process (engine/distributed/mpi_process_group.h), over host memory (for
 //     devices that are not the host, DistributedDataParallel and the Reducer stage their
 //     tensors through host copies);
-//   - threads of one process (engine/comm/thread_process_group.h), for tests and for running
+//   - threads of one process (engine/distributed/thread_process_group.h), for tests and for running
 //     the distributed code paths without a launcher; over host memory, or over each rank's
 //     device memory as a stand-in for NCCL;
-//   - NCCL, one GPU per rank (engine/comm/nccl_process_group.h): all-reduces on the GPU's memory,
+//   - NCCL, one GPU per rank (engine/distributed/nccl_process_group.h): all-reduces on the GPU's
+//   memory,
 //     queued on a stream of the group after the caller's work; the rest goes to the MPI group it
 //     was made from.
 //

@@ -1,4 +1,4 @@
-#include "ops/cpu/half_tensors.h"
+#include "ops/cpu/run_in_float32.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #pragma once
 // CPU kernels that compute 16-bit values on their float32 path: the node's 16-bit inputs
-// widened, its float32 results rounded once (engine/half_tensors.h).
-#include "engine/half_tensors.h"
+// widened, its float32 results rounded once (engine/float32_conversion.h).
+#include "engine/float32_conversion.h"
 #include "engine/kernel.h"
 
 namespace dprun {

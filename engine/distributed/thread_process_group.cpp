@@ -1,4 +1,4 @@
-#include "engine/comm/thread_process_group.h"
+#include "engine/distributed/thread_process_group.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

@@ -1,5 +1,5 @@
 // nccl_process_group.h for builds without CUDA (the CUDA backend defines it otherwise).
-#include "engine/comm/nccl_process_group.h"
+#include "engine/distributed/nccl_process_group.h"
 
 namespace dprun {
 

@@ -1,4 +1,4 @@
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/rank_failure.h"
 
 #include <cstdint>
 #include <sstream>

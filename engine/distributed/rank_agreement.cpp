@@ -1,9 +1,9 @@
-#include "engine/comm/rank_agreement.h"
+#include "engine/distributed/rank_agreement.h"
 
 #include <map>
 #include <sstream>
 
-#include "engine/comm/rank_failure.h"
+#include "engine/distributed/rank_failure.h"
 
 namespace dprun {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/comm/process_group.h"
 #include "engine/device.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/comm/process_group.h"
+#include "engine/distributed/process_group.h"
 
 namespace dprun {
 
