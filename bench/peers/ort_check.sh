@@ -117,7 +117,8 @@ for c in "${cases[@]}"; do
       log_run "$dprun" train "models/training/$c.onnx" "${one_device[@]}" \
         --save "$dir/one_step.onnx" --json "$dir/one_step.json" ||
         problems+=("dprun train fails on one device")
-      first=$(sed -n 's/.*"losses": \[\([^],]*\).*/\1/p' "$dir/one_step.json")
+      first=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).losses[0])' \
+        "$dir/one_step.json")
       loss_name=$(head -n 1 "$dir/ort_graph/outputs.txt" | tr -c 'A-Za-z0-9._\n-' _)
       graph_loss=$(node -e "const {readNpy} = require('$here/npy.js');
         console.log(readNpy('$dir/dprun_graph/$loss_name.npy').data[0])")

@@ -47,11 +47,13 @@ dprun_rate() {
     --loss "$6" "${@:7}" --optimizer sgd --lr 0.01 --momentum 0.9 --batch "$2" --steps $(($4 + $5)) \
     --warmup-steps "$5" --no-shuffle --devices "$3" --threads 1 --save "$work/trained.onnx" \
     --json "$work/train.json" >/dev/null
-  local mean steps
-  mean=$(sed -n 's/^  "samples_per_s": \([0-9.e+-]*\),$/\1/p' "$work/train.json")
-  steps=$(sed -n 's/^  "step_seconds": \[\(.*\)\],$/\1/p' "$work/train.json")
-  echo "$mean $(echo "$steps" | tr ',' '\n' | tail -n +$(($5 + 1)) | sort -g |
-    awk -v b="$2" '{v[NR] = $1} END {print b / v[int((NR + 1) / 2)]}')"
+  # The report's samples_per_s, and the rate of the median step after the warm-up.
+  "$python" - "$work/train.json" "$5" "$2" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+steps = sorted(report["step_seconds"][int(sys.argv[2]):])
+print(report["samples_per_s"], float(sys.argv[3]) / steps[(len(steps) + 1) // 2 - 1])
+PY
 }
 # torch_rate MODEL BATCH THREADS STEPS WARMUP: "MEAN MEDIAN"
 torch_rate() {
