@@ -29,15 +29,16 @@ void pin_thread_and_team(const std::vector<int>& cores, int threads) {
 
 CpuExecutionContext::CpuExecutionContext(Device device, const ExecutionConfig& config)
     : device_(device), saved_threads_(omp_get_max_threads()) {
-  if (config.device_count > 0) {
-    std::vector<int> cores = cpu_core_share(device.index, config.device_count);
-    threads_ = config.threads > 0 ? config.threads : static_cast<int>(cores.size());
-    omp_set_num_threads(threads_);
-    pin_thread_and_team(cores, threads_);
-  } else {
-    threads_ = config.threads > 0 ? config.threads : saved_threads_;
-    omp_set_num_threads(threads_);
-  }
+  std::vector<int> cores;
+  if (config.device_count > 0) cores = cpu_core_share(device.index, config.device_count);
+  const int wanted = config.threads > 0        ? config.threads
+                     : config.device_count > 0 ? static_cast<int>(cores.size())
+                                               : saved_threads_;
+  // Never more than OMP_THREAD_LIMIT allows: a team is cut to the limit, but oneDNN sizes its
+  // work by omp_get_max_threads() and would spin forever waiting for the threads never started.
+  threads_ = std::min(wanted, omp_get_thread_limit());
+  omp_set_num_threads(threads_);
+  if (config.device_count > 0) pin_thread_and_team(cores, threads_);
 }
 
 CpuExecutionContext::~CpuExecutionContext() {
