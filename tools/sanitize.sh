@@ -118,9 +118,10 @@ run_thread() {
   fi
   build "$dir" "${targets[@]}"
   # OpenMP's teams run on one thread: Debian's libgomp is not instrumented, so TSan cannot see
-  # the barrier that ends a parallel region and would report every value a team shares. The
-  # threads left are dprun's own (device workers, ranks as threads), the ones under test.
-  # The two tests of OpenMP's own partitioning are left out for that reason.
+  # the barrier that ends a parallel region and would report every value a team shares (dprun
+  # sizes its teams to OMP_THREAD_LIMIT, and so does oneDNN then). The threads left are dprun's
+  # own (device workers, ranks as threads), the ones under test; the two tests of OpenMP's own
+  # partitioning need a team and are left out.
   export OMP_THREAD_LIMIT=1
   # oneDNN's process-wide primitive cache off: it hands a descriptor made on one thread to
   # another through locks of its own, which TSan cannot see either. dprun keeps its primitives
