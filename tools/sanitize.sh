@@ -106,7 +106,10 @@ readonly tsan_filter='DataParallel*:ParallelApply*:Replicate*:Scatter*:Gather*:D
 'ReplicaGroup*:RankFailure*:AllReduceSum*:SyncBatchNorm*:DistributedDataParallel*:'\
 'SimStreams*:SimCollectives*:NnConcurrency*:CpuExecutionContext*:VirtualDevices/*:'\
 'Ranks/*:OnOrOff/*:OnEveryDeviceType/*:BundledModels/RepeatedParallelRuns*:OnAccelerators/*'\
-'-CpuExecutionContext.ParallelFor*'
+'-CpuExecutionContext.ParallelFor*:CpuExecutionContext.ThreadsFollowTheConfig:'\
+'CpuExecutionContext.InADeviceSetThreadsDefaultToTheCoreShare:'\
+'CpuExecutionContext.RunOnOneThreadTurnsParallelismOffAndRestoresIt:'\
+'CpuExecutionContext.KernelsSeeTheRunsContext'
 
 run_thread() {
   local dir="$root/build-tsan"
@@ -120,8 +123,8 @@ run_thread() {
   # OpenMP's teams run on one thread: Debian's libgomp is not instrumented, so TSan cannot see
   # the barrier that ends a parallel region and would report every value a team shares (dprun
   # sizes its teams to OMP_THREAD_LIMIT, and so does oneDNN then). The threads left are dprun's
-  # own (device workers, ranks as threads), the ones under test; the two tests of OpenMP's own
-  # partitioning need a team and are left out.
+  # own (device workers, ranks as threads), the ones under test; the six tests of the team sizes
+  # and partitioning of OpenMP itself need a team and are left out (tsan_filter).
   export OMP_THREAD_LIMIT=1
   # oneDNN's process-wide primitive cache off: it hands a descriptor made on one thread to
   # another through locks of its own, which TSan cannot see either. dprun keeps its primitives
