@@ -139,7 +139,7 @@ run_thread() {
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     OMPI_MCA_btl_vader_single_copy_mechanism=none \
       run_suite "$dir" tsan-mpi mpirun -np 2 --oversubscribe -x TSAN_OPTIONS \
-      "$dir/tests/dprun_mpi_process_group_tests" --gtest_brief=1
+      "$dir/tests/dprun_mpi_process_group_tests" --gtest_brief=1 --gtest_color=no
   fi
   unset TSAN_OPTIONS OMP_THREAD_LIMIT ONEDNN_PRIMITIVE_CACHE_CAPACITY
 }
