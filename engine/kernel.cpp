@@ -88,6 +88,7 @@ std::unique_ptr<OpKernel> KernelRegistry::create(const KernelInfo& info, std::st
                                                  const KernelDef** chosen) const {
   std::string reason;  // set when no definition fits, or one was passed over for the dtype
   for (const KernelDef* def : candidates(info, &reason, impl)) {
+    if (def->accepts && !def->accepts(info)) continue;
     if (auto kernel = def->factory(info)) {
       if (chosen) *chosen = def;
       return kernel;

@@ -6,9 +6,10 @@
 //
 // Lookup picks, among the definitions for (domain, op_type, device type) whose version range
 // contains the model's opset and whose dtypes accept the node's input, the one with the
-// highest `since`, then the highest `priority`. A factory may decline a node (return nullptr),
-// e.g. a oneDNN fast path for an attribute combination it does not cover; the next candidate
-// is tried. Kernels are chosen when the Plan is built, never during a run.
+// highest `since`, then the highest `priority`. A definition may decline a node, through its
+// `accepts` predicate or by its factory returning nullptr (e.g. a oneDNN fast path for an
+// attribute combination it does not cover); the next candidate is tried. Kernels are chosen
+// when the Plan is built, never during a run.
 #include <climits>
 #include <functional>
 #include <memory>
@@ -91,6 +92,12 @@ struct KernelDef {
   /// Inputs of which the kernel reads the dtype and dims only, never the data (Shape, Size):
   /// run on the host in a plan for another device, it gets them where they are, uncopied.
   std::vector<int> metadata_inputs = {};
+  /// Whether the kernel takes the node, decided from `info` alone (attributes, known input
+  /// types, constant inputs) without building anything; empty = every node its dtypes admit.
+  /// Apart from the factory so that a plan can be made where the kernel cannot be built: the
+  /// CUDA definitions (ops/cuda/defs) are compiled in every build, and the simulated devices
+  /// follow their `accepts` (a CUDA definition's factory never declines).
+  std::function<bool(const KernelInfo&)> accepts = {};
   KernelFactory factory;
 };
 

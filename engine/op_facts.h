@@ -71,9 +71,14 @@ enum class ShapeKind {
   None,          // no generic rule (then only `shape_rule`, when set, tells)
   SameAsInput0,  // output 0 has input 0's shape (elementwise, normalizations)
   Broadcast,     // output 0 is the numpy broadcast of all inputs
-  Windowed,      // [N, C, D1, ...] in and out (convolutions, pools): rank, batch, channels
-  SameRank,      // input 0's rank, dims unknown (they depend on values or attributes)
-  Reduce,        // input 0 with the reduced axes removed or kept as 1 (keepdims)
+  // [N, C, D1, ...] in and out: rank and batch from X, spatial dims unknown, and channels
+  Convolution,            // from W's dim 0 (Conv, ConvInteger)
+  TransposedConvolution,  // W's dim 1 times `group` (ConvTranspose)
+  Pool,                   // X's, for every output (MaxPool's Indices have Y's shape)
+  GlobalPool,             // X's, spatial dims 1
+  SameRank,               // input 0's rank, dims unknown (they depend on values or attributes)
+  ReduceAxes,  // input 0 without the axes of input 1 or `axes` (or with them as 1: keepdims)
+  ReduceAxis,  // input 0 without the `axis` attribute's axis (or with it as 1: keepdims)
 };
 
 struct ShapeQuery;  // engine/autograd/shape_rules.h

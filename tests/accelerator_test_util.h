@@ -12,7 +12,6 @@
 
 #include "cuda_test_util.h"
 #include "engine/backend.h"
-#include "engine/kernel.h"
 
 namespace dprun::testing {
 
@@ -27,32 +26,9 @@ inline std::vector<DeviceType> accelerator_types() {
   return types;
 }
 
-/// Whether this build registers CUDA kernels for ONNX ops, which plans for cuda:N and sim:N
-/// follow (they are registered, and plans made, without a GPU). Kernels tests register for
-/// domains of their own do not count.
-inline bool has_cuda_kernels() {
-  for (const KernelDef& def : KernelRegistry::instance().definitions())
-    if (def.device == DeviceType::CUDA && def.domain.empty()) return true;
-  return false;
-}
-
-/// Why the simulated devices cannot run a model here: a build without CUDA has no kernels for
-/// them to follow. Empty when they can.
-inline std::string sim_unusable_reason() {
-  return has_cuda_kernels() ? "" : "this build has no CUDA kernels for sim to follow";
-}
-
-/// Skips the test where the simulated devices have no kernels (a build without CUDA).
-#define DPRUN_REQUIRE_SIM_KERNELS()                                            \
-  do {                                                                         \
-    const std::string dprun_sim_why = ::dprun::testing::sim_unusable_reason(); \
-    if (!dprun_sim_why.empty()) GTEST_SKIP() << dprun_sim_why;                 \
-  } while (false)
-
 /// Why devices of `type` cannot be used here; empty when they can.
 inline std::string accelerator_unusable_reason(DeviceType type) {
-  if (type == DeviceType::CUDA) return cuda_unusable_reason();
-  return type == DeviceType::Sim ? sim_unusable_reason() : "";
+  return type == DeviceType::CUDA ? cuda_unusable_reason() : "";
 }
 
 /// The devices a data-parallel test spreads over: every GPU, or sim:0 and sim:1.

@@ -68,10 +68,10 @@ namespace dprun {
 namespace {
 DPRUN_REGISTER_OP_FACTS({.op_type = "ArgMax",
                          .dtype = OutputDTypeRule::fixed(DType::Int64),
-                         .shape = ShapeKind::Reduce});
+                         .shape = ShapeKind::ReduceAxis});
 DPRUN_REGISTER_OP_FACTS({.op_type = "ArgMin",
                          .dtype = OutputDTypeRule::fixed(DType::Int64),
-                         .shape = ShapeKind::Reduce});
+                         .shape = ShapeKind::ReduceAxis});
 
 }  // namespace
 }  // namespace dprun

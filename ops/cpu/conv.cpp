@@ -172,10 +172,10 @@ DPRUN_REGISTER_KERNEL({.op_type = "ConvInteger",
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
 namespace dprun {
 namespace {
-DPRUN_REGISTER_OP_FACTS({.op_type = "Conv", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Conv", .shape = ShapeKind::Convolution});
 DPRUN_REGISTER_OP_FACTS({.op_type = "ConvInteger",
                          .dtype = OutputDTypeRule::fixed(DType::Int32),
-                         .shape = ShapeKind::Windowed});
+                         .shape = ShapeKind::Convolution});
 
 }  // namespace
 }  // namespace dprun

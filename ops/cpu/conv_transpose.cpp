@@ -103,7 +103,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
 namespace dprun {
 namespace {
-DPRUN_REGISTER_OP_FACTS({.op_type = "ConvTranspose", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ConvTranspose", .shape = ShapeKind::TransposedConvolution});
 
 }  // namespace
 }  // namespace dprun

@@ -288,14 +288,14 @@ DPRUN_REGISTER_KERNEL({.op_type = "GlobalLpPool",
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
 namespace dprun {
 namespace {
-DPRUN_REGISTER_OP_FACTS({.op_type = "AveragePool", .shape = ShapeKind::Windowed});
-DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalAveragePool", .shape = ShapeKind::Windowed});
-DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalLpPool", .shape = ShapeKind::Windowed});
-DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalMaxPool", .shape = ShapeKind::Windowed});
-DPRUN_REGISTER_OP_FACTS({.op_type = "LpPool", .shape = ShapeKind::Windowed});
+DPRUN_REGISTER_OP_FACTS({.op_type = "AveragePool", .shape = ShapeKind::Pool});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalAveragePool", .shape = ShapeKind::GlobalPool});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalLpPool", .shape = ShapeKind::GlobalPool});
+DPRUN_REGISTER_OP_FACTS({.op_type = "GlobalMaxPool", .shape = ShapeKind::GlobalPool});
+DPRUN_REGISTER_OP_FACTS({.op_type = "LpPool", .shape = ShapeKind::Pool});
 DPRUN_REGISTER_OP_FACTS({.op_type = "MaxPool",
                          .dtype = OutputDTypeRule::fixed_after_first(DType::Int64),
-                         .shape = ShapeKind::Windowed});
+                         .shape = ShapeKind::Pool});
 
 }  // namespace
 }  // namespace dprun

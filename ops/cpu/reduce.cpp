@@ -295,16 +295,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "ReduceSumSquare",
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
 namespace dprun {
 namespace {
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL1", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL2", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSum", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSumExp", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMax", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMean", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMin", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceProd", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSum", .shape = ShapeKind::Reduce});
-DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSumSquare", .shape = ShapeKind::Reduce});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL1", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceL2", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSum", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceLogSumExp", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMax", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMean", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceMin", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceProd", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSum", .shape = ShapeKind::ReduceAxes});
+DPRUN_REGISTER_OP_FACTS({.op_type = "ReduceSumSquare", .shape = ShapeKind::ReduceAxes});
 
 }  // namespace
 }  // namespace dprun

@@ -1,6 +1,5 @@
-// CUDA activations: the unary ops of ops/cpu/activations.cpp, with the same functors,
-// attributes and opsets. PRelu (binary, with its legacy per-channel slope) is not covered.
-#include "engine/rewrites/rewrite_domain.h"
+// The compute of the CUDA activations (defined in ops/cuda/defs/activations.cpp): the unary
+// ops of ops/cpu/activations.cpp, with the same functors and attributes.
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/unary_functors.h"
 
@@ -16,33 +15,22 @@ std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
   return make_kernel<F<math::Gelu>>(info);
 }
 
-DPRUN_CUDA_ELEMENTWISE("Relu", 1, UnaryKernel<math::Relu, SignedAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("LeakyRelu", 1, F<math::LeakyRelu>);
-DPRUN_CUDA_ELEMENTWISE("Elu", 1, F<math::Elu>);
-DPRUN_CUDA_ELEMENTWISE("Selu", 1, F<math::Selu>);
-DPRUN_CUDA_ELEMENTWISE("Celu", 12, F<math::Celu>);
-DPRUN_CUDA_ELEMENTWISE("Sigmoid", 1, F<math::Sigmoid>);
-DPRUN_CUDA_ELEMENTWISE("Tanh", 1, F<math::Tanh>);
-DPRUN_CUDA_ELEMENTWISE("HardSigmoid", 1, F<math::HardSigmoid>);
-DPRUN_CUDA_ELEMENTWISE("HardSwish", 14, F<math::HardSwish>);
-DPRUN_CUDA_ELEMENTWISE("Softplus", 1, F<math::Softplus>);
-DPRUN_CUDA_ELEMENTWISE("Softsign", 1, F<math::Softsign>);
-DPRUN_CUDA_ELEMENTWISE("ThresholdedRelu", 1, F<math::ThresholdedRelu>);
-DPRUN_CUDA_ELEMENTWISE("Mish", 18, F<math::Mish>);
-DPRUN_CUDA_ELEMENTWISE("Shrink", 9, UnaryKernel<math::Shrink, NumericAndHalfTypes>);
-DPRUN_REGISTER_KERNEL({.op_type = "Gelu",
-                       .since = 20,
-                       .device = DeviceType::CUDA,
-                       .dtypes = dtypes(FloatAndHalfTypes{}),
-                       .impl = kImpl,
-                       .factory = make_gelu});
-// The op fusion's Gelu (engine/rewrites/op_fusion.h), always the erf form.
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "Gelu",
-                       .device = DeviceType::CUDA,
-                       .dtypes = dtypes(FloatAndHalfTypes{}),
-                       .impl = kImpl,
-                       .factory = make_kernel<F<math::GeluErfForm>>});
+DPRUN_CUDA_ELEMENTWISE("Relu", UnaryKernel<math::Relu, SignedAndHalfTypes>);
+DPRUN_CUDA_ELEMENTWISE("LeakyRelu", F<math::LeakyRelu>);
+DPRUN_CUDA_ELEMENTWISE("Elu", F<math::Elu>);
+DPRUN_CUDA_ELEMENTWISE("Selu", F<math::Selu>);
+DPRUN_CUDA_ELEMENTWISE("Celu", F<math::Celu>);
+DPRUN_CUDA_ELEMENTWISE("Sigmoid", F<math::Sigmoid>);
+DPRUN_CUDA_ELEMENTWISE("Tanh", F<math::Tanh>);
+DPRUN_CUDA_ELEMENTWISE("HardSigmoid", F<math::HardSigmoid>);
+DPRUN_CUDA_ELEMENTWISE("HardSwish", F<math::HardSwish>);
+DPRUN_CUDA_ELEMENTWISE("Softplus", F<math::Softplus>);
+DPRUN_CUDA_ELEMENTWISE("Softsign", F<math::Softsign>);
+DPRUN_CUDA_ELEMENTWISE("ThresholdedRelu", F<math::ThresholdedRelu>);
+DPRUN_CUDA_ELEMENTWISE("Mish", F<math::Mish>);
+DPRUN_CUDA_ELEMENTWISE("Shrink", UnaryKernel<math::Shrink, NumericAndHalfTypes>);
+DPRUN_CUDA_COMPUTE("Gelu", make_gelu);
+DPRUN_CUDA_ELEMENTWISE("dprun::Gelu", F<math::GeluErfForm>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

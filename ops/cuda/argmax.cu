@@ -1,9 +1,10 @@
-// ArgMax and ArgMin on CUDA (float32, float16 or bfloat16 input, compared widened to float,
-// which keeps every order and NaN; int64 output), with the semantics of
-// ops/cpu/argmax.cpp: the index along `axis` of the first extreme value, or of the last with
-// select_last_index. The CPU kernel scans from element 0 with strict (or, for the last index,
-// non-strict) comparisons, so a NaN at index 0 wins (nothing compares better than it) and a
-// NaN anywhere else is never chosen. Other dtypes have no CUDA definition and run on the host.
+// The compute of ArgMax and ArgMin on CUDA (defined in ops/cuda/defs/argmax.cpp; float32, float16
+// or bfloat16 input, compared widened to float, which keeps every order and NaN; int64 output),
+// with the semantics of ops/cpu/argmax.cpp: the index along `axis` of the first extreme value, or
+// of the last with select_last_index. The CPU kernel scans from element 0 with strict (or, for the
+// last index, non-strict) comparisons, so a NaN at index 0 wins (nothing compares better than it)
+// and a NaN anywhere else is never chosen. Other dtypes have no CUDA definition and run on the
+// host.
 //
 // Contiguous rows (inner == 1) of at least a warp get one block per row: each thread keeps the
 // best (value, index) of its strided elements, then the block combines those candidates with
@@ -15,6 +16,7 @@
 #include <cmath>
 
 #include "ops/cpu/reduce_axes.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
@@ -132,16 +134,8 @@ class ArgCuda : public OpKernel {
   ArgAxis axis_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "ArgMax",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<ArgCuda<true>>});
-DPRUN_REGISTER_KERNEL({.op_type = "ArgMin",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<ArgCuda<false>>});
+DPRUN_CUDA_COMPUTE("ArgMax", make_kernel<ArgCuda<true>>);
+DPRUN_CUDA_COMPUTE("ArgMin", make_kernel<ArgCuda<false>>);
 
 }  // namespace
 }  // namespace dprun

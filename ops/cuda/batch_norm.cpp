@@ -1,34 +1,29 @@
-// BatchNormalization inference on CUDA (float32) with cuDNN's spatial batch normalization:
+// The compute of the CUDA BatchNormalization inference in float32 (defined in
+// ops/cuda/defs/batch_norm.cpp) with cuDNN's spatial batch normalization:
 // Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel of X [N, C, D1, ...], X viewed
 // as [N, C, D1 * D2 * ..., 1] (cuDNN wants 4-D; spatial BN does not care how the rest is
 // shaped).
 //
-// Declined (the node runs on the host, where the CPU kernel has every mode): training
-// (training_mode=1 from opset 14; before it, a node naming more than its first output),
-// spatial=0 before opset 9 (per-activation parameters), epsilon below CUDNN_BN_MIN_EPSILON,
-// and X or parameters known not to be float32.
+// Declined by the definition (the node runs on the host, where the CPU kernel has every mode):
+// training (training_mode=1 from opset 14; before it, a node naming more than its first
+// output), spatial=0 before opset 9 (per-activation parameters), epsilon below
+// CUDNN_BN_MIN_EPSILON, and X or parameters known not to be float32.
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/batch_norm_checks.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/cudnn_limits.h"
 
 namespace dprun {
 namespace {
+
+static_assert(cudnn::kBnMinEpsilon == CUDNN_BN_MIN_EPSILON,
+              "ops/cuda/defs/cudnn_limits.h: kBnMinEpsilon is not this cuDNN's");
 
 class BatchNormCudnn : public OpKernel {
  public:
   explicit BatchNormCudnn(const KernelInfo& info)
       : epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const Node& node = info.node;
-    if (batch_norm_training(info) || batch_norm_per_activation(info)) return nullptr;
-    if (static_cast<double>(node.attr_float("epsilon", 1e-5f)) < CUDNN_BN_MIN_EPSILON)
-      return nullptr;
-    for (size_t i = 0; i < 5; ++i)
-      if (cudnn::known_not_float32(info, i)) return nullptr;
-    return std::make_unique<BatchNormCudnn>(info);
-  }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -61,12 +56,7 @@ class BatchNormCudnn : public OpKernel {
   float epsilon_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
-                       .impl = "cudnn",
-                       .factory = BatchNormCudnn::create});
+DPRUN_CUDA_COMPUTE("BatchNormalization/cudnn", make_kernel<BatchNormCudnn>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,16 +1,18 @@
-// BatchNormalization inference on CUDA in float16 and bfloat16, bit for bit the CPU kernel's
+// The compute of the CUDA BatchNormalization inference in float16 and bfloat16 (defined in
+// ops/cuda/defs/batch_norm_16bit.cpp), bit for bit the CPU kernel's
 // (ops/cpu/batch_norm.cpp): per channel a = scale / sqrt(var + epsilon) and b = B - mean * a in
 // double, both rounded to float; then y = x * a + b in float, each step rounded on its own (no
 // fused multiply-add, which the CPU's loop does not have either), rounded once to X's type.
 // cuDNN's batch normalization takes 16-bit X only with float32 parameters, and ONNX gives a
 // 16-bit node 16-bit ones.
 //
-// Declined (the node runs on the host), as by the float32 kernel (batch_norm.cpp): training
+// Declined by the definition (the node runs on the host), as by the float32 kernel: training
 // mode, spatial=0 before opset 9, and parameters known to differ from X's dtype.
 #include <cuda_runtime_api.h>
 
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cuda/batch_norm_affine.cuh"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/input_dtypes.h"
@@ -38,13 +40,6 @@ class BatchNorm16BitCuda : public OpKernel {
  public:
   explicit BatchNorm16BitCuda(const KernelInfo& info)
       : epsilon_(info.node.attr_float("epsilon", 1e-5f)) {}
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (batch_norm_training(info) || batch_norm_per_activation(info) ||
-        !batch_norm_params_of_x_dtype(info))
-      return nullptr;
-    return std::make_unique<BatchNorm16BitCuda>(info);
-  }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -75,12 +70,7 @@ class BatchNorm16BitCuda : public OpKernel {
   float epsilon_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float16, DType::BFloat16},
-                       .impl = "affine",
-                       .factory = BatchNorm16BitCuda::create});
+DPRUN_CUDA_COMPUTE("BatchNormalization/16bit", make_kernel<BatchNorm16BitCuda>);
 
 }  // namespace
 }  // namespace dprun

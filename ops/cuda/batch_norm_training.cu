@@ -1,10 +1,11 @@
-// BatchNormalization in training mode on CUDA (X float32 or float64), with the semantics of
-// ops/cpu/batch_norm.cpp, so that a CNN's training step keeps its activations on the GPU (the
-// cuDNN kernel, ops/cuda/batch_norm.cpp, runs inference only and declines these nodes).
+// The compute of the CUDA BatchNormalization in training mode (X float32 or float64; defined
+// in ops/cuda/defs/batch_norm_training.cpp), with the semantics of ops/cpu/batch_norm.cpp, so
+// that a CNN's training step keeps its activations on the GPU (the cuDNN kernel,
+// ops/cuda/batch_norm.cpp, runs inference only and declines these nodes).
 //
-// Accepted: the nodes the CPU kernel runs in training mode (batch_norm_training: training_mode=1
-// from opset 14; before it, a node naming more than one output), except spatial=0 before
-// opset 9 (per-activation parameters) and parameters known to be other than float32/float64;
+// Accepted by the definition: the nodes the CPU kernel runs in training mode (batch_norm_training:
+// training_mode=1 from opset 14; before it, a node naming more than one output), except spatial=0
+// before opset 9 (per-activation parameters) and parameters known to be other than float32/float64;
 // those run on the host. scale/B and mean/var may each be float32 or float64, whatever X is.
 //
 // X [N, C, D1, ...] is seen as [N, C, S]. One block per channel takes the batch mean and the
@@ -25,6 +26,7 @@
 #include "ops/cpu/batch_norm_checks.h"
 #include "ops/cuda/batch_norm_affine.cuh"
 #include "ops/cuda/batch_norm_channel.cuh"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/reduce.cuh"
 
@@ -106,16 +108,6 @@ class BatchNormTrainingCuda : public OpKernel {
       : epsilon_(info.node.attr_float("epsilon", 1e-5f)),
         momentum_(info.node.attr_float("momentum", 0.9f)) {}
 
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (!batch_norm_training(info)) return nullptr;
-    if (info.opset < 9 && info.node.attr_int("spatial", 1) == 0) return nullptr;
-    for (size_t i = 1; i < 5 && i < info.input_types.size(); ++i) {
-      const auto& type = info.input_types[i];
-      if (type && type->dtype != DType::Undefined && !float32_or_64(type->dtype)) return nullptr;
-    }
-    return std::make_unique<BatchNormTrainingCuda>(info);
-  }
-
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const BatchNormDims dims = batch_norm_dims(ctx, x);
@@ -170,12 +162,7 @@ class BatchNormTrainingCuda : public OpKernel {
   float momentum_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "BatchNormalization",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float64},
-                       .impl = "training",
-                       .factory = BatchNormTrainingCuda::create});
+DPRUN_CUDA_COMPUTE("BatchNormalization/training", make_kernel<BatchNormTrainingCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,5 @@
-// BatchNormTrainingGrad (rewrite domain) on CUDA, float32: the gradient of a training-mode
+// The compute of the CUDA BatchNormTrainingGrad (rewrite domain, float32; defined in
+// ops/cuda/defs/batch_norm_training_grad.cpp): the gradient of a training-mode
 // BatchNormalization in the fused form the CPU runs (ops/cpu/batch_norm_training_grad.cpp; the
 // node's contract: engine/rewrites/op_fusion.h), with the same arithmetic. One block per
 // channel of X [N, C, S] takes the mean in double, then sum((X - mean)^2), sum(dY) and
@@ -10,9 +11,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/batch_norm_training_grad_util.h"
 #include "ops/cuda/batch_norm_channel.cuh"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/reduce.cuh"
 
@@ -112,11 +113,7 @@ class BatchNormTrainingGradCuda : public OpKernel {
   float epsilon_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "BatchNormTrainingGrad",
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
-                       .factory = make_kernel<BatchNormTrainingGradCuda>});
+DPRUN_CUDA_COMPUTE("dprun::BatchNormTrainingGrad", make_kernel<BatchNormTrainingGradCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,8 +1,9 @@
-// CUDA binary arithmetic with numpy broadcasting (legacy broadcast/axis before opset 7): Add,
-// Sub, Mul over the CPU's numeric types; Div and Pow over float32/64, float16 and bfloat16 (in
-// float, rounded once: Pow squares a decomposed LayerNormalization's deviations, in 16-bit
-// training graphs too). Integer Div is left to the CPU: it must fail on a zero divisor, which a
-// GPU kernel cannot report without a sync.
+// The compute of the CUDA binary arithmetic (defined in ops/cuda/defs/binary_arith.cpp) with
+// numpy broadcasting (legacy broadcast/axis before opset 7): Add, Sub, Mul over the CPU's
+// numeric types; Div and Pow over float32/64, float16 and bfloat16 (in float, rounded once: Pow
+// squares a decomposed LayerNormalization's deviations, in 16-bit training graphs too). Integer Div
+// is left to the CPU: it must fail on a zero divisor, which a GPU kernel cannot report without a
+// sync.
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 
@@ -34,11 +35,16 @@ class PowKernel : public OpKernel {
   bool legacy_;
 };
 
-DPRUN_CUDA_ELEMENTWISE("Add", 1, BinaryKernel<math::Add, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Sub", 1, BinaryKernel<math::Sub, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Mul", 1, BinaryKernel<math::Mul, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Div", 1, BinaryKernel<math::Div, FloatAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Pow", 1, PowKernel);
+// Comma-free names: a macro argument cannot hold a template-id with two arguments.
+template <class Op>
+using Numeric = BinaryKernel<Op, NumericAndHalfTypes>;
+using DivKernel = BinaryKernel<math::Div, FloatAndHalfTypes>;
+
+DPRUN_CUDA_ELEMENTWISE("Add", Numeric<math::Add>);
+DPRUN_CUDA_ELEMENTWISE("Sub", Numeric<math::Sub>);
+DPRUN_CUDA_ELEMENTWISE("Mul", Numeric<math::Mul>);
+DPRUN_CUDA_ELEMENTWISE("Div", DivKernel);
+DPRUN_CUDA_ELEMENTWISE("Pow", PowKernel);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,37 +1,29 @@
-// Cast and CastLike on CUDA between float32, float64, float16, bfloat16, the signed and
-// unsigned 8 to 64 bit integers and bool, converting values exactly as ops/cpu/cast.cpp does
-// (ew::convert): float -> integer truncates toward zero and saturates at the target's range, NaN ->
-// 0; anything -> bool tests != 0 (so NaN -> true); float16 and bfloat16 go through float both ways,
-// with round-to-nearest-even (so float64 -> float16 rounds twice, like the CPU); integers wrap.
-// 16-bit NaNs are encoded as engine/half.h encodes them (ops/cuda/half_convert.cuh).
+// The compute of Cast and CastLike on CUDA (defined in ops/cuda/defs/cast.cpp) between float32,
+// float64, float16, bfloat16, the signed and unsigned 8 to 64 bit integers and bool, converting
+// values exactly as ops/cpu/cast.cpp does (ew::convert): float -> integer truncates toward zero and
+// saturates at the target's range, NaN -> 0; anything -> bool tests != 0 (so NaN -> true); float16
+// and bfloat16 go through float both ways, with round-to-nearest-even (so float64 -> float16 rounds
+// twice, like the CPU); integers wrap. 16-bit NaNs are encoded as engine/half.h encodes them
+// (ops/cuda/half_convert.cuh).
 //
-// Declined (run on the host): targets or sources of other dtypes (string), and the
-// string-named `to` of Cast-1..5. A Cast of a constant input keeps its result per parameter
-// version.
+// Declined by the definitions (run on the host): targets or sources of other dtypes (string),
+// and the string-named `to` of Cast-1..5. A Cast of a constant input keeps its result per
+// parameter version.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
 
 #include "ops/constant_casts.h"
+#include "ops/cuda/defs/cast_types.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
 
 namespace dprun {
 namespace {
-
-/// The dtypes converted on the device, and their element types.
-const std::vector<DType> kCastTypes = {
-    DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8,
-    DType::Int16,   DType::Int32,   DType::Int64,   DType::UInt8,    DType::UInt16,
-    DType::UInt32,  DType::UInt64,  DType::Bool};
-
-bool is_cast_type(DType t) {
-  return std::find(kCastTypes.begin(), kCastTypes.end(), t) != kCastTypes.end();
-}
 
 /// Calls f(T{}) with the element type of `t`; false when `t` is not a kCastTypes dtype.
 template <class F>
@@ -147,34 +139,20 @@ class CastCuda : public OpKernel {
   ConstantCasts kept_;
 };
 
-/// Cast-6+ names its target by number; Cast-1..5's type names and targets not converted here
-/// are left to the host kernel, which also reports the bad ones.
+/// A Cast whose numeric `to` is a kCastTypes dtype (the definition declines the others).
 std::unique_ptr<OpKernel> make_cast(const KernelInfo& info) {
-  const Attribute* a = info.node.find_attr("to");
-  if (!a || a->kind != Attribute::Kind::Int || !is_cast_type(static_cast<DType>(a->i)))
-    return nullptr;
-  return std::make_unique<CastCuda>(static_cast<DType>(a->i), info.constant_inputs.count(0) > 0);
+  return std::make_unique<CastCuda>(static_cast<DType>(info.node.attr_int("to")),
+                                    info.constant_inputs.count(0) > 0);
 }
 
-/// Declines a CastLike whose target dtype is known and not converted here.
-std::unique_ptr<OpKernel> make_cast_like(const KernelInfo& info) {
-  const auto& types = info.input_types;
-  if (types.size() > 1 && types[1] && types[1]->dtype != DType::Undefined &&
-      !is_cast_type(types[1]->dtype))
-    return nullptr;
+/// A CastLike whose target, when known, is a kCastTypes dtype (the definition declines the
+/// others).
+std::unique_ptr<OpKernel> make_cast_like(const KernelInfo&) {
   return std::make_unique<CastCuda>(std::nullopt, false);
 }
 
-DPRUN_REGISTER_KERNEL({.op_type = "Cast",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kCastTypes,
-                       .factory = make_cast});
-DPRUN_REGISTER_KERNEL({.op_type = "CastLike",
-                       .since = 15,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kCastTypes,
-                       .factory = make_cast_like});
+DPRUN_CUDA_COMPUTE("Cast", make_cast);
+DPRUN_CUDA_COMPUTE("CastLike", make_cast_like);
 
 }  // namespace
 }  // namespace dprun

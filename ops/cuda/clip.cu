@@ -1,8 +1,9 @@
-// Clip on CUDA, running the CPU kernel's math (ops/math/clip.h) with its arguments
-// (ops/cpu/clip.h): min/max attributes before opset 11, optional scalar inputs from 11. A
-// bound input is passed to the device kernel as a pointer and read there, so the host never
-// waits for it, whether it is a constant (a Constant node's device copy, an initializer) or
-// computed by earlier GPU work; only its dtype and size are checked on the host.
+// The compute of Clip on CUDA (defined in ops/cuda/defs/clip.cpp), running the CPU kernel's math
+// (ops/math/clip.h) with its arguments (ops/cpu/clip.h): min/max attributes before opset 11,
+// optional scalar inputs from 11. A bound input is passed to the device kernel as a pointer and
+// read there, so the host never waits for it, whether it is a constant (a Constant node's device
+// copy, an initializer) or computed by earlier GPU work; only its dtype and size are checked on the
+// host.
 #include <limits>
 
 #include "ops/cpu/clip.h"
@@ -64,13 +65,7 @@ class ClipCuda : public OpKernel {
   ClipParams params_;
 };
 
-// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
-// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
-DPRUN_REGISTER_KERNEL({.op_type = "Clip",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = dtypes(ClipCuda::Types{}),
-                       .factory = make_kernel<ClipCuda>});
+DPRUN_CUDA_COMPUTE("Clip", make_kernel<ClipCuda>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,24 +1,26 @@
-// CUDA comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) over the CPU's numeric
-// types (Equal also bool) and logical And, Or, Xor: broadcasting, bool result.
+// The compute of the CUDA comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) and
+// logical And, Or, Xor (defined in ops/cuda/defs/compare_logic.cpp): broadcasting, bool result.
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 
 namespace dprun::cuda_ew {
 namespace {
 
-template <class Op, class Types>
-using C = BinaryKernel<Op, Types, true>;
-using EqualTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
-                            uint8_t, uint16_t, uint32_t, uint64_t, bool>;
+// Comma-free names: a macro argument cannot hold a template-id with two arguments.
+using EqualKernel = BinaryKernel<math::Equal, EqualTypes, true>;
+template <class Op>
+using Compare = BinaryKernel<Op, NumericAndHalfTypes, true>;
+template <class Op>
+using Logical = BinaryKernel<Op, BoolTypes, true>;
 
-DPRUN_CUDA_ELEMENTWISE("Equal", 1, C<math::Equal, EqualTypes>);
-DPRUN_CUDA_ELEMENTWISE("Less", 1, C<math::Less, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("LessOrEqual", 12, C<math::LessOrEqual, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Greater", 1, C<math::Greater, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("GreaterOrEqual", 12, C<math::GreaterOrEqual, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("And", 1, C<math::And, BoolTypes>);
-DPRUN_CUDA_ELEMENTWISE("Or", 1, C<math::Or, BoolTypes>);
-DPRUN_CUDA_ELEMENTWISE("Xor", 1, C<math::Xor, BoolTypes>);
+DPRUN_CUDA_ELEMENTWISE("Equal", EqualKernel);
+DPRUN_CUDA_ELEMENTWISE("Less", Compare<math::Less>);
+DPRUN_CUDA_ELEMENTWISE("LessOrEqual", Compare<math::LessOrEqual>);
+DPRUN_CUDA_ELEMENTWISE("Greater", Compare<math::Greater>);
+DPRUN_CUDA_ELEMENTWISE("GreaterOrEqual", Compare<math::GreaterOrEqual>);
+DPRUN_CUDA_ELEMENTWISE("And", Logical<math::And>);
+DPRUN_CUDA_ELEMENTWISE("Or", Logical<math::Or>);
+DPRUN_CUDA_ELEMENTWISE("Xor", Logical<math::Xor>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

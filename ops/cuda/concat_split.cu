@@ -1,7 +1,9 @@
-// Concat and Split on CUDA, for every dtype: each input (Concat) or output (Split) is one
-// strided copy of [outer, rows] blocks into (or out of) its column range of the wider tensor.
-// Arguments and messages are the CPU kernels' (ops/cpu/concat_split.h).
+// The compute of the CUDA Concat and Split (defined in ops/cuda/defs/concat_split.cpp), for every
+// dtype: each input (Concat) or output (Split) is one strided copy of [outer, rows] blocks into (or
+// out of) its column range of the wider tensor. Arguments and messages are the CPU kernels'
+// (ops/cpu/concat_split.h).
 #include "ops/cpu/concat_split.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 
 namespace dprun {
@@ -55,15 +57,8 @@ class SplitCuda : public OpKernel {
   SplitParams params_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Concat",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .factory = make_kernel<ConcatCuda>});
-DPRUN_REGISTER_KERNEL({.op_type = "Split",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .host_inputs = {1},
-                       .factory = make_kernel<SplitCuda>});
+DPRUN_CUDA_COMPUTE("Concat", make_kernel<ConcatCuda>);
+DPRUN_CUDA_COMPUTE("Split", make_kernel<SplitCuda>);
 
 }  // namespace
 }  // namespace dprun

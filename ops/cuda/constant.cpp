@@ -1,16 +1,18 @@
-// Constant on CUDA. The value is fixed when the plan is built, so each GPU gets one device copy,
-// made by the first run on that GPU and returned (read-only, as the CPU kernel returns its
-// host tensor) by every later run. A copy per run would queue a host-to-device transfer from
-// pageable memory for every Constant of every run (62 in the transformer); keeping one copy per
-// device costs its bytes once. The kernel is shared by the replicas of a plan, which may run
-// on different GPUs at once, so the copies are keyed by device under a mutex; the run that
-// makes a copy waits for it (a copy from pageable memory is ordered on the run's stream only),
-// so the value is complete before any other stream reads it.
+// The compute of the CUDA Constant (defined in ops/cuda/defs/constant.cpp, which declines string
+// values: they have no device form, so such a Constant runs on the host). The value is fixed when
+// the plan is built, so each GPU gets one device copy, made by the first run on that GPU and
+// returned (read-only, as the CPU kernel returns its host tensor) by every later run. A copy per
+// run would queue a host-to-device transfer from pageable memory for every Constant of every run
+// (62 in the transformer); keeping one copy per device costs its bytes once. The kernel is shared
+// by the replicas of a plan, which may run on different GPUs at once, so the copies are keyed by
+// device under a mutex; the run that makes a copy waits for it (a copy from pageable memory is
+// ordered on the run's stream only), so the value is complete before any other stream reads it.
 #include <map>
 #include <mutex>
 
 #include "engine/constant_value.h"
 #include "engine/kernel.h"
+#include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {
 namespace {
@@ -29,7 +31,6 @@ class ConstantCuda : public OpKernel {
     }
     ctx.set_output(0, it->second);
   }
-  DType dtype() const { return value_.dtype(); }
 
  private:
   Tensor value_;
@@ -37,15 +38,7 @@ class ConstantCuda : public OpKernel {
   mutable std::map<int, Tensor> copies_;  // by GPU index
 };
 
-/// Declines string tensors, which have no device form: such a Constant runs on the host.
-std::unique_ptr<OpKernel> make_constant_cuda(const KernelInfo& info) {
-  auto kernel = std::make_unique<ConstantCuda>(info);
-  if (kernel->dtype() == DType::String) return nullptr;
-  return kernel;
-}
-
-DPRUN_REGISTER_KERNEL(
-    {.op_type = "Constant", .since = 1, .device = DeviceType::CUDA, .factory = make_constant_cuda});
+DPRUN_CUDA_COMPUTE("Constant", make_kernel<ConstantCuda>);
 
 }  // namespace
 }  // namespace dprun

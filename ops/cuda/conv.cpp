@@ -1,13 +1,14 @@
-// Conv on CUDA (NCHW) with cuDNN, in float32, float16 and bfloat16 (16-bit X, W and B,
-// float32 sums on tensor cores, each result rounded once): 1-D (lifted to 2-D), 2-D and 3-D
-// windows, groups, strides, dilations, explicit pads and auto_pad, optional bias B added with
-// cudnnAddTensor (a 16-bit bias is added to the rounded product: a second rounding).
+// The compute of the CUDA Conv (NCHW; defined in ops/cuda/defs/conv.cpp) with cuDNN, in float32,
+// float16 and bfloat16 (16-bit X, W and B, float32 sums on tensor cores, each result rounded once):
+// 1-D (lifted to 2-D), 2-D and 3-D windows, groups, strides, dilations, explicit pads and auto_pad,
+// optional bias B added with cudnnAddTensor (a 16-bit bias is added to the rounded product: a
+// second rounding).
 //
 // cuDNN pads both ends of a dim alike. Where the node's pads differ between the ends (explicit
 // asymmetric pads, or SAME_UPPER/SAME_LOWER with an odd total), the input is first copied into
 // a zero-bordered tensor and convolved without padding: correct for every shape, so nothing is
-// declined for its pads. Declined (the node runs on the host): more than 3 spatial dims, a rank
-// that no type or attribute tells, and inputs known to be of other dtypes.
+// declined for its pads. Declined by the definition (the node runs on the host): more than 3
+// spatial dims, a rank that no type or attribute tells, and inputs known to be of other dtypes.
 //
 // The forward algorithm is the fastest that cuDNN measures on the node's own data
 // (cudnnFindConvolutionForwardAlgorithmEx, as ONNX Runtime's default EXHAUSTIVE search and
@@ -29,6 +30,7 @@
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/input_dtypes.h"
 
 namespace dprun {
@@ -122,12 +124,6 @@ class ConvCudnn : public OpKernel {
     attrs_.parse(info.node);
   }
 
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    return cudnn::conv_node_fits(info, {DType::Float32, DType::Float16, DType::BFloat16})
-               ? std::make_unique<ConvCudnn>(info)
-               : nullptr;
-  }
-
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
@@ -192,12 +188,7 @@ class ConvCudnn : public OpKernel {
   ShapeCache<ConvAlgorithm> algorithms_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Conv",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .impl = "cudnn",
-                       .factory = ConvCudnn::create});
+DPRUN_CUDA_COMPUTE("Conv", make_kernel<ConvCudnn>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,5 @@
-// ConvTranspose on CUDA (NCHW) with cuDNN, in float32, float16 and bfloat16 (16-bit X, W and B,
+// The compute of the CUDA ConvTranspose (NCHW; defined in ops/cuda/defs/conv_transpose.cpp)
+// with cuDNN, in float32, float16 and bfloat16 (16-bit X, W and B,
 // float32 sums on tensor cores, each result rounded once; a 16-bit bias is added to the rounded
 // result, as Conv's): the transposed convolution is the data gradient of a convolution
 // (cudnnConvolutionBackwardData) whose input is Y and whose output is X, with W
@@ -12,8 +13,8 @@
 // more rows than cuDNN derives from the shapes (output_padding >= stride, or an output_shape
 // larger than the full result), the full, uncropped result is computed into a temporary and
 // the wanted box copied out, rows past its end left zero. Nothing is declined for its geometry;
-// declined (host): more than 3 spatial dims, an unknown rank, inputs known to be of other
-// dtypes.
+// declined by the definition (host): more than 3 spatial dims, an unknown rank, inputs known to be
+// of other dtypes.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/input_dtypes.h"
 
 namespace dprun {
@@ -42,12 +44,6 @@ class ConvTransposeCudnn : public OpKernel {
         output_padding_(info.node.attr_ints("output_padding", {})),
         output_shape_(info.node.attr_ints("output_shape", {})) {
     attrs_.parse(info.node);
-  }
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    return cudnn::conv_node_fits(info, {DType::Float32, DType::Float16, DType::BFloat16})
-               ? std::make_unique<ConvTransposeCudnn>(info)
-               : nullptr;
   }
 
   void compute(KernelContext& ctx) const override {
@@ -158,12 +154,7 @@ class ConvTransposeCudnn : public OpKernel {
   ShapeCache<BackwardDataAlgorithm> algorithms_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "ConvTranspose",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .impl = "cudnn",
-                       .factory = ConvTransposeCudnn::create});
+DPRUN_CUDA_COMPUTE("ConvTranspose", make_kernel<ConvTransposeCudnn>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,5 +1,6 @@
-// ConvWeightGrad on CUDA (rewrite domain, float32; the contract is in
-// engine/rewrites/op_fusion.h): the weight gradient of a convolution of any group as cuDNN's
+// The compute of the CUDA ConvWeightGrad (rewrite domain, float32; defined in
+// ops/cuda/defs/conv_weight_grad.cpp; the contract is in engine/rewrites/op_fusion.h): the
+// weight gradient of a convolution of any group as cuDNN's
 // backward-filter convolution on the forward geometry (the group count on the convolution
 // descriptor, the filter [M, C / group, kernel...]), where the gradient rule's ONNX form
 // would run a forward convolution whose kernel is as large as the image.
@@ -9,8 +10,8 @@
 // tensor exactly as long as dY's windows reach (zero-extended or cropped at the end), which
 // cuDNN convolves without padding: that covers asymmetric pads, rows a stride leaves unused
 // past the end pad, and a dY that is no convolution's output, so nothing is declined for its
-// geometry. Declined (the node runs on the host): more than 3 spatial dims, X known to be of
-// another dtype.
+// geometry. Declined by the definition (the node runs on the host): more than 3 spatial dims, X
+// known to be of another dtype.
 //
 // Only deterministic backward-filter algorithms are taken (cuDNN's heuristic ranking, as
 // ConvTranspose's): the atomic ones sum in a different order on every run, and a training run
@@ -21,11 +22,11 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/conv_weight_grad_util.h"
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {
 namespace {
@@ -60,14 +61,6 @@ class ConvWeightGradCudnn : public OpKernel {
   explicit ConvWeightGradCudnn(const KernelInfo& info) : tf32_(info.plan_options.allow_tf32) {
     attrs_.parse(info.node);
     group_ = info.node.attr_int("group", 1);
-  }
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const size_t spatial = info.node.attr_ints("kernel_shape", {}).size();
-    if (spatial < 1 || spatial > 3 || cudnn::known_not_float32(info, 0) ||
-        cudnn::known_not_float32(info, 1))
-      return nullptr;
-    return std::make_unique<ConvWeightGradCudnn>(info);
   }
 
   void compute(KernelContext& ctx) const override {
@@ -158,12 +151,7 @@ class ConvWeightGradCudnn : public OpKernel {
   ShapeCache<BackwardFilterAlgorithm> algorithms_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "ConvWeightGrad",
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
-                       .impl = "cudnn",
-                       .factory = ConvWeightGradCudnn::create});
+DPRUN_CUDA_COMPUTE("dprun::ConvWeightGrad", make_kernel<ConvWeightGradCudnn>);
 
 }  // namespace
 }  // namespace dprun

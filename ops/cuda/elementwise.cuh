@@ -11,35 +11,13 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/cuda_types.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/math/make_functor.h"
 
 namespace dprun::cuda_ew {
-
-/// The element types a kernel is instantiated for; a registration's dtypes are derived from
-/// the same list, so the planner rejects other dtypes before a run.
-template <class... Ts>
-struct TypeList {};
-using FloatTypes = TypeList<float, double>;
-using SignedTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t>;
-using IntegralTypes =
-    TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-using NumericTypes = TypeList<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
-                              uint32_t, uint64_t>;
-using BoolTypes = TypeList<bool>;
-// The same with float16 and bfloat16, stored in 16 bits and computed in float
-// (half_convert.cuh), as the CPU's elementwise kernels take them.
-using FloatAndHalfTypes = TypeList<float, double, Float16, BFloat16>;
-using SignedAndHalfTypes =
-    TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
-using NumericAndHalfTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t,
-                                     int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-
-template <class... Ts>
-std::vector<DType> dtypes(TypeList<Ts...>) {
-  return {dtype_of<Ts>()...};
-}
 
 /// Calls f(T{}) for the T of `t` in the list; fails naming the node otherwise.
 template <class... Ts, class F>
@@ -199,12 +177,6 @@ class BinaryKernel : public OpKernel {
 
 }  // namespace dprun::cuda_ew
 
-/// Registers a CUDA elementwise kernel class (whose Types list gives the dtypes) for an op
-/// and its first opset; the CPU registration of the op must cover the same opsets.
-#define DPRUN_CUDA_ELEMENTWISE(op, first_opset, ...)                               \
-  DPRUN_REGISTER_KERNEL({.op_type = op,                                            \
-                         .since = first_opset,                                     \
-                         .device = ::dprun::DeviceType::CUDA,                      \
-                         .dtypes = ::dprun::cuda_ew::dtypes(__VA_ARGS__::Types{}), \
-                         .impl = ::dprun::cuda_ew::kImpl,                          \
-                         .factory = ::dprun::make_kernel<__VA_ARGS__>})
+/// Supplies the compute of a CUDA elementwise op, defined in ops/cuda/defs with
+/// DPRUN_CUDA_ELEMENTWISE_DEF: the kernel class, whose Types list the definition must name.
+#define DPRUN_CUDA_ELEMENTWISE(op, ...) DPRUN_CUDA_COMPUTE(op, ::dprun::make_kernel<__VA_ARGS__>)

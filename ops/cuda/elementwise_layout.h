@@ -9,12 +9,10 @@
 #include <cstdint>
 
 #include "engine/kernel.h"
+#include "ops/cuda/defs/cuda_types.h"
 #include "ops/math/host_device.h"
 
 namespace dprun::cuda_ew {
-
-/// The impl name of every CUDA elementwise registration (tests find them by it).
-inline constexpr const char* kImpl = "elementwise";
 
 /// Most output dims the generic broadcast kernel handles, after merging adjacent dims that
 /// broadcast alike (so [2,3,4] + [2,3,4] is one dim, [N,C,H,W] + [C,1,1] two).

@@ -1,21 +1,18 @@
-// Expand and Tile on CUDA, for every dtype: strided copies of the CPU kernels' views
-// (ops/cpu/expand_tile.h), whose zero strides repeat input elements.
+// The compute of the CUDA Expand and Tile (defined in ops/cuda/defs/expand_tile.cpp), for every
+// dtype: strided copies of the CPU kernels' views (ops/cpu/expand_tile.h), whose zero strides
+// repeat input elements.
 #include "ops/cpu/expand_tile.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 
 namespace dprun {
 namespace {
 
-DPRUN_REGISTER_KERNEL({.op_type = "Expand",
-                       .since = 8,
-                       .device = DeviceType::CUDA,
-                       .host_inputs = {1},
-                       .factory = make_kernel<ViewCopyKernel<ExpandParams, cuda_view_copy>>});
-DPRUN_REGISTER_KERNEL({.op_type = "Tile",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .host_inputs = {1, 2},
-                       .factory = make_kernel<ViewCopyKernel<TileParams, cuda_view_copy>>});
+using ExpandCuda = ViewCopyKernel<ExpandParams, cuda_view_copy>;
+using TileCuda = ViewCopyKernel<TileParams, cuda_view_copy>;
+
+DPRUN_CUDA_COMPUTE("Expand", make_kernel<ExpandCuda>);
+DPRUN_CUDA_COMPUTE("Tile", make_kernel<TileCuda>);
 
 }  // namespace
 }  // namespace dprun

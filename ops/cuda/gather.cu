@@ -1,11 +1,11 @@
-// Gather on CUDA, for every dtype (elements move as unsigned integers of their size) and
-// int32 or int64 indices. Out-of-range indices fail like the CPU kernel, with its message,
-// before anything is launched: the indices are validated on the host (read_indices). That
-// costs a device-to-host copy of the indices, which waits for the work producing them, but
-// it keeps the error synchronous with the node that caused it; a device-side error flag
-// would only be seen after the next synchronisation, by then attributed to no node. Indices
-// that are a constant of the plan (an initializer) are validated from the plan's host copy,
-// without that wait. The kernel reads the indices from device memory and adds the dim to
+// The compute of the CUDA Gather (defined in ops/cuda/defs/gather.cpp), for every dtype (elements
+// move as unsigned integers of their size) and int32 or int64 indices. Out-of-range indices fail
+// like the CPU kernel, with its message, before anything is launched: the indices are validated on
+// the host (read_indices). That costs a device-to-host copy of the indices, which waits for the
+// work producing them, but it keeps the error synchronous with the node that caused it; a
+// device-side error flag would only be seen after the next synchronisation, by then attributed to
+// no node. Indices that are a constant of the plan (an initializer) are validated from the plan's
+// host copy, without that wait. The kernel reads the indices from device memory and adds the dim to
 // negatives.
 #include <cuda_runtime_api.h>
 
@@ -14,6 +14,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/gather.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 
 namespace dprun {
@@ -73,10 +74,7 @@ class GatherCuda : public OpKernel {
   Tensor constant_indices_;  // the plan's host copy of constant indices, else undefined
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Gather",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .factory = make_kernel<GatherCuda>});
+DPRUN_CUDA_COMPUTE("Gather", make_kernel<GatherCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,12 +1,12 @@
-// Gemm on CUDA: Y = alpha * op(A) op(B) + beta * C, in float32, float16 and bfloat16, and
-// FusedGemm, the op fusion's Gemm with the activation that read it
-// (engine/rewrites/op_fusion.h). A C that is one row ([N] or [1, N], a linear layer's bias)
-// added whole (beta = 1) is cuBLASLt's bias epilogue, added while the product is written
-// (cublaslt_matmul.h). Any other C (or a row where cuBLASLt offers no algorithm), broadcast to
-// [M, N] per ONNX unidirectional broadcasting (gemm_util.h), is first written into Y by a small
-// kernel; then cuBLAS accumulates the product onto it with beta (cublas_gemm.h). In 16 bits C
-// is copied into Y exactly and cuBLAS sums alpha * AB + beta * C in float32, rounding Y once, as
-// the CPU's 16-bit Gemm does.
+// The compute of the CUDA Gemm and FusedGemm (defined in ops/cuda/defs/gemm.cpp):
+// Y = alpha * op(A) op(B) + beta * C, in float32, float16 and bfloat16; FusedGemm is the op
+// fusion's Gemm with the activation that read it (engine/rewrites/op_fusion.h). A C that is one
+// row ([N] or [1, N], a linear layer's bias) added whole (beta = 1) is cuBLASLt's bias epilogue,
+// added while the product is written (cublaslt_matmul.h). Any other C (or a row where cuBLASLt
+// offers no algorithm), broadcast to [M, N] per ONNX unidirectional broadcasting (gemm_util.h), is
+// first written into Y by a small kernel; then cuBLAS accumulates the product onto it with beta
+// (cublas_gemm.h). In 16 bits C is copied into Y exactly and cuBLAS sums alpha * AB + beta * C in
+// float32, rounding Y once, as the CPU's 16-bit Gemm does.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -14,10 +14,10 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/gemm_util.h"
 #include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/cublaslt_matmul.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/fused_epilogue.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/input_dtypes.h"
@@ -134,17 +134,8 @@ class GemmCuda : public OpKernel {
   LtAlgorithms algorithms_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Gemm",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<GemmCuda>});
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "FusedGemm",
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .impl = "cublaslt",
-                       .factory = make_kernel<GemmCuda>});
+DPRUN_CUDA_COMPUTE("Gemm", make_kernel<GemmCuda>);
+DPRUN_CUDA_COMPUTE("dprun::FusedGemm", make_kernel<GemmCuda>);
 
 }  // namespace
 }  // namespace dprun

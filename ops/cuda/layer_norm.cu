@@ -1,14 +1,16 @@
-// LayerNormalization on CUDA (float32, float64, float16 and bfloat16), with the semantics of
-// ops/cpu/layer_norm.cpp: X normalized over dims [axis, rank), times Scale, plus the optional
-// B (both unidirectionally broadcast to X.shape[axis:]); optional outputs Mean and InvStdDev of
-// shape X.shape[:axis] + [1, ...], float64 for float64 X and float32 otherwise. As on the CPU,
-// the row statistics are accumulated in double (two passes: mean, then the mean squared
-// deviation) whatever stash_type asks, and y = (x - mean) * inv_std * scale + bias is evaluated
-// in float64 for float64 X and float32 otherwise, step by step (no fused multiply-add, which the
-// CPU formula does not have either); a 16-bit y is rounded once.
+// The compute of the CUDA LayerNormalization (defined in ops/cuda/defs/layer_norm.cpp; float32,
+// float64, float16 and bfloat16), with the semantics of ops/cpu/layer_norm.cpp: X normalized over
+// dims [axis, rank), times Scale, plus the optional B (both unidirectionally broadcast to
+// X.shape[axis:]); optional outputs Mean and InvStdDev of shape X.shape[:axis] + [1, ...], float64
+// for float64 X and float32 otherwise. As on the CPU, the row statistics are accumulated in double
+// (two passes: mean, then the mean squared deviation) whatever stash_type asks, and y = (x - mean)
+// * inv_std * scale + bias is evaluated in float64 for float64 X and float32 otherwise, step by
+// step (no fused multiply-add, which the CPU formula does not have either); a 16-bit y is rounded
+// once.
 //
 // One block per normalized row. Scale and B must have X's dtype: a node whose Scale or B has
-// another dtype is declined by the factory when its types are known (it then runs on the host).
+// another dtype is declined by the definition when its types are known (it then runs on the
+// host).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/layer_norm_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
@@ -147,19 +150,7 @@ class LayerNormCuda : public OpKernel {
   LayerNormAttrs attrs_;
 };
 
-/// Declines nodes whose Scale or B is known to differ from X's dtype (the CPU kernel converts).
-std::unique_ptr<OpKernel> make_layer_norm(const KernelInfo& info) {
-  const auto& types = info.input_types;
-  for (size_t i = 1; i < types.size() && i < 3; ++i)
-    if (types[0] && types[i] && types[i]->dtype != types[0]->dtype) return nullptr;
-  return std::make_unique<LayerNormCuda>(info);
-}
-
-DPRUN_REGISTER_KERNEL({.op_type = "LayerNormalization",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16},
-                       .factory = make_layer_norm});
+DPRUN_CUDA_COMPUTE("LayerNormalization", make_kernel<LayerNormCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,17 +1,25 @@
-// LRN on CUDA (float32) with cuDNN's cross-channel LRN, X [N, C, D1, ...] viewed as
+// The compute of the CUDA LRN (float32; defined in ops/cuda/defs/lrn.cpp) with cuDNN's
+// cross-channel LRN, X [N, C, D1, ...] viewed as
 // [N, C, D1 * D2 * ..., 1]. ONNX: Y = X / (bias + alpha / size * sum of X^2 over channels
 // [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta. cuDNN's lrnN, lrnAlpha, lrnBeta, lrnK
 // take size, alpha, beta, bias as they are: cuDNN also divides alpha by the window size, and
 // centres the window the same way (floor((n-1)/2) channels before, the rest after).
 //
-// Declined (host): parameters outside cuDNN's ranges (size above CUDNN_LRN_MAX_N = 16, bias
-// below CUDNN_LRN_MIN_K, beta below CUDNN_LRN_MIN_BETA), and X known not to be float32.
+// Declined by the definition (host): parameters outside cuDNN's ranges (size above
+// CUDNN_LRN_MAX_N = 16, bias below CUDNN_LRN_MIN_K, beta below CUDNN_LRN_MIN_BETA), and X known
+// not to be float32; the limits it reads (defs/cudnn_limits.h) are checked here to be cuDNN's.
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/cudnn_limits.h"
 
 namespace dprun {
 namespace {
+
+static_assert(cudnn::kLrnMinN == CUDNN_LRN_MIN_N && cudnn::kLrnMaxN == CUDNN_LRN_MAX_N &&
+                  cudnn::kLrnMinK == CUDNN_LRN_MIN_K && cudnn::kLrnMinBeta == CUDNN_LRN_MIN_BETA,
+              "ops/cuda/defs/cudnn_limits.h: the LRN limits are not this cuDNN's");
 
 class LrnDesc : public cudnn::Descriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor,
                                          cudnnDestroyLRNDescriptor> {
@@ -29,16 +37,6 @@ class LrnCudnn : public OpKernel {
         beta_(info.node.attr_float("beta", 0.75f)),
         bias_(info.node.attr_float("bias", 1.0f)),
         size_(info.node.attr_int("size")) {}
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const Node& node = info.node;
-    const int64_t size = node.attr_int("size", 0);
-    if (size < CUDNN_LRN_MIN_N || size > CUDNN_LRN_MAX_N) return nullptr;
-    if (node.attr_float("bias", 1.0f) < CUDNN_LRN_MIN_K) return nullptr;
-    if (node.attr_float("beta", 0.75f) < CUDNN_LRN_MIN_BETA) return nullptr;
-    if (cudnn::known_not_float32(info, 0)) return nullptr;
-    return std::make_unique<LrnCudnn>(info);
-  }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -62,12 +60,7 @@ class LrnCudnn : public OpKernel {
   int64_t size_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "LRN",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32},
-                       .impl = "cudnn",
-                       .factory = LrnCudnn::create});
+DPRUN_CUDA_COMPUTE("LRN", make_kernel<LrnCudnn>);
 
 }  // namespace
 }  // namespace dprun

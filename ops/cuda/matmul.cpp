@@ -1,4 +1,5 @@
-// MatMul on CUDA (float32, float16, bfloat16) with cuBLAS: numpy semantics (matmul_util.h), 1-D
+// The compute of the CUDA MatMul (float32, float16, bfloat16; defined in
+// ops/cuda/defs/matmul.cpp) with cuBLAS: numpy semantics (matmul_util.h), 1-D
 // operands promoted and batch dimensions broadcast.
 //
 // Batches go to cuBLAS in as few calls as their layout allows: when b has no batch dims and a
@@ -12,6 +13,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/matmul_util.h"
 #include "ops/cuda/cublas_gemm.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/input_dtypes.h"
 
 namespace dprun {
@@ -68,11 +70,7 @@ class MatMulCuda : public OpKernel {
   bool tf32_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<MatMulCuda>});
+DPRUN_CUDA_COMPUTE("MatMul", make_kernel<MatMulCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,5 @@
-// MatMulBias(A, B, bias) on CUDA, the op fusion's MatMul with its bias Add
+// The compute of the CUDA MatMulBias(A, B, bias) (defined in ops/cuda/defs/matmul_bias.cpp),
+// the op fusion's MatMul with its bias Add
 // (engine/rewrites/op_fusion.h): A [..., K] times B [K, N] as one [M, K] x [K, N] product over
 // A's rows, the bias added by cuBLASLt's epilogue while the product is written, then the fused
 // activation (Relu in the epilogue too). Where cuBLASLt offers no algorithm, and for an empty
@@ -6,12 +7,11 @@
 // three operands of one type; 16-bit sums are float32 and the product plus bias is rounded once,
 // as on the CPU (an activation other than Relu rounds once more after it). Shapes and messages
 // follow the CPU kernel (ops/cpu/fused_ops.cpp). A B of another rank than 2, which the fusion
-// never writes, runs on the host.
+// never writes, runs on the host (the definition declines it).
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "engine/rewrites/rewrite_domain.h"
 #include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/cublaslt_matmul.h"
-#include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/fused_epilogue.h"
 #include "ops/input_dtypes.h"
 
@@ -22,13 +22,6 @@ class MatMulBiasCuda : public OpKernel {
  public:
   explicit MatMulBiasCuda(const KernelInfo& info)
       : activation_(info.node), tf32_(info.plan_options.allow_tf32) {}
-
-  /// nullptr (the CPU kernel runs) for a B known not to be 2-D.
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const size_t b_rank = cudnn::known_rank(info, 1);
-    if (b_rank != 0 && b_rank != 2) return nullptr;
-    return std::make_unique<MatMulBiasCuda>(info);
-  }
 
   void compute(KernelContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -74,12 +67,7 @@ class MatMulBiasCuda : public OpKernel {
   LtAlgorithms algorithms_;
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "MatMulBias",
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .impl = "cublaslt",
-                       .factory = MatMulBiasCuda::create});
+DPRUN_CUDA_COMPUTE("dprun::MatMulBias", make_kernel<MatMulBiasCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,30 +1,30 @@
-// MaxPool asking for its Indices output, on CUDA: the pooling of a CNN's training graph, whose
-// gradient scatters dY to the indices. cuDNN gives no indices, so ops/cuda/pool.cpp declines
-// these nodes; without this kernel they would run on the host between copies of their
-// activations. One thread per output element walks its window (the CPU's WindowGeometry, any
-// pads, auto_pad, strides, dilations, ceil_mode; 1 to 3 spatial dims) in the CPU reference's
-// order, row-major over the window's taps inside X, and keeps the first tap or a later one
-// strictly greater: the first maximum wins ties, a NaN wins only as the first tap. Indices are
-// flat over X, row-major or, for storage_order=1, column-major over the spatial dims after
-// plane * plane size, as ops/cpu/pool.cpp computes them. A window wholly in the padding gives
-// the lowest value of the dtype and the plane's first index, as on the CPU. Float16 and
-// bfloat16 are compared in float and the maximum stored back as the CPU kernel's float32 path
-// narrows it (the padding's lowest float becomes -infinity), so 16-bit training graphs keep
-// their pooling on the GPU.
+// The compute of the CUDA MaxPool asking for its Indices output (defined in
+// ops/cuda/defs/max_pool_indices.cpp): the pooling of a CNN's training graph, whose gradient
+// scatters dY to the indices. cuDNN gives no indices, so the cuDNN MaxPool declines these nodes;
+// without this kernel they would run on the host between copies of their activations. One thread
+// per output element walks its window (the CPU's WindowGeometry, any pads, auto_pad, strides,
+// dilations, ceil_mode; 1 to 3 spatial dims) in the CPU reference's order, row-major over the
+// window's taps inside X, and keeps the first tap or a later one strictly greater: the first
+// maximum wins ties, a NaN wins only as the first tap. Indices are flat over X, row-major or, for
+// storage_order=1, column-major over the spatial dims after plane * plane size, as ops/cpu/pool.cpp
+// computes them. A window wholly in the padding gives the lowest value of the dtype and the plane's
+// first index, as on the CPU. Float16 and bfloat16 are compared in float and the maximum stored
+// back as the CPU kernel's float32 path narrows it (the padding's lowest float becomes -infinity),
+// so 16-bit training graphs keep their pooling on the GPU.
 #include <limits>
 #include <memory>
 
 #include "ops/cpu/conv_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/pool_types.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
 
 namespace dprun {
 namespace {
 
-/// The dtypes of the CPU reference MaxPool, all compared exactly.
-using MaxPoolTypes = cuda_ew::TypeList<float, double, Float16, BFloat16, int8_t, uint8_t>;
-
-constexpr size_t kMaxSpatial = 3;
+using cuda_pool::kMaxSpatial;
+using cuda_pool::MaxPoolTypes;
 
 /// The resolved windows of ND spatial dims, passed by value.
 template <int ND>
@@ -108,18 +108,6 @@ class MaxPoolIndicesCuda : public OpKernel {
   explicit MaxPoolIndicesCuda(const KernelInfo& info)
       : base_(info.node), column_major_(info.node.attr_int("storage_order", 0) == 1) {}
 
-  /// Only nodes naming Indices (the rest go to cuDNN); unknown storage_order values are left
-  /// for the CPU kernel to reject.
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    const Node& node = info.node;
-    if (node.outputs.size() < 2 || node.outputs[1].empty()) return nullptr;
-    const size_t nd = node.attr_ints("kernel_shape", {}).size();
-    if (nd < 1 || nd > kMaxSpatial) return nullptr;
-    const int64_t storage_order = node.attr_int("storage_order", 0);
-    if (storage_order != 0 && storage_order != 1) return nullptr;
-    return std::make_unique<MaxPoolIndicesCuda>(info);
-  }
-
   void compute(KernelContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     Shape out_shape;
@@ -177,14 +165,7 @@ class MaxPoolIndicesCuda : public OpKernel {
   bool column_major_ = false;
 };
 
-// Beside the cuDNN kernel (pool.cpp), with the same `since` so that both are considered: its
-// factory takes exactly the nodes that one declines for naming Indices.
-DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = cuda_ew::dtypes(MaxPoolTypes{}),
-                       .impl = "indices",
-                       .factory = MaxPoolIndicesCuda::create});
+DPRUN_CUDA_COMPUTE("MaxPool/indices", make_kernel<MaxPoolIndicesCuda>);
 
 }  // namespace
 }  // namespace dprun

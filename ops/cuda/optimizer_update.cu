@@ -1,4 +1,5 @@
-// The optimizers' update kernels on CUDA GPUs (engine/training/optimizer_update.h): one
+// The compute of the optimizers' update kernels on CUDA GPUs (engine/training/optimizer_update.h;
+// defined in ops/cuda/defs/optimizer_update.cpp, which declines nodes in a graph): one
 // grid-stride kernel per update running the ops/math functors that the CPU loops run; the loss
 // scaler's and gradient clipping's scale, the gradient norm in two deterministic passes, and the
 // sum of accumulated gradients.
@@ -11,6 +12,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/training/optimizer_update.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/optimizer_functors.h"
 
@@ -223,34 +225,17 @@ class CudaAddGradient final : public GradientAddKernel {
   }
 };
 
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kSgdUpdateOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaSgdUpdate>});
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kAdamUpdateOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaAdamUpdate>});
+/// Builds an update kernel; its definition has declined nodes in a graph.
+template <class K>
+std::unique_ptr<OpKernel> make_update(const KernelInfo&) {
+  return std::make_unique<K>();
+}
 
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kScaleGradientOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaScaleGradient>});
-
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kGradientNormOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaGradientNorm>});
-
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kAddGradientOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_update_kernel<CudaAddGradient>});
+DPRUN_CUDA_COMPUTE("ai.dprun::SgdUpdate", make_update<CudaSgdUpdate>);
+DPRUN_CUDA_COMPUTE("ai.dprun::AdamUpdate", make_update<CudaAdamUpdate>);
+DPRUN_CUDA_COMPUTE("ai.dprun::ScaleGradient", make_update<CudaScaleGradient>);
+DPRUN_CUDA_COMPUTE("ai.dprun::GradientNorm", make_update<CudaGradientNorm>);
+DPRUN_CUDA_COMPUTE("ai.dprun::AddGradient", make_update<CudaAddGradient>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,9 +1,11 @@
-// Pad on CUDA, for every dtype (elements move by size): the CPU kernel's arguments
-// (ops/cpu/pad.h) and index mapping (math::pad_source), one thread per output element walking
-// its coordinates from the last dimension. Padding values are launch arguments.
+// The compute of the CUDA Pad (defined in ops/cuda/defs/pad.cpp), for every dtype (elements move by
+// size): the CPU kernel's arguments (ops/cpu/pad.h) and index mapping (math::pad_source), one
+// thread per output element walking its coordinates from the last dimension. Padding values are
+// launch arguments.
 #include <cstring>
 
 #include "ops/cpu/pad.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 
 namespace dprun::cuda_ew {
@@ -77,11 +79,7 @@ class PadCuda : public OpKernel {
   PadParams params_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Pad",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .host_inputs = {1, 2, 3},
-                       .factory = make_kernel<PadCuda>});
+DPRUN_CUDA_COMPUTE("Pad", make_kernel<PadCuda>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,6 +1,7 @@
-// MaxPool (the Y output only), AveragePool, GlobalMaxPool and GlobalAveragePool on CUDA
-// (NCHW) with cuDNN pooling; 1-D windows are lifted to 2-D, up to 3 spatial dims. float32,
-// float16 and bfloat16 (pooled in float by cuDNN, each result rounded once).
+// The compute of the CUDA MaxPool (the Y output only), AveragePool, GlobalMaxPool and
+// GlobalAveragePool (NCHW; defined in ops/cuda/defs/pool.cpp) with cuDNN pooling; 1-D windows are
+// lifted to 2-D, up to 3 spatial dims. float32, float16 and bfloat16 (pooled in float by cuDNN,
+// each result rounded once).
 //
 // The output shape is the CPU kernel's (WindowAttrs::resolve: pads, auto_pad, ceil_mode, the
 // last window dropped when it would start in the end padding). cuDNN pads both ends alike and
@@ -16,8 +17,8 @@
 //    result is multiplied by window size / count, a per-position factor computed on the host
 //    once per input shape and device and kept on the GPU. Such averages are pooled in float32
 //    (a 16-bit X widened first) and rounded once, after the scaling (average_pool_scale.h).
-// Declined (the node runs on the host): MaxPool asked for its Indices output, any dilation
-// other than 1 (cuDNN pooling has none), more than 3 spatial dims or an unknown rank, and
+// Declined by the definition (the node runs on the host): MaxPool asked for its Indices output, any
+// dilation other than 1 (cuDNN pooling has none), more than 3 spatial dims or an unknown rank, and
 // inputs known to be of other dtypes.
 #include <cuda_runtime_api.h>
 
@@ -34,12 +35,13 @@
 #include "ops/cpu/shape_cache.h"
 #include "ops/cuda/average_pool_scale.h"
 #include "ops/cuda/cudnn_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/pool_types.h"
 
 namespace dprun {
 namespace {
 
-/// The dtypes of every pooling here.
-const std::vector<DType> kPoolTypes = {DType::Float32, DType::Float16, DType::BFloat16};
+using cuda_pool::kPoolTypes;
 
 /// Whether `types` holds `dtype`.
 bool takes(const std::vector<DType>& types, DType dtype) {
@@ -61,17 +63,6 @@ class PoolCudnn : public OpKernel {
   explicit PoolCudnn(const KernelInfo& info)
       : base_(info.node),
         count_include_pad_(!kMax && info.node.attr_int("count_include_pad", 0) != 0) {}
-
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_of(info, 0, kPoolTypes)) return nullptr;
-    // The Indices output has no cuDNN counterpart.
-    if (kMax && info.node.outputs.size() > 1 && !info.node.outputs[1].empty()) return nullptr;
-    for (int64_t d : info.node.attr_ints("dilations", {}))
-      if (d != 1) return nullptr;
-    const size_t nd = info.node.attr_ints("kernel_shape", {}).size();
-    if (nd < 1 || nd > 3) return nullptr;
-    return std::make_unique<PoolCudnn>(info);
-  }
 
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "MaxPool" : "AveragePool";
@@ -193,11 +184,6 @@ class GlobalPoolCudnn : public OpKernel {
  public:
   explicit GlobalPoolCudnn(const KernelInfo&) {}
 
-  static std::unique_ptr<OpKernel> create(const KernelInfo& info) {
-    if (cudnn::known_not_of(info, 0, kPoolTypes)) return nullptr;
-    return std::make_unique<GlobalPoolCudnn>(info);
-  }
-
   void compute(KernelContext& ctx) const override {
     const char* op = kMax ? "GlobalMaxPool" : "GlobalAveragePool";
     const Tensor& x = ctx.input(0);
@@ -228,30 +214,10 @@ class GlobalPoolCudnn : public OpKernel {
   }
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "MaxPool",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kPoolTypes,
-                       .impl = "cudnn",
-                       .factory = PoolCudnn<true>::create});
-DPRUN_REGISTER_KERNEL({.op_type = "AveragePool",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kPoolTypes,
-                       .impl = "cudnn",
-                       .factory = PoolCudnn<false>::create});
-DPRUN_REGISTER_KERNEL({.op_type = "GlobalMaxPool",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kPoolTypes,
-                       .impl = "cudnn",
-                       .factory = GlobalPoolCudnn<true>::create});
-DPRUN_REGISTER_KERNEL({.op_type = "GlobalAveragePool",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kPoolTypes,
-                       .impl = "cudnn",
-                       .factory = GlobalPoolCudnn<false>::create});
+DPRUN_CUDA_COMPUTE("MaxPool/cudnn", make_kernel<PoolCudnn<true>>);
+DPRUN_CUDA_COMPUTE("AveragePool", make_kernel<PoolCudnn<false>>);
+DPRUN_CUDA_COMPUTE("GlobalMaxPool", make_kernel<GlobalPoolCudnn<true>>);
+DPRUN_CUDA_COMPUTE("GlobalAveragePool", make_kernel<GlobalPoolCudnn<false>>);
 
 }  // namespace
 }  // namespace dprun

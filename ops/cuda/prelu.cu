@@ -1,6 +1,7 @@
-// PRelu on CUDA (float32/64 and the signed integers, as the CPU's Types::Signed without the
-// 16-bit floats): the CPU kernel's slope handling (ops/cpu/prelu.h) and functor
-// (math::PRelu), with the slope broadcast numpy-style by the binary elementwise kernel.
+// The compute of PRelu on CUDA (defined in ops/cuda/defs/prelu.cpp; float32/64 and the signed
+// integers, as the CPU's Types::Signed without the 16-bit floats): the CPU kernel's slope handling
+// (ops/cpu/prelu.h) and functor (math::PRelu), with the slope broadcast numpy-style by the binary
+// elementwise kernel.
 #include "ops/cpu/prelu.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
@@ -29,13 +30,7 @@ class PReluCuda : public OpKernel {
   bool legacy_;
 };
 
-// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
-// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
-DPRUN_REGISTER_KERNEL({.op_type = "PRelu",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = dtypes(PReluCuda::Types{}),
-                       .factory = make_kernel<PReluCuda>});
+DPRUN_CUDA_COMPUTE("PRelu", make_kernel<PReluCuda>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,14 +1,15 @@
-// Range on CUDA (float32/64, int16/32/64, the ONNX types): the output's length depends on the
-// scalar inputs, so the CPU kernel's arguments (ops/cpu/range.h) are read on the host, from the
-// plan's copy when they are constants; the device computes each element as the CPU does (this
-// file is compiled without fused multiply-add, so floats round alike).
+// The compute of the CUDA Range (defined in ops/cuda/defs/range.cpp; float32/64, int16/32/64, the
+// ONNX types): the output's length depends on the scalar inputs, so the CPU kernel's arguments
+// (ops/cpu/range.h) are read on the host, from the plan's copy when they are constants; the device
+// computes each element as the CPU does (this file is compiled without fused multiply-add, so
+// floats round alike).
 #include "ops/cpu/range.h"
+#include "ops/cuda/defs/cuda_compute.h"
+#include "ops/cuda/defs/range_types.h"
 #include "ops/cuda/elementwise.cuh"
 
 namespace dprun::cuda_ew {
 namespace {
-
-using RangeTypes = TypeList<float, double, int16_t, int32_t, int64_t>;
 
 template <class T>
 __global__ void range_kernel(T* __restrict__ y, T start, T delta, int64_t n) {
@@ -39,14 +40,7 @@ class RangeCuda : public OpKernel {
   RangeParams params_;
 };
 
-// Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
-// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
-DPRUN_REGISTER_KERNEL({.op_type = "Range",
-                       .since = 11,
-                       .device = DeviceType::CUDA,
-                       .dtypes = dtypes(RangeCuda::Types{}),
-                       .host_inputs = {0, 1, 2},
-                       .factory = make_kernel<RangeCuda>});
+DPRUN_CUDA_COMPUTE("Range", make_kernel<RangeCuda>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

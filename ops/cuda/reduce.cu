@@ -1,10 +1,11 @@
-// Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} on CUDA for float32, float64,
-// float16, bfloat16, int32 and int64, with the semantics of ops/cpu/reduce.cpp: the same axes
-// rules and output shape (ReduceAxes, ops/cpu/reduce_axes.h) and the same per-element math,
-// accumulator types and identities (Reducer, ops/math/reduce_functors.h; floats accumulate in
-// double, a 16-bit result is rounded through float as the CPU's is); LogSumExp is shifted by
-// each output's maximum when that is finite, as on the CPU. Other dtypes (bool, 8/16-bit and
-// unsigned integers) have no CUDA definition and run on the host.
+// The compute of Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} on CUDA
+// (defined in ops/cuda/defs/reduce.cpp) for float32, float64, float16, bfloat16, int32 and
+// int64, with the semantics of ops/cpu/reduce.cpp: the same axes rules and output shape
+// (ReduceAxes, ops/cpu/reduce_axes.h) and the same per-element math, accumulator types and
+// identities (Reducer, ops/math/reduce_functors.h; floats accumulate in double, a 16-bit result
+// is rounded through float as the CPU's is); LogSumExp is shifted by each output's maximum when
+// that is finite, as on the CPU. Other dtypes (bool, 8/16-bit and unsigned integers) have no
+// CUDA definition and run on the host.
 //
 // Dimensions of size 1 are dropped and neighbours that are both kept or both reduced merged.
 // [kept, reduced] with long rows gets one block per output and a block reduction; [reduced,
@@ -19,6 +20,7 @@
 #include <type_traits>
 
 #include "ops/cpu/reduce_axes.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
@@ -199,16 +201,7 @@ class ReduceCuda : public OpKernel {
   ReduceAxes axes_;
 };
 
-const std::vector<DType> kReduceTypes = {DType::Float32,  DType::Float64, DType::Float16,
-                                         DType::BFloat16, DType::Int32,   DType::Int64};
-
-#define DPRUN_CUDA_REDUCE(name, op)                  \
-  DPRUN_REGISTER_KERNEL({.op_type = name,            \
-                         .since = 1,                 \
-                         .device = DeviceType::CUDA, \
-                         .dtypes = kReduceTypes,     \
-                         .host_inputs = {1},         \
-                         .factory = make_kernel<ReduceCuda<op>>})
+#define DPRUN_CUDA_REDUCE(name, op) DPRUN_CUDA_COMPUTE(name, make_kernel<ReduceCuda<op>>)
 
 DPRUN_CUDA_REDUCE("ReduceSum", ReduceOp::Sum);
 DPRUN_CUDA_REDUCE("ReduceMean", ReduceOp::Mean);
@@ -220,6 +213,8 @@ DPRUN_CUDA_REDUCE("ReduceL2", ReduceOp::L2);
 DPRUN_CUDA_REDUCE("ReduceLogSum", ReduceOp::LogSum);
 DPRUN_CUDA_REDUCE("ReduceLogSumExp", ReduceOp::LogSumExp);
 DPRUN_CUDA_REDUCE("ReduceSumSquare", ReduceOp::SumSquare);
+
+#undef DPRUN_CUDA_REDUCE
 
 }  // namespace
 }  // namespace dprun

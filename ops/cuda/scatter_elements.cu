@@ -1,9 +1,10 @@
-// ScatterElements (and Scatter, its name before opset 11) on CUDA, so that the gradients of
-// MaxPool and Gather (reduction "add" into zeros) stay on the GPU. The output is a copy of data;
-// then every update is combined into it with the CPU kernel's scatter_combine, and each output
-// element receives its updates in the CPU kernel's order (increasing position in the indices,
-// row-major), without atomics, so every reduction, float "add" included, gives the CPU's result
-// bit for bit on every run. Two ways, chosen by shape:
+// The compute of the CUDA ScatterElements (and Scatter, its name before opset 11; defined in
+// ops/cuda/defs/scatter_elements.cpp), so that the gradients of MaxPool and Gather (reduction "add"
+// into zeros) stay on the GPU. The output is a copy of data; then every update is combined into it
+// with the CPU kernel's scatter_combine, and each output element receives its updates in the CPU
+// kernel's order (increasing position in the indices, row-major), without atomics, so every
+// reduction, float "add" included, gives the CPU's result bit for bit on every run. Two ways,
+// chosen by shape:
 // - Lines: a line is the updates that share every coordinate but the axis one, and it writes
 //   only into the output line with the same coordinates. One thread walks each line in
 //   increasing order. Chosen when there are many lines or they are short.
@@ -34,6 +35,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/scatter.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"
 
@@ -181,11 +183,6 @@ __global__ void scatter_sorted_kernel(T* out, const T* updates, const uint64_t* 
 using ReductionTypes = cuda_ew::TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t,
                                          int64_t, uint8_t, uint16_t, uint32_t, uint64_t, bool>;
 
-const std::vector<DType> kMovableTypes = {
-    DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8,
-    DType::Int16,   DType::Int32,   DType::Int64,   DType::UInt8,    DType::UInt16,
-    DType::UInt32,  DType::UInt64,  DType::Bool};
-
 class ScatterElementsCuda : public OpKernel {
  public:
   explicit ScatterElementsCuda(const KernelInfo& info)
@@ -275,16 +272,8 @@ std::unique_ptr<OpKernel> make_scatter_elements(const KernelInfo& info) {
   return std::make_unique<ScatterElementsCuda>(info);
 }
 
-DPRUN_REGISTER_KERNEL({.op_type = "ScatterElements",
-                       .since = 11,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kMovableTypes,
-                       .factory = make_scatter_elements});
-DPRUN_REGISTER_KERNEL({.op_type = "Scatter",
-                       .since = 9,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kMovableTypes,
-                       .factory = make_scatter_elements});
+DPRUN_CUDA_COMPUTE("ScatterElements", make_scatter_elements);
+DPRUN_CUDA_COMPUTE("Scatter", make_scatter_elements);
 
 }  // namespace
 }  // namespace dprun

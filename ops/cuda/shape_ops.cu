@@ -1,9 +1,9 @@
-// Shape, Size and ConstantOfShape on CUDA. Shape and Size read only the input's metadata, so
-// its data stays on the GPU (a host fallback would copy the whole input to the host to read
-// its dims). Their few int64 values are written by a kernel that receives them by value: the
-// launch captures its arguments, so no host buffer has to outlive an asynchronous copy and
-// nothing waits. ConstantOfShape fills its output the same way with the value's bits.
-// Arguments and messages are the CPU kernels' (ops/cpu/shape_ops.h).
+// The compute of the CUDA Shape, Size and ConstantOfShape (defined in ops/cuda/defs/shape_ops.cpp).
+// Shape and Size read only the input's metadata, so its data stays on the GPU (a host fallback
+// would copy the whole input to the host to read its dims). Their few int64 values are written by a
+// kernel that receives them by value: the launch captures its arguments, so no host buffer has to
+// outlive an asynchronous copy and nothing waits. ConstantOfShape fills its output the same way
+// with the value's bits. Arguments and messages are the CPU kernels' (ops/cpu/shape_ops.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/shape_ops.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 
 namespace dprun {
@@ -96,17 +97,9 @@ class ConstantOfShapeCuda : public OpKernel {
   ConstantOfShapeParams params_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Shape",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .factory = make_kernel<ShapeCuda>});
-DPRUN_REGISTER_KERNEL(
-    {.op_type = "Size", .since = 1, .device = DeviceType::CUDA, .factory = make_kernel<SizeCuda>});
-DPRUN_REGISTER_KERNEL({.op_type = "ConstantOfShape",
-                       .since = 9,
-                       .device = DeviceType::CUDA,
-                       .host_inputs = {0},
-                       .factory = make_kernel<ConstantOfShapeCuda>});
+DPRUN_CUDA_COMPUTE("Shape", make_kernel<ShapeCuda>);
+DPRUN_CUDA_COMPUTE("Size", make_kernel<SizeCuda>);
+DPRUN_CUDA_COMPUTE("ConstantOfShape", make_kernel<ConstantOfShapeCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,7 +1,7 @@
-// Softmax and LogSoftmax on CUDA (float32, float16, bfloat16: 16-bit values computed in float,
-// each result rounded once), over the [outer, D, inner] view of the input (softmax_util.h: one
-// axis from opset 13, the 2-D coercion before). Numerically stable: the maximum along D is
-// subtracted before exponentiating.
+// The compute of the CUDA Softmax and LogSoftmax (defined in ops/cuda/defs/softmax.cpp; float32,
+// float16, bfloat16: 16-bit values computed in float, each result rounded once), over the [outer,
+// D, inner] view of the input (softmax_util.h: one axis from opset 13, the 2-D coercion before).
+// Numerically stable: the maximum along D is subtracted before exponentiating.
 //
 // Contiguous rows (inner == 1, the usual last-axis case): one block per row, its threads
 // striding over the row, so rows of any length fit; max and sum are block reductions. Strided
@@ -15,6 +15,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "ops/cpu/softmax_util.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"
 
@@ -127,16 +128,8 @@ class SoftmaxCuda : public OpKernel {
   SoftmaxAxis axis_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Softmax",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<SoftmaxCuda<false>>});
-DPRUN_REGISTER_KERNEL({.op_type = "LogSoftmax",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .dtypes = {DType::Float32, DType::Float16, DType::BFloat16},
-                       .factory = make_kernel<SoftmaxCuda<true>>});
+DPRUN_CUDA_COMPUTE("Softmax", make_kernel<SoftmaxCuda<false>>);
+DPRUN_CUDA_COMPUTE("LogSoftmax", make_kernel<SoftmaxCuda<true>>);
 
 }  // namespace
 }  // namespace dprun

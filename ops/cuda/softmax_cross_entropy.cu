@@ -1,12 +1,13 @@
-// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss on CUDA (float32 and float64), with the
-// semantics of ops/cpu/loss.cpp, so that a classifier's training step keeps its logits and loss
-// on the GPU. NegativeLogLikelihoodLoss is the same computation on scores that already are
-// log-probabilities (no shift, no log_prob output). Scores [N, C] or
-// [N, C, d1, ..., dk] are viewed as [N, C, D]; labels (int32 or int64) as [N, D]. As on the CPU:
-// log-softmax over C in the scores' type; per-position loss -lp[n, label, d] * weight[label] in
-// double (0 with weight 0 where label == ignore_index); "sum" and "mean" add those in double,
-// "mean" dividing by the sum of the weights used (0 / 0 = NaN when every position is ignored).
-// Float16 and bfloat16 scores have no CUDA definition and run on the host.
+// The compute of the CUDA SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (defined in
+// ops/cuda/defs/softmax_cross_entropy.cpp; float32 and float64), with the semantics of
+// ops/cpu/loss.cpp, so that a classifier's training step keeps its logits and loss on the GPU.
+// NegativeLogLikelihoodLoss is the same computation on scores that already are log-probabilities
+// (no shift, no log_prob output). Scores [N, C] or [N, C, d1, ..., dk] are viewed as [N, C, D];
+// labels (int32 or int64) as [N, D]. As on the CPU: log-softmax over C in the scores' type;
+// per-position loss -lp[n, label, d] * weight[label] in double (0 with weight 0 where label ==
+// ignore_index); "sum" and "mean" add those in double, "mean" dividing by the sum of the weights
+// used (0 / 0 = NaN when every position is ignored). Float16 and bfloat16 scores have no CUDA
+// definition and run on the host.
 //
 // Labels outside [0, C) that are not ignore_index: the CPU kernel fails. Gather validates its
 // indices on the host, which for indices computed on the device means a copy to the host and a
@@ -32,6 +33,7 @@
 
 #include "ops/cpu/loss_attributes.h"
 #include "ops/cpu/reduce_common.h"
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/reduce.cuh"
 
@@ -294,16 +296,8 @@ class LossCuda : public OpKernel {
   Tensor constant_labels_;  // the plan's host copy of constant labels, else undefined
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "SoftmaxCrossEntropyLoss",
-                       .since = 12,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_kernel<LossCuda<true>>});
-DPRUN_REGISTER_KERNEL({.op_type = "NegativeLogLikelihoodLoss",
-                       .since = 12,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .factory = make_kernel<LossCuda<false>>});
+DPRUN_CUDA_COMPUTE("SoftmaxCrossEntropyLoss", make_kernel<LossCuda<true>>);
+DPRUN_CUDA_COMPUTE("NegativeLogLikelihoodLoss", make_kernel<LossCuda<false>>);
 
 }  // namespace
 }  // namespace dprun

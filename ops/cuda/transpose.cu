@@ -1,7 +1,8 @@
-// Transpose on CUDA, for every dtype: a strided copy (ops/cuda/strided_copy.h) of the input
-// read through permuted strides into the contiguous output. The copy drops size-1 dims and
-// merges output dims that are also neighbours in the input, so a permutation that keeps the
-// order becomes one device-to-device copy.
+// The compute of the CUDA Transpose (defined in ops/cuda/defs/transpose.cpp), for every dtype: a
+// strided copy (ops/cuda/strided_copy.h) of the input read through permuted strides into the
+// contiguous output. The copy drops size-1 dims and merges output dims that are also neighbours in
+// the input, so a permutation that keeps the order becomes one device-to-device copy.
+#include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 
 namespace dprun {
@@ -25,10 +26,7 @@ class TransposeCuda : public OpKernel {
   std::vector<int64_t> perm_;
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Transpose",
-                       .since = 1,
-                       .device = DeviceType::CUDA,
-                       .factory = make_kernel<TransposeCuda>});
+DPRUN_CUDA_COMPUTE("Transpose", make_kernel<TransposeCuda>);
 
 }  // namespace
 }  // namespace dprun

@@ -1,10 +1,10 @@
-// CUDA variadic Sum, Mean, Min, Max with numpy broadcasting of all inputs, as the CPU kernels
-// (ops/cpu/variadic.cpp) compute them: input 0 broadcast into the output, then each further
-// input combined into it in input order, so floats round as on the CPU; float16 and bfloat16
-// inputs are combined in a float32 accumulator and the result rounded once, as there. Gradient
-// graphs sum the gradients of a value used several times with Sum; without this kernel each
-// such Sum would run on the host between two copies (in 16-bit training, in float32 between
-// Casts).
+// The compute of the CUDA variadic Sum, Mean, Min, Max (defined in ops/cuda/defs/variadic.cpp),
+// with numpy broadcasting of all inputs, as the CPU kernels (ops/cpu/variadic.cpp) compute them:
+// input 0 broadcast into the output, then each further input combined into it in input order, so
+// floats round as on the CPU; float16 and bfloat16 inputs are combined in a float32 accumulator
+// and the result rounded once, as there. Gradient graphs sum the gradients of a value used several
+// times with Sum; without this kernel each such Sum would run on the host between two copies (in
+// 16-bit training, in float32 between Casts).
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 
@@ -77,10 +77,15 @@ class VariadicKernel : public OpKernel {
   }
 };
 
-DPRUN_CUDA_ELEMENTWISE("Sum", 1, VariadicKernel<math::Add, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Mean", 1, VariadicKernel<math::Add, FloatAndHalfTypes, true>);
-DPRUN_CUDA_ELEMENTWISE("Min", 1, VariadicKernel<math::Min, NumericAndHalfTypes>);
-DPRUN_CUDA_ELEMENTWISE("Max", 1, VariadicKernel<math::Max, NumericAndHalfTypes>);
+// Comma-free names: a macro argument cannot hold a template-id with two arguments.
+template <class Op>
+using Numeric = VariadicKernel<Op, NumericAndHalfTypes>;
+using MeanKernel = VariadicKernel<math::Add, FloatAndHalfTypes, true>;
+
+DPRUN_CUDA_ELEMENTWISE("Sum", Numeric<math::Add>);
+DPRUN_CUDA_ELEMENTWISE("Mean", MeanKernel);
+DPRUN_CUDA_ELEMENTWISE("Min", Numeric<math::Min>);
+DPRUN_CUDA_ELEMENTWISE("Max", Numeric<math::Max>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

@@ -1,5 +1,6 @@
-// CUDA Where(condition, X, Y) with numpy broadcasting over all three inputs. Values move as
-// raw elements of their size, so every fixed-size dtype is supported, as on the CPU.
+// The compute of the CUDA Where(condition, X, Y) (defined in ops/cuda/defs/where.cpp), with
+// numpy broadcasting over all three inputs. Values move as raw elements of their size, so every
+// fixed-size dtype is supported, as on the CPU.
 #include "ops/cpu/data_movement.h"
 #include "ops/cuda/elementwise.cuh"
 
@@ -42,11 +43,7 @@ class WhereKernel : public OpKernel {
   }
 };
 
-DPRUN_REGISTER_KERNEL({.op_type = "Where",
-                       .since = 9,
-                       .device = DeviceType::CUDA,
-                       .impl = kImpl,
-                       .factory = make_kernel<WhereKernel>});
+DPRUN_CUDA_COMPUTE("Where", make_kernel<WhereKernel>);
 
 }  // namespace
 }  // namespace dprun::cuda_ew

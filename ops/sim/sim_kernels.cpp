@@ -145,14 +145,16 @@ class SimKernel final : public OpKernel {
 KernelDef follow(const KernelDef& cuda) {
   KernelDef def = cuda;
   def.device = DeviceType::Sim;
-  def.factory = [host_inputs = cuda.host_inputs, metadata_inputs = cuda.metadata_inputs,
-                 cuda_factory = cuda.factory](const KernelInfo& info) -> std::unique_ptr<OpKernel> {
-    // Where the CUDA kernel declines the node (an attribute or dtype it does not cover), so
-    // does this one, and the node falls back to the host as on a GPU. Building a CUDA kernel
-    // needs no GPU: it is how plans for cuda:N are made on any machine.
-    KernelInfo as_cuda = info;
-    as_cuda.device_type = DeviceType::CUDA;
-    if (!cuda_factory(as_cuda)) return nullptr;
+  // Where the CUDA definition declines the node (an attribute or dtype it does not cover), so
+  // does this one, and the node falls back to the host as on a GPU.
+  if (cuda.accepts)
+    def.accepts = [accepts = cuda.accepts](const KernelInfo& info) {
+      KernelInfo as_cuda = info;
+      as_cuda.device_type = DeviceType::CUDA;
+      return accepts(as_cuda);
+    };
+  def.factory = [host_inputs = cuda.host_inputs, metadata_inputs = cuda.metadata_inputs](
+                    const KernelInfo& info) -> std::unique_ptr<OpKernel> {
     KernelInfo on_host = info;
     on_host.device_type = DeviceType::CPU;
     std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(on_host);

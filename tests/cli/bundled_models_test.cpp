@@ -256,7 +256,7 @@ TEST(BundledModels, InspectListsWhatARunOnAGpuReadsBack) {
   } catch (const Error&) {
     cuda_build = false;
   }
-  if (!cuda_build) {  // no CUDA kernels: every node runs on the host, reading its input back
+  if (!cuda_build) {  // no CUDA compute: every node runs on the host, reading its input back
     EXPECT_NE(r.output.find("  copies back from cuda per run: 2 (the host waits for the device "
                             "at each)\n    x, input 0 of [Relu] node 'relu'\n    r, input 0 of "
                             "[NonZero] node 'nz'\n"),

@@ -48,7 +48,6 @@ TEST(PrecisionCli, RunWritesFloat32OutputsWithin16BitsOfTheFloat32Run) {
 }
 
 TEST(PrecisionCli, InspectShowsTheConversionAndTheCastsEachBackendAdds) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it inspects a plan for sim:0
   CommandResult r = run_dprun("inspect " + source_path("models/mlp.onnx") +
                               " --precision float16 --devices cpu:0,sim:0");
   ASSERT_EQ(r.status, 0) << r.output;

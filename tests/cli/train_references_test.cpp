@@ -96,7 +96,6 @@ class TrainReference : public ::testing::TestWithParam<std::tuple<std::string, s
 
 TEST_P(TrainReference, MatchesPyTorch) {
   const auto& [name, device_type] = GetParam();
-  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = source_path("models/training");
   fs::path out = testing::scratch_path("dprun_train_" + name + "_" + device_type);
   fs::create_directories(out);
@@ -279,7 +278,6 @@ nlohmann::json expect_16bit_run_near_pytorch(const std::string& name,
 // (several cases stay within 5% without any), so the updates are checked too.
 TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
-  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   expect_16bit_run_near_pytorch(name, device_type, "bfloat16", "", 0.05);
 }
 
@@ -289,7 +287,6 @@ TEST_P(TrainReference, InBfloat16StaysNearPyTorchsFloat32) {
 // and the losses stay comparable step by step.
 TEST_P(TrainReference, InFloat16WithLossScalingStaysNearPyTorchsFloat32) {
   const auto& [name, device_type] = GetParam();
-  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   const nlohmann::json report =
       expect_16bit_run_near_pytorch(name, device_type, "float16", " --loss-scale 1024", 0.005);
   EXPECT_EQ(testing::numbers(report, "skipped_steps"), std::vector<double>{}) << report;

@@ -59,7 +59,6 @@ double cross_entropy_of(const Tensor& logits, const Tensor& target) {
 class TrainValidation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainValidation, LossAndAccuracyOfTheTrainingRowsWithoutAnUpdate) {
-  if (GetParam().find("sim") != std::string::npos) DPRUN_REQUIRE_SIM_KERNELS();
   const std::string data = source_path("models/training/mlp_sgd");
   const fs::path dir = scratch_path("dprun_train_validation");
   fs::create_directories(dir);
@@ -154,7 +153,6 @@ void expect_validation_of_the_inference_form(const std::string& model, const std
 }
 
 TEST_P(TrainValidation, BatchNormalizationValidatesOnItsRunningStatistics) {
-  if (GetParam().find("sim") != std::string::npos) DPRUN_REQUIRE_SIM_KERNELS();
   const std::string data = source_path("models/training/cnn_bn_1dev");
   // Measured: the training form's logits (BatchNorm on the 20 rows' statistics) are up to
   // 0.37 (0.39 on two devices) away, its loss 0.080; checked at 0.05 and 0.01.
@@ -162,7 +160,6 @@ TEST_P(TrainValidation, BatchNormalizationValidatesOnItsRunningStatistics) {
 }
 
 TEST_P(TrainValidation, DropoutIsOffInValidation) {
-  if (GetParam().find("sim") != std::string::npos) DPRUN_REQUIRE_SIM_KERNELS();
   // `dprun MODEL` draws the masks of the training form afresh each run: its logits were 0.56 to
   // 0.85 away in 12 runs (checked at 0.05), its loss 0.005 to 0.055 (so not checked).
   expect_validation_of_the_inference_form(source_path("models/training/mlp_dropout.onnx"),

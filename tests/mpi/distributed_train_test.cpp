@@ -139,7 +139,6 @@ class DistributedTrain : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DistributedTrain, DeterministicEqualsOneProcessOverAsManyDevicesBitForBit) {
   const auto [name, ranks, device_type] = GetParam();
-  if (device_type == "sim") DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = scratch(name + "_" + std::to_string(ranks) + "_" + device_type);
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");
@@ -181,7 +180,6 @@ class DefaultMode : public ::testing::TestWithParam<std::tuple<std::string, std:
 
 TEST_P(DefaultMode, FourRanksMatchOneDeviceWithinTolerance) {
   const auto& [name, rank_device] = GetParam();
-  if (rank_device.rfind("sim", 0) == 0) DPRUN_REQUIRE_SIM_KERNELS();
   fs::path dir = scratch("default_" + name + "_" + rank_device.substr(0, 3));
   CaseArgs args = case_args(name);
   std::string model = source_path("models/training/" + name + ".onnx");

@@ -58,7 +58,6 @@ TEST_P(ClipGradNormOnDevices, ScalesEveryGradientByPyTorchsCoefficient) {
 }
 
 TEST(ClipGradNorm, ANormOfManyElementsIsTheRootOfTheirSquares) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   // 100000 elements of 0.5 (several blocks of the GPU's first pass): norm 0.5 * sqrt(1e5).
   std::vector<float> halves(100000, 0.5f);
   for (Device d : {Device::cpu(0), Device::sim(0)}) {
@@ -85,7 +84,6 @@ TEST(ClipGradNorm, RefusesWhatPyTorchWouldNotClip) {
 // mean squared error the gradient is 2 w = 4; clipped to 1 it is 1 / (4 + 1e-6) * 4, so SGD with
 // lr 0.5 moves w by about 0.5, not 2.
 TEST(ClipGradNorm, TheTrainerClipsBeforeTheUpdate) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   for (const char* devices : {"cpu:0", "cpu:0,cpu:1", "sim:0"}) {
     SCOPED_TRACE(devices);
     TrainerOptions options;

@@ -187,12 +187,10 @@ void expect_ranks_equal_one_process(int n, DeviceType type, SumIn sum_in, DType 
 
 TEST_P(DistributedRanks, EqualsOneProcessOverAsManyDevicesBitForBit) {
   const auto [n, type, sum_in] = GetParam();
-  if (type == DeviceType::Sim) DPRUN_REQUIRE_SIM_KERNELS();
   expect_ranks_equal_one_process(n, type, sum_in, DType::Float32);
 }
 
 TEST(DistributedDataParallel, Float16RanksSkipTheStepsOneProcessSkips) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   expect_ranks_equal_one_process(2, DeviceType::CPU, SumIn::Host, DType::Float16);
   expect_ranks_equal_one_process(2, DeviceType::Sim, SumIn::Device, DType::Float16);
 }
@@ -588,7 +586,6 @@ class BroadcastBuffers : public ::testing::TestWithParam<std::tuple<bool, Ranks>
 
 TEST_P(BroadcastBuffers, RankZerosRunningStatisticsAreKept) {
   const auto [broadcast, ranks] = GetParam();
-  if (ranks != Ranks::OnCpus) DPRUN_REQUIRE_SIM_KERNELS();
   // Global batch {0, 2, 100, 300}: rank 0 takes {0, 100} (mean 50), rank 1 {2, 300} (151).
   Tensor x = Tensor::from_vector<float>({4, 1}, {0, 2, 100, 300});
   std::vector<float> means(2);

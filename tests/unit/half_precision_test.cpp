@@ -194,7 +194,6 @@ TEST(HalfPrecision, Float32OpsListIsOfKnownOps) {
 }
 
 TEST(HalfPrecision, DataParallelScattersAndGathers16BitTensors) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   // The transformer with 16-bit inputs and outputs, 5 rows over three devices against one.
   auto graph = to_half_precision(*load_graph(testing::bundled_model_path("transformer")),
                                  {.dtype = DType::Float16, .keep_io_types = false});

@@ -103,7 +103,6 @@ TrainingRun train(DType precision, const char* devices, int steps) {
 // the float32 one, relative to the largest gradient of its parameter, and differs from it
 // somewhere (the passes did run in 16 bits). The losses follow the float32 run's.
 TEST(MixedPrecision, TracksFloat32TrainingWithin16BitRounding) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   for (DType precision : {DType::BFloat16, DType::Float16})
     for (const char* devices : {"cpu:0", "cpu:0,cpu:1", "sim:0"}) {
       SCOPED_TRACE(std::string(dtype_name(precision)) + " on " + devices);

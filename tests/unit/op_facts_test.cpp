@@ -218,16 +218,18 @@ TEST(OpFacts, ShapeRulesAreTheOldLists) {
         "Less", "LessOrEqual", "Max",      "Mean", "Min",   "Mod",     "Mul",
         "Or",   "Pow",         "Sub",      "Sum",  "Where", "Xor"})
     expected[op] = ShapeKind::Broadcast;
-  for (const char* op : {"AveragePool", "Conv", "ConvInteger", "ConvTranspose", "GlobalAveragePool",
-                         "GlobalLpPool", "GlobalMaxPool", "LpPool", "MaxPool"})
-    expected[op] = ShapeKind::Windowed;
+  for (const char* op : {"Conv", "ConvInteger"}) expected[op] = ShapeKind::Convolution;
+  expected["ConvTranspose"] = ShapeKind::TransposedConvolution;
+  for (const char* op : {"AveragePool", "LpPool", "MaxPool"}) expected[op] = ShapeKind::Pool;
+  for (const char* op : {"GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool"})
+    expected[op] = ShapeKind::GlobalPool;
   for (const char* op :
        {"DepthToSpace", "Pad", "Resize", "Slice", "SpaceToDepth", "Tile", "Upsample"})
     expected[op] = ShapeKind::SameRank;
-  for (const char* op :
-       {"ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-        "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
-    expected[op] = ShapeKind::Reduce;
+  for (const char* op : {"ArgMax", "ArgMin"}) expected[op] = ShapeKind::ReduceAxis;
+  for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+                         "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"})
+    expected[op] = ShapeKind::ReduceAxes;
   const std::set<std::string> own_rules = {
       "Transpose", "MatMul",          "Gemm",     "Reshape", "Flatten",
       "Unsqueeze", "Squeeze",         "Concat",   "Gather",  "Shape",

@@ -210,7 +210,6 @@ TEST(OpFusion, GemmTakesAnActivationOnlyWhenItIsTheOnlyReader) {
 // backend compiles it, with the base's rewrite options: fused where the base allows fusion
 // (MatMulBias has a simulated-GPU kernel), as written where it does not.
 TEST(OpFusion, AReplicaOfAnotherDeviceTypeIsCompiledByItsBackend) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   auto g = matmul_bias_graph(false);
   for (bool fuse : {true, false}) {
     SCOPED_TRACE(fuse ? "fusion allowed" : "fusion off");
@@ -232,7 +231,6 @@ TEST(OpFusion, AReplicaOfAnotherDeviceTypeIsCompiledByItsBackend) {
 // there a float64 Gemm and its Relu stay two nodes (run on the host) instead of one fused node
 // with no kernel on the device.
 TEST(OpFusion, FusesOnlyIntoNodesTheDeviceRunsForTheTypes) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   for (DType dtype : {DType::Float64, DType::Float16}) {
     SCOPED_TRACE(dtype_name(dtype));
     auto g = std::make_shared<Graph>();

@@ -399,7 +399,6 @@ void expect_compressed_sums(std::vector<Device> memories) {
 }
 
 TEST(Reducer, CompressedBucketsAreSummedIn16BitsAndWidened) {
-  DPRUN_REQUIRE_SIM_KERNELS();  // it runs on the simulated devices too
   const std::vector<Device> sims = {Device::sim(0), Device::sim(1), Device::sim(2)};
   for (const std::vector<Device>& memories : {std::vector<Device>{}, sims}) {
     expect_compressed_sums<BFloat16>(memories);

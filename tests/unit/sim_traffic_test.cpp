@@ -65,7 +65,6 @@ const Tensor kRows = random_floats({24, 4}, 6);     // 384 bytes
 const Tensor kTargets = random_floats({24, 3}, 7);  // 288 bytes
 
 TEST(SimTraffic, ARunCopiesItsInputToTheDeviceAndNothingBack) {
-  DPRUN_REQUIRE_SIM_KERNELS();
   Model model(mlp_graph(), Device::sim(0));
   model.run({kRows});  // the first run makes the device's copies of the parameters
   const SimTraffic t = traffic_of([&] { model.run({kRows}); });
@@ -75,7 +74,6 @@ TEST(SimTraffic, ARunCopiesItsInputToTheDeviceAndNothingBack) {
 }
 
 TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
-  DPRUN_REQUIRE_SIM_KERNELS();
   DataParallelOptions options;
   options.device_ids = {Device::sim(0), Device::sim(1)};
   DataParallel dp(std::make_shared<Model>(mlp_graph(), Device::sim(0)), options);
@@ -92,7 +90,6 @@ TEST(SimTraffic, DataParallelScattersAndGathersOncePerReplica) {
 // that reads it as data (the transformer's positions, a Range over its sequence length, for the
 // embedding's Gather); nothing comes back (the outputs stay on the device).
 TEST(SimTraffic, EveryBundledModelRunCopiesItsInputsOverAndNothingBack) {
-  DPRUN_REQUIRE_SIM_KERNELS();
   const std::map<std::string, int64_t> to_device = {{"mlp", 1}, {"cnn", 1}, {"transformer", 3}};
   int models = 0;
   for (const auto& [name, path] : testing::bundled_model_paths()) {
@@ -123,7 +120,6 @@ SimTraffic training_step_traffic(const std::vector<Device>& devices) {
 }
 
 TEST(SimTraffic, ATrainingStepReadsOnlyItsLossBack) {
-  DPRUN_REQUIRE_SIM_KERNELS();
   // Per replica, to the device: its rows and targets, its loss weight (4 bytes), and the
   // mean's element count (4 bytes: a float that shape arithmetic computes on the host from
   // sizes). The graph's constants went over once per device, in the warm-up. Back: the loss,
@@ -154,7 +150,6 @@ std::vector<std::string> host_ops(LossKind loss) {
 }
 
 TEST(TrainingPlans, AnMlpTrainsOnAGpuWithOnlyShapeArithmeticOnTheHost) {
-  if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   // The element count of the mean is integer arithmetic over Size results: on the host, not a
   // copy back from the device; the gradient's Sum and cross entropy's loss run on the GPU.
   EXPECT_EQ(host_ops(LossKind::Mse), std::vector<std::string>{});
@@ -209,7 +204,6 @@ std::vector<BundledCase> bundled_training_cases() {
 // 16-bit node but where listed, and its plan reads nothing back from the device but for those
 // host nodes (engine/plan_reads.h): each of those costs a copy and a wait in every step.
 TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
-  if (!testing::has_cuda_kernels()) GTEST_SKIP() << "this build has no CUDA kernels to plan with";
   // Ops with no CUDA kernel yet, which the cases using them run on the host through the
   // fallback (`dprun inspect --devices cuda:0` lists them), each as often as the plan has it.
   const std::map<std::string, std::multiset<std::string>> host_ops = {
@@ -270,7 +264,6 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
 // integers shape arithmetic computes on the host for device kernels (one per mean: the element
 // count; a BatchNormalization gradient, fused into BatchNormTrainingGrad, counts on the device).
 TEST(SimTraffic, EveryBundledTrainingCaseReadsOnlyItsLossBack) {
-  DPRUN_REQUIRE_SIM_KERNELS();
   // Copies to the device per step: the inputs and target, the loss weight, the counts.
   const std::map<std::string, int64_t> to_device = {{"mlp_sgd", 3},
                                                     {"mlp_nesterov_dp3", 3},

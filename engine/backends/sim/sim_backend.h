@@ -1,16 +1,16 @@
 #pragma once
 // The simulated devices sim:0, sim:1, ...: accelerators made of host memory, for testing on
 // machines without a GPU the paths that a GPU takes through the engine. A plan for a sim
-// device is the plan a CUDA GPU would get: the same graph rewrites (op fusion) and, in a build
-// with CUDA, a kernel for exactly the ops, dtypes and nodes the CUDA backend takes
-// (ops/sim/sim_kernels.cpp), each computing with the op's CPU kernel; every other node falls
-// back to the host, and shape arithmetic runs there. Its memory (sim_memory.h) is unreadable to
-// the host except through the device, and its kernels fail on an input that is not in their
-// device's memory, so a missing or extra copy in the executor, the parallel layer or the
-// trainer fails a test here instead of on a GPU. The devices share nothing but their
-// collectives, which copy and sum on the host as NCCL would on GPUs. Copies and kernels finish
-// before they return, but each is booked on a stream, and work that relies on work of another
-// stream that the host has not waited for fails (sim_streams.h): the ordering faults of
+// device is the plan a CUDA GPU would get: the same graph rewrites (op fusion) and a kernel for
+// exactly the ops, dtypes and nodes the CUDA backend's definitions take (ops/cuda/defs,
+// compiled in every build; ops/sim/sim_kernels.cpp), each computing with the op's CPU kernel;
+// every other node falls back to the host, and shape arithmetic runs there. Its memory
+// (sim_memory.h) is unreadable to the host except through the device, and its kernels fail on an
+// input that is not in their device's memory, so a missing or extra copy in the executor, the
+// parallel layer or the trainer fails a test here instead of on a GPU. The devices share nothing
+// but their collectives, which copy and sum on the host as NCCL would on GPUs. Copies and kernels
+// finish before they return, but each is booked on a stream, and work that relies on work of
+// another stream that the host has not waited for fails (sim_streams.h): the ordering faults of
 // asynchronous execution. Not simulated: device-specific numerics (results are the CPU
 // kernels').
 #include <cstdint>

@@ -1,0 +1,17 @@
+// The CUDA Clip over the CPU's numeric types: min/max attributes before opset 11, optional
+// scalar inputs from 11 (compute: ops/cuda/clip.cu).
+#include "ops/cuda/defs/cuda_types.h"
+
+namespace dprun::cuda_ew {
+namespace {
+
+// Defined outside impl "elementwise": that table's generic shapes and legacy-broadcast
+// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+DPRUN_REGISTER_KERNEL({.op_type = "Clip",
+                       .since = 1,
+                       .device = DeviceType::CUDA,
+                       .dtypes = dtypes(NumericTypes{}),
+                       .factory = cuda_compute("Clip")});
+
+}  // namespace
+}  // namespace dprun::cuda_ew
