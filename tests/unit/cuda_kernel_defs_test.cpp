@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "engine/backend.h"
 #include "engine/kernel.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
@@ -46,16 +47,23 @@ TEST(CudaKernelDefs, EveryDefinitionNamesASuppliedComputeAndEveryComputeIsNamed)
 }
 
 #if !DPRUN_WITH_CUDA
-TEST(CudaKernelDefs, BuildingOneWithoutTheToolkitFailsNamingIt) {
+TEST(CudaKernelDefs, WithoutTheToolkitAPlanIsMadeAndItsKernelFailsNamingItself) {
   Node relu = testing::make_node("Relu", {"x"}, {"y"});
+  relu.name = "r";
   KernelInfo info{.node = relu,
                   .opset = 17,
                   .device_type = DeviceType::CUDA,
                   .input_types = {TensorType{DType::Float32, std::nullopt}}};
-  relu.name = "r";
-  EXPECT_EQ(testing::error_of([&] { KernelRegistry::instance().create(info); }),
-            "the CUDA kernel 'Relu' for node 'r' is not in this build (dprun was built without "
-            "the CUDA toolkit)");
+  std::unique_ptr<OpKernel> kernel = KernelRegistry::instance().create(info);
+  ASSERT_NE(kernel, nullptr);
+  auto context = backend_for(DeviceType::CPU).create_execution_context(Device::cpu(0), {});
+  const Tensor x = Tensor::from_vector<float>({1}, {1});
+  const Tensor* inputs[] = {&x};
+  std::vector<Tensor> outputs(1);
+  KernelContext ctx(relu, *context, inputs, outputs);
+  EXPECT_EQ(testing::error_of([&] { kernel->compute(ctx); }),
+            "[Relu] node 'r': the CUDA kernel 'Relu' is not in this build (dprun was built "
+            "without the CUDA toolkit)");
 }
 #endif
 

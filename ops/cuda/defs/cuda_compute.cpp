@@ -21,6 +21,21 @@ Computes& computes() {
   return c;
 }
 
+// What a plan for cuda:N holds in a build without the CUDA toolkit: the plan is the one a build
+// with it makes (the definitions are the same), but nothing can run it. A run never gets here:
+// such a build has no CUDA backend, so no cuda:N device to run on.
+class ComputeNotInThisBuild final : public OpKernel {
+ public:
+  explicit ComputeNotInThisBuild(std::string name) : name_(std::move(name)) {}
+  void compute(KernelContext& ctx) const override {
+    ctx.fail("the CUDA kernel '", name_, "' is not in this build (dprun was built without the ",
+             "CUDA toolkit)");
+  }
+
+ private:
+  std::string name_;
+};
+
 }  // namespace
 
 bool add_cuda_compute(const std::string& name, KernelFactory factory) {
@@ -43,9 +58,7 @@ KernelFactory cuda_compute(const std::string& name) {
       Computes& c = computes();
       std::lock_guard lock(c.mutex);
       auto it = c.factories.find(name);
-      if (it == c.factories.end())
-        fail("the CUDA kernel '", name, "' for node '", info.node.name,
-             "' is not in this build (dprun was built without the CUDA toolkit)");
+      if (it == c.factories.end()) return std::make_unique<ComputeNotInThisBuild>(name);
       factory = it->second;
     }
     return factory(info);

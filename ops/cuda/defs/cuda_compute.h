@@ -27,7 +27,9 @@ bool add_cuda_compute(const std::string& name, KernelFactory factory);
 
 /// A definition's factory: builds the compute called `name`, looked up when a kernel is built
 /// (the order of static initialisation does not matter). A build without the CUDA toolkit
-/// has no computes and no CUDA backend to build them for; building one there fails naming it.
+/// has no computes: there the factory builds a kernel that fails naming `name` when run, so
+/// that plans for cuda:N are made as in a build with it (`dprun inspect --devices cuda:0`),
+/// though no cuda:N device exists to run them on.
 KernelFactory cuda_compute(const std::string& name);
 
 /// The name of every compute this build supplies, sorted (none without the toolkit).
