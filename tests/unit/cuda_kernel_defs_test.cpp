@@ -48,8 +48,7 @@ TEST(CudaKernelDefs, EveryDefinitionNamesASuppliedComputeAndEveryComputeIsNamed)
 
 #if !DPRUN_WITH_CUDA
 TEST(CudaKernelDefs, WithoutTheToolkitAPlanIsMadeAndItsKernelFailsNamingItself) {
-  Node relu = testing::make_node("Relu", {"x"}, {"y"});
-  relu.name = "r";
+  const Node relu = testing::make_node("Relu", {"x"}, {"y"});
   KernelInfo info{.node = relu,
                   .opset = 17,
                   .device_type = DeviceType::CUDA,
@@ -62,8 +61,8 @@ TEST(CudaKernelDefs, WithoutTheToolkitAPlanIsMadeAndItsKernelFailsNamingItself) 
   std::vector<Tensor> outputs(1);
   KernelContext ctx(relu, *context, inputs, outputs);
   EXPECT_EQ(testing::error_of([&] { kernel->compute(ctx); }),
-            "[Relu] node 'r': the CUDA kernel 'Relu' is not in this build (dprun was built "
-            "without the CUDA toolkit)");
+            "[Relu] node 'Relu_under_test': the CUDA kernel 'Relu' is not in this build (dprun "
+            "was built without the CUDA toolkit)");
 }
 #endif
 
