@@ -1,5 +1,7 @@
 // The CUDA update kernels of the optimizers, the loss scaler, gradient clipping and gradient
 // accumulation, in dprun's domain "ai.dprun" (compute: ops/cuda/optimizer_update.cu).
+#include <string>
+
 #include "engine/training/optimizer_update.h"
 #include "ops/cuda/defs/cuda_compute.h"
 
@@ -12,39 +14,19 @@ bool outside_a_graph(const KernelInfo& info) {
   return info.graph == nullptr;
 }
 
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kSgdUpdateOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .accepts = outside_a_graph,
-                       .factory = cuda_compute("ai.dprun::SgdUpdate")});
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kAdamUpdateOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .accepts = outside_a_graph,
-                       .factory = cuda_compute("ai.dprun::AdamUpdate")});
-
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kScaleGradientOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .accepts = outside_a_graph,
-                       .factory = cuda_compute("ai.dprun::ScaleGradient")});
-
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kGradientNormOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .accepts = outside_a_graph,
-                       .factory = cuda_compute("ai.dprun::GradientNorm")});
-
-DPRUN_REGISTER_KERNEL({.domain = kDprunDomain,
-                       .op_type = kAddGradientOp,
-                       .device = DeviceType::CUDA,
-                       .dtypes = kFloatTypes,
-                       .accepts = outside_a_graph,
-                       .factory = cuda_compute("ai.dprun::AddGradient")});
+// One definition per update op, alike but for the op; each compute is named "ai.dprun::Op".
+[[maybe_unused]] const bool defined = [] {
+  for (const char* op :
+       {kSgdUpdateOp, kAdamUpdateOp, kScaleGradientOp, kGradientNormOp, kAddGradientOp})
+    KernelRegistry::instance().add(
+        {.domain = kDprunDomain,
+         .op_type = op,
+         .device = DeviceType::CUDA,
+         .dtypes = kFloatTypes,
+         .accepts = outside_a_graph,
+         .factory = cuda_compute(kDprunDomain + std::string("::") + op)});
+  return true;
+}();
 
 }  // namespace
 }  // namespace dprun
