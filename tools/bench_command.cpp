@@ -235,15 +235,15 @@ void print_sweep(const std::vector<const BenchResult*>& scaling) {
 }
 
 // The line that says --batch was not what ran: a model of fixed batch, or inputs from files.
-void warn_if_batch_ignored(const Args& args, const std::string& model_path, int64_t batch,
+void warn_if_batch_ignored(const InputFlags& given, const std::string& model_path, int64_t batch,
                            int64_t rows, bool batch_sizes_an_input) {
-  if (!args.has("batch") || rows == batch) return;
+  if (!given.batch || rows == batch) return;
   const std::string ran =
       "each step runs " + std::to_string(rows) + " row" + (rows == 1 ? "" : "s");
   const std::string ignored = "--batch " + std::to_string(batch) + " ignored";
   if (batch_sizes_an_input) {
     warn(ignored + ": " + ran);
-  } else if (args.has("input")) {
+  } else if (!given.files.empty()) {
     warn(ignored + ": the inputs have no generated batch dim, " + ran + " (the rows of the " +
          "--input files)");
   } else {
@@ -252,42 +252,70 @@ void warn_if_batch_ignored(const Args& args, const std::string& model_path, int6
   }
 }
 
-}  // namespace
+struct BenchFlags {
+  std::string model;
+  DeviceFlags devices;
+  InputFlags inputs;
+  std::optional<std::string> precision, json;
+  std::optional<int64_t> iters, warmup, rounds;
+  bool sweep = false, profile = false, profile_nodes = false;
+  DistributedFlags distributed;
+};
 
-int bench_command(int argc, char** argv, int first) {
-  auto specs = parallel_option_specs();
-  specs.insert(specs.end(), {{"iters"},
-                             {"precision"},
-                             {"warmup"},
-                             {"rounds"},
-                             {"json"},
-                             {"sweep", false},
-                             {"profile", false},
-                             {"profile-nodes", false}});
-  auto distributed = distributed_option_specs(false);
-  specs.insert(specs.end(), distributed.begin(), distributed.end());
-  Args args(argc, argv, first, specs);
-  if (args.positionals().size() != 1) throw UsageError("bench expects one model file");
-  const std::string model_path = args.positionals()[0];
+std::unique_ptr<CLI::App> bench_app(BenchFlags& flags) {
+  auto app = command_app(
+      "usage: dprun bench MODEL.onnx [options]\n"
+      "measure throughput: samples/s counts the rows each step ran",
+      kTestingAids);
+  add_model_path(*app, flags.model);
+  add_device_options(*app, flags.devices);
+  add_precision_option(*app, flags.precision, kConvertPrecisionHelp);
+  add_input_options(*app, flags.inputs);
+  const std::string group = "bench only";
+  const std::vector<CLI::Option*> options = {
+      add_integer(*app, "--iters", "N", flags.iters, 1, 1000000, "timed iterations (default 20)"),
+      add_integer(*app, "--warmup", "N", flags.warmup, 0, 1000000,
+                  "untimed iterations before them (default 3)"),
+      add_integer(*app, "--rounds", "N", flags.rounds, 1, 1000,
+                  "time N rounds of --iters and keep the best (default 1); with --sweep, the "
+                  "device lists take their rounds in turn"),
+      add_flag(*app, "--sweep", flags.sweep,
+               "also run on the first 1..N devices and print the scaling table (its speed-up "
+               "compares median step times)"),
+      add_flag(*app, "--profile", flags.profile,
+               "also print the time per op type (summed over devices)"),
+      add_flag(*app, "--profile-nodes", flags.profile_nodes,
+               "also print the time of each node, in execution order, with the input shapes of "
+               "its first call"),
+      add_text(*app, "--json", "FILE", flags.json,
+               "write samples_per_s, each round's, the step-time spread, batch (the rows a step "
+               "ran), iters, devices and per-device figures")};
+  for (CLI::Option* option : options) option->group(group);
+  add_distributed_options(*app, flags.distributed, false);
+  // A distributed bench times the ranks' steps together, one round, without per-node timers.
+  for (const char* single_process : {"--profile", "--profile-nodes", "--rounds"})
+    app->get_option(single_process)->excludes("--distributed");
+  return app;
+}
+
+int bench(const BenchFlags& flags, const CLI::App& app) {
+  const std::string& model_path = flags.model;
   // Before the devices are parsed: the ranks on a host share its cores.
-  std::optional<DistributedRun> dist = start_distributed(args, specs);
-  DataParallelOptions options = parse_parallel_options(args);
-  if (dist) options.device_ids = rank_devices(*dist, args, options.device_ids);
-  InputOptions input_options = parse_input_options(args);
-  int iters = static_cast<int>(args.get_int("iters", 20, 1, 1000000));
-  int warmup = static_cast<int>(args.get_int("warmup", 3, 0, 1000000));
-  int rounds = static_cast<int>(args.get_int("rounds", 1, 1, 1000));
-  bool sweep = args.has("sweep");
-  if (dist) {
-    if (args.has("profile") || args.has("profile-nodes"))
-      throw UsageError("--profile and --profile-nodes are not available with --distributed");
-    if (args.has("rounds")) throw UsageError("--rounds is not available with --distributed");
-    return bench_on_ranks(*dist, model_path, parse_model_options(args), options, input_options,
-                          warmup, iters, sweep, args.get("json").value_or(""));
-  }
+  std::optional<DistributedRun> dist = start_distributed(flags.distributed, &app);
+  DataParallelOptions options = parallel_options(flags.devices);
+  if (dist) options.device_ids = rank_devices(*dist, flags.devices.devices, options.device_ids);
+  InputOptions input_options = cli::input_options(flags.inputs);
+  const int iters = static_cast<int>(flags.iters.value_or(20));
+  const int warmup = static_cast<int>(flags.warmup.value_or(3));
+  const int rounds = static_cast<int>(flags.rounds.value_or(1));
+  const bool sweep = flags.sweep;
+  const ModelOptions compile = model_options(flags.devices, flags.precision);
+  if (dist)
+    return bench_on_ranks(*dist, model_path, compile, options, input_options, warmup, iters, sweep,
+                          flags.json.value_or(""));
 
-  auto model = std::make_shared<Model>(
-      load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
+  auto model =
+      std::make_shared<Model>(load_model(model_path, options.device_ids.front(), {}, compile));
   std::vector<Tensor> inputs =
       pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
 
@@ -297,11 +325,11 @@ int bench_command(int argc, char** argv, int first) {
   } catch (const std::exception& e) {
     rethrow_noting_generated(e, generated_input_names(*model, input_options));
   }
-  if (args.has("profile") || args.has("profile-nodes"))
-    profile_pass(model, options, inputs, iters, args.has("profile"), args.has("profile-nodes"));
+  if (flags.profile || flags.profile_nodes)
+    profile_pass(model, options, inputs, iters, flags.profile, flags.profile_nodes);
   const BenchResult& main = benches[0]->result();
   const int64_t batch = main.best().rows_per_step;  // what ran, not what was asked
-  warn_if_batch_ignored(args, model_path, input_options.batch, batch,
+  warn_if_batch_ignored(flags.inputs, model_path, input_options.batch, batch,
                         batch_sizes_an_input(*model, input_options));
   std::printf("model %s, batch %lld, %d iterations", model_path.c_str(),
               static_cast<long long>(batch), iters);
@@ -312,10 +340,24 @@ int bench_command(int argc, char** argv, int first) {
   for (size_t b = 1; b < benches.size(); ++b) scaling.push_back(&benches[b]->result());
   if (sweep) scaling.push_back(&main);
   if (!scaling.empty()) print_sweep(scaling);
-  if (auto path = args.get("json"))
+  if (const auto& path = flags.json)
     write_json_report(
         *path, json_result(model_path, batch, iters, warmup, options.threads, main, scaling));
   return 0;
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv, int first) {
+  BenchFlags flags;
+  auto app = bench_app(flags);
+  parse_command_line(*app, argc, argv, first);
+  return bench(flags, *app);
+}
+
+std::string bench_help() {
+  BenchFlags flags;
+  return command_help(*bench_app(flags));
 }
 
 }  // namespace dprun::cli

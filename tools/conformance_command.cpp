@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "engine/backend.h"
-#include "tools/cli_args.h"
+#include "tools/command_line.h"
 #include "tools/commands.h"
 #include "tools/conformance.h"
 #include "tools/parallel_options.h"
@@ -51,32 +51,65 @@ std::set<std::string> read_list(const std::string& path) {
   return names;
 }
 
-Options parse_options(const Args& args) {
+// The options as given on the command line; Options is what the run uses.
+struct ConformanceFlags {
+  std::optional<std::string> data, suite, filter, expected, write_passing, device, precision;
+  bool verbose = false, via_cli = false;
+  std::optional<int64_t> jobs;
+};
+
+std::unique_ptr<CLI::App> conformance_app(ConformanceFlags& flags) {
+  auto app = command_app(
+      "usage: dprun conformance [options]\nrun the ONNX backend conformance suite", kTestingAids);
+  add_text(*app, "--data", "DIR", flags.data,
+           "test data root (default /usr/share/libonnx-testdata/data)");
+  add_text(*app, "--suite", "LIST", flags.suite,
+           "comma-separated suites (default node,pytorch-converted,pytorch-operator,simple)");
+  add_text(*app, "--filter", "TEXT", flags.filter, "only tests whose name contains TEXT");
+  add_text(*app, "--expected", "FILE", flags.expected,
+           "fail (exit 1) if a test listed in FILE does not pass");
+  add_text(*app, "--write-passing", "FILE", flags.write_passing,
+           "write the names of passing tests to FILE");
+  add_flag(*app, "--verbose", flags.verbose, "print every test's result");
+  CLI::Option* via_cli =
+      add_flag(*app, "--via-cli", flags.via_cli,
+               "run each test through this executable (dprun MODEL --input NAME=FILE.npy ... "
+               "--output-dir DIR) instead of in this process");
+  add_integer(*app, "--jobs", "N", flags.jobs, 1, 256,
+              "with --via-cli, run N tests at once (default 1)")
+      ->needs(via_cli);
+  add_text(*app, "--device", "DEV", flags.device,
+           "run the tests on DEV (default cpu:0; cuda:0 runs each model on the GPU, its nodes "
+           "without a CUDA kernel on the host)");
+  add_precision_option(*app, flags.precision,
+                       "float16 or bfloat16: run each test converted to P (float32 inputs and "
+                       "outputs kept) against the float32 expected outputs within 16 bits' error "
+                       "(in process only)")
+      ->excludes(via_cli);
+  return app;
+}
+
+Options parse_options(const ConformanceFlags& flags) {
   Options o;
-  o.root = args.get("data").value_or("/usr/share/libonnx-testdata/data");
-  std::stringstream ss(
-      args.get("suite").value_or("node,pytorch-converted,pytorch-operator,simple"));
+  o.root = flags.data.value_or("/usr/share/libonnx-testdata/data");
+  std::stringstream ss(flags.suite.value_or("node,pytorch-converted,pytorch-operator,simple"));
   for (std::string s; std::getline(ss, s, ',');) o.suites.push_back(s);
-  o.filter = args.get("filter").value_or("");
-  o.verbose = args.has("verbose");
-  o.via_cli = args.has("via-cli");
-  o.jobs = static_cast<int>(args.get_int("jobs", 1, 1, 256));
-  if (args.has("jobs") && !o.via_cli) throw UsageError("--jobs needs --via-cli");
-  if (auto path = args.get("expected")) o.expected = read_list(*path);
+  o.filter = flags.filter.value_or("");
+  o.verbose = flags.verbose;
+  o.via_cli = flags.via_cli;
+  o.jobs = static_cast<int>(flags.jobs.value_or(1));
+  if (const auto& path = flags.expected) o.expected = read_list(*path);
   if (!fs::is_directory(o.root))
     fail(o.root.string(), ": test data folder not found (install libonnx-testdata)");
   o.cli.binary = fs::read_symlink("/proc/self/exe").string();
   o.cli.threads = o.jobs > 1 ? 1 : 0;  // one core each when the runs share the machine
   try {
-    o.device = Device::parse(args.get("device").value_or("cpu:0"));
+    o.device = Device::parse(flags.device.value_or("cpu:0"));
   } catch (const Error& e) {
     throw UsageError(std::string("--device: ") + e.what());
   }
   backend_for(o.device).check_device(o.device);  // "device cuda:0: no CUDA GPU is present"
-  if (auto precision = parse_precision(args)) {
-    if (o.via_cli) throw UsageError("--precision runs in process: leave out --via-cli");
-    o.precision = *precision;
-  }
+  if (auto precision = precision_of(flags.precision)) o.precision = *precision;
   o.cli.device = o.device;
   return o;
 }
@@ -185,20 +218,15 @@ std::string missing_expected(const Options& o, const std::vector<Result>& all) {
 
 }  // namespace
 
+std::string conformance_help() {
+  ConformanceFlags flags;
+  return command_help(*conformance_app(flags));
+}
+
 int conformance_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first,
-            {{"data"},
-             {"suite"},
-             {"filter"},
-             {"expected"},
-             {"write-passing"},
-             {"verbose", false},
-             {"via-cli", false},
-             {"jobs"},
-             {"device"},
-             {"precision"}});
-  if (!args.positionals().empty()) throw UsageError("conformance takes no positional arguments");
-  Options o = parse_options(args);
+  ConformanceFlags flags;
+  parse_command_line(*conformance_app(flags), argc, argv, first);
+  Options o = parse_options(flags);
   std::vector<Result> all;
   auto start = std::chrono::steady_clock::now();
   for (const auto& suite : o.suites) {
@@ -208,7 +236,7 @@ int conformance_command(int argc, char** argv, int first) {
     std::fflush(stdout);
     all.insert(all.end(), results.begin(), results.end());
   }
-  if (auto path = args.get("write-passing")) write_passing(o, *path, all);
+  if (const auto& path = flags.write_passing) write_passing(o, *path, all);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("conformance%s took %.1f s\n", o.via_cli ? " via the command line" : "", seconds);
   int regressions = static_cast<int>(

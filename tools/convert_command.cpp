@@ -5,27 +5,55 @@
 
 #include "engine/autograd/inference_graph.h"
 #include "loader/onnx_loader.h"
-#include "tools/cli_args.h"
+#include "tools/command_line.h"
 #include "tools/commands.h"
 #include "tools/report_files.h"
 
 namespace dprun::cli {
 
-int convert_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, {{"save"}});
-  if (args.positionals().size() != 1) throw UsageError("convert expects one model file");
-  const std::string path = args.positionals()[0];
-  const auto save = args.get("save");
-  if (!save) throw UsageError("--save OUT.onnx is required");
-  check_writable(*save, "save");
+namespace {
+
+struct ConvertFlags {
+  std::string model;
+  std::optional<std::string> save;
+};
+
+std::unique_ptr<CLI::App> convert_app(ConvertFlags& flags) {
+  auto app = command_app(
+      "usage: dprun convert MODEL.onnx --save OUT.onnx\n"
+      "write the inference form of a model exported for training (BatchNormalization on its "
+      "running\nstatistics, Dropout as Identity), to serve it");
+  add_model_path(*app, flags.model);
+  add_text(*app, "--save", "OUT.onnx", flags.save, "where to write it (required)")->required();
+  return app;
+}
+
+int convert(const ConvertFlags& flags) {
+  const std::string& path = flags.model;
+  const std::string& save = *flags.save;
+  check_writable(save, "save");
   const std::shared_ptr<Graph> graph = load_graph(path);
   const std::vector<std::string> changed = training_mode_nodes(*graph);
-  save_graph(inference_graph(*graph), {}, *save);
+  save_graph(inference_graph(*graph), {}, save);
   std::printf(
       "%s: %zu node%s switched to inference (BatchNormalization on its running "
       "statistics, Dropout as Identity); saved %s\n",
-      path.c_str(), changed.size(), changed.size() == 1 ? "" : "s", save->c_str());
+      path.c_str(), changed.size(), changed.size() == 1 ? "" : "s", save.c_str());
   return 0;
+}
+
+}  // namespace
+
+int convert_command(int argc, char** argv, int first) {
+  ConvertFlags flags;
+  auto app = convert_app(flags);
+  parse_command_line(*app, argc, argv, first);
+  return convert(flags);
+}
+
+std::string convert_help() {
+  ConvertFlags flags;
+  return command_help(*convert_app(flags));
 }
 
 }  // namespace dprun::cli

@@ -22,15 +22,6 @@ std::shared_ptr<ProcessGroup>& active_group() {
   return group;
 }
 
-double positive_number(const Args& args, const char* name) {
-  std::string text = *args.get(name);
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
-    throw UsageError(std::string("--") + name + " must be a positive number, got '" + text + "'");
-  return v;
-}
-
 // The options each rank may be given for itself: they change neither the arithmetic of a step
 // nor the collectives, so check_ranks_agree_to_start leaves them out. Every other option of a
 // command is compared, so an option added later is compared unless it is listed here.
@@ -87,31 +78,57 @@ struct RankFigures {
 
 }  // namespace
 
-std::vector<OptionSpec> distributed_option_specs(bool training) {
-  std::vector<OptionSpec> specs = {{"distributed", false}, {"timeout"}};
-  if (training)
-    specs.insert(
-        specs.end(),
-        {{"deterministic", false}, {"bucket-mb"}, {"dist-backend"}, {"gradient-compression"}});
-  return specs;
+void add_distributed_options(CLI::App& app, DistributedFlags& flags, bool training) {
+  const std::string group = "distributed (start the ranks with mpirun -np N dprun ...)";
+  CLI::Option* distributed = add_flag(
+      app, "--distributed", flags.distributed,
+      training ? "one rank per process over MPI: rank r takes the rows r, r+N, ... of every "
+                 "batch and the gradients are summed over the ranks. Only rank 0 prints and "
+                 "writes files"
+               : "one rank per process over MPI: the batch is cut over the ranks (rank 0 "
+                 "gathers the outputs). Each rank runs on its own --devices; only rank 0 prints "
+                 "and writes files");
+  std::vector<CLI::Option*> options = {
+      distributed, add_number(app, "--timeout", "S", flags.timeout, NumberRule::Positive,
+                              "seconds a rank waits for the others before it ends the job (1800)")};
+  if (training) {
+    options.push_back(add_flag(app, "--deterministic", flags.deterministic,
+                               "sum gradients in rank order, bit-identical from run to run"));
+    options.push_back(add_number(app, "--bucket-mb", "F", flags.bucket_mb, NumberRule::Positive,
+                                 "gradient bucket size in MiB (default 25)"));
+    options.push_back(add_text(
+        app, "--gradient-compression", "bf16|fp16|none", flags.gradient_compression,
+        "send float32 gradients as bfloat16 or float16, half the bytes (PyTorch's bf16/fp16 "
+        "compress hooks); default none"));
+    options.push_back(add_text(
+        app, "--dist-backend", "B", flags.dist_backend,
+        "mpi or nccl, what sums the gradients over the ranks (nccl, in GPU memory, when the "
+        "first device is a GPU; mpi, in host memory, else)"));
+  }
+  for (CLI::Option* option : options) {
+    option->group(group);
+    if (option != distributed) option->needs(distributed);
+  }
 }
 
-std::vector<RankFact> option_facts(const Args& args, const std::vector<OptionSpec>& specs) {
+std::vector<RankFact> option_facts(const CLI::App& app) {
   std::vector<RankFact> facts;
-  for (const OptionSpec& spec : specs) {
-    if (per_rank_options().count(spec.name)) continue;
+  for (const CLI::Option* option : app.get_options()) {
+    if (!option->nonpositional()) continue;
+    const std::string name = option->get_lnames().front();
+    if (per_rank_options().count(name)) continue;
     std::string value;
-    if (!spec.takes_value) {
-      value = args.has(spec.name) ? "it" : "not";
-    } else if (!args.has(spec.name)) {
+    if (option->get_type_size_max() == 0) {
+      value = option->count() ? "it" : "not";
+    } else if (!option->count()) {
       value = "none";
     } else {
-      std::vector<std::string> values = args.all(spec.name);
+      std::vector<std::string> values = option->results();
       for (std::string& v : values) v = canonical_value(v);
       std::sort(values.begin(), values.end());  // the order of repeats does not matter
       for (size_t i = 0; i < values.size(); ++i) value += (i ? " " : "") + values[i];
     }
-    facts.push_back({"--" + spec.name, "", value});
+    facts.push_back({"--" + name, "", value});
   }
   return facts;
 }
@@ -128,22 +145,16 @@ void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
   run.group->set_stage("");
 }
 
-std::optional<DistributedRun> start_distributed(const Args& args,
-                                                const std::vector<OptionSpec>& specs) {
-  if (!args.has("distributed")) {
-    for (const char* name :
-         {"deterministic", "bucket-mb", "timeout", "dist-backend", "gradient-compression"})
-      if (args.has(name)) throw UsageError(std::string("--") + name + " needs --distributed");
-    return std::nullopt;
-  }
+std::optional<DistributedRun> start_distributed(const DistributedFlags& flags,
+                                                const CLI::App* app) {
+  if (!flags.distributed) return std::nullopt;
   DistributedRun run;
   ProcessGroupOptions& group_options = run.group_options;
-  if (args.has("timeout")) group_options.timeout_seconds = positive_number(args, "timeout");
-  if (args.has("bucket-mb"))
-    run.options.bucket_bytes =
-        static_cast<size_t>(std::ceil(positive_number(args, "bucket-mb") * 1024 * 1024));
-  run.options.deterministic = args.has("deterministic");
-  if (auto compression = args.get("gradient-compression")) {
+  if (flags.timeout) group_options.timeout_seconds = *flags.timeout;
+  if (flags.bucket_mb)
+    run.options.bucket_bytes = static_cast<size_t>(std::ceil(*flags.bucket_mb * 1024 * 1024));
+  run.options.deterministic = flags.deterministic;
+  if (const auto& compression = flags.gradient_compression) {
     if (*compression == "bf16" || *compression == "bfloat16")
       run.options.gradient_compression = DType::BFloat16;
     else if (*compression == "fp16" || *compression == "float16")
@@ -155,7 +166,7 @@ std::optional<DistributedRun> start_distributed(const Args& args,
   run.group = mpi_world_process_group(group_options);
   active_group() = run.group;
   run.group->set_stage("at start-up");
-  run.option_facts = option_facts(args, specs);
+  if (app) run.option_facts = option_facts(*app);
   run.local = local_ranks(*run.group);
   run.cores = share_host_cores(*run.group, run.local);
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
@@ -163,17 +174,18 @@ std::optional<DistributedRun> start_distributed(const Args& args,
   return run;
 }
 
-std::vector<Device> rank_devices(const DistributedRun& run, const Args& args,
+std::vector<Device> rank_devices(const DistributedRun& run,
+                                 const std::optional<std::string>& devices_flag,
                                  std::vector<Device> devices) {
-  const bool all = args.get("devices").value_or("all") == "all";
+  const bool all = devices_flag.value_or("all") == "all";
   if (!all || devices.empty() || devices.front().type != DeviceType::CUDA) return devices;
   return local_share(devices, run.local);
 }
 
-void choose_gradient_backend(DistributedRun& run, const Args& args, Device device) {
+void choose_gradient_backend(DistributedRun& run, const std::optional<std::string>& backend,
+                             Device device) {
   const bool gpu = device.type == DeviceType::CUDA;
-  const std::string name =
-      args.get("dist-backend").value_or(gpu && nccl_supported() ? "nccl" : "mpi");
+  const std::string name = backend.value_or(gpu && nccl_supported() ? "nccl" : "mpi");
   if (name == "mpi") return;
   if (name != "nccl") throw UsageError("--dist-backend must be mpi or nccl, got '" + name + "'");
   if (!gpu)

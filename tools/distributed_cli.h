@@ -16,14 +16,21 @@
 #include "engine/distributed/process_group.h"
 #include "engine/distributed/rank_agreement.h"
 #include "engine/parallel/distributed.h"
-#include "tools/cli_args.h"
+#include "tools/command_line.h"
 #include "tools/report_files.h"
 
 namespace dprun::cli {
 
-/// --distributed and --timeout; for training also --deterministic, --bucket-mb and
-/// --dist-backend.
-std::vector<OptionSpec> distributed_option_specs(bool training);
+/// The options of a multi-process run, as given.
+struct DistributedFlags {
+  bool distributed = false, deterministic = false;
+  std::optional<double> timeout, bucket_mb;
+  std::optional<std::string> dist_backend, gradient_compression;
+};
+
+/// Declares --distributed and --timeout; for training also --deterministic, --bucket-mb,
+/// --gradient-compression and --dist-backend. Each but --distributed needs --distributed.
+void add_distributed_options(CLI::App& app, DistributedFlags& flags, bool training);
 
 struct DistributedRun {
   std::shared_ptr<ProcessGroup> group;
@@ -32,7 +39,7 @@ struct DistributedRun {
   LocalRanks local;        // this rank among the ranks of its host
   std::vector<int> cores;  // this rank's share of the host's cores
   /// The command's options every rank must be given alike (option_facts), when
-  /// start_distributed was given the command's specs; checked with the model before the first
+  /// start_distributed was given the command's app; checked with the model before the first
   /// step (check_ranks_agree_to_start).
   std::vector<RankFact> option_facts;
   int rank() const { return group->rank(); }
@@ -40,41 +47,43 @@ struct DistributedRun {
   bool is_root() const { return group->rank() == 0; }
 };
 
-/// Without --distributed: nullopt (--deterministic, --bucket-mb and --timeout are then usage
-/// errors). With it: joins the MPI job, shares the host's cores among its ranks
-/// (share_host_cores), silences stdout on every rank but 0, and records the group for
-/// report_error(); with `specs` (the command's options), records option_facts(args, specs).
+/// Without --distributed: nullopt. With it: joins the MPI job, shares the host's cores among
+/// its ranks (share_host_cores), silences stdout on every rank but 0, and records the group for
+/// report_error(); with `app` (the command's, parsed), records option_facts(*app).
 /// Call it before any CPU device is used. Throws Error "this build of dprun has no MPI support"
 /// when built without MPI. Joining is bounded by --timeout: a rank whose job does not start in
 /// time (another rank stopped or stuck before joining) ends with "dprun: error: rank R: the job
 /// did not start within T s: ...", and one that does not reach the first exchange is named by
 /// the others ("rank 1 did not join the all-gather at start-up within T s").
-std::optional<DistributedRun> start_distributed(const Args& args,
-                                                const std::vector<OptionSpec>& specs = {});
+std::optional<DistributedRun> start_distributed(const DistributedFlags& flags,
+                                                const CLI::App* app = nullptr);
 
-/// The devices this rank runs on: with --devices all (or none given) and GPUs, its share of
-/// the host's GPUs (local_share: local rank l of L takes a block of its own, as each process of
-/// a PyTorch job takes cuda:local_rank); anything else as given, CPU devices dividing the
-/// rank's share of the cores. Throws Error when the host has fewer GPUs than ranks.
-std::vector<Device> rank_devices(const DistributedRun& run, const Args& args,
+/// The devices this rank runs on: with `devices_flag` (--devices) all or not given and GPUs, its
+/// share of the host's GPUs (local_share: local rank l of L takes a block of its own, as each
+/// process of a PyTorch job takes cuda:local_rank); anything else as given, CPU devices dividing
+/// the rank's share of the cores. Throws Error when the host has fewer GPUs than ranks.
+std::vector<Device> rank_devices(const DistributedRun& run,
+                                 const std::optional<std::string>& devices_flag,
                                  std::vector<Device> devices);
 
-/// Collective, for training: the group the gradients are summed over, by --dist-backend.
+/// Collective, for training: the group the gradients are summed over, by `backend`
+/// (--dist-backend).
 /// `nccl` (the default when `device`, the rank's device_ids[0], is a GPU and the build has
 /// CUDA) replaces run.group with an NCCL group on `device` made from the MPI one; `mpi` (the
 /// default otherwise) keeps the MPI group. Throws UsageError for another name or for nccl with
 /// a device that is not a GPU.
-void choose_gradient_backend(DistributedRun& run, const Args& args, Device device);
+void choose_gradient_backend(DistributedRun& run, const std::optional<std::string>& backend,
+                             Device device);
 
 /// main()'s error report: prints "dprun: error: MESSAGE" (usage errors, exit_code 2, alike)
 /// and returns exit_code; in a distributed run, as the header says.
 int report_error(const std::exception& error, int exit_code);
 
-/// The options of `specs` that every rank must be given alike, as facts: every option but the
-/// per-rank ones (see per_rank_options() in distributed_cli.cpp), valued "8" as given (numbers in
-/// their shortest form, so 0.10 and 0.1 agree; a repeated option's values sorted), "none" when
+/// The options of `app` (parsed) that every rank must be given alike, as facts: every option but
+/// the per-rank ones (see per_rank_options() in distributed_cli.cpp), valued "8" as given (numbers
+/// in their shortest form, so 0.10 and 0.1 agree; a repeated option's values sorted), "none" when
 /// not given; a flag "it" or "not".
-std::vector<RankFact> option_facts(const Args& args, const std::vector<OptionSpec>& specs);
+std::vector<RankFact> option_facts(const CLI::App& app);
 
 /// Collective, before the first step: every rank must hold the same run.option_facts, `model`
 /// (model_facts: its graph and each parameter's name, shape and dtype) and `more` (the data's

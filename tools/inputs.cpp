@@ -7,7 +7,8 @@
 
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
-#include "tools/cli_args.h"
+#include "tools/typo_hints.h"
+#include "tools/usage_error.h"
 
 namespace dprun::cli {
 

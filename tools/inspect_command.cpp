@@ -13,7 +13,7 @@
 #include "engine/rewrites/half_precision.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "loader/onnx_loader.h"
-#include "tools/cli_args.h"
+#include "tools/command_line.h"
 #include "tools/commands.h"
 #include "tools/parallel_options.h"
 
@@ -168,14 +168,28 @@ void print_placement(std::shared_ptr<const Graph> loaded, Device device) {
   }
 }
 
-}  // namespace
+struct InspectFlags {
+  std::string model;
+  std::optional<std::string> devices, precision;
+};
 
-int inspect_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, {{"devices"}, {"precision"}});
-  if (args.positionals().size() != 1) throw UsageError("inspect expects one model file");
-  const std::string path = args.positionals()[0];
+std::unique_ptr<CLI::App> inspect_app(InspectFlags& flags) {
+  auto app = command_app(
+      "usage: dprun inspect MODEL.onnx [options]\n"
+      "inputs, outputs, opsets, op histogram and parameters of a model");
+  add_model_path(*app, flags.model);
+  add_text(*app, "--devices", "LIST", flags.devices,
+           "also show where each node runs on those devices' backends, the backend's rewrite, "
+           "and what a run copies back from a GPU");
+  add_precision_option(*app, flags.precision,
+                       "inspect the model as --precision converts it for run and bench");
+  return app;
+}
+
+int inspect(const InspectFlags& flags) {
+  const std::string& path = flags.model;
   std::vector<Device> devices;  // whose placement to show
-  if (auto list = args.get("devices")) {
+  if (const auto& list = flags.devices) {
     try {
       devices = parse_device_list(*list);
     } catch (const Error& e) {
@@ -183,7 +197,7 @@ int inspect_command(int argc, char** argv, int first) {
     }
   }
   std::shared_ptr<const Graph> graph = load_graph(path);
-  const DType precision = parse_model_options(args).precision;
+  const DType precision = precision_of(flags.precision).value_or(DType::Float32);
   if (precision != DType::Float32) graph = to_half_precision(*graph, {.dtype = precision});
 
   std::printf("model %s\n", path.c_str());
@@ -239,6 +253,20 @@ int inspect_command(int argc, char** argv, int first) {
   for (const Device& d : devices)
     if (types.insert(d.type).second) print_placement(graph, d);
   return 0;
+}
+
+}  // namespace
+
+int inspect_command(int argc, char** argv, int first) {
+  InspectFlags flags;
+  auto app = inspect_app(flags);
+  parse_command_line(*app, argc, argv, first);
+  return inspect(flags);
+}
+
+std::string inspect_help() {
+  InspectFlags flags;
+  return command_help(*inspect_app(flags));
 }
 
 }  // namespace dprun::cli

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # nlohmann/json writes the command line's --json reports and reads them in the tests.
   nlohmann-json3-dev
+  # CLI11 parses the command line: typed options, exclusions, per-command help.
+  libcli11-dev
   python3-numpy
   # Open MPI for multi-process runs (--distributed) and their tests; openmpi-bin's mpirun
   # brings openssh-client, which it needs to start ranks on other hosts.

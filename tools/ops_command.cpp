@@ -12,7 +12,7 @@
 #include "engine/autograd/gradient_registry.h"
 #include "engine/kernel.h"
 #include "engine/op_facts.h"
-#include "tools/cli_args.h"
+#include "tools/command_line.h"
 #include "tools/commands.h"
 
 namespace dprun::cli {
@@ -157,14 +157,29 @@ void print_markdown(const std::vector<std::vector<std::string>>& rows) {
   for (const auto& row : rows) print_row(row);
 }
 
+std::unique_ptr<CLI::App> ops_app(bool& markdown) {
+  auto app = command_app(
+      "usage: dprun ops [options]\n"
+      "every op this build knows, one row each: domain, op, opsets and dtypes of its CPU "
+      "kernels,\nwhether it has a CPU and a CUDA kernel, a gradient rule (with its opsets), and "
+      "whether\n--precision float16|bfloat16 keeps it in float32");
+  add_flag(*app, "--markdown", markdown,
+           "print the table as a Markdown page (docs/operators.md is its output)");
+  return app;
+}
+
 }  // namespace
 
+std::string ops_help() {
+  bool markdown = false;
+  return command_help(*ops_app(markdown));
+}
+
 int ops_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, {{"markdown", false}});
-  if (!args.positionals().empty())
-    throw UsageError("ops takes no arguments, got '" + args.positionals()[0] + "'");
+  bool markdown = false;
+  parse_command_line(*ops_app(markdown), argc, argv, first);
   const auto rows = table();
-  if (args.has("markdown"))
+  if (markdown)
     print_markdown(rows);
   else
     print_plain(rows);

@@ -67,9 +67,9 @@ bool has_generated_batch_dim(const Model& model, const InputOptions& options, si
 // With no --batch, generated inputs split along dim 0 get one row per device, so that every
 // device runs: a batch of 1 (torch.chunk's rule) would leave all but the first idle. Returns
 // the line that says so, or "" when the batch was given or no generated input has one.
-std::string default_batch_per_device(const Args& args, const Model& model,
+std::string default_batch_per_device(bool batch_given, const Model& model,
                                      const DataParallelOptions& parallel, InputOptions& options) {
-  if (args.has("batch") || parallel.dim != 0) return "";
+  if (batch_given || parallel.dim != 0) return "";
   bool generated = false;
   for (size_t i = 0; i < model.input_names().size(); ++i)
     generated = generated || has_generated_batch_dim(model, options, i);
@@ -89,33 +89,58 @@ double timed_runs(DataParallel& parallel, const std::vector<Tensor>& inputs, int
          iters;
 }
 
-}  // namespace
+struct RunFlags {
+  std::string model;
+  DeviceFlags devices;
+  InputFlags inputs;
+  std::optional<std::string> precision, output_dir, json;
+  std::optional<int64_t> iters;
+  DistributedFlags distributed;
+};
 
-int run_command(int argc, char** argv, int first) {
-  auto specs = parallel_option_specs();
-  specs.insert(specs.end(), {{"output-dir"}, {"json"}, {"iters"}, {"precision"}});
-  auto distributed = distributed_option_specs(false);
-  specs.insert(specs.end(), distributed.begin(), distributed.end());
-  Args args(argc, argv, first, specs);
-  if (args.positionals().size() != 1)
-    throw UsageError("expected exactly one model file (see --help)");
-  const std::string model_path = args.positionals()[0];
+std::unique_ptr<CLI::App> run_app(RunFlags& flags) {
+  auto app = command_app(
+      "usage: dprun [run] MODEL.onnx [options]\n"
+      "run a model data-parallel over the devices and print its outputs",
+      kTestingAids);
+  add_model_path(*app, flags.model);
+  add_device_options(*app, flags.devices);
+  add_precision_option(*app, flags.precision, kConvertPrecisionHelp);
+  add_input_options(*app, flags.inputs);
+  const std::string group = "run only";
+  add_text(*app, "--output-dir", "DIR", flags.output_dir, "write each output to DIR/NAME.npy")
+      ->group(group);
+  add_text(*app, "--json", "FILE", flags.json,
+           "write devices_used, chunk_rows, output shapes and each device's peak_bytes as JSON")
+      ->group(group);
+  add_integer(*app, "--iters", "N", flags.iters, 1, 1000000,
+              "after a first run (timed apart: it includes the setup), run N times and report "
+              "the mean time (default 1)")
+      ->group(group);
+  add_distributed_options(*app, flags.distributed, false);
+  return app;
+}
+
+int run(const RunFlags& flags, const CLI::App& app) {
+  const std::string& model_path = flags.model;
   // Before the devices are parsed: the ranks on a host share its cores.
-  std::optional<DistributedRun> dist = start_distributed(args, specs);
-  DataParallelOptions options = parse_parallel_options(args);
-  if (dist) options.device_ids = rank_devices(*dist, args, options.device_ids);
-  InputOptions input_options = parse_input_options(args);
-  int iters = static_cast<int>(args.get_int("iters", 1, 1, 1000000));
-  std::string output_dir = args.get("output-dir").value_or("");
-  std::string json_path = args.get("json").value_or("");
+  std::optional<DistributedRun> dist = start_distributed(flags.distributed, &app);
+  DataParallelOptions options = parallel_options(flags.devices);
+  if (dist) options.device_ids = rank_devices(*dist, flags.devices.devices, options.device_ids);
+  InputOptions input_options = cli::input_options(flags.inputs);
+  const int iters = static_cast<int>(flags.iters.value_or(1));
+  const std::string output_dir = flags.output_dir.value_or("");
+  const std::string json_path = flags.json.value_or("");
+  const ModelOptions compile = model_options(flags.devices, flags.precision);
   if (dist)
-    return run_on_ranks(*dist, model_path, parse_model_options(args), options, input_options, iters,
-                        output_dir, json_path);
+    return run_on_ranks(*dist, model_path, compile, options, input_options, iters, output_dir,
+                        json_path);
 
-  auto model = std::make_shared<Model>(
-      load_model(model_path, options.device_ids.front(), {}, parse_model_options(args)));
+  auto model =
+      std::make_shared<Model>(load_model(model_path, options.device_ids.front(), {}, compile));
   warn_if_training_form(model->graph(), model_path);
-  const std::string batch_note = default_batch_per_device(args, *model, options, input_options);
+  const std::string batch_note =
+      default_batch_per_device(flags.inputs.batch.has_value(), *model, options, input_options);
   std::vector<Tensor> inputs =
       pin_for_devices(prepare_inputs(*model, input_options), options.device_ids);
   DataParallel parallel(model, options);
@@ -150,6 +175,20 @@ int run_command(int argc, char** argv, int first) {
   std::printf("time: %.3f ms per run (%d run%s; first run %.3f ms, including setup)\n", ms, iters,
               iters == 1 ? "" : "s", first_ms);
   return 0;
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv, int first) {
+  RunFlags flags;
+  auto app = run_app(flags);
+  parse_command_line(*app, argc, argv, first);
+  return run(flags, *app);
+}
+
+std::string run_help() {
+  RunFlags flags;
+  return command_help(*run_app(flags));
 }
 
 }  // namespace dprun::cli

@@ -5,7 +5,6 @@
 
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
-#include "tools/cli_args.h"
 #include "tools/distributed_cli.h"
 #include "tools/inputs.h"
 

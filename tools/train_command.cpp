@@ -33,19 +33,188 @@ namespace dprun::cli {
 
 namespace {
 
-double parse_double(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v))
-    throw UsageError("--" + option + " must be a number, got '" + text + "'");
-  return v;
+// The options as given on the command line.
+struct TrainFlags {
+  std::string model;
+  DeviceFlags devices;
+  std::vector<std::string> inputs, val_inputs, freeze;
+  std::optional<std::string> target, val_target, loss, ignore_index, output, optimizer, betas,
+      no_weight_decay, param_lr, save, json, export_graph, precision, lr_schedule;
+  std::optional<int64_t> batch, steps, epochs, warmup_steps, seed, accumulate, class_dim,
+      checkpoint_every, log_every, lr_warmup, loss_scale_growth_interval;
+  std::optional<double> lr, momentum, weight_decay, eps, label_smoothing, lr_warmup_start,
+      clip_grad_norm, loss_scale;
+  bool nesterov = false, shuffle = false, no_shuffle = false, sync_batchnorm = false,
+       resume = false;
+  DistributedFlags distributed;
+};
+
+constexpr int64_t kManySteps = int64_t(1) << 40;
+
+// The data a step reads and how the run walks over it.
+void add_data_options(CLI::App& app, TrainFlags& f) {
+  const std::string group = "data";
+  CLI::Option* shuffle = nullptr;
+  CLI::Option* val_input = nullptr;
+  for (CLI::Option* option :
+       {add_texts(app, "--input", "NAME=FILE.npy", f.inputs,
+                  "the rows of input NAME (split along --dim); repeatable, required")
+            ->required(),
+        add_text(app, "--target", "FILE.npy", f.target,
+                 "the labels or targets, one row per sample"),
+        add_integer(app, "--batch", "N", f.batch, 1, 1 << 30,
+                    "rows per step (required); a last partial batch is used as it is")
+            ->required(),
+        add_integer(app, "--steps", "N", f.steps, 1, kManySteps,
+                    "optimizer steps (this or --epochs)"),
+        add_integer(app, "--epochs", "N", f.epochs, 1, 1 << 20,
+                    "passes over the data (this or --steps)")
+            ->excludes("--steps"),
+        add_integer(app, "--accumulate", "N", f.accumulate, 1, 1 << 20,
+                    "each optimizer step sums the gradients of N batches of --batch rows "
+                    "(each weighted by its share of the step's rows) before one update"),
+        shuffle = add_flag(app, "--shuffle", f.shuffle,
+                           "reshuffle each epoch from --seed (default: shuffle with --epochs)"),
+        add_flag(app, "--no-shuffle", f.no_shuffle, "keep the rows in order")->excludes(shuffle),
+        add_integer(app, "--seed", "N", f.seed, 0, INT64_MAX, "the shuffle's seed (default 0)"),
+        val_input = add_texts(app, "--val-input", "NAME=FILE", f.val_inputs,
+                              "validation loss (and accuracy) after each epoch on these rows; "
+                              "repeatable"),
+        add_text(app, "--val-target", "FILE", f.val_target, "the validation rows' targets")
+            ->needs(val_input)})
+    option->group(group);
 }
 
-/// parse_double for an option that takes no negative value (--lr, --momentum, ...).
-double parse_non_negative(const std::string& text, const std::string& option) {
-  const double v = parse_double(text, option);
-  if (v < 0) throw UsageError("--" + option + " must be a number >= 0, got '" + text + "'");
-  return v;
+void add_loss_options(CLI::App& app, TrainFlags& f) {
+  const std::string group = "loss";
+  for (CLI::Option* option :
+       {add_text(app, "--loss", "L", f.loss,
+                 "cross_entropy | nll | mse | l1 | bce_with_logits | none (the output is the "
+                 "loss), each the mean over the batch (required)")
+            ->required(),
+        add_integer(app, "--class-dim", "D", f.class_dim, -64, 63,
+                    "class dim of the output for cross_entropy and nll (default 1)"),
+        add_text(app, "--ignore-index", "N|none", f.ignore_index,
+                 "cross_entropy and nll leave out targets equal to N (default -100, as "
+                 "PyTorch)"),
+        add_number(app, "--label-smoothing", "F", f.label_smoothing, NumberRule::Finite,
+                   "cross_entropy's label smoothing in [0, 1] (default 0)"),
+        add_text(app, "--output", "NAME", f.output,
+                 "the output the loss reads (default: the first)")})
+    option->group(group);
+}
+
+void add_optimizer_options(CLI::App& app, TrainFlags& f) {
+  const std::string group = "optimizer";
+  CLI::Option* lr_warmup = nullptr;
+  for (CLI::Option* option :
+       {add_text(app, "--optimizer", "O", f.optimizer, "sgd | adam | adamw (required)")->required(),
+        add_number(app, "--lr", "F", f.lr, NumberRule::NonNegative, "the learning rate (required)")
+            ->required(),
+        add_number(app, "--momentum", "F", f.momentum, NumberRule::NonNegative,
+                   "SGD's momentum, as torch.optim.SGD"),
+        add_flag(app, "--nesterov", f.nesterov, "SGD's Nesterov momentum"),
+        add_number(app, "--weight-decay", "F", f.weight_decay, NumberRule::NonNegative,
+                   "as torch.optim (default 0, 0.01 for adamw)"),
+        add_text(app, "--betas", "B1,B2", f.betas, "Adam's betas (default 0.9,0.999)"),
+        add_number(app, "--eps", "F", f.eps, NumberRule::NonNegative, "Adam's eps (default 1e-8)"),
+        add_text(app, "--no-weight-decay", "LIST", f.no_weight_decay,
+                 "parameters updated without weight decay (a param group with weight_decay "
+                 "0): names, PREFIX* patterns, or 1d for every parameter of rank below 2 "
+                 "(biases, normalization weights)"),
+        add_text(app, "--param-lr", "LIST", f.param_lr,
+                 "param groups with their own lr: PATTERN=LR items, patterns as "
+                 "--no-weight-decay's (e.g. 'head.*=0.1'); --lr-schedule schedules each group "
+                 "from its own lr"),
+        add_texts(app, "--freeze", "NAME,...", f.freeze, "initializers not to train"),
+        add_text(app, "--lr-schedule", "S", f.lr_schedule,
+                 "the lr of each step, as torch.optim.lr_scheduler stepped after each update: "
+                 "constant (default), step:SIZE[:GAMMA] (StepLR, gamma 0.1), "
+                 "exponential:GAMMA, cosine[:ETA_MIN] (CosineAnnealingLR over the steps after "
+                 "the warm-up), linear[:END_FACTOR] (decay to END_FACTOR times --lr, default "
+                 "0); --json lists lrs"),
+        lr_warmup = add_integer(app, "--lr-warmup", "N", f.lr_warmup, 0, kManySteps,
+                                "first a linear warm-up over N steps from --lr-warmup-start "
+                                "times --lr to --lr"),
+        add_number(app, "--lr-warmup-start", "F", f.lr_warmup_start, NumberRule::Finite,
+                   "the warm-up's first factor, in (0, 1] (default 1/3, LinearLR's)")
+            ->needs(lr_warmup),
+        add_number(app, "--clip-grad-norm", "F", f.clip_grad_norm, NumberRule::Finite,
+                   "clip the gradients to total 2-norm F before each update "
+                   "(torch.nn.utils.clip_grad_norm_); --json lists grad_norms")})
+    option->group(group);
+}
+
+void add_precision_options(CLI::App& app, TrainFlags& f) {
+  const std::string group = "precision";
+  for (CLI::Option* option :
+       {add_precision_option(app, f.precision,
+                             "float32 (default), bfloat16 or float16: mixed precision, the "
+                             "passes in 16 bits with float32 parameters, gradients, optimizer "
+                             "and loss; float16 scales the loss dynamically as PyTorch's "
+                             "GradScaler"),
+        add_number(app, "--loss-scale", "F", f.loss_scale, NumberRule::Finite,
+                   "float16: the initial loss scale (default 65536)"),
+        add_integer(app, "--loss-scale-growth-interval", "N", f.loss_scale_growth_interval, 1,
+                    kManySteps,
+                    "float16: double the scale after N steps without an overflow (default "
+                    "2000); an overflow skips the step, halves the scale"),
+        add_flag(app, "--sync-batchnorm", f.sync_batchnorm,
+                 "training-mode BatchNormalization normalizes with the statistics of the "
+                 "whole batch, summed over the devices (PyTorch's SyncBatchNorm), not each "
+                 "device's chunk: several devices then train as one. Not with --distributed "
+                 "(it sums over the devices of one process) nor --export-training-graph (ONNX "
+                 "has no sum over replicas)")})
+    option->group(group);
+}
+
+// What the run writes and shows.
+void add_output_options(CLI::App& app, TrainFlags& f) {
+  const std::string group = "saving and reporting";
+  for (CLI::Option* option :
+       {add_text(app, "--save", "OUT.onnx", f.save,
+                 "the trained model to serve (required): its inference form, with "
+                 "BatchNormalization on the running statistics and Dropout off")
+            ->required(),
+        add_integer(app, "--checkpoint-every", "N", f.checkpoint_every, 1, kManySteps,
+                    "every N steps also write OUT.ckpt.onnx: the training form with the "
+                    "optimizer's state, to resume from (replaced whole: a kill never loses it)"),
+        add_flag(app, "--resume", f.resume,
+                 "MODEL is such a checkpoint: continue the run where it stopped (the same "
+                 "data, batch, devices and options; --steps counts the whole run)"),
+        add_integer(app, "--log-every", "N", f.log_every, 1, kManySteps,
+                    "print a progress line every N steps (default: on a terminal a bar, else a "
+                    "line every 10 seconds)"),
+        add_integer(app, "--warmup-steps", "N", f.warmup_steps, 0, kManySteps,
+                    "steps left out of the reported samples/s (default 1: the first step "
+                    "builds buffers and kernels); the overall figure is reported too"),
+        add_text(app, "--json", "FILE", f.json,
+                 "losses, step_seconds, samples_per_s (after the warm-up), "
+                 "samples_per_s_overall, warmup_steps, devices, peak_bytes per device; in "
+                 "float16 also loss_scales and skipped_steps"),
+        add_text(app, "--export-training-graph", "FILE", f.export_graph,
+                 "the training graph (loss and <param>_grad outputs) as ONNX")})
+    option->group(group);
+}
+
+std::unique_ptr<CLI::App> train_app(TrainFlags& f) {
+  auto app = command_app(
+      "usage: dprun train MODEL.onnx --input NAME=FILE.npy --target FILE.npy --loss L\n"
+      "                   --optimizer O --lr F --batch N (--steps N | --epochs N) --save "
+      "OUT.onnx\n"
+      "train data-parallel from .npy files and save the trained model to ONNX",
+      kTestingAids);
+  add_model_path(*app, f.model);
+  add_device_options(*app, f.devices);
+  add_data_options(*app, f);
+  add_loss_options(*app, f);
+  add_optimizer_options(*app, f);
+  add_precision_options(*app, f);
+  add_output_options(*app, f);
+  add_distributed_options(*app, f.distributed, true);
+  app->get_option("--sync-batchnorm")->excludes("--distributed");
+  app->get_option("--sync-batchnorm")->excludes("--export-training-graph");
+  return app;
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -89,10 +258,9 @@ std::vector<bool> decay_exemptions(const std::string& list, const std::vector<st
 /// by parameter, unset for the parameters no group names; empty without the option. Throws
 /// UsageError for a malformed item, a bad lr, or a parameter named by two items (PyTorch's
 /// param groups are disjoint too).
-std::vector<std::optional<double>> parameter_group_lrs(const Args& args,
+std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::string>& list,
                                                        const std::vector<std::string>& names,
                                                        const std::vector<Tensor>& parameters) {
-  auto list = args.get("param-lr");
   if (!list) return {};
   std::vector<std::optional<double>> lrs(names.size());
   std::vector<std::string> group_of(names.size());
@@ -101,8 +269,10 @@ std::vector<std::optional<double>> parameter_group_lrs(const Args& args,
     if (eq == std::string::npos || eq == 0)
       throw UsageError("--param-lr: '" + item + "' is not PATTERN=LR");
     const std::string pattern = item.substr(0, eq);
-    const double lr = parse_double(item.substr(eq + 1), "param-lr");
-    if (!std::isfinite(lr) || lr < 0)
+    char* end = nullptr;
+    const std::string lr_text = item.substr(eq + 1);
+    const double lr = std::strtod(lr_text.c_str(), &end);
+    if (lr_text.empty() || *end != '\0' || !std::isfinite(lr) || lr < 0)
       throw UsageError("--param-lr: '" + item + "' gives an lr that is not a number >= 0");
     for (size_t i : parameters_named("param-lr", pattern, names, parameters)) {
       if (!group_of[i].empty())
@@ -128,19 +298,20 @@ void set_scheduled_lrs(Optimizer& optimizer, const LrSchedule& schedule, double 
   optimizer.set_parameter_lrs(std::move(now));
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& trainer) {
+// One of --betas' numbers.
+double beta(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') throw UsageError("--betas must be numbers, got '" + text + "'");
+  return v;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainFlags& f, const Trainer& trainer) {
   std::vector<Tensor> parameters = trainer.parameters();
-  std::string kind = args.get("optimizer").value_or("");
-  if (kind.empty()) throw UsageError("--optimizer is required (sgd, adam or adamw)");
-  auto lr_text = args.get("lr");
-  if (!lr_text) throw UsageError("--lr is required");
-  double lr = parse_non_negative(*lr_text, "lr");
-  auto number = [&](const char* name, double fallback) {
-    auto v = args.get(name);
-    return v ? parse_non_negative(*v, name) : fallback;
-  };
+  const std::string& kind = *f.optimizer;
+  const double lr = *f.lr;
   std::vector<bool> exempt;
-  if (auto list = args.get("no-weight-decay"))
+  if (const auto& list = f.no_weight_decay)
     exempt = decay_exemptions(*list, trainer.parameter_names(), parameters);
   auto with_exemptions = [&](std::unique_ptr<Optimizer> optimizer, double weight_decay) {
     if (exempt.empty()) return optimizer;
@@ -150,26 +321,25 @@ std::unique_ptr<Optimizer> make_optimizer(const Args& args, const Trainer& train
     return optimizer;
   };
   if (kind == "sgd") {
-    if (args.has("betas") || args.has("eps"))
-      throw UsageError("--betas and --eps are Adam options, not SGD's");
+    if (f.betas || f.eps) throw UsageError("--betas and --eps are Adam options, not SGD's");
     const SgdOptions o{.lr = lr,
-                       .momentum = number("momentum", 0),
-                       .weight_decay = number("weight-decay", 0),
-                       .nesterov = args.has("nesterov")};
+                       .momentum = f.momentum.value_or(0),
+                       .weight_decay = f.weight_decay.value_or(0),
+                       .nesterov = f.nesterov};
     return with_exemptions(std::make_unique<Sgd>(std::move(parameters), o), o.weight_decay);
   }
   if (kind != "adam" && kind != "adamw")
     throw UsageError("--optimizer must be sgd, adam or adamw, got '" + kind + "'");
-  if (args.has("momentum") || args.has("nesterov"))
+  if (f.momentum || f.nesterov)
     throw UsageError("--momentum and --nesterov are SGD options, not " + kind + "'s");
-  AdamOptions o{.lr = lr, .eps = number("eps", 1e-8)};
+  AdamOptions o{.lr = lr, .eps = f.eps.value_or(1e-8)};
   o.decoupled_weight_decay = kind == "adamw";
-  o.weight_decay = number("weight-decay", o.decoupled_weight_decay ? 0.01 : 0.0);
-  if (auto betas = args.get("betas")) {
+  o.weight_decay = f.weight_decay.value_or(o.decoupled_weight_decay ? 0.01 : 0.0);
+  if (const auto& betas = f.betas) {
     auto items = split_list(*betas);
     if (items.size() != 2) throw UsageError("--betas takes two numbers, B1,B2");
-    o.beta1 = parse_double(items[0], "betas");
-    o.beta2 = parse_double(items[1], "betas");
+    o.beta1 = beta(items[0]);
+    o.beta2 = beta(items[1]);
     if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
       throw UsageError("--betas: " + *betas + " are not two numbers in [0, 1)");
   }
@@ -183,132 +353,79 @@ struct Schedule {
 
 /// The optimizer steps of the run; with --epochs, enough steps of `accumulate` batches each to
 /// pass over the data that many times (the last step may run into the next pass).
-Schedule parse_schedule(const Args& args, int64_t batches_per_epoch, int64_t accumulate) {
-  if (args.has("steps") == args.has("epochs"))
-    throw UsageError("give exactly one of --steps N and --epochs N");
-  if (args.has("steps")) return {args.get_int("steps", 1, 1, int64_t(1) << 40), false};
-  const int64_t batches = args.get_int("epochs", 1, 1, 1 << 20) * batches_per_epoch;
+Schedule parse_schedule(const TrainFlags& f, int64_t batches_per_epoch, int64_t accumulate) {
+  if (f.steps) return {*f.steps, false};
+  const int64_t batches = *f.epochs * batches_per_epoch;
   return {(batches + accumulate - 1) / accumulate, true};
 }
 
-std::vector<OptionSpec> train_option_specs() {
-  auto specs = parallel_option_specs();
-  specs.insert(specs.end(), {{"target"},
-                             {"loss"},
-                             {"class-dim"},
-                             {"ignore-index"},
-                             {"label-smoothing"},
-                             {"output"},
-                             {"optimizer"},
-                             {"lr"},
-                             {"momentum"},
-                             {"nesterov", false},
-                             {"weight-decay"},
-                             {"no-weight-decay"},
-                             {"param-lr"},
-                             {"betas"},
-                             {"eps"},
-                             {"steps"},
-                             {"warmup-steps"},
-                             {"epochs"},
-                             {"shuffle", false},
-                             {"no-shuffle", false},
-                             {"seed"},
-                             {"freeze", true, true},
-                             {"val-input", true, true},
-                             {"val-target"},
-                             {"save"},
-                             {"checkpoint-every"},
-                             {"json"},
-                             {"export-training-graph"},
-                             {"precision"},
-                             {"loss-scale"},
-                             {"clip-grad-norm"},
-                             {"accumulate"},
-                             {"resume", false},
-                             {"lr-schedule"},
-                             {"lr-warmup"},
-                             {"lr-warmup-start"},
-                             {"loss-scale-growth-interval"},
-                             {"sync-batchnorm", false},
-                             {"log-every"}});
-  auto distributed = distributed_option_specs(true);
-  specs.insert(specs.end(), distributed.begin(), distributed.end());
-  return specs;
-}
-
-TrainerOptions parse_trainer_options(const Args& args) {
+TrainerOptions parse_trainer_options(const TrainFlags& f) {
   TrainerOptions options;
-  options.parallel = parse_parallel_options(args);
-  auto loss = args.get("loss");
-  if (!loss)
-    throw UsageError("--loss is required (cross_entropy, nll, mse, l1, bce_with_logits or none)");
+  options.parallel = parallel_options(f.devices);
+  const auto& loss = f.loss;
   try {
     options.training.loss.kind = parse_loss_kind(*loss);
   } catch (const Error& e) {
     throw UsageError(std::string("--loss: ") + e.what());
   }
-  options.training.loss.class_dim = args.get_int("class-dim", 1, -64, 63);
-  if (auto ignore = args.get("ignore-index"))
+  options.training.loss.class_dim = f.class_dim.value_or(1);
+  if (const auto& ignore = f.ignore_index)
     options.training.loss.ignore_index =
-        *ignore == "none"
-            ? std::nullopt
-            : std::optional<int64_t>(args.get_int("ignore-index", -100, INT64_MIN, INT64_MAX));
-  if (auto smoothing = args.get("label-smoothing")) {
-    const double v = parse_double(*smoothing, "label-smoothing");
+        *ignore == "none" ? std::nullopt
+                          : std::optional<int64_t>(parse_int(*ignore, "--ignore-index"));
+  if (const auto& smoothing = f.label_smoothing) {
+    const double v = *smoothing;
     if (!(v >= 0 && v <= 1))
-      throw UsageError("--label-smoothing: " + *smoothing + " is not between 0 and 1");
+      throw UsageError("--label-smoothing: " + detail::concat(v) + " is not between 0 and 1");
     if (options.training.loss.kind != LossKind::CrossEntropy)
       throw UsageError("--label-smoothing is for --loss cross_entropy");
     options.training.loss.label_smoothing = v;
   }
-  options.training.loss.output = args.get("output").value_or("");
-  for (const auto& list : args.all("freeze"))
+  options.training.loss.output = f.output.value_or("");
+  for (const auto& list : f.freeze)
     for (const auto& name : split_list(list)) options.training.freeze.push_back(name);
-  if (auto precision = parse_precision(args)) options.training.precision = *precision;
-  options.training.sync_batch_norm = args.has("sync-batchnorm");
-  for (const char* option : {"loss-scale", "loss-scale-growth-interval"})
-    if (args.has(option) && options.training.precision != DType::Float16)
-      throw UsageError(std::string("--") + option +
-                       ": only float16 training scales its loss (--precision float16)");
-  if (auto scale = args.get("loss-scale")) {
-    const double v = parse_double(*scale, "loss-scale");
-    if (!(v > 0) || !std::isfinite(static_cast<float>(v)))
-      throw UsageError("--loss-scale: " + *scale + " is not a positive float32");
-    options.loss_scaling.init_scale = v;
+  if (auto precision = precision_of(f.precision)) options.training.precision = *precision;
+  options.training.sync_batch_norm = f.sync_batchnorm;
+  const bool scales_loss = options.training.precision == DType::Float16;
+  if (!scales_loss && (f.loss_scale || f.loss_scale_growth_interval))
+    throw UsageError(std::string(f.loss_scale ? "--loss-scale" : "--loss-scale-growth-interval") +
+                     ": only float16 training scales its loss (--precision float16)");
+  if (const auto& scale = f.loss_scale) {
+    if (!(*scale > 0) || !std::isfinite(static_cast<float>(*scale)))
+      throw UsageError("--loss-scale: " + detail::concat(*scale) + " is not a positive float32");
+    options.loss_scaling.init_scale = *scale;
   }
-  if (auto clip = args.get("clip-grad-norm")) {
-    const double v = parse_double(*clip, "clip-grad-norm");
-    if (!(v > 0) || !std::isfinite(v))
-      throw UsageError("--clip-grad-norm: " + *clip + " is not a positive number");
-    options.max_grad_norm = v;
+  if (const auto& clip = f.clip_grad_norm) {
+    if (!(*clip > 0))
+      throw UsageError("--clip-grad-norm: " + detail::concat(*clip) + " is not a positive number");
+    options.max_grad_norm = *clip;
   }
-  options.loss_scaling.growth_interval = args.get_int(
-      "loss-scale-growth-interval", options.loss_scaling.growth_interval, 1, int64_t(1) << 40);
+  options.loss_scaling.growth_interval =
+      f.loss_scale_growth_interval.value_or(options.loss_scaling.growth_interval);
   return options;
 }
 
 /// --lr-schedule, --lr-warmup and --lr-warmup-start.
-LrSchedule parse_lr_schedule_options(const Args& args) {
+LrSchedule parse_lr_schedule_options(const TrainFlags& f) {
   LrSchedule schedule;
   try {
-    if (auto text = args.get("lr-schedule")) schedule = parse_lr_schedule(*text);
+    if (const auto& text = f.lr_schedule) schedule = parse_lr_schedule(*text);
   } catch (const Error& e) {
     throw UsageError(std::string("--lr-schedule: ") + e.what());
   }
-  schedule.warmup_steps = args.get_int("lr-warmup", 0, 0, int64_t(1) << 40);
-  if (auto start = args.get("lr-warmup-start")) {
-    if (!args.has("lr-warmup")) throw UsageError("--lr-warmup-start needs --lr-warmup N");
-    const double v = parse_double(*start, "lr-warmup-start");
-    if (!(v > 0 && v <= 1)) throw UsageError("--lr-warmup-start: " + *start + " is not in (0, 1]");
-    schedule.warmup_start_factor = v;
+  schedule.warmup_steps = f.lr_warmup.value_or(0);
+  if (const auto& start = f.lr_warmup_start) {
+    if (!(*start > 0 && *start <= 1))
+      throw UsageError("--lr-warmup-start: " + detail::concat(*start) + " is not in (0, 1]");
+    schedule.warmup_start_factor = *start;
   }
   return schedule;
 }
 
-std::map<std::string, std::string> input_files(const Args& args, const char* option) {
+std::map<std::string, std::string> input_files(const std::vector<std::string>& specs,
+                                               const char* option) {
   std::map<std::string, std::string> files;
-  for (const auto& spec : args.all(option)) {
+  for (const auto& spec : specs) {
     auto [name, path] = split_assignment(spec, option);
     if (files.count(name))
       throw UsageError(std::string("--") + option + " '" + name + "' given twice");
@@ -344,64 +461,46 @@ void say_if_exported_for_inference(const Graph& graph, const std::string& path) 
 }
 
 // --log-every, and whether the progress goes to a terminal.
-ProgressOptions progress_options(const Args& args) {
+ProgressOptions progress_options(const std::optional<int64_t>& log_every) {
   ProgressOptions options;
-  options.every_steps = args.get_int("log-every", 0, 1, int64_t(1) << 40);
+  options.every_steps = log_every.value_or(0);
   options.terminal = isatty(STDERR_FILENO);
   return options;
 }
 
-}  // namespace
-
-int train_command(int argc, char** argv, int first) {
-  Args args(argc, argv, first, train_option_specs());
-  if (args.positionals().size() != 1)
-    throw UsageError("expected exactly one model file (see --help)");
-  const std::string model_path = args.positionals()[0];
-  if (args.has("sync-batchnorm") && args.has("distributed"))
-    throw UsageError(
-        "--sync-batchnorm sums batch statistics over the devices of one process, not over "
-        "--distributed ranks");
-  if (args.has("sync-batchnorm") && args.has("export-training-graph"))
-    throw UsageError(
-        "--export-training-graph writes ai.onnx nodes only, and ONNX has no sum over replicas: "
-        "export without --sync-batchnorm");
+int train(const TrainFlags& f, const CLI::App& app) {
+  const std::string& model_path = f.model;
+  if (!f.steps && !f.epochs) throw UsageError("give --steps N or --epochs N");
   // Before the devices are parsed: the ranks on a host share its cores.
-  std::optional<DistributedRun> dist = start_distributed(args);
+  std::optional<DistributedRun> dist = start_distributed(f.distributed);
   const bool writes = !dist || dist->is_root();  // only rank 0 writes files
-  TrainerOptions options = parse_trainer_options(args);
-  if (dist) options.parallel.device_ids = rank_devices(*dist, args, options.parallel.device_ids);
-  auto save = args.get("save");
-  if (!save) throw UsageError("--save OUT.onnx is required");
-  if (args.has("shuffle") && args.has("no-shuffle"))
-    throw UsageError("--shuffle and --no-shuffle contradict each other");
-  if (args.has("val-target") && !args.has("val-input"))
-    throw UsageError("--val-target needs --val-input");
-  int64_t batch = args.get_int("batch", 0, 1, int64_t(1) << 30);
-  if (batch == 0) throw UsageError("--batch N is required");
-  int64_t checkpoint_every = args.get_int("checkpoint-every", 0, 1, int64_t(1) << 40);
-  int64_t warmup_steps = args.get_int("warmup-steps", 1, 0, int64_t(1) << 40);
-  const ProgressOptions shown = progress_options(args);
-  std::string json_path = args.get("json").value_or("");
-  std::string export_path = args.get("export-training-graph").value_or("");
+  TrainerOptions options = parse_trainer_options(f);
+  if (dist)
+    options.parallel.device_ids =
+        rank_devices(*dist, f.devices.devices, options.parallel.device_ids);
+  const std::optional<std::string>& save = f.save;
+  const int64_t batch = *f.batch;
+  const int64_t checkpoint_every = f.checkpoint_every.value_or(0);
+  const int64_t warmup_steps = f.warmup_steps.value_or(1);
+  const ProgressOptions shown = progress_options(f.log_every);
+  const std::string json_path = f.json.value_or("");
+  const std::string export_path = f.export_graph.value_or("");
   if (writes) check_writable(*save, "save");
   if (writes && !json_path.empty()) check_writable(json_path, "json");
   if (writes && !export_path.empty()) check_writable(export_path, "export-training-graph");
 
   const std::vector<Device> devices = options.parallel.device_ids;
-  if (dist) choose_gradient_backend(*dist, args, devices.front());
+  if (dist) choose_gradient_backend(*dist, f.distributed.dist_backend, devices.front());
   // --precision is the training's (TrainingGraphSpec::precision): the model itself stays float32,
   // its parameters the float32 master weights.
-  ModelOptions model_options = parse_model_options(args);
-  model_options.precision = DType::Float32;
+  const ModelOptions compile = model_options(f.devices, std::nullopt);
   // --resume: MODEL is a checkpoint, the training form with the run's state inside.
   std::optional<Checkpoint> checkpoint;
-  if (args.has("resume")) checkpoint = read_checkpoint(model_path);
-  auto model =
-      checkpoint
-          ? std::make_shared<Model>(
-                model_from_graph(checkpoint->graph, model_path, devices.front(), model_options))
-          : std::make_shared<Model>(load_model(model_path, devices.front(), {}, model_options));
+  if (f.resume) checkpoint = read_checkpoint(model_path);
+  auto model = checkpoint
+                   ? std::make_shared<Model>(
+                         model_from_graph(checkpoint->graph, model_path, devices.front(), compile))
+                   : std::make_shared<Model>(load_model(model_path, devices.front(), {}, compile));
   if (writes) say_if_exported_for_inference(model->graph(), model_path);
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<Trainer> single;
@@ -410,24 +509,23 @@ int train_command(int argc, char** argv, int first) {
   else
     single = std::make_unique<Trainer>(model, options);
   Trainer& trainer = ddp ? ddp->trainer() : *single;
-  if (trainer.needs_target() && !args.has("target"))
+  if (trainer.needs_target() && !f.target)
     throw UsageError("--loss " + loss_kind_name(options.training.loss.kind) +
                      " needs --target FILE.npy");
-  if (!trainer.needs_target() && args.has("target"))
+  if (!trainer.needs_target() && f.target)
     throw UsageError("--loss none takes no --target: the model's output is the loss");
 
   TrainingDataFiles data_options;
   data_options.input_names = model->input_names();
-  data_options.files = apply_initializer_overrides(*model, input_files(args, "input"));
+  data_options.files = apply_initializer_overrides(*model, input_files(f.inputs, "input"));
   check_input_names(data_options.files, data_options.input_names);
-  if (args.has("target"))
-    check_target_fits(model->graph(), options.training.loss, *args.get("target"));
-  data_options.target_file = args.get("target").value_or("");
+  if (f.target) check_target_fits(model->graph(), options.training.loss, *f.target);
+  data_options.target_file = f.target.value_or("");
   data_options.labels = class_labels(*model, options.training.loss);
   data_options.dim = options.parallel.dim;
   data_options.batch = batch;
-  data_options.shuffle = args.has("shuffle") || (args.has("epochs") && !args.has("no-shuffle"));
-  data_options.seed = static_cast<uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  data_options.shuffle = f.shuffle || (f.epochs && !f.no_shuffle);
+  data_options.seed = static_cast<uint64_t>(f.seed.value_or(0));
   for (const Device& d : devices)  // batches for an accelerator are gathered where it reads fast
     if (d.type != DeviceType::CPU) {
       data_options.pin_for = d;
@@ -435,27 +533,27 @@ int train_command(int argc, char** argv, int first) {
     }
   // Batches per optimizer step: their gradients are summed, weighted by their shares of the
   // step's rows, before one update.
-  const int64_t accumulate = args.get_int("accumulate", 1, 1, 1 << 20);
+  const int64_t accumulate = f.accumulate.value_or(1);
   data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
   TrainingData data = read_training_data(data_options);
-  Schedule schedule = parse_schedule(args, data.batches_per_epoch(), accumulate);
+  Schedule schedule = parse_schedule(f, data.batches_per_epoch(), accumulate);
 
   std::optional<Validation> validation;
-  if (args.has("val-input")) {
+  if (!f.val_inputs.empty()) {
     TrainingDataFiles val = data_options;
-    val.files = input_files(args, "val-input");
-    val.target_file = args.get("val-target").value_or("");
+    val.files = input_files(f.val_inputs, "val-input");
+    val.target_file = f.val_target.value_or("");
     val.option_prefix = "val-";
     val.shuffle = false;
     if (trainer.needs_target() && val.target_file.empty())
       throw UsageError("--val-input needs --val-target for this loss");
     validation.emplace(*model, options.training.loss, read_training_data(val));
   }
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(args, trainer);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(f, trainer);
   const double base_lr = optimizer->lr();
   const std::vector<std::optional<double>> group_lrs =
-      parameter_group_lrs(args, trainer.parameter_names(), trainer.parameters());
-  const LrSchedule lr_schedule = parse_lr_schedule_options(args);
+      parameter_group_lrs(f.param_lr, trainer.parameter_names(), trainer.parameters());
+  const LrSchedule lr_schedule = parse_lr_schedule_options(f);
   const CheckpointedRun checkpointed{
       .model = *model,
       .parameter_names = trainer.parameter_names(),
@@ -490,7 +588,7 @@ int train_command(int argc, char** argv, int first) {
     // Before any gradient is summed: every option but the per-rank ones (devices, threads,
     // file paths, what only rank 0 does; per_rank_options() in tools/distributed_cli.cpp says
     // why each), the model and the data's rows must be alike on every rank.
-    dist->option_facts = option_facts(args, train_option_specs());
+    dist->option_facts = option_facts(app);
     check_ranks_agree_to_start(*dist, *model,
                                {{"the rows of training data", "", std::to_string(data.rows())}});
   }
@@ -574,6 +672,20 @@ int train_command(int argc, char** argv, int first) {
                 static_cast<long long>(schedule.steps), static_cast<double>(scaler->scale()));
   std::printf("; saved %s\n", save->c_str());
   return 0;
+}
+
+}  // namespace
+
+int train_command(int argc, char** argv, int first) {
+  TrainFlags flags;
+  auto app = train_app(flags);
+  parse_command_line(*app, argc, argv, first);
+  return train(flags, *app);
+}
+
+std::string train_help() {
+  TrainFlags flags;
+  return command_help(*train_app(flags));
 }
 
 }  // namespace dprun::cli
