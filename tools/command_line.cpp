@@ -169,12 +169,11 @@ CLI::Option* add_number(CLI::App& app, const std::string& name, const std::strin
   return checked(option->type_name(value_name), [name, rule](const std::string& text) {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    const bool number = !text.empty() && *end == '\0' && std::isfinite(v);
-    if (rule == NumberRule::Finite && !number)
+    if (text.empty() || *end != '\0' || !std::isfinite(v))
       throw UsageError(name + " must be a number, got '" + text + "'");
-    if (rule == NumberRule::NonNegative && !(number && v >= 0))
+    if (rule == NumberRule::NonNegative && v < 0)
       throw UsageError(name + " must be a number >= 0, got '" + text + "'");
-    if (rule == NumberRule::Positive && !(number && v > 0))
+    if (rule == NumberRule::Positive && !(v > 0))
       throw UsageError(name + " must be a positive number, got '" + text + "'");
   });
 }
@@ -187,6 +186,9 @@ void parse_command_line(CLI::App& app, int argc, char** argv, int first) {
   } catch (const CLI::ArgumentMismatch& e) {
     throw value_count_error(e);
   } catch (const CLI::RequiredError& e) {
+    // CLI11 checks requirements before it reports unknown words: a mistyped option is the
+    // likelier mistake ("--optimiser sgd" leaves --optimizer missing), so it comes first.
+    if (!app.remaining().empty()) throw unexpected_argument(app);
     if (std::string(e.what()).rfind("model", 0) == 0)
       throw UsageError("expected one model file (see --help)");
     throw UsageError(e.what());

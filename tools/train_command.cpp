@@ -272,7 +272,9 @@ std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::
     char* end = nullptr;
     const std::string lr_text = item.substr(eq + 1);
     const double lr = std::strtod(lr_text.c_str(), &end);
-    if (lr_text.empty() || *end != '\0' || !std::isfinite(lr) || lr < 0)
+    if (lr_text.empty() || *end != '\0')
+      throw UsageError("--param-lr must be a number, got '" + lr_text + "'");
+    if (!std::isfinite(lr) || lr < 0)
       throw UsageError("--param-lr: '" + item + "' gives an lr that is not a number >= 0");
     for (size_t i : parameters_named("param-lr", pattern, names, parameters)) {
       if (!group_of[i].empty())

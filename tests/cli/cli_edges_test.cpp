@@ -56,7 +56,7 @@ TEST(CliEdges, EachCommandsHelpShowsItsOwnOptions) {
   const std::vector<Case> cases = {
       {"train",
        "usage: dprun train MODEL.onnx",
-       "  --optimizer O --lr F ",
+       "  --optimizer O          sgd | adam | adamw (required)",
        {"--sweep", "--output-dir", "--data DIR", "--profile"}},
       {"run",
        "usage: dprun [run] MODEL.onnx",

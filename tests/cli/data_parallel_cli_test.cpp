@@ -295,8 +295,7 @@ TEST(BenchCli, RoundsOutsideTheirRangeOrWithDistributedAreUsageErrors) {
       << r.output;
   r = run_dprun(model + " --rounds 2 --distributed");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("--rounds is not available with --distributed"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("--rounds excludes --distributed"), std::string::npos) << r.output;
 }
 
 TEST(BenchCli, ProfileListsOpTypes) {
@@ -332,9 +331,7 @@ TEST(BenchCli, ProfilesAreRefusedWithDistributed) {
   auto r = run_dprun("bench " + source_path("models/mlp.onnx") +
                      " --devices cpu:0 --distributed --profile-nodes");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("--profile and --profile-nodes are not available with --distributed"),
-            std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("--profile-nodes excludes --distributed"), std::string::npos) << r.output;
 }
 
 }  // namespace

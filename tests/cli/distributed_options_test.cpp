@@ -49,7 +49,7 @@ TEST(DistributedOptions, AreUsageErrorsWithoutDistributed) {
     auto r = run_dprun(train_args(save) + " " + option);
     EXPECT_EQ(r.status, 2);
     std::string name = std::string(option).substr(0, std::string(option).find(' '));
-    EXPECT_EQ(r.output, "dprun: error: " + name + " needs --distributed\n");
+    EXPECT_EQ(r.output, "dprun: error: " + name + " requires --distributed\n");
   }
   auto r = run_dprun(train_args(save) + " --distributed --timeout 0");
   EXPECT_EQ(r.status, 2);

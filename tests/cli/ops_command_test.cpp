@@ -78,7 +78,7 @@ TEST(OpsCommand, PlainTableHasAHeaderAndOneRowPerOp) {
 }
 
 TEST(OpsCommand, RefusesArguments) {
-  expect_usage_error(run_dprun("ops model.onnx"), "ops takes no arguments, got 'model.onnx'");
+  expect_usage_error(run_dprun("ops model.onnx"), "unexpected argument 'model.onnx' (see --help)");
 }
 
 TEST(OpsCommand, HasHelp) {

@@ -116,6 +116,8 @@ TEST(PrecisionCli, ConformanceConvertsEachTest) {
       << r.output;
 }
 
+const std::string kMlpData = "models/training/mlp_sgd";
+
 TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
   const std::string model = source_path("models/mlp.onnx");
   expect_usage_error(run_dprun(model + " --precision float64"),
@@ -125,8 +127,13 @@ TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
   expect_usage_error(run_dprun("conformance --precision half"),
                      "--precision: 'half' is not float32, float16 or bfloat16");
   expect_usage_error(run_dprun("conformance --precision float16 --via-cli"),
-                     "--precision runs in process: leave out --via-cli");
-  const std::string train = "train " + model + " --loss mse ";
+                     "--via-cli excludes --precision");
+  // A complete command line but for the option under test.
+  const std::string data = source_path(kMlpData);
+  const std::string train = "train " + data + ".onnx --input x=" + data + ".x.npy --target " +
+                            data + ".target.npy --loss cross_entropy --optimizer sgd --lr 0.1 " +
+                            "--batch 10 --steps 1 --save " +
+                            scratch_path("dprun_precision_refused.onnx").string() + " ";
   const std::vector<std::pair<std::string, std::string>> train_errors = {
       {"--precision float64", "--precision: 'float64' is not float32, float16 or bfloat16"},
       {"--precision bfloat16 --loss-scale 8",
@@ -135,13 +142,11 @@ TEST(PrecisionCli, OtherPrecisionsAndCommandsAreUsageErrors) {
        "--loss-scale-growth-interval: only float16 training scales its loss (--precision "
        "float16)"},
       {"--precision float16 --loss-scale 0", "--loss-scale: 0 is not a positive float32"},
-      {"--precision float16 --loss-scale 1e39", "--loss-scale: 1e39 is not a positive float32"},
+      {"--precision float16 --loss-scale 1e39", "--loss-scale: 1e+39 is not a positive float32"},
   };
   for (const auto& [options, message] : train_errors)
     expect_usage_error(run_dprun(train + options), message);
 }
-
-const std::string kMlpData = "models/training/mlp_sgd";
 
 std::string train_mlp_command(const std::string& precision, const fs::path& dir,
                               const std::string& more = "") {
