@@ -18,10 +18,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda_op_cases.h"
 #include "cuda_test_util.h"
 #include "engine/kernel.h"
 #include "kernel_test_util.h"
+#include "op_cases/op_cases.h"
 #include "op_test_util.h"
 #include "ops/cuda/elementwise_layout.h"
 

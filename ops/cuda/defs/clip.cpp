@@ -6,7 +6,7 @@ namespace dprun::cuda_ew {
 namespace {
 
 // Defined outside impl "elementwise": that table's generic shapes and legacy-broadcast
-// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+// variants do not fit this op; tests/op_cases/clip_pad_range_cases.cpp covers it.
 DPRUN_REGISTER_KERNEL({.op_type = "Clip",
                        .since = 1,
                        .device = DeviceType::CUDA,

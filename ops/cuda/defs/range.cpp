@@ -5,7 +5,7 @@ namespace dprun::cuda_ew {
 namespace {
 
 // Registered outside impl "elementwise": that table's generic shapes and legacy-broadcast
-// variants do not fit this op; tests/cuda/cuda_clip_pad_range_test.cpp covers it.
+// variants do not fit this op; tests/op_cases/clip_pad_range_cases.cpp covers it.
 DPRUN_REGISTER_KERNEL({.op_type = "Range",
                        .since = 11,
                        .device = DeviceType::CUDA,

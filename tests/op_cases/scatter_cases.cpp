@@ -12,17 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
+#include "op_cases/op_cases.h"
 
 namespace dprun {
 namespace {
 
 const std::set<std::string> kCoveredOps = {"ScatterElements", "Scatter"};
 
-using testing::CudaCase;
 using testing::InputSpec;
 using testing::node_with;
+using testing::OpCase;
 
 /// Random data (and updates) of `dtype` in [lo, hi].
 InputSpec data(Shape shape, DType dtype = DType::Float32, double lo = -50, double hi = 50) {
@@ -37,8 +36,8 @@ InputSpec indices(Shape shape, int64_t dim, DType dtype = DType::Int64) {
 }
 
 /// A ScatterElements (or Scatter) case: updates are random like `x`, shaped like `i`.
-CudaCase scatter_case(const std::string& name, const std::string& op, int64_t opset, int64_t axis,
-                      const std::string& reduction, InputSpec x, InputSpec i) {
+OpCase scatter_case(const std::string& name, const std::string& op, int64_t opset, int64_t axis,
+                    const std::string& reduction, InputSpec x, InputSpec i) {
   std::map<std::string, Attribute> attrs = {{"axis", Attribute::of_int(axis)}};
   if (!reduction.empty()) attrs["reduction"] = Attribute::of_string(reduction);
   InputSpec u = x;
@@ -49,8 +48,7 @@ CudaCase scatter_case(const std::string& name, const std::string& op, int64_t op
           .opset = opset};
 }
 
-std::vector<CudaCase> make_cases() {
-  std::vector<CudaCase> cases;
+void add_cases(std::vector<OpCase>& cases) {
   auto add = [&](const std::string& name, int64_t opset, int64_t axis, const std::string& reduction,
                  InputSpec x, InputSpec i) {
     cases.push_back(
@@ -121,15 +119,9 @@ std::vector<CudaCase> make_cases() {
       indices({700, 6}, 8));
   add("none_flat_blocks_int32", 13, 0, "", data({600}), indices({2000}, 600, DType::Int32));
   add("none_lines_blocks", 13, 0, "", data({4, 900}), indices({5, 900}, 4));
-  return cases;
 }
 
-const std::vector<CudaCase>& cases() {
-  static const std::vector<CudaCase> all = make_cases();
-  return all;
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaScatter, cases(), kCoveredOps);
+DPRUN_OP_CASES(Scatter, kCoveredOps, add_cases);
 
 }  // namespace
 }  // namespace dprun

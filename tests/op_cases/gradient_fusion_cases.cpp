@@ -8,20 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "op_cases/op_cases.h"
 
 namespace dprun {
 namespace {
 
 const std::set<std::string> kCoveredOps = {"BatchNormTrainingGrad", "ReluGrad"};
 
-using testing::CudaCase;
 using testing::dims_name;
 using testing::floats;
 using testing::InputSpec;
 using testing::node_with;
+using testing::OpCase;
 
 Node rewrite_node(const std::string& op, std::vector<std::string> inputs,
                   std::vector<std::string> outputs) {
@@ -31,8 +30,7 @@ Node rewrite_node(const std::string& op, std::vector<std::string> inputs,
   return n;
 }
 
-std::vector<CudaCase> batch_norm_cases() {
-  std::vector<CudaCase> cases;
+void add_batch_norm_cases(std::vector<OpCase>& cases) {
   for (const Shape& x : std::vector<Shape>{
            {4, 3, 5, 6}, {6, 4}, {3, 2, 7}, {2, 3, 2, 3, 4}, {2, 2, 1500}, {0, 3, 4, 4}}) {
     Node n = rewrite_node("BatchNormTrainingGrad", {"x", "dy", "scale"}, {"dx", "dscale", "db"});
@@ -42,11 +40,9 @@ std::vector<CudaCase> batch_norm_cases() {
                      .inputs = {floats(x), floats(x), floats({x[1]}, 0.5, 2.0)},
                      .opset = 1});
   }
-  return cases;
 }
 
-std::vector<CudaCase> relu_grad_cases() {
-  std::vector<CudaCase> cases;
+void add_relu_grad_cases(std::vector<OpCase>& cases) {
   struct Shapes {
     Shape dy, x;
   };
@@ -61,19 +57,9 @@ std::vector<CudaCase> relu_grad_cases() {
                        .inputs = {dy, x},
                        .opset = 1});
     }
-  return cases;
 }
 
-const std::vector<CudaCase>& all_cases() {
-  static const std::vector<CudaCase> cases = [] {
-    std::vector<CudaCase> c = batch_norm_cases();
-    for (CudaCase& r : relu_grad_cases()) c.push_back(std::move(r));
-    return c;
-  }();
-  return cases;
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaGradientFusion, all_cases(), kCoveredOps);
+DPRUN_OP_CASES(GradientFusion, kCoveredOps, add_batch_norm_cases, add_relu_grad_cases);
 
 }  // namespace
 }  // namespace dprun

@@ -1,13 +1,12 @@
 // The cuDNN-backed CUDA kernels (Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool,
 // GlobalAveragePool, BatchNormalization, LRN; Conv, ConvTranspose, the poolings and
 // BatchNormalization in float16 and bfloat16 too), BatchNormalization's training-mode kernel
-// (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu), each compared with the
-// CPU kernel on the same random inputs through the shared case table (cuda_op_cases.h): with a GPU,
-// one-node models run on cuda:0 and cpu:0; without one, the table is checked against the registry.
-// The geometry cases aim at both of each kernel's paths: cuDNN's own symmetric padding, and the
-// explicit padding (or cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode and
-// output_shape. A last test, needing no GPU, checks the attribute combinations that are declined so
-// that their nodes run on the host.
+// (batch_norm_training.cu) and MaxPool with Indices (max_pool_indices.cu): their cases, each run
+// on a device and on the CPU on the same random inputs (op_cases.h). The geometry cases aim at
+// both of each kernel's paths: cuDNN's own symmetric padding, and the explicit padding (or
+// cropping) used for asymmetric pads, SAME_* with odd totals, ceil_mode and output_shape. The
+// attribute combinations declined so that their nodes run on the host are checked in
+// tests/unit/cuda_declines_test.cpp.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
+#include "op_cases/op_cases.h"
 
 namespace dprun {
 namespace {
@@ -31,9 +29,9 @@ const std::set<std::string> kCoveredOps = {"Conv",
                                            "BatchNormalization",
                                            "LRN"};
 
-using testing::CudaCase;
 using testing::floats;
 using testing::node_with;
+using testing::OpCase;
 
 using Attrs = std::map<std::string, Attribute>;
 
@@ -41,7 +39,7 @@ Attribute ints(std::vector<int64_t> v) {
   return Attribute::of_ints(std::move(v));
 }
 
-void add_conv_cases(std::vector<CudaCase>& cases) {
+void add_conv_cases(std::vector<OpCase>& cases) {
   struct ConvCase {
     std::string name;
     Shape x, w;
@@ -96,12 +94,12 @@ void add_conv_cases(std::vector<CudaCase>& cases) {
   };
   for (const ConvCase& c : table)
     for (bool bias : {false, true}) {
-      CudaCase cc{.name = "Conv_" + c.name + (bias ? "_bias" : ""),
-                  .node = node_with("Conv",
-                                    bias ? std::vector<std::string>{"x", "w", "b"}
-                                         : std::vector<std::string>{"x", "w"},
-                                    c.attrs),
-                  .inputs = {floats(c.x), floats(c.w)}};
+      OpCase cc{.name = "Conv_" + c.name + (bias ? "_bias" : ""),
+                .node = node_with("Conv",
+                                  bias ? std::vector<std::string>{"x", "w", "b"}
+                                       : std::vector<std::string>{"x", "w"},
+                                  c.attrs),
+                .inputs = {floats(c.x), floats(c.w)}};
       if (bias) cc.inputs.push_back(floats({c.w[0]}));
       cases.push_back(std::move(cc));
     }
@@ -109,15 +107,15 @@ void add_conv_cases(std::vector<CudaCase>& cases) {
   // window and groups, each with a bias (added to the rounded product on the GPU).
   for (DType dtype : {DType::Float16, DType::BFloat16})
     for (const ConvCase& c : {table[0], table[2], table[4], table[6]}) {
-      CudaCase cc{.name = "Conv_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
-                  .node = node_with("Conv", {"x", "w", "b"}, c.attrs),
-                  .inputs = {floats(c.x), floats(c.w), floats({c.w[0]})}};
+      OpCase cc{.name = "Conv_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
+                .node = node_with("Conv", {"x", "w", "b"}, c.attrs),
+                .inputs = {floats(c.x), floats(c.w), floats({c.w[0]})}};
       for (testing::InputSpec& input : cc.inputs) input.dtype = dtype;
       cases.push_back(std::move(cc));
     }
 }
 
-void add_conv_transpose_cases(std::vector<CudaCase>& cases) {
+void add_conv_transpose_cases(std::vector<OpCase>& cases) {
   struct ConvTransposeCase {
     std::string name;
     Shape x, w;
@@ -176,12 +174,12 @@ void add_conv_transpose_cases(std::vector<CudaCase>& cases) {
   };
   for (const ConvTransposeCase& c : table)
     for (bool bias : {false, true}) {
-      CudaCase cc{.name = "ConvTranspose_" + c.name + (bias ? "_bias" : ""),
-                  .node = node_with("ConvTranspose",
-                                    bias ? std::vector<std::string>{"x", "w", "b"}
-                                         : std::vector<std::string>{"x", "w"},
-                                    c.attrs),
-                  .inputs = {floats(c.x), floats(c.w)}};
+      OpCase cc{.name = "ConvTranspose_" + c.name + (bias ? "_bias" : ""),
+                .node = node_with("ConvTranspose",
+                                  bias ? std::vector<std::string>{"x", "w", "b"}
+                                       : std::vector<std::string>{"x", "w"},
+                                  c.attrs),
+                .inputs = {floats(c.x), floats(c.w)}};
       if (bias) cc.inputs.push_back(bias_of(c));
       cases.push_back(std::move(cc));
     }
@@ -190,9 +188,9 @@ void add_conv_transpose_cases(std::vector<CudaCase>& cases) {
   // groups and a 1-D window, each with a bias.
   for (DType dtype : {DType::Float16, DType::BFloat16})
     for (const ConvTransposeCase& c : {table[1], table[2], table[6], table[9], table[11]}) {
-      CudaCase cc{.name = "ConvTranspose_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
-                  .node = node_with("ConvTranspose", {"x", "w", "b"}, c.attrs),
-                  .inputs = {floats(c.x), floats(c.w), bias_of(c)}};
+      OpCase cc{.name = "ConvTranspose_" + c.name + "_bias_" + std::string(dtype_name(dtype)),
+                .node = node_with("ConvTranspose", {"x", "w", "b"}, c.attrs),
+                .inputs = {floats(c.x), floats(c.w), bias_of(c)}};
       for (testing::InputSpec& input : cc.inputs) input.dtype = dtype;
       cases.push_back(std::move(cc));
     }
@@ -208,7 +206,7 @@ struct IndicesCase {
   std::vector<std::string> outputs = {"y", "indices"};
 };
 
-CudaCase indices_case(const IndicesCase& c) {
+OpCase indices_case(const IndicesCase& c) {
   Node node = node_with("MaxPool", {"x"}, c.attrs);
   node.outputs = c.outputs;
   const double lo = c.dtype == DType::UInt8 ? 0 : -2;
@@ -217,7 +215,7 @@ CudaCase indices_case(const IndicesCase& c) {
           .inputs = {{.shape = c.x, .dtype = c.dtype, .lo = lo, .hi = lo + 4, .whole = true}}};
 }
 
-void add_pool_cases(std::vector<CudaCase>& cases) {
+void add_pool_cases(std::vector<OpCase>& cases) {
   struct PoolCase {
     std::string name;
     Shape x;
@@ -365,7 +363,7 @@ void add_pool_cases(std::vector<CudaCase>& cases) {
   }
 }
 
-void add_norm_cases(std::vector<CudaCase>& cases) {
+void add_norm_cases(std::vector<OpCase>& cases) {
   struct BnCase {
     std::string name;
     Shape x;
@@ -394,7 +392,7 @@ void add_norm_cases(std::vector<CudaCase>& cases) {
       const int64_t ch = c.x[1];
       std::string name = "BatchNormalization_" + c.name + "_";
       name += dtype_name(dtype);
-      CudaCase cc{
+      OpCase cc{
           .name = name,
           .node = node_with("BatchNormalization", {"x", "scale", "b", "mean", "var"}, c.attrs),
           .inputs = {floats(c.x), floats({ch}), floats({ch}), floats({ch}), floats({ch}, 0.1, 2.0)},
@@ -461,85 +459,8 @@ void add_norm_cases(std::vector<CudaCase>& cases) {
        .inputs = {floats({2, 9, 5})}});
 }
 
-const std::vector<CudaCase>& all_cases() {
-  static const std::vector<CudaCase> cases = [] {
-    std::vector<CudaCase> c;
-    add_conv_cases(c);
-    add_conv_transpose_cases(c);
-    add_pool_cases(c);
-    add_norm_cases(c);
-    return c;
-  }();
-  return cases;
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaCudnn, all_cases(), kCoveredOps);
-
-/// The impl of the CUDA kernel built for the node; empty when none is (it runs on the host).
-std::string cuda_impl(const Node& node, std::vector<testing::InputSpec> inputs, int64_t opset) {
-  const CudaCase c{.name = node.op_type, .node = node, .inputs = std::move(inputs), .opset = opset};
-  const KernelDef* chosen = nullptr;
-  if (!KernelRegistry::instance().create(testing::cuda_kernel_info(c), nullptr, "", &chosen))
-    return "";
-  return chosen->impl;
-}
-
-/// True when a CUDA kernel is built for the node (else it runs on the host).
-bool runs_on_cuda(const Node& node, std::vector<testing::InputSpec> inputs, int64_t opset) {
-  return !cuda_impl(node, std::move(inputs), opset).empty();
-}
-
-TEST(CudaCudnnDeclines, AttributeCombinationsCuDnnCannotRunFallBackToTheHost) {
-  const Attrs window = {{"kernel_shape", ints({2, 2})}};
-  // MaxPool with its Indices output: only the Y output has a cuDNN counterpart, the rest runs
-  // on max_pool_indices.cu, up to 3 spatial dims.
-  Node max_pool = node_with("MaxPool", {"x"}, window);
-  EXPECT_EQ(cuda_impl(max_pool, {floats({1, 2, 4, 4})}, 12), "cudnn");
-  max_pool.outputs = {"y", "indices"};
-  EXPECT_EQ(cuda_impl(max_pool, {floats({1, 2, 4, 4})}, 12), "indices");
-  Node max_pool_4d = node_with("MaxPool", {"x"}, {{"kernel_shape", ints({2, 2, 2, 2})}});
-  max_pool_4d.outputs = max_pool.outputs;
-  EXPECT_FALSE(runs_on_cuda(max_pool_4d, {floats({1, 1, 3, 3, 3, 3})}, 12));
-  // Pooling with dilations (cuDNN pooling has none).
-  Attrs dilated = window;
-  dilated["dilations"] = ints({2, 1});
-  EXPECT_FALSE(runs_on_cuda(node_with("MaxPool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 12));
-  EXPECT_FALSE(runs_on_cuda(node_with("AveragePool", {"x"}, dilated), {floats({1, 2, 6, 6})}, 19));
-
-  // BatchNormalization: inference on cuDNN; training mode (opset 14+ by attribute, before by
-  // extra outputs) on batch_norm_training.cu, except per-activation parameters (spatial=0
-  // before opset 9) and 16-bit floats.
-  const std::vector<testing::InputSpec> bn_inputs = {floats({2, 3, 4}), floats({3}), floats({3}),
-                                                     floats({3}), floats({3}, 0.1, 2.0)};
-  const std::vector<std::string> bn_in = {"x", "scale", "b", "mean", "var"};
-  EXPECT_TRUE(runs_on_cuda(node_with("BatchNormalization", bn_in), bn_inputs, 15));
-  Node training = node_with("BatchNormalization", bn_in, {{"training_mode", Attribute::of_int(1)}});
-  training.outputs = {"y", "running_mean", "running_var"};
-  EXPECT_TRUE(runs_on_cuda(training, bn_inputs, 15));
-  Node legacy_training = node_with("BatchNormalization", bn_in);
-  legacy_training.outputs = {"y", "mean", "var", "saved_mean", "saved_var"};
-  EXPECT_TRUE(runs_on_cuda(legacy_training, bn_inputs, 9));
-  Node per_activation = node_with("BatchNormalization", bn_in, {{"spatial", Attribute::of_int(0)}});
-  EXPECT_FALSE(runs_on_cuda(per_activation, bn_inputs, 7));
-  per_activation.outputs = legacy_training.outputs;
-  EXPECT_FALSE(runs_on_cuda(per_activation, bn_inputs, 7));
-  std::vector<testing::InputSpec> half_stats = bn_inputs;
-  half_stats[3].dtype = half_stats[4].dtype = DType::Float16;
-  EXPECT_FALSE(runs_on_cuda(training, half_stats, 15));
-
-  // LRN windows wider than cuDNN's CUDNN_LRN_MAX_N.
-  EXPECT_FALSE(runs_on_cuda(node_with("LRN", {"x"}, {{"size", Attribute::of_int(17)}}),
-                            {floats({1, 20, 2, 2})}, 13));
-  // Conv over 4 spatial dims (cuDNN convolves at most 3).
-  EXPECT_FALSE(runs_on_cuda(node_with("Conv", {"x", "w"}),
-                            {floats({1, 1, 3, 3, 3, 3}), floats({1, 1, 2, 2, 2, 2})}, 17));
-
-  // Each of these still has a kernel on the host to fall back on.
-  for (const Node& n : {max_pool_4d, per_activation}) {
-    KernelInfo info{n, 15, DeviceType::CPU, {}, {}};
-    EXPECT_NE(KernelRegistry::instance().create(info), nullptr) << n.op_type;
-  }
-}
+DPRUN_OP_CASES(ConvPoolNorm, kCoveredOps, add_conv_cases, add_conv_transpose_cases, add_pool_cases,
+               add_norm_cases);
 
 }  // namespace
 }  // namespace dprun

@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
+#include "op_cases/op_cases.h"
 
 namespace dprun {
 namespace {
@@ -24,12 +23,12 @@ const std::set<std::string> kCoveredOps = {"Gather", "Concat", "Split", "Slice",
                                            "Tile",   "Shape",  "Size",  "ConstantOfShape"};
 
 using testing::constant_int64s;
-using testing::CudaCase;
 using testing::dims_name;
 using testing::floats;
 using testing::InputSpec;
 using testing::int64s;
 using testing::node_with;
+using testing::OpCase;
 
 /// One dtype per element size, with bool beside uint8 and both 4- and 8-byte kinds.
 const std::vector<DType> kDtypes = {DType::Bool,  DType::UInt8, DType::Int16,  DType::Float32,
@@ -65,7 +64,7 @@ Node with_outputs(Node node, std::vector<std::string> outputs) {
   return node;
 }
 
-void add_gather_cases(std::vector<CudaCase>& cases) {
+void add_gather_cases(std::vector<OpCase>& cases) {
   auto add = [&](const std::string& name, int64_t axis, std::vector<InputSpec> inputs,
                  int64_t opset = 17) {
     cases.push_back({.name = "Gather_" + name,
@@ -87,7 +86,7 @@ void add_gather_cases(std::vector<CudaCase>& cases) {
   add("opset1", 0, {data({5, 3}), indices({4}, 5)}, 1);
 }
 
-void add_concat_cases(std::vector<CudaCase>& cases) {
+void add_concat_cases(std::vector<OpCase>& cases) {
   auto add = [&](const std::string& name, std::optional<int64_t> axis,
                  std::vector<InputSpec> inputs, int64_t opset = 17) {
     std::map<std::string, Attribute> attrs;
@@ -109,7 +108,7 @@ void add_concat_cases(std::vector<CudaCase>& cases) {
   add("opset11_negative_axis", -2, {data({2, 3, 2}), data({2, 1, 2})}, 11);
 }
 
-void add_split_cases(std::vector<CudaCase>& cases) {
+void add_split_cases(std::vector<OpCase>& cases) {
   auto add = [&](const std::string& name, std::vector<std::string> inputs,
                  std::map<std::string, Attribute> attrs, size_t outputs,
                  std::vector<InputSpec> specs, int64_t opset) {
@@ -138,7 +137,7 @@ void add_split_cases(std::vector<CudaCase>& cases) {
   add("num_outputs_even", {"x"}, {{"num_outputs", Attribute::of_int(2)}}, 2, {data({4, 3})}, 18);
 }
 
-void add_slice_cases(std::vector<CudaCase>& cases) {
+void add_slice_cases(std::vector<OpCase>& cases) {
   const Shape x = {4, 6, 5};
   // From opset 10: starts, ends, axes, steps as inputs ("" for an omitted one).
   auto add = [&](const std::string& name, std::vector<std::string> inputs,
@@ -191,7 +190,7 @@ void add_slice_cases(std::vector<CudaCase>& cases) {
            {{"starts", Attribute::of_ints({0, -3})}, {"ends", Attribute::of_ints({2, kBig})}}, 9);
 }
 
-void add_expand_tile_cases(std::vector<CudaCase>& cases) {
+void add_expand_tile_cases(std::vector<OpCase>& cases) {
   auto expand = [&](const std::string& name, InputSpec x, InputSpec shape, int64_t opset = 13) {
     cases.push_back({.name = "Expand_" + name,
                      .node = node_with("Expand", {"x", "shape"}),
@@ -232,7 +231,7 @@ void add_expand_tile_cases(std::vector<CudaCase>& cases) {
   tile("opset1_negative_axis", data({2, 3}), {int64_scalar(2), int64_scalar(-2)}, 1);
 }
 
-void add_shape_cases(std::vector<CudaCase>& cases) {
+void add_shape_cases(std::vector<OpCase>& cases) {
   auto shape = [&](const std::string& name, InputSpec x, std::map<std::string, Attribute> attrs,
                    int64_t opset) {
     cases.push_back({.name = "Shape_" + name,
@@ -290,21 +289,8 @@ void add_shape_cases(std::vector<CudaCase>& cases) {
   constant_of_shape("opset9", std::nullopt, int64s({4}), 9);
 }
 
-const std::vector<CudaCase>& all_cases() {
-  static const std::vector<CudaCase> cases = [] {
-    std::vector<CudaCase> c;
-    add_gather_cases(c);
-    add_concat_cases(c);
-    add_split_cases(c);
-    add_slice_cases(c);
-    add_expand_tile_cases(c);
-    add_shape_cases(c);
-    return c;
-  }();
-  return cases;
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaDataMovement, all_cases(), kCoveredOps);
+DPRUN_OP_CASES(DataMovement, kCoveredOps, add_gather_cases, add_concat_cases, add_split_cases,
+               add_slice_cases, add_expand_tile_cases, add_shape_cases);
 
 }  // namespace
 }  // namespace dprun

@@ -14,8 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
+#include "op_cases/op_cases.h"
 #include "op_test_util.h"
 
 namespace dprun {
@@ -32,12 +31,12 @@ const std::set<std::string> kCoveredOps = [] {
   return ops;
 }();
 
-using testing::CudaCase;
 using testing::dims_name;
 using testing::floats;
 using testing::InputSpec;
 using testing::int64s;
 using testing::node_with;
+using testing::OpCase;
 
 /// Values each reduction is tested on: positive where a logarithm is taken, near 1 for
 /// products of many elements.
@@ -73,7 +72,7 @@ const std::vector<ReduceShape> kReduceShapes = {
     {"size1_dims", {1, 4, 1, 50}, std::vector<int64_t>{0, 3}, 1},  // merges around 1s
 };
 
-void add_reduce_cases(std::vector<CudaCase>& cases) {
+void add_reduce_cases(std::vector<OpCase>& cases) {
   for (const std::string& op : kReduceOps) {
     const int64_t input_since = op == "ReduceSum" ? 13 : 18;
     for (const ReduceShape& s : kReduceShapes) {
@@ -86,10 +85,10 @@ void add_reduce_cases(std::vector<CudaCase>& cases) {
                        .inputs = {reduce_input(op, s.shape)},
                        .opset = 11});
       // Axes as an input.
-      CudaCase c{.name = op + "_input_" + suffix,
-                 .node = node_with(op, {"x"}, {{"keepdims", Attribute::of_int(s.keepdims)}}),
-                 .inputs = {reduce_input(op, s.shape)},
-                 .opset = input_since};
+      OpCase c{.name = op + "_input_" + suffix,
+               .node = node_with(op, {"x"}, {{"keepdims", Attribute::of_int(s.keepdims)}}),
+               .inputs = {reduce_input(op, s.shape)},
+               .opset = input_since};
       if (s.axes) {
         c.node.inputs.push_back("axes");
         c.inputs.push_back(int64s(*s.axes));
@@ -125,7 +124,7 @@ void add_reduce_cases(std::vector<CudaCase>& cases) {
   }
 }
 
-void add_arg_cases(std::vector<CudaCase>& cases) {
+void add_arg_cases(std::vector<OpCase>& cases) {
   struct ArgShape {
     Shape shape;
     int64_t axis;
@@ -171,7 +170,7 @@ void add_arg_cases(std::vector<CudaCase>& cases) {
       }
 }
 
-void add_layer_norm_cases(std::vector<CudaCase>& cases) {
+void add_layer_norm_cases(std::vector<OpCase>& cases) {
   struct LnShape {
     std::string what;
     Shape x;
@@ -235,7 +234,7 @@ InputSpec cast_input(DType dtype, bool whole) {
   return spec;
 }
 
-void add_cast_cases(std::vector<CudaCase>& cases) {
+void add_cast_cases(std::vector<OpCase>& cases) {
   const std::vector<DType> dtypes = cuda_cast_dtypes();
   for (DType from : dtypes)
     for (DType to : dtypes)
@@ -265,60 +264,8 @@ void add_cast_cases(std::vector<CudaCase>& cases) {
   }
 }
 
-const std::vector<CudaCase>& all_cases() {
-  static const std::vector<CudaCase> cases = [] {
-    std::vector<CudaCase> c;
-    add_reduce_cases(c);
-    add_arg_cases(c);
-    add_layer_norm_cases(c);
-    add_cast_cases(c);
-    return c;
-  }();
-  return cases;
-}
-
-// Without a GPU, at least the table itself is checked: the harness makes every case's inputs
-// and the CPU kernel accepts them.
-TEST(CudaReduceCases, EveryCaseRunsOnTheCpu) {
-  for (const CudaCase& c : all_cases()) {
-    SCOPED_TRACE(c.name);
-    EXPECT_NO_THROW(testing::run_node(c.node, testing::make_inputs(c, 1234), c.opset));
-  }
-}
-
-TEST(CudaCastDeclines, TargetsTheDeviceDoesNotConvertRunOnTheHost) {
-  ASSERT_FALSE(cuda_cast_dtypes().empty());
-  for (DType to : {DType::String}) {
-    SCOPED_TRACE(std::string(dtype_name(to)));
-    const CudaCase cast{
-        .name = "cast",
-        .node = node_with("Cast", {"x"}, {{"to", Attribute::of_int(static_cast<int>(to))}}),
-        .inputs = {floats({2, 3})},
-        .opset = 13};
-    EXPECT_EQ(KernelRegistry::instance().create(testing::cuda_kernel_info(cast)), nullptr);
-    CudaCase like{.name = "cast_like",
-                  .node = node_with("CastLike", {"x", "like"}),
-                  .inputs = {floats({2, 3}), {.shape = {1}, .dtype = to}},
-                  .opset = 15};
-    EXPECT_EQ(KernelRegistry::instance().create(testing::cuda_kernel_info(like)), nullptr);
-  }
-  // Cast-1..5 name the target type by a string: left to the host kernel.
-  const CudaCase named{.name = "named",
-                       .node = node_with("Cast", {"x"}, {{"to", Attribute::of_string("FLOAT16")}}),
-                       .inputs = {floats({2, 3})},
-                       .opset = 5};
-  EXPECT_EQ(KernelRegistry::instance().create(testing::cuda_kernel_info(named)), nullptr);
-  // A supported target is taken.
-  const CudaCase supported{
-      .name = "supported",
-      .node =
-          node_with("Cast", {"x"}, {{"to", Attribute::of_int(static_cast<int>(DType::Float16))}}),
-      .inputs = {floats({2, 3})},
-      .opset = 13};
-  EXPECT_NE(KernelRegistry::instance().create(testing::cuda_kernel_info(supported)), nullptr);
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaReduce, all_cases(), kCoveredOps);
+DPRUN_OP_CASES(Reduce, kCoveredOps, add_reduce_cases, add_arg_cases, add_layer_norm_cases,
+               add_cast_cases);
 
 }  // namespace
 }  // namespace dprun

@@ -1,4 +1,4 @@
-#include "cuda_op_cases.h"
+#include "op_cases/op_cases.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +33,10 @@ InputSpec constant_int64s(std::vector<int64_t> values) {
   return spec;
 }
 
+InputSpec scalar(DType dtype, double value, bool constant) {
+  return {.shape = {}, .dtype = dtype, .lo = value, .hi = value, .constant = constant};
+}
+
 std::string dims_name(const Shape& shape) {
   std::string s;
   for (int64_t d : shape) {
@@ -42,7 +46,7 @@ std::string dims_name(const Shape& shape) {
   return s.empty() ? "scalar" : s;
 }
 
-std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed) {
+std::vector<Tensor> make_inputs(const OpCase& c, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<Tensor> inputs;
   for (const InputSpec& spec : c.inputs) {
@@ -79,7 +83,7 @@ std::vector<Tensor> make_inputs(const CudaCase& c, unsigned seed) {
   return inputs;
 }
 
-KernelInfo cuda_kernel_info(const CudaCase& c) {
+KernelInfo cuda_kernel_info(const OpCase& c) {
   KernelInfo info{c.node, c.opset, DeviceType::CUDA, {}, {}};
   // Values are made only for constant inputs: a case may name a dtype that has no random
   // values (a String target of CastLike) to check that the registry declines it.
@@ -102,14 +106,14 @@ KernelInfo cuda_kernel_info(const CudaCase& c) {
   return info;
 }
 
-void expect_cases_cover_definitions(const std::vector<CudaCase>& cases,
+void expect_cases_cover_definitions(const std::vector<OpCase>& cases,
                                     const std::set<std::string>& covered) {
   std::set<std::string> registered;
   for (const KernelDef& def : KernelRegistry::instance().definitions()) {
     const bool tested_domain = def.domain.empty() || def.domain == kRewriteDomain;
     if (def.device != DeviceType::CUDA || !tested_domain || !covered.count(def.op_type)) continue;
     registered.insert(def.op_type);
-    const bool runs = std::any_of(cases.begin(), cases.end(), [&](const CudaCase& c) {
+    const bool runs = std::any_of(cases.begin(), cases.end(), [&](const OpCase& c) {
       const auto input = static_cast<size_t>(def.dtype_input);
       if (c.node.op_type != def.op_type || c.node.domain != def.domain || c.opset < def.since ||
           c.opset > def.until)
@@ -128,9 +132,9 @@ void expect_cases_cover_definitions(const std::vector<CudaCase>& cases,
     EXPECT_TRUE(registered.count(op)) << op << " has no CUDA kernel";
 }
 
-void expect_every_case_finds_a_cuda_kernel(const std::vector<CudaCase>& cases,
+void expect_every_case_finds_a_cuda_kernel(const std::vector<OpCase>& cases,
                                            const std::set<std::string>& covered) {
-  for (const CudaCase& c : cases) {
+  for (const OpCase& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_TRUE(covered.count(c.node.op_type)) << c.node.op_type << " is not a covered op";
     std::string why;
@@ -138,21 +142,30 @@ void expect_every_case_finds_a_cuda_kernel(const std::vector<CudaCase>& cases,
   }
 }
 
+namespace {
+// The same dtype, shape and bytes.
+void expect_same_bits(const Tensor& got_device, const Tensor& want) {
+  const Tensor got = got_device.to(Device::cpu());
+  ASSERT_EQ(dtype_name(got.dtype()), dtype_name(want.dtype()));
+  ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(want.shape()));
+  const size_t size = dtype_size(want.dtype());
+  const auto* g = static_cast<const unsigned char*>(got.raw_data());
+  const auto* w = static_cast<const unsigned char*>(want.raw_data());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::memcmp(g + i * size, w + i * size, size) != 0) {
+      ADD_FAILURE() << "element " << i << ": device " << got.item_as_double(i) << ", cpu "
+                    << want.item_as_double(i) << " (first difference)";
+      return;
+    }
+}
+}  // namespace
+
 void expect_device_output_matches(const Tensor& got_device, const Tensor& want, double floor) {
   const Tensor got = got_device.to(Device::cpu());
   ASSERT_EQ(dtype_name(got.dtype()), dtype_name(want.dtype()));
   ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(want.shape()));
   if (!is_floating(want.dtype())) {
-    const size_t size = dtype_size(want.dtype());
-    const auto* g = static_cast<const unsigned char*>(got.raw_data());
-    const auto* w = static_cast<const unsigned char*>(want.raw_data());
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      if (std::memcmp(g + i * size, w + i * size, size) != 0) {
-        ADD_FAILURE() << "element " << i << ": cuda " << got.item_as_double(i) << ", cpu "
-                      << want.item_as_double(i) << " (first difference)";
-        return;
-      }
-    }
+    expect_same_bits(got, want);
     return;
   }
   // 16-bit results are rounded from float on both sides: a float result one step apart on the
@@ -168,13 +181,13 @@ void expect_device_output_matches(const Tensor& got_device, const Tensor& want, 
                     : std::isinf(w) ? g == w
                                     : std::fabs(g - w) <= tolerance * std::max(std::fabs(w), floor);
     if (!ok) {
-      ADD_FAILURE() << "element " << i << ": cuda " << g << ", cpu " << w;
+      ADD_FAILURE() << "element " << i << ": device " << g << ", cpu " << w;
       ++reported;
     }
   }
 }
 
-void expect_cuda_matches_cpu(const CudaCase& c, unsigned seed) {
+void expect_device_matches_cpu(const OpCase& c, Device device, unsigned seed) {
   const std::vector<Tensor> values = make_inputs(c, seed);
   std::vector<Tensor> inputs;
   std::map<std::string, Tensor> initializers;
@@ -188,14 +201,59 @@ void expect_cuda_matches_cpu(const CudaCase& c, unsigned seed) {
   }
   const std::vector<Tensor> cpu =
       run_node(c.node, inputs, c.opset, c.node.domain, Device::cpu(), initializers);
-  const std::vector<Tensor> cuda =
-      run_node(c.node, inputs, c.opset, c.node.domain, Device::cuda(0), initializers);
-  ASSERT_EQ(cuda.size(), cpu.size());
+  const std::vector<Tensor> got =
+      run_node(c.node, inputs, c.opset, c.node.domain, device, initializers);
+  ASSERT_EQ(got.size(), cpu.size());
   for (size_t o = 0; o < cpu.size(); ++o) {
     SCOPED_TRACE("output " + std::to_string(o));
-    EXPECT_EQ(cuda[o].device(), Device::cuda(0));
-    expect_device_output_matches(cuda[o], cpu[o], c.floor);
+    EXPECT_EQ(got[o].device(), device);
+    if (device.type == DeviceType::Sim)
+      expect_same_bits(got[o], cpu[o]);
+    else
+      expect_device_output_matches(got[o], cpu[o], c.floor);
   }
+}
+
+namespace {
+std::vector<OpCaseTable>& tables() {
+  static std::vector<OpCaseTable> registered;
+  return registered;
+}
+}  // namespace
+
+const std::vector<OpCase>& OpCaseTable::cases() const {
+  if (!made) {
+    made.emplace();
+    for (AddCases add : adders) add(*made);
+  }
+  return *made;
+}
+
+bool register_op_case_table(OpCaseTable table) {
+  tables().push_back(std::move(table));
+  return true;
+}
+
+const std::vector<OpCaseTable>& op_case_tables() {
+  return tables();
+}
+
+const std::vector<OpCase>& op_cases_of(const std::string& family) {
+  for (const OpCaseTable& table : tables())
+    if (table.family == family) return table.cases();
+  ADD_FAILURE() << "no op case table '" << family << "'";
+  static const std::vector<OpCase> none;
+  return none;
+}
+
+std::vector<OpCase> all_op_cases() {
+  std::vector<OpCase> all;
+  for (const OpCaseTable& table : tables())
+    for (OpCase c : table.cases()) {
+      c.name = table.family + "_" + c.name;
+      all.push_back(std::move(c));
+    }
+  return all;
 }
 
 }  // namespace dprun::testing

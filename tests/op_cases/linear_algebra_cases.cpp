@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_op_cases.h"
-#include "cuda_test_util.h"
+#include "op_cases/op_cases.h"
 
 namespace dprun {
 namespace {
@@ -24,13 +23,13 @@ const std::set<std::string> kCoveredOps = {"MatMul",    "Gemm",    "Softmax", "L
                                            "Transpose", "Reshape", "Flatten", "Squeeze",
                                            "Unsqueeze", "Identity"};
 
-using testing::CudaCase;
 using testing::dims_name;
 using testing::floats;
 using testing::int64s;
 using testing::node_with;
+using testing::OpCase;
 
-void add_matmul_cases(std::vector<CudaCase>& cases) {
+void add_matmul_cases(std::vector<OpCase>& cases) {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{2, 3}, {3, 4}},           // plain
       {{5, 2, 3}, {3, 4}},        // b without batch dims: one GEMM over a's batches
@@ -47,7 +46,7 @@ void add_matmul_cases(std::vector<CudaCase>& cases) {
                      .inputs = {floats(a), floats(b)}});
 }
 
-void add_gemm_cases(std::vector<CudaCase>& cases) {
+void add_gemm_cases(std::vector<OpCase>& cases) {
   const int64_t m = 3, k = 5, n = 4;
   const std::vector<Shape> c_shapes = {{}, {n}, {m, 1}, {m, n}, {1, n}, {1}};
   for (int ta = 0; ta < 2; ++ta)
@@ -82,7 +81,7 @@ void add_gemm_cases(std::vector<CudaCase>& cases) {
                    .inputs = {floats({m, k}), floats({k, n}), floats({m, n})}});
 }
 
-void add_softmax_cases(std::vector<CudaCase>& cases) {
+void add_softmax_cases(std::vector<OpCase>& cases) {
   for (const std::string op : {"Softmax", "LogSoftmax"}) {
     auto add = [&](const std::string& name, Shape shape, int64_t opset,
                    std::optional<int64_t> axis) {
@@ -115,7 +114,7 @@ void add_softmax_cases(std::vector<CudaCase>& cases) {
   }
 }
 
-void add_transpose_cases(std::vector<CudaCase>& cases) {
+void add_transpose_cases(std::vector<OpCase>& cases) {
   const std::vector<std::pair<Shape, std::vector<int64_t>>> perms = {
       {{3, 5}, {1, 0}},
       {{3, 5}, {}},  // default: reversed
@@ -147,7 +146,7 @@ void add_transpose_cases(std::vector<CudaCase>& cases) {
          .inputs = {{.shape = {3, 4, 5}, .dtype = dt}}});
 }
 
-void add_reshape_cases(std::vector<CudaCase>& cases) {
+void add_reshape_cases(std::vector<OpCase>& cases) {
   const Shape x = {2, 3, 4};
   cases.push_back({.name = "Reshape_input",
                    .node = node_with("Reshape", {"x", "shape"}),
@@ -177,20 +176,8 @@ void add_reshape_cases(std::vector<CudaCase>& cases) {
       {.name = "Identity", .node = node_with("Identity", {"x"}), .inputs = {floats(x)}});
 }
 
-const std::vector<CudaCase>& all_cases() {
-  static const std::vector<CudaCase> cases = [] {
-    std::vector<CudaCase> c;
-    add_matmul_cases(c);
-    add_gemm_cases(c);
-    add_softmax_cases(c);
-    add_transpose_cases(c);
-    add_reshape_cases(c);
-    return c;
-  }();
-  return cases;
-}
-
-DPRUN_CUDA_CASE_TESTS(CudaLinearAlgebra, all_cases(), kCoveredOps);
+DPRUN_OP_CASES(LinearAlgebra, kCoveredOps, add_matmul_cases, add_gemm_cases, add_softmax_cases,
+               add_transpose_cases, add_reshape_cases);
 
 }  // namespace
 }  // namespace dprun
