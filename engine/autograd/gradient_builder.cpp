@@ -379,6 +379,8 @@ GradientResult GradientBuilder::run() {
       auto dt = try_dtype(x);
       DPRUN_CHECK(dt.has_value(), "gradient: the element type of x '", x,
                   "' is unknown, so zeros cannot be built for its gradient");
+      DPRUN_CHECK(graph_.opset("") >= 9, "gradient: no path leads from y to x '", x,
+                  "', and building zeros for its gradient needs ai.onnx opset >= 9");
       std::string shape = emit("zeros", "Shape", {x}, 1, {})[0];
       Tensor zero = scalar_tensor(0.0, *dt).reshape({1});
       g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(zero)}})[0];
@@ -522,6 +524,8 @@ std::string GradientContext::squeeze(const std::string& x, const std::vector<int
 }
 
 std::string GradientContext::reshape_like(const std::string& x, const std::string& like) {
+  // Before opset 5 Reshape takes its shape as an attribute, fixed when the graph is built.
+  if (onnx_opset() < 5) fail("reshaping needs ai.onnx opset >= 5 (Reshape's shape input)");
   return emit("Reshape", {x, emit("Shape", {like})});
 }
 

@@ -54,6 +54,8 @@ std::string bound_grad(GradientContext& ctx, const std::string& cond, const std:
 }
 
 void clip_grad(GradientContext& ctx) {
+  // The masks compare X with scalar bounds, which ops before opset 7 do not broadcast.
+  if (ctx.onnx_opset() < 7) ctx.fail("needs ai.onnx opset >= 7 (numpy broadcasting)");
   ClipBounds b = bounds_of(ctx);
   if (ctx.wants_GI(0)) input_grad(ctx, b);
   if (ctx.opset() < 11) return;  // attribute bounds are constants
