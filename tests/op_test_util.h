@@ -12,15 +12,12 @@
 
 namespace dprun::testing {
 
-/// Builds a one-node graph from `node` (inputs named by node.inputs, fed with `inputs` in that
-/// order; empty names stay omitted), compiles it for `device` at `opset`, runs it and returns
-/// the node's outputs (on `device`). Inputs named in `initializers` are not fed: they become
-/// initializers of the graph, which the plan sees as constants. To force one kernel
-/// implementation use run_impl in kernel_test_util.h.
-inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
-                                    int64_t opset, const std::string& domain_of_opset = "",
-                                    Device device = Device::cpu(),
-                                    const std::map<std::string, Tensor>& initializers = {}) {
+/// A one-node graph of `node`: its inputs named by node.inputs, typed after `inputs` in that
+/// order (empty names stay omitted), except those named in `initializers`, which become
+/// initializers of the graph (constants of the plan); `opset` imported for `domain_of_opset`.
+inline std::shared_ptr<Graph> single_node_graph(const Node& node, const std::vector<Tensor>& inputs,
+                                                int64_t opset, const std::string& domain_of_opset,
+                                                const std::map<std::string, Tensor>& initializers) {
   auto graph = std::make_shared<Graph>();
   graph->name = "single_" + node.op_type;
   graph->opset_imports[domain_of_opset] = opset;
@@ -41,9 +38,20 @@ inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>&
   for (const auto& name : node.outputs)
     if (!name.empty()) graph->outputs.push_back({name, {}});
   graph->nodes.push_back(node);
+  return graph;
+}
+
+/// Builds single_node_graph(...), compiles it for `device` at `opset`, runs it on `inputs` (the
+/// fed ones) and returns the node's outputs (on `device`). To force one kernel implementation
+/// use run_impl in kernel_test_util.h.
+inline std::vector<Tensor> run_node(const Node& node, const std::vector<Tensor>& inputs,
+                                    int64_t opset, const std::string& domain_of_opset = "",
+                                    Device device = Device::cpu(),
+                                    const std::map<std::string, Tensor>& initializers = {}) {
+  auto graph = single_node_graph(node, inputs, opset, domain_of_opset, initializers);
   Model model(graph, device);
-  std::vector<Tensor> feeds(inputs.begin(), inputs.begin() + static_cast<long>(fed));
-  return model.run(feeds);
+  const auto fed = static_cast<std::ptrdiff_t>(graph->inputs.size());
+  return model.run(std::vector<Tensor>(inputs.begin(), inputs.begin() + fed));
 }
 
 /// The message of the Error that run_node(node, inputs, opset, domain_of_opset) throws, or

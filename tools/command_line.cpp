@@ -40,7 +40,7 @@ std::string wrapped(const std::string& words, size_t column) {
 // "  --devices LIST         all | cpu | ...": the option, its value's placeholder, its help.
 std::string option_line(const CLI::Option& option) {
   std::string name = "  --" + option.get_lnames().front();
-  if (option.get_type_size_max() > 0) name += " " + option.get_type_name();
+  if (option.get_items_expected_max() > 0) name += " " + option.get_type_name();  // not a flag
   if (name.size() + 2 > kOptionColumn) name += "  ";
   name.resize(std::max(name.size(), kOptionColumn), ' ');
   return name + wrapped(option.get_description(), name.size()) + "\n";

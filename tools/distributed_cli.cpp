@@ -118,7 +118,7 @@ std::vector<RankFact> option_facts(const CLI::App& app) {
     const std::string name = option->get_lnames().front();
     if (per_rank_options().count(name)) continue;
     std::string value;
-    if (option->get_type_size_max() == 0) {
+    if (option->get_items_expected_max() == 0) {  // a flag
       value = option->count() ? "it" : "not";
     } else if (!option->count()) {
       value = "none";
