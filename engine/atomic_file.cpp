@@ -52,28 +52,55 @@ void sync_folder(const std::filesystem::path& folder) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, std::string_view contents) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path folder = target.parent_path();
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  const std::filesystem::path target(path_);
   // Built by appends: GCC 12 reports a false -Wrestrict for "." + name + "...".
   std::string hidden(1, '.');
   hidden.append(target.filename().string()).append(".XXXXXX");
-  const std::string pattern = (folder / hidden).string();
-  std::vector<char> tmp(pattern.begin(), pattern.end());
-  tmp.push_back('\0');
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail(path, ": cannot be written (", std::strerror(errno), ")");
-  // mkstemp makes the file 0600; a written model gets the mode a plain create would give it.
-  int error = ::fchmod(fd, 0666 & ~current_umask()) == 0 ? 0 : errno;
-  if (!error) error = write_all(fd, contents);
-  if (!error && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && !error) error = errno;
-  if (!error && ::rename(tmp.data(), path.c_str()) != 0) error = errno;
-  if (error) {
-    ::unlink(tmp.data());
-    fail(path, ": cannot be written (", std::strerror(error), ")");
-  }
-  sync_folder(folder);
+  const std::string pattern = (target.parent_path() / hidden).string();
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  fd_ = ::mkstemp(name.data());
+  if (fd_ < 0) fail(path_, ": cannot be written (", std::strerror(errno), ")");
+  temporary_ = name.data();
+  // mkstemp makes the file 0600; a written file gets the mode a plain create would give it.
+  if (::fchmod(fd_, 0666 & ~current_umask()) != 0) fail_with(errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temporary_.empty()) ::unlink(temporary_.c_str());
+}
+
+void AtomicFileWriter::fail_with(int error) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(temporary_.c_str());
+  temporary_.clear();
+  fail(path_, ": cannot be written (", std::strerror(error), ")");
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  DPRUN_CHECK(fd_ >= 0, path_, ": written after it was committed or failed");
+  if (const int error = write_all(fd_, bytes)) fail_with(error);
+  size_ += bytes.size();
+}
+
+void AtomicFileWriter::commit() {
+  DPRUN_CHECK(fd_ >= 0, path_, ": committed twice or after it failed");
+  if (::fsync(fd_) != 0) fail_with(errno);
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) fail_with(errno);
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail_with(errno);
+  temporary_.clear();
+  sync_folder(std::filesystem::path(path_).parent_path());
+}
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  AtomicFileWriter file(path);
+  file.write(contents);
+  file.commit();
 }
 
 }  // namespace dprun

@@ -16,14 +16,15 @@ std::string checkpoint_path(const std::string& save_path) {
   return stem + ".ckpt.onnx";
 }
 
-void save_checkpoint(const std::string& path, const CheckpointedRun& run, int64_t step) {
+void save_checkpoint(const std::string& path, const CheckpointedRun& run, int64_t step,
+                     const SaveOptions& options) {
   CheckpointContents contents;
   try {
     contents = checkpoint_contents(run, step);
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
-  save_graph(contents.graph, contents.parameters, path);  // its errors name the file
+  save_graph(contents.graph, contents.parameters, path, options);  // its errors name the file
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/training/checkpoint_state.h"
+#include "loader/onnx_loader.h"
 
 namespace dprun {
 
@@ -18,7 +19,8 @@ std::string checkpoint_path(const std::string& save_path);
 /// save_graph: a temporary file synced and renamed over `path`). Throws Error naming `path`
 /// when the model's initializer names collide with the state's or the file cannot be written;
 /// `path` is then left as it was.
-void save_checkpoint(const std::string& path, const CheckpointedRun& run, int64_t step);
+void save_checkpoint(const std::string& path, const CheckpointedRun& run, int64_t step,
+                     const SaveOptions& options = {});
 
 /// Reads the checkpoint at `path`. Throws Error naming the file when it cannot be read or is
 /// not a checkpoint (a model without state, such as the inference form of a saved model).

@@ -8,7 +8,7 @@ namespace {
 
 Attribute attribute_from_proto(const onnx::AttributeProto& a, const Node& node,
                                const std::map<std::string, int64_t>& opsets,
-                               const std::string& base_dir) {
+                               const ExternalDataFolders& folders) {
   Attribute out;
   using P = onnx::AttributeProto;
   switch (a.type()) {
@@ -26,11 +26,11 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const Node& node,
       break;
     case P::TENSOR:
       out.kind = Attribute::Kind::Tensor;
-      out.t = tensor_from_proto(a.t(), base_dir);
+      out.t = tensor_from_proto(a.t(), folders);
       break;
     case P::GRAPH:
       out.kind = Attribute::Kind::Graph;
-      out.g = graph_from_proto(a.g(), opsets, base_dir);
+      out.g = graph_from_proto(a.g(), opsets, folders);
       break;
     case P::FLOATS:
       out.kind = Attribute::Kind::Floats;
@@ -46,11 +46,11 @@ Attribute attribute_from_proto(const onnx::AttributeProto& a, const Node& node,
       break;
     case P::TENSORS:
       out.kind = Attribute::Kind::Tensors;
-      for (const auto& t : a.tensors()) out.tensors.push_back(tensor_from_proto(t, base_dir));
+      for (const auto& t : a.tensors()) out.tensors.push_back(tensor_from_proto(t, folders));
       break;
     case P::GRAPHS:
       out.kind = Attribute::Kind::Graphs;
-      for (const auto& g : a.graphs()) out.graphs.push_back(graph_from_proto(g, opsets, base_dir));
+      for (const auto& g : a.graphs()) out.graphs.push_back(graph_from_proto(g, opsets, folders));
       break;
     default:
       node.fail("attribute '", a.name(), "' has an unsupported kind (", static_cast<int>(a.type()),
@@ -159,13 +159,13 @@ TensorType type_from_proto(const onnx::TypeProto& type) {
 
 std::shared_ptr<Graph> graph_from_proto(const onnx::GraphProto& proto,
                                         const std::map<std::string, int64_t>& opsets,
-                                        const std::string& base_dir) {
+                                        const ExternalDataFolders& folders) {
   auto graph = std::make_shared<Graph>();
   graph->name = proto.name();
   graph->doc_string = proto.doc_string();
   graph->opset_imports = opsets;
   for (const auto& init : proto.initializer())
-    graph->initializers[init.name()] = tensor_from_proto(init, base_dir);
+    graph->initializers[init.name()] = tensor_from_proto(init, folders);
   DPRUN_CHECK(proto.sparse_initializer_size() == 0, "graph '", proto.name(),
               "' has sparse initializers, which are not supported");
   for (const auto& in : proto.input())
@@ -189,7 +189,7 @@ std::shared_ptr<Graph> graph_from_proto(const onnx::GraphProto& proto,
       // Type attributes (Optional's `type`) only describe static types; nothing at run time
       // depends on them.
       if (a.type() == onnx::AttributeProto::TYPE_PROTO) continue;
-      node.attributes[a.name()] = attribute_from_proto(a, node, opsets, base_dir);
+      node.attributes[a.name()] = attribute_from_proto(a, node, opsets, folders);
     }
     graph->nodes.push_back(std::move(node));
   }

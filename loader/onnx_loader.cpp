@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "engine/atomic_file.h"
 #include "engine/autograd/inference_graph.h"
+#include "loader/external_data_writer.h"
 #include "loader/graph_proto.h"
 #include "loader/shape_inference_guard.h"
 #include "loader/tensor_proto.h"
@@ -63,21 +65,18 @@ void infer_shapes(onnx::ModelProto& model) {
   }
 }
 
-bool uses_external_data(const onnx::GraphProto& graph) {
-  for (const auto& t : graph.initializer())
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
-  return false;
-}
-
-// `path` is the model file when there is one: the checker then resolves external data files.
-std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_dir,
+// `folders` are where external data may be read from (loader/external_data.h). Every external
+// reference is checked before the ONNX checker, which would follow them wherever they lead.
+// `path` is the model file when there is one: the checker then finds external data files.
+std::shared_ptr<Graph> convert(onnx::ModelProto& model, const ExternalDataFolders& folders,
                                const LoadOptions& options, const std::string& path = "") {
   if (!model.has_graph() || model.ir_version() <= 0)
     fail("not an ONNX model (no graph or IR version)");
   check_opsets(model);
+  check_external_data(model.graph(), folders);
   if (options.run_checker) {
     try {
-      if (!path.empty() && uses_external_data(model.graph()))
+      if (!path.empty() && has_external_data(model.graph()))
         onnx::checker::check_model(path);
       else
         onnx::checker::check_model(model);
@@ -89,7 +88,7 @@ std::shared_ptr<Graph> convert(onnx::ModelProto& model, const std::string& base_
   std::map<std::string, int64_t> opsets;
   for (const auto& op : model.opset_import()) opsets[canonical_domain(op.domain())] = op.version();
   if (!opsets.count("")) opsets[""] = 1;
-  auto graph = graph_from_proto(model.graph(), opsets, base_dir);
+  auto graph = graph_from_proto(model.graph(), opsets, folders);
   graph->ir_version = model.ir_version();
   graph->producer_name = model.producer_name();
   graph->producer_version = model.producer_version();
@@ -109,7 +108,9 @@ std::shared_ptr<Graph> load_graph_from_buffer(const void* data, size_t size,
                                               const std::string& base_dir,
                                               const LoadOptions& options) {
   onnx::ModelProto model = parse_model(data, size);
-  return convert(model, base_dir, options);
+  return convert(
+      model, base_dir.empty() ? ExternalDataFolders() : ExternalDataFolders::of_folder(base_dir),
+      options);
 }
 
 std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& options) {
@@ -119,10 +120,9 @@ std::shared_ptr<Graph> load_graph(const std::string& path, const LoadOptions& op
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot be opened");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string base_dir = std::filesystem::path(path).parent_path().string();
   try {
     onnx::ModelProto model = parse_model(bytes.data(), bytes.size());
-    return convert(model, base_dir, options, path);
+    return convert(model, ExternalDataFolders::of_model_file(path), options, path);
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
@@ -138,8 +138,12 @@ Model load_model(const std::string& path, Device device, const LoadOptions& opti
   }
 }
 
+std::string external_data_path(const std::string& path) {
+  return path + ".data";
+}
+
 void save_graph(const Graph& graph, const std::map<std::string, Tensor>& parameters,
-                const std::string& path) {
+                const std::string& path, const SaveOptions& options) {
   for (const auto& [name, tensor] : parameters)
     DPRUN_CHECK(graph.initializers.count(name), "save: '", name,
                 "' is not a parameter of the graph");
@@ -154,9 +158,20 @@ void save_graph(const Graph& graph, const std::map<std::string, Tensor>& paramet
   }
   graph_to_proto(graph, parameters, model.mutable_graph());
 
+  std::optional<AtomicFileWriter> data;
+  if (raw_tensor_bytes(model.graph()) > options.external_data_threshold) {
+    const std::string data_path = external_data_path(path);
+    data.emplace(data_path);
+    move_to_external_data(*model.mutable_graph(),
+                          std::filesystem::path(data_path).filename().string(), *data);
+  }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) fail(path, ": the model cannot be serialized");
-  write_file_atomically(path, bytes);
+  AtomicFileWriter model_file(path);
+  model_file.write(bytes);
+  // The data first: a model file in place always finds its data whole.
+  if (data) data->commit();
+  model_file.commit();
 }
 
 namespace {
@@ -172,13 +187,13 @@ std::map<std::string, Tensor> parameters_of(const Model& model, const Graph& gra
 
 }  // namespace
 
-void save_model(const Model& model, const std::string& path) {
-  save_graph(model.graph(), parameters_of(model, model.graph()), path);
+void save_model(const Model& model, const std::string& path, const SaveOptions& options) {
+  save_graph(model.graph(), parameters_of(model, model.graph()), path, options);
 }
 
-void save_inference_model(const Model& model, const std::string& path) {
+void save_inference_model(const Model& model, const std::string& path, const SaveOptions& options) {
   const Graph graph = inference_graph(model.graph());
-  save_graph(graph, parameters_of(model, graph), path);
+  save_graph(graph, parameters_of(model, graph), path, options);
 }
 
 }  // namespace dprun
@@ -194,7 +209,8 @@ Tensor read_tensor_proto_file(const std::string& path) {
   if (!proto.ParseFromString(bytes) || !proto.has_data_type() || proto.data_type() == 0)
     fail(path, ": not a serialized ONNX tensor");
   try {
-    return tensor_from_proto(proto, std::filesystem::path(path).parent_path().string());
+    return tensor_from_proto(
+        proto, ExternalDataFolders::of_folder(std::filesystem::path(path).parent_path().string()));
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }

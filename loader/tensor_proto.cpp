@@ -1,8 +1,6 @@
 #include "loader/tensor_proto.h"
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 namespace dprun {
 
@@ -46,42 +44,9 @@ int64_t typed_values(const onnx::TensorProto& proto, DType dtype) {
   }
 }
 
-std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
-                          size_t expected) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (const auto& entry : proto.external_data()) {
-    if (entry.key() == "location") location = entry.value();
-    if (entry.key() == "offset") offset = std::stoll(entry.value());
-    if (entry.key() == "length") length = std::stoll(entry.value());
-  }
-  DPRUN_CHECK(!location.empty(), "initializer '", proto.name(),
-              "' uses external data without a location");
-  std::filesystem::path path = std::filesystem::path(base_dir) / location;
-  std::ifstream in(path, std::ios::binary);
-  DPRUN_CHECK(in.good(), "initializer '", proto.name(), "': external data file '", path.string(),
-              "' cannot be opened");
-  size_t want = length >= 0 ? static_cast<size_t>(length) : expected;
-  DPRUN_CHECK(want == expected, "initializer '", proto.name(), "': external data length ", want,
-              " does not match the ", expected, " bytes its shape needs");
-  std::error_code error;
-  const auto file_bytes = std::filesystem::file_size(path, error);
-  DPRUN_CHECK(!error && offset >= 0 && file_bytes >= static_cast<uintmax_t>(offset) &&
-                  file_bytes - static_cast<uintmax_t>(offset) >= want,
-              "initializer '", proto.name(), "': external data file '", path.string(),
-              "' is shorter than offset ", offset, " + ", want, " bytes");
-  std::string bytes(want, '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), static_cast<std::streamsize>(want));
-  DPRUN_CHECK(static_cast<size_t>(in.gcount()) == want, "initializer '", proto.name(),
-              "': external data file '", path.string(), "' is shorter than offset ", offset, " + ",
-              want, " bytes");
-  return bytes;
-}
-
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const ExternalDataFolders& folders) {
   const std::string& name = proto.name();
   DType dtype = static_cast<DType>(proto.data_type());
   DPRUN_CHECK(is_storable(dtype) || dtype == DType::String, "tensor '", name, "' has dtype ",
@@ -108,9 +73,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
               "tensor '", name, "' of shape ", shape_to_string(shape),
               " has more bytes than fit in 64 bits");
   if (external) {
-    std::string data = read_external(proto, base_dir, bytes);  // checks the file first
+    const ExternalData data(proto, folders, bytes);  // checks the file before memory is taken
     Tensor out = Tensor::empty(shape, dtype);
-    std::memcpy(out.raw_data(), data.data(), bytes);
+    data.read_into(out.raw_data());
     return out;
   }
   if (proto.has_raw_data()) {

@@ -16,6 +16,7 @@ namespace {
 struct ConvertFlags {
   std::string model;
   std::optional<std::string> save;
+  std::optional<int64_t> external_data_threshold;
 };
 
 std::unique_ptr<CLI::App> convert_app(ConvertFlags& flags) {
@@ -25,6 +26,11 @@ std::unique_ptr<CLI::App> convert_app(ConvertFlags& flags) {
       "running\nstatistics, Dropout as Identity), to serve it");
   add_model_path(*app, flags.model);
   add_text(*app, "--save", "OUT.onnx", flags.save, "where to write it (required)")->required();
+  add_integer(*app, "--external-data-threshold", "BYTES", flags.external_data_threshold, 0,
+              INT64_MAX,
+              "write the tensors to OUT.onnx.data beside the model when they hold more than "
+              "BYTES in all (default 2000000000, inside protobuf's 2 GiB limit); 0 writes "
+              "every tensor of 1 KiB or more there");
   return app;
 }
 
@@ -34,7 +40,10 @@ int convert(const ConvertFlags& flags) {
   check_writable(save, "save");
   const std::shared_ptr<Graph> graph = load_graph(path);
   const std::vector<std::string> changed = training_mode_nodes(*graph);
-  save_graph(inference_graph(*graph), {}, save);
+  SaveOptions options;
+  if (flags.external_data_threshold)
+    options.external_data_threshold = static_cast<uint64_t>(*flags.external_data_threshold);
+  save_graph(inference_graph(*graph), {}, save, options);
   std::printf(
       "%s: %zu node%s switched to inference (BatchNormalization on its running "
       "statistics, Dropout as Identity); saved %s\n",

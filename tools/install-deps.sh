@@ -14,6 +14,8 @@ packages=(
   # CLI11 parses the command line: typed options, exclusions, per-command help.
   libcli11-dev
   python3-numpy
+  # onnx.load reads back the models dprun saves with external data, in the tests.
+  python3-onnx
   # Open MPI for multi-process runs (--distributed) and their tests; openmpi-bin's mpirun
   # brings openssh-client, which it needs to start ranks on other hosts.
   libopenmpi-dev openmpi-bin

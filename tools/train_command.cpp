@@ -41,7 +41,7 @@ struct TrainFlags {
   std::optional<std::string> target, val_target, loss, ignore_index, output, optimizer, betas,
       no_weight_decay, param_lr, save, json, export_graph, precision, lr_schedule;
   std::optional<int64_t> batch, steps, epochs, warmup_steps, seed, accumulate, class_dim,
-      checkpoint_every, log_every, lr_warmup, loss_scale_growth_interval;
+      checkpoint_every, log_every, lr_warmup, loss_scale_growth_interval, external_data_threshold;
   std::optional<double> lr, momentum, weight_decay, eps, label_smoothing, lr_warmup_start,
       clip_grad_norm, loss_scale;
   bool nesterov = false, shuffle = false, no_shuffle = false, sync_batchnorm = false,
@@ -179,6 +179,11 @@ void add_output_options(CLI::App& app, TrainFlags& f) {
         add_integer(app, "--checkpoint-every", "N", f.checkpoint_every, 1, kManySteps,
                     "every N steps also write OUT.ckpt.onnx: the training form with the "
                     "optimizer's state, to resume from (replaced whole: a kill never loses it)"),
+        add_integer(app, "--external-data-threshold", "BYTES", f.external_data_threshold, 0,
+                    INT64_MAX,
+                    "write the tensors to OUT.onnx.data beside the model when they hold more than "
+                    "BYTES in all (default 2000000000, inside protobuf's 2 GiB limit); 0 writes "
+                    "every tensor of 1 KiB or more there"),
         add_flag(app, "--resume", f.resume,
                  "MODEL is such a checkpoint: continue the run where it stopped (the same "
                  "data, batch, devices and options; --steps counts the whole run)"),
@@ -483,6 +488,9 @@ int train(const TrainFlags& f, const CLI::App& app) {
   const std::optional<std::string>& save = f.save;
   const int64_t batch = *f.batch;
   const int64_t checkpoint_every = f.checkpoint_every.value_or(0);
+  SaveOptions save_options;
+  if (f.external_data_threshold)
+    save_options.external_data_threshold = static_cast<uint64_t>(*f.external_data_threshold);
   const int64_t warmup_steps = f.warmup_steps.value_or(1);
   const ProgressOptions shown = progress_options(f.log_every);
   const std::string json_path = f.json.value_or("");
@@ -578,14 +586,18 @@ int train(const TrainFlags& f, const CLI::App& app) {
   // checkpoint of the step before, which resumes to write both again: a checkpoint is never
   // ahead of the model saved beside it.
   auto save_models = [&](int64_t steps_done) {
-    save_inference_model(*model, *save);
-    if (checkpoint_every) save_checkpoint(checkpoint_path(*save), checkpointed, steps_done);
+    save_inference_model(*model, *save, save_options);
+    if (checkpoint_every)
+      save_checkpoint(checkpoint_path(*save), checkpointed, steps_done, save_options);
   };
   if (writes) {  // what a save killed before its rename left behind
-    remove_stale_temporaries(*save);
-    if (checkpoint_every) remove_stale_temporaries(checkpoint_path(*save));
+    for (const std::string& path : {*save, checkpoint_path(*save)}) {
+      remove_stale_temporaries(path);
+      remove_stale_temporaries(external_data_path(path));
+    }
   }
-  if (writes && !export_path.empty()) save_training_graph(trainer, *model, export_path);
+  if (writes && !export_path.empty())
+    save_training_graph(trainer, *model, export_path, save_options);
   if (dist) {
     // Before any gradient is summed: every option but the per-rank ones (devices, threads,
     // file paths, what only rank 0 does; per_rank_options() in tools/distributed_cli.cpp says

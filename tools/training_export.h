@@ -3,11 +3,13 @@
 #include <string>
 
 #include "engine/training/trainer.h"
+#include "loader/onnx_loader.h"
 
 namespace dprun::cli {
 
 /// Writes trainer's training graph (exportable_training_graph) with model's current
 /// parameter values to `path`, atomically.
-void save_training_graph(const Trainer& trainer, const Model& model, const std::string& path);
+void save_training_graph(const Trainer& trainer, const Model& model, const std::string& path,
+                         const SaveOptions& options);
 
 }  // namespace dprun::cli

@@ -322,7 +322,7 @@ TEST_F(LoaderTest, AHugeShapeWithoutItsDataIsRefusedBeforeAnyAllocation) {
   // the allocator.
   auto message = [this](const onnx::TensorProto& t) {
     try {
-      tensor_from_proto(t, dir_.string());
+      tensor_from_proto(t, ExternalDataFolders::of_folder(dir_.string()));
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -354,7 +354,7 @@ TEST_F(LoaderTest, AHugeShapeWithoutItsDataIsRefusedBeforeAnyAllocation) {
   kv->set_key("location");
   kv->set_value("small.bin");
   write(path("small.bin"), std::string(16, '\0'));
-  EXPECT_EQ(message(e), "initializer 'e': external data file '" + path("small.bin") +
+  EXPECT_EQ(message(e), "tensor 'e': external data file '" + path("small.bin") +
                             "' is shorter than offset 0 + 4398046511104 bytes");
 }
 
