@@ -5,7 +5,6 @@
 #include <string>
 
 #include "engine/error.h"
-#include "engine/rewrites/float32_fallback.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -22,13 +21,6 @@ std::string no_backend_message(DeviceType type) {
   return "this build of dprun has no " + name + " support";
 }
 }  // namespace
-
-std::shared_ptr<const Graph> Backend::rewrite_graph(std::shared_ptr<const Graph> graph,
-                                                    const GraphRewriteOptions& options) const {
-  graph = rewrite_for_kernels(std::move(graph), options);
-  if (std::shared_ptr<const Graph> widened = compute_half_in_float(*graph, type())) return widened;
-  return graph;
-}
 
 std::shared_ptr<const Graph> Backend::rewrite_for_kernels(std::shared_ptr<const Graph> graph,
                                                           const GraphRewriteOptions&) const {

@@ -68,14 +68,13 @@ class Backend {
   /// the device cannot be used.
   virtual std::unique_ptr<ExecutionContext> create_execution_context(
       Device device, const ExecutionConfig& config) = 0;
-  /// The graph to compile for this backend's devices: `graph` itself, or a rewritten copy
-  /// whose new nodes this backend has kernels for. First the backend's own rewrites
-  /// (rewrite_for_kernels), then, on every backend, float16 and bfloat16 nodes without a kernel
-  /// here run their float32 kernels between Casts (engine/rewrites/float32_fallback.h). A copy
-  /// keeps the graph's inputs, outputs and initializers with their names and types, so a model's
-  /// parameters and feeds are the same either way.
-  std::shared_ptr<const Graph> rewrite_graph(std::shared_ptr<const Graph> graph,
-                                             const GraphRewriteOptions& options) const;
+  /// This backend's own rewrites, whose new nodes it has kernels for (CPU: fuse_ops, then
+  /// rewrite_channels_last; CUDA and the simulated devices: fuse_ops;
+  /// engine/rewrites/op_fusion.h, engine/backends/cpu/layout_rewrite.h). This default returns
+  /// `graph`. What a model compiles is rewrite_for_device's (engine/rewrites/device_rewrites.h):
+  /// these, then the float32 fallback every backend shares.
+  virtual std::shared_ptr<const Graph> rewrite_for_kernels(
+      std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const;
 
   // Device collectives: the seam under engine/parallel/comm.h (torch.nn.parallel.comm) for
   // devices that do not share host memory. Both are coalesced: every tensor of the call moves
@@ -99,14 +98,6 @@ class Backend {
   /// cannot sum it.
   virtual void reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
                                     const std::vector<Tensor>& outputs);
-
- protected:
-  /// This backend's own rewrites, whose new nodes it has kernels for (CPU: fuse_ops, then
-  /// rewrite_channels_last; CUDA and the simulated devices: fuse_ops;
-  /// engine/rewrites/op_fusion.h, engine/backends/cpu/layout_rewrite.h). This default returns
-  /// `graph`.
-  virtual std::shared_ptr<const Graph> rewrite_for_kernels(
-      std::shared_ptr<const Graph> graph, const GraphRewriteOptions& options) const;
 };
 
 /// The backend of a device type; throws Error when this build has none for it ("this build

@@ -4,6 +4,7 @@
 
 #include "engine/backend.h"
 #include "engine/env_flag.h"
+#include "engine/rewrites/device_rewrites.h"
 #include "engine/rewrites/half_precision.h"
 
 namespace dprun {
@@ -16,14 +17,14 @@ GraphRewriteOptions rewrites_allowed(const ModelOptions& options) {
 }
 
 /// `graph` compiled for `device`: whatever its backend makes of the graph
-/// (Backend::rewrite_graph). Checks first that the device can be used, so that is the error a
+/// (rewrite_for_device). Checks first that the device can be used, so that is the error a
 /// bad device gives.
 std::shared_ptr<const Plan> compile(const std::shared_ptr<const Graph>& graph, Device device,
                                     const GraphRewriteOptions& rewrite,
                                     const PlanOptions& options) {
   Backend& backend = backend_for(device);
   backend.check_device(device);
-  return Plan::build(backend.rewrite_graph(graph, rewrite), device.type, {}, options);
+  return Plan::build(rewrite_for_device(backend, graph, rewrite), device.type, {}, options);
 }
 /// `graph` in the precision the options ask for.
 std::shared_ptr<const Graph> in_precision(std::shared_ptr<const Graph> graph,

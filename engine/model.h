@@ -37,7 +37,7 @@ class Model {
  public:
   /// Places the graph's initializers on `device` as parameters and compiles the plan.
   /// Throws Error listing every node without a kernel for that device. The plan may be
-  /// compiled from a copy of `graph` rewritten by the device's backend (Backend::rewrite_graph,
+  /// compiled from a copy of `graph` rewritten by the device's backend (rewrite_for_device,
   /// see ModelOptions); graph() stays `graph`, or its 16-bit conversion with
   /// ModelOptions::precision.
   Model(std::shared_ptr<const Graph> graph, Device device, ModelOptions options = {});

@@ -15,7 +15,7 @@
 #include "engine/distributed/local_ranks.h"
 #include "engine/distributed/process_group.h"
 #include "engine/distributed/rank_agreement.h"
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "tools/command_line.h"
 #include "tools/report_files.h"
 

@@ -10,6 +10,7 @@
 #include "engine/parallel/device_list.h"
 #include "engine/plan.h"
 #include "engine/plan_reads.h"
+#include "engine/rewrites/device_rewrites.h"
 #include "engine/rewrites/half_precision.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "loader/onnx_loader.h"
@@ -77,7 +78,7 @@ std::map<std::string, int> nodes_in_float32(const Graph& graph, const Graph& com
   return ops;
 }
 
-// The graph as `type`'s backend compiles it (Backend::rewrite_graph, as a Model does), with a
+// The graph as `type`'s backend compiles it (rewrite_for_device, as a Model does), with a
 // line saying what the rewrite changed (node counts, the nodes it introduced, the Casts it added
 // around 16-bit nodes) and one naming the nodes it runs in float32. The graph itself where this
 // build has no such backend.
@@ -88,7 +89,7 @@ std::shared_ptr<const Graph> print_rewrite(std::shared_ptr<const Graph> graph, D
   } catch (const Error&) {
     return graph;
   }
-  std::shared_ptr<const Graph> compiled = backend->rewrite_graph(graph, {});
+  std::shared_ptr<const Graph> compiled = rewrite_for_device(*backend, graph, {});
   if (compiled == graph) return graph;
   std::string ops = introduced_ops(*compiled);
   auto casts = [](const Graph& g) {
@@ -239,7 +240,7 @@ int inspect(const InspectFlags& flags) {
 
   // On the cpu, where nothing falls back, as the CPU backend compiles the graph.
   std::vector<std::string> missing;
-  const auto for_cpu = backend_for(DeviceType::CPU).rewrite_graph(graph, {});
+  const auto for_cpu = rewrite_for_device(backend_for(DeviceType::CPU), graph, {});
   for (const NodePlacement& p : place_nodes(*for_cpu, DeviceType::CPU))
     if (!p.device) missing.push_back(p.node->describe() + " (" + p.why_not + ")");
   if (missing.empty()) {

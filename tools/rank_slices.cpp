@@ -4,16 +4,11 @@ namespace dprun::cli {
 
 namespace {
 
-/// The dim input `i` is split along, or -1 when it is given whole.
+/// The dim input `name` is split along (scatter's rule), or -1 when it is given whole.
 int64_t split_dim(const Tensor& t, const std::string& name, const DataParallelOptions& options) {
-  InputSplit rule;
-  if (auto it = options.input_splits.find(name); it != options.input_splits.end())
-    rule = it->second;
-  if (rule.broadcast || t.rank() == 0) return -1;
-  int64_t d = rule.dim.value_or(options.dim);
-  DPRUN_CHECK(d >= -t.rank() && d < t.rank(), "dim ", d, " is out of range for input '", name,
-              "' of shape ", shape_to_string(t.shape()));
-  return d < 0 ? d + t.rank() : d;
+  const auto it = options.input_splits.find(name);
+  const InputSplit rule = it != options.input_splits.end() ? it->second : InputSplit{};
+  return split_dim_of(t, rule, options.dim, "input '" + name + "'").value_or(-1);
 }
 
 }  // namespace

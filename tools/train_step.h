@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "engine/training/trainer.h"
 #include "engine/training/training_data.h"
 #include "tools/distributed_cli.h"

@@ -8,7 +8,7 @@
 #include "engine/autograd/gradient_registry.h"
 #include "engine/error.h"
 #include "engine/rewrites/half_precision.h"
-#include "engine/training/sync_batch_norm.h"
+#include "engine/autograd/sync_batch_norm.h"
 
 namespace dprun {
 

@@ -37,7 +37,7 @@ struct TrainingGraphSpec {
   /// GradScaler): its gradients would otherwise flush to zero below 6e-5.
   DType precision = DType::Float32;
   /// Training-mode BatchNormalization normalizes with the statistics of the whole batch,
-  /// summed over the replicas of a DataParallel step (engine/training/sync_batch_norm.h),
+  /// summed over the replicas of a DataParallel step (engine/autograd/sync_batch_norm.h),
   /// instead of each replica's own chunk's: PyTorch's SyncBatchNorm.
   bool sync_batch_norm = false;
 };

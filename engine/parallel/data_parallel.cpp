@@ -153,7 +153,8 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
     splits.push_back(it == options_.input_splits.end() ? InputSplit{} : it->second);
   }
   ScatterResult parts =
-      scatter(inputs, options_.device_ids, options_.dim, {}, SplitPolicy::Even, {}, splits, names);
+      scatter(inputs, options_.device_ids,
+              {.dim = options_.dim, .policy = SplitPolicy::Even, .splits = splits, .names = names});
   if (parts.devices.size() != options_.device_ids.size())
     return std::vector<double>(options_.device_ids.size(), 1.0);
   DataParallelRun ignored;
@@ -260,8 +261,12 @@ std::vector<std::vector<Tensor>> DataParallel::run_replicas(const std::vector<Te
     options_.weights = weights;
   }
   auto start = std::chrono::steady_clock::now();
-  ScatterResult parts =
-      scatter(inputs, ids, options_.dim, {}, options_.split_policy, weights, splits, names);
+  ScatterResult parts = scatter(inputs, ids,
+                                {.dim = options_.dim,
+                                 .policy = options_.split_policy,
+                                 .weights = weights,
+                                 .splits = splits,
+                                 .names = names});
   run.scatter_seconds = seconds_since(start);
   if (parts.devices.size() > 1) check_split_dims_fit(splits, names, parts);
 
@@ -322,7 +327,7 @@ std::vector<Tensor> data_parallel(const Model& module, const std::vector<Tensor>
     return outputs;
   }
   auto names = module.input_names();
-  ScatterResult parts = scatter(inputs, device_ids, dim, {}, SplitPolicy::Chunk, {}, {}, names);
+  ScatterResult parts = scatter(inputs, device_ids, {.dim = dim, .names = names});
   auto replicas = replicate(
       module, std::vector<Device>(device_ids.begin(),
                                   device_ids.begin() + static_cast<long>(parts.devices.size())));

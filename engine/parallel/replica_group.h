@@ -1,7 +1,7 @@
 #pragma once
 // ReplicaGroup: collectives between the replicas of one parallel_apply call, for nodes that
 // combine values across a split batch (AllReduceSum, which synchronized BatchNormalization is
-// built from: engine/training/sync_batch_norm.h). parallel_apply makes one group per call
+// built from: engine/autograd/sync_batch_norm.h). parallel_apply makes one group per call
 // and hands replica i its member through RunOptions; a kernel reaches it through
 // KernelContext::replicas().
 //

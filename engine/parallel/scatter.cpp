@@ -107,10 +107,18 @@ std::vector<double> chunk_shares(const InputSplit& rule, const std::vector<Tenso
 
 }  // namespace
 
+std::optional<int64_t> split_dim_of(const Tensor& input, const InputSplit& rule, int64_t dim,
+                                    const std::string& name) {
+  if (rule.broadcast || rule.row_share || input.rank() == 0) return std::nullopt;
+  const int64_t d = rule.dim.value_or(dim);
+  DPRUN_CHECK(d >= -input.rank() && d < input.rank(), "dim ", d, " is out of range for ", name,
+              " of shape ", shape_to_string(input.shape()));
+  return d < 0 ? d + input.rank() : d;
+}
+
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
-                      int64_t dim, const std::vector<int64_t>& chunk_sizes, SplitPolicy policy,
-                      const std::vector<double>& weights, const std::vector<InputSplit>& splits,
-                      const std::vector<std::string>& names) {
+                      const ScatterOptions& options) {
+  const auto& [dim, chunk_sizes, policy, weights, splits, names] = options;
   DPRUN_CHECK(!devices.empty(), "scatter: no devices given");
   DPRUN_CHECK(splits.empty() || splits.size() == inputs.size(), "scatter: ", splits.size(),
               " split rules for ", inputs.size(), " inputs");
@@ -129,11 +137,14 @@ ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Devic
       DPRUN_CHECK(t.rank() == 0 && is_floating(t.dtype()), "scatter: ", name_of(i),
                   " takes each replica's share of the rows, so it must be a 0-d float, not ",
                   t.describe());
-    if (rule.broadcast || rule.row_share || t.rank() == 0) continue;
-    int64_t d = rule.dim.value_or(dim);
-    DPRUN_CHECK(d >= -t.rank() && d < t.rank(), "scatter: dim ", d, " is out of range for ",
-                name_of(i), " of shape ", shape_to_string(t.shape()));
-    split_dim[i] = d < 0 ? d + t.rank() : d;
+    std::optional<int64_t> d;
+    try {
+      d = split_dim_of(t, rule, dim, name_of(i));
+    } catch (const Error& e) {
+      fail("scatter: ", e.what());
+    }
+    if (!d) continue;
+    split_dim[i] = *d;
     int64_t size = t.shape()[static_cast<size_t>(split_dim[i])];
     if (n < 0) {
       n = size;

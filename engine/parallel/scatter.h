@@ -39,6 +39,12 @@ struct InputSplit {
   }
 };
 
+/// The dim, from 0, that `input` is split along under `rule`, `dim` being the default; nullopt
+/// when it is given whole (broadcast, a share of the rows, or 0-d). Throws Error when the dim
+/// is out of range for the input, naming it as `name`.
+std::optional<int64_t> split_dim_of(const Tensor& input, const InputSplit& rule, int64_t dim,
+                                    const std::string& name);
+
 /// Chunk sizes of `n` rows over `k` devices under `policy` (`weights` for Weighted, one per
 /// device, positive). Zero-sized chunks are dropped only by Chunk (as torch.chunk does);
 /// Even and Weighted keep one entry per device, possibly 0.
@@ -51,20 +57,28 @@ struct ScatterResult {
   std::vector<std::vector<Tensor>> inputs;  // per device, the inputs in order
 };
 
-/// Splits `inputs` along `dim` across `devices`. `chunk_sizes`, when given, must have one
-/// entry per device (>= 0) summing to the split dim's size; devices with a 0 chunk get no
-/// work. Otherwise the sizes come from compute_chunk_sizes(policy). `splits` (optional, one
-/// per input) overrides the dim or broadcasts an input. 0-d inputs are broadcast. All split
+/// How scatter() splits.
+struct ScatterOptions {
+  /// The dim inputs are split along (negative counts from the end), unless `splits` says
+  /// otherwise for an input.
+  int64_t dim = 0;
+  /// When given, one entry per device (>= 0) summing to the split dim's size; devices with a 0
+  /// chunk get no work. Otherwise the sizes come from compute_chunk_sizes(policy, weights).
+  std::vector<int64_t> chunk_sizes;
+  SplitPolicy policy = SplitPolicy::Chunk;
+  std::vector<double> weights;
+  /// Optional, one per input: overrides the dim or broadcasts an input.
+  std::vector<InputSplit> splits;
+  /// Optional, one per input: the names errors give, and share_of_counted rules look up.
+  std::vector<std::string> names;
+};
+
+/// Splits `inputs` across `devices` as `options` say. 0-d inputs are broadcast. All split
 /// inputs must have the same size along their split dims: a mismatch is an error naming the
-/// inputs (`names`, optional), where PyTorch would silently truncate. A share_of_counted rule
-/// needs `names` to find its counted input. A chunk of a CPU input
-/// for a CPU device is a view of the input (Tensor::alias_on: CPU devices share the host's
-/// memory) where the rows are contiguous; other chunks are copies on their device.
+/// inputs, where PyTorch would silently truncate. A chunk of a CPU input for a CPU device is a
+/// view of the input (Tensor::alias_on: CPU devices share the host's memory) where the rows
+/// are contiguous; other chunks are copies on their device.
 ScatterResult scatter(const std::vector<Tensor>& inputs, const std::vector<Device>& devices,
-                      int64_t dim, const std::vector<int64_t>& chunk_sizes = {},
-                      SplitPolicy policy = SplitPolicy::Chunk,
-                      const std::vector<double>& weights = {},
-                      const std::vector<InputSplit>& splits = {},
-                      const std::vector<std::string>& names = {});
+                      const ScatterOptions& options = {});
 
 }  // namespace dprun

@@ -4,8 +4,8 @@
 // float type is cast to float32, and each output the graph types as 16-bit is cast back, so a
 // node's results are rounded to its declared type exactly as a 16-bit kernel that computes in
 // float32 rounds them (the CPU's elementwise kernels do this for the ops they take in 16 bits).
-// Every backend applies it last (Backend::rewrite_graph), so its fused and layout nodes are
-// covered too.
+// Every backend applies it last (rewrite_for_device, engine/rewrites/device_rewrites.h), so its
+// fused and layout nodes are covered too.
 #include <memory>
 
 #include "engine/device.h"

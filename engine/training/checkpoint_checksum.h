@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "engine/tensor.h"
 
 namespace dprun {

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 
 namespace dprun {
 

@@ -70,7 +70,7 @@ class TrainingData {
   /// k*batch .. k*batch+batch-1; with it, the same slice of that epoch's permutation (a
   /// Fisher-Yates shuffle seeded from (seed, epoch), the same on every platform). Of a
   /// distributed run's batch, rank `rank` of `world_size` takes the positions
-  /// shard_positions(batch rows, rank, world_size) (engine/parallel/distributed.h): the
+  /// shard_positions(batch rows, rank, world_size) (engine/training/distributed_data_parallel.h): the
   /// batch's rows rank, rank + world_size, ..., in that order. With `pin_for`, the batch's
   /// tensors are buffers that the call `batches_in_use` calls later writes again. Throws Error
   /// when batch k is past the end of the data, or a tensor holds strings.

@@ -1,4 +1,4 @@
-// AllReduceSum (rewrite domain; engine/training/sync_batch_norm.h): the elementwise sum of X
+// AllReduceSum (rewrite domain; engine/autograd/sync_batch_norm.h): the elementwise sum of X
 // over the replicas of the run (KernelContext::replica_group), added in replica order so that
 // every replica gets the same bits; X itself in a run on its own. float32 and float64. The
 // node runs on the host on every device type: a GPU plan copies its (small) operand there.

@@ -1,4 +1,4 @@
-// AllReduceSum (rewrite domain; engine/training/sync_batch_norm.h): every replica's output is
+// AllReduceSum (rewrite domain; engine/autograd/sync_batch_norm.h): every replica's output is
 // the sum of every replica's input, so the gradient of replica r's input sums the gradients of
 // every replica's output: dX = AllReduceSum(dY), added in replica order as the forward.
 #include "engine/rewrites/rewrite_domain.h"

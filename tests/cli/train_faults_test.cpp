@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "engine/training/checkpoint_checksum.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
-#include "tools/checkpoint_checksum.h"
 
 namespace dprun::testing {
 namespace {
@@ -119,8 +119,8 @@ std::shared_ptr<Graph> load_state(const std::string& path) {
 
 // Saves `graph` with its checksum made again, as if dprun had written the edited state.
 void save_sealed(Graph& graph, const std::string& path) {
-  graph.initializers[cli::kCheckpointChecksum] =
-      Tensor::scalar<int64_t>(static_cast<int64_t>(cli::checkpoint_checksum(graph.initializers)));
+  graph.initializers[kCheckpointChecksum] =
+      Tensor::scalar<int64_t>(static_cast<int64_t>(checkpoint_checksum(graph.initializers)));
   save_graph(graph, {}, path);
 }
 

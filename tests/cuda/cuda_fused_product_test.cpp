@@ -18,6 +18,7 @@
 #include "engine/kernel.h"
 #include "engine/model.h"
 #include "engine/plan.h"
+#include "engine/rewrites/device_rewrites.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "graph_test_util.h"
 #include "op_cases/op_cases.h"
@@ -103,7 +104,8 @@ std::shared_ptr<Graph> linear_gelu_graph(int64_t k, int64_t n) {
 TEST(CudaFusedProduct, TheCudaRewriteFusesALinearLayerAndItsGelu) {
   // Rewriting and placing need no GPU.
   const auto graph = linear_gelu_graph(8, 6);
-  const auto rewritten = backend_for(DeviceType::CUDA).rewrite_graph(graph, GraphRewriteOptions{});
+  const auto rewritten =
+      rewrite_for_device(backend_for(DeviceType::CUDA), graph, GraphRewriteOptions{});
   ASSERT_EQ(rewritten->nodes.size(), 1u);
   const Node& node = rewritten->nodes[0];
   EXPECT_EQ(node.domain, kRewriteDomain);
@@ -114,7 +116,7 @@ TEST(CudaFusedProduct, TheCudaRewriteFusesALinearLayerAndItsGelu) {
   ASSERT_EQ(placed.size(), 1u);
   EXPECT_EQ(placed[0].device, DeviceType::CUDA) << placed[0].why_not;
   // Without fusion the graph is compiled as it is.
-  EXPECT_EQ(backend_for(DeviceType::CUDA).rewrite_graph(graph, {.fusion = false}), graph);
+  EXPECT_EQ(rewrite_for_device(backend_for(DeviceType::CUDA), graph, {.fusion = false}), graph);
 
   DPRUN_REQUIRE_CUDA_GPU();
   const Tensor x = testing::random_floats({5, 8}, 5);

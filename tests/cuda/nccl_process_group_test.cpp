@@ -11,7 +11,7 @@
 #include "engine/distributed/nccl_process_group.h"
 #include "engine/distributed/thread_process_group.h"
 #include "engine/parallel/comm.h"
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "error_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"

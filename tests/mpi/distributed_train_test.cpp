@@ -16,7 +16,7 @@
 #include <tuple>
 
 #include "accelerator_test_util.h"
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "mpi_test_util.h"

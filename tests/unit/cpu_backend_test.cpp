@@ -17,6 +17,7 @@
 #include "engine/error.h"
 #include "engine/kernel.h"
 #include "engine/model.h"
+#include "engine/rewrites/device_rewrites.h"
 
 namespace dprun {
 namespace {
@@ -220,14 +221,14 @@ std::shared_ptr<Graph> conv_graph() {
 
 TEST(CpuBackend, GraphRewriteIsTheChannelsLastPass) {
   std::shared_ptr<const Graph> graph = conv_graph();
-  std::shared_ptr<const Graph> rewritten = cpu().rewrite_graph(graph, {.layout = true});
+  std::shared_ptr<const Graph> rewritten = rewrite_for_device(cpu(), graph, {.layout = true});
   ASSERT_NE(rewritten, graph);
   int nhwc = 0;
   for (const Node& n : rewritten->nodes) nhwc += n.domain == kRewriteDomain;
   EXPECT_EQ(nhwc, 1);
-  EXPECT_EQ(cpu().rewrite_graph(graph, {.layout = false}), graph);
+  EXPECT_EQ(rewrite_for_device(cpu(), graph, {.layout = false}), graph);
   std::shared_ptr<const Graph> probe = probe_graph();  // nothing qualifies: used as it is
-  EXPECT_EQ(cpu().rewrite_graph(probe, {.layout = true}), probe);
+  EXPECT_EQ(rewrite_for_device(cpu(), probe, {.layout = true}), probe);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 
 #include "accelerator_test_util.h"
 #include "engine/parallel/device_list.h"
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "recording_group.h"

@@ -229,7 +229,7 @@ TEST(HalfInFloatRewrite, AGraphOfOtherDomainsOnlyImportsAiOnnxForItsCasts) {
 }
 
 TEST(HalfInFloatRewrite, EveryBackendCompilesTheRewrite) {
-  // Backend::rewrite_graph applies it after the backend's own rewrites, for every backend.
+  // rewrite_for_device applies it after the backend's own rewrites, for every backend.
   auto g = twice_exp_graph(DType::Float16);
   for (DeviceType type : {DeviceType::CPU, DeviceType::Sim}) {
     Model model(g, Device{type, 0});

@@ -11,7 +11,7 @@
 #include "engine/distributed/nccl_process_group.h"
 #include "engine/distributed/reducer.h"
 #include "engine/parallel/comm.h"
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 #include "error_test_util.h"
 #include "recording_group.h"
 #include "thread_ranks.h"

@@ -44,7 +44,7 @@ TEST(ChunkSizes, WeightedIsProportionalAndSumsToN) {
 }
 
 TEST(Scatter, FiveRowsOnFourDevicesRunThreeReplicas) {
-  ScatterResult r = scatter({iota({5, 2})}, cpus(4), 0);
+  ScatterResult r = scatter({iota({5, 2})}, cpus(4), {.dim = 0});
   EXPECT_EQ(r.devices, (std::vector<Device>{Device::cpu(0), Device::cpu(1), Device::cpu(2)}));
   EXPECT_EQ(r.rows, (std::vector<int64_t>{2, 2, 1}));
   EXPECT_EQ(r.inputs[2][0].shape(), (Shape{1, 2}));
@@ -54,7 +54,7 @@ TEST(Scatter, FiveRowsOnFourDevicesRunThreeReplicas) {
 
 TEST(Scatter, ContiguousChunksForCpuDevicesAreViewsOfTheInput) {
   Tensor input = iota({5, 2});
-  ScatterResult r = scatter({input}, cpus(3), 0);
+  ScatterResult r = scatter({input}, cpus(3), {.dim = 0});
   ASSERT_EQ(r.inputs.size(), 3u);
   const auto* base = static_cast<const float*>(input.raw_data());
   for (size_t c = 0; c < 3; ++c) {
@@ -64,14 +64,14 @@ TEST(Scatter, ContiguousChunksForCpuDevicesAreViewsOfTheInput) {
     EXPECT_FALSE(r.inputs[c][0].is_sole_owner());
   }
   // Columns are not contiguous: a copy, on the device it is for.
-  ScatterResult columns = scatter({input}, cpus(2), 1);
+  ScatterResult columns = scatter({input}, cpus(2), {.dim = 1});
   EXPECT_NE(columns.inputs[1][0].raw_data(), base + 1);
   EXPECT_EQ(columns.inputs[1][0].device(), Device::cpu(1));
   EXPECT_EQ(columns.inputs[1][0].data<float>()[0], 1.0f);
 }
 
 TEST(Scatter, NegativeAndInnerDims) {
-  ScatterResult r = scatter({iota({2, 6})}, cpus(2), -1);
+  ScatterResult r = scatter({iota({2, 6})}, cpus(2), {.dim = -1});
   ASSERT_EQ(r.inputs.size(), 2u);
   EXPECT_EQ(r.inputs[1][0].shape(), (Shape{2, 3}));
   // Row 1, columns 3..5 of the original: 9, 10, 11.
@@ -79,17 +79,16 @@ TEST(Scatter, NegativeAndInnerDims) {
 }
 
 TEST(Scatter, ExplicitChunkSizes) {
-  ScatterResult r = scatter({iota({6, 1})}, cpus(3), 0, {1, 0, 5});
+  ScatterResult r = scatter({iota({6, 1})}, cpus(3), {.chunk_sizes = {1, 0, 5}});
   EXPECT_EQ(r.devices, (std::vector<Device>{Device::cpu(0), Device::cpu(2)}));
   EXPECT_EQ(r.rows, (std::vector<int64_t>{1, 5}));
-  EXPECT_THROW(scatter({iota({6, 1})}, cpus(3), 0, {1, 5}), Error);     // wrong count
-  EXPECT_THROW(scatter({iota({6, 1})}, cpus(3), 0, {1, 1, 1}), Error);  // wrong sum
+  EXPECT_THROW(scatter({iota({6, 1})}, cpus(3), {.chunk_sizes = {1, 5}}), Error);     // wrong count
+  EXPECT_THROW(scatter({iota({6, 1})}, cpus(3), {.chunk_sizes = {1, 1, 1}}), Error);  // wrong sum
 }
 
 TEST(Scatter, MismatchedBatchSizesAreAnErrorNamingTheInputs) {
   try {
-    scatter({iota({4, 2}), iota({3, 2})}, cpus(2), 0, {}, SplitPolicy::Chunk, {}, {},
-            {"ids", "mask"});
+    scatter({iota({4, 2}), iota({3, 2})}, cpus(2), {.names = {"ids", "mask"}});
     FAIL() << "no error";
   } catch (const Error& e) {
     std::string what = e.what();
@@ -99,9 +98,8 @@ TEST(Scatter, MismatchedBatchSizesAreAnErrorNamingTheInputs) {
 }
 
 TEST(Scatter, BroadcastInputsAndScalarsGoWholeToEveryDevice) {
-  ScatterResult r =
-      scatter({iota({4, 2}), iota({3}), Tensor::scalar<float>(7)}, cpus(2), 0, {},
-              SplitPolicy::Chunk, {}, {InputSplit{}, InputSplit::whole(), InputSplit{}});
+  ScatterResult r = scatter({iota({4, 2}), iota({3}), Tensor::scalar<float>(7)}, cpus(2),
+                            {.splits = {InputSplit{}, InputSplit::whole(), InputSplit{}}});
   ASSERT_EQ(r.inputs.size(), 2u);
   for (const auto& chunk : r.inputs) {
     EXPECT_EQ(chunk[1].shape(), (Shape{3}));
@@ -111,8 +109,8 @@ TEST(Scatter, BroadcastInputsAndScalarsGoWholeToEveryDevice) {
 }
 
 TEST(Scatter, PerInputDims) {
-  ScatterResult r = scatter({iota({4, 2}), iota({2, 4})}, cpus(2), 0, {}, SplitPolicy::Chunk, {},
-                            {InputSplit{}, InputSplit::along(1)});
+  ScatterResult r = scatter({iota({4, 2}), iota({2, 4})}, cpus(2),
+                            {.splits = {InputSplit{}, InputSplit::along(1)}});
   EXPECT_EQ(r.inputs[0][1].shape(), (Shape{2, 2}));
 }
 

@@ -23,6 +23,7 @@
 #include "engine/parallel/data_parallel.h"
 #include "engine/plan.h"
 #include "engine/plan_reads.h"
+#include "engine/rewrites/device_rewrites.h"
 #include "engine/rewrites/op_fusion.h"
 #include "engine/training/optimizer.h"
 #include "engine/training/trainer.h"
@@ -234,7 +235,7 @@ TEST(TrainingPlans, EveryBundledTrainingCaseRunsOnAGpuButForShapeArithmetic) {
       training.graph->sort_topologically();
       // A simulated GPU compiles what a CUDA one would (engine/backends/sim).
       const std::shared_ptr<const Graph> compiled =
-          backend_for(DeviceType::Sim).rewrite_graph(training.graph, {});
+          rewrite_for_device(backend_for(DeviceType::Sim), training.graph, {});
       // Op fusion takes some Casts into fused nodes (a BatchNormalization gradient's element
       // count, Relu's mask); the rest of the compilation adds none.
       const std::shared_ptr<const Graph> fused = fuse_ops(*training.graph, DeviceType::Sim);

@@ -1,4 +1,4 @@
-// Synchronized BatchNormalization (engine/training/sync_batch_norm.h) and what it is built on:
+// Synchronized BatchNormalization (engine/autograd/sync_batch_norm.h) and what it is built on:
 // the replica group's sums (engine/parallel/replica_group.h), AllReduceSum and its gradient.
 // References: the plain BatchNormalization kernel and gradient rule (itself checked by finite
 // differences), and a one-device training run on the whole batch, which synchronized
@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "bundled_model_util.h"
+#include "engine/autograd/sync_batch_norm.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/parallel_apply.h"
 #include "engine/parallel/replica_group.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "engine/training/optimizer.h"
-#include "engine/training/sync_batch_norm.h"
 #include "engine/training/trainer.h"
 #include "gradient_check.h"
 #include "loader/npy.h"

@@ -110,15 +110,14 @@ TEST(Optimizers, RejectBadSettingsAndGradients) {
 TEST(ScatterRowShare, EachReplicaGetsItsShareOfTheRows) {
   std::vector<Device> devices = parse_device_list("cpu:0,cpu:1,cpu:2");
   Tensor x = random_floats({10, 2}, 1);
-  ScatterResult parts =
-      scatter({x, Tensor::scalar<float>(2.0f)}, devices, 0, {}, SplitPolicy::Chunk, {},
-              {InputSplit{}, InputSplit::share_of_rows()});
+  ScatterResult parts = scatter({x, Tensor::scalar<float>(2.0f)}, devices,
+                                {.splits = {InputSplit{}, InputSplit::share_of_rows()}});
   ASSERT_EQ(parts.rows, (std::vector<int64_t>{4, 4, 2}));
   EXPECT_FLOAT_EQ(parts.inputs[0][1].item_as_double(), 0.8);
   EXPECT_FLOAT_EQ(parts.inputs[1][1].item_as_double(), 0.8);
   EXPECT_FLOAT_EQ(parts.inputs[2][1].item_as_double(), 0.4);
-  EXPECT_THROW(scatter({x, floats({1}, {1})}, devices, 0, {}, SplitPolicy::Chunk, {},
-                       {InputSplit{}, InputSplit::share_of_rows()}),
+  EXPECT_THROW(scatter({x, floats({1}, {1})}, devices,
+                       {.splits = {InputSplit{}, InputSplit::share_of_rows()}}),
                Error);
 }
 
@@ -131,7 +130,7 @@ TEST(ScatterRowShare, ACountedShareIsOfTheElementsThatAreNotIgnored) {
   auto weights_for = [&](std::vector<int64_t> target) {
     ScatterResult parts =
         scatter({x, Tensor::from_vector<int64_t>({10}, target), Tensor::scalar<float>(2.0f)},
-                devices, 0, {}, SplitPolicy::Chunk, {}, splits, names);
+                devices, {.splits = splits, .names = names});
     EXPECT_EQ(parts.rows, (std::vector<int64_t>{4, 4, 2}));
     std::vector<double> w;
     for (const auto& chunk : parts.inputs) w.push_back(chunk[2].item_as_double());
@@ -144,8 +143,8 @@ TEST(ScatterRowShare, ACountedShareIsOfTheElementsThatAreNotIgnored) {
 
   auto error_with = [&](InputSplit rule, Tensor target) {
     return testing::error_of([&] {
-      scatter({x, target, Tensor::scalar<float>(2.0f)}, devices, 0, {}, SplitPolicy::Chunk, {},
-              {InputSplit{}, InputSplit{}, rule}, names);
+      scatter({x, target, Tensor::scalar<float>(2.0f)}, devices,
+              {.splits = {InputSplit{}, InputSplit{}, rule}, .names = names});
     });
   };
   const Tensor labels = Tensor::from_vector<int64_t>({10}, std::vector<int64_t>(10, 1));

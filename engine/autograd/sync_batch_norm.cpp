@@ -1,4 +1,4 @@
-#include "engine/training/sync_batch_norm.h"
+#include "engine/autograd/sync_batch_norm.h"
 
 #include <map>
 #include <set>

@@ -1,4 +1,4 @@
-#include "engine/parallel/distributed.h"
+#include "engine/training/distributed_data_parallel.h"
 
 #include <algorithm>
 #include <bit>
