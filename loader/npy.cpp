@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -327,8 +328,20 @@ std::string shape_tuple(const Shape& shape) {
 
 }  // namespace
 
-Tensor parse_npy(const std::string& bytes, const std::string& what) {
-  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
+namespace {
+
+// What a .npy header says, and where the data starts.
+struct NpyHeader {
+  Layout layout;
+  Shape shape;
+  size_t data_start = 0;
+};
+
+// Parses the header at the start of `bytes` (which may stop after it). Throws Error naming
+// `what` for a bad magic, an unsupported version, a truncated or malformed header, or Fortran
+// order.
+NpyHeader parse_header(std::string_view bytes, const std::string& what) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, std::string_view(kMagic, 6)) != 0)
     fail(what, ": not a .npy file (bad magic)");
   int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, header_start;
@@ -345,8 +358,9 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
     fail(what, ": unsupported .npy format version ", major);
   }
   if (bytes.size() < header_start + header_len) fail(what, ": truncated .npy header");
-  std::string header = bytes.substr(header_start, header_len);
-  Layout layout = layout_from_descr(dict_value(header, "descr", what), what);
+  const std::string header(bytes.substr(header_start, header_len));
+  NpyHeader out;
+  out.layout = layout_from_descr(dict_value(header, "descr", what), what);
   std::string fortran = dict_value(header, "fortran_order", what);
   if (fortran.find("True") != std::string::npos)
     fail(what, ": Fortran-order .npy arrays are not supported; save with C order");
@@ -354,19 +368,51 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
     fail(what, ": malformed fortran_order in .npy header");
   std::string shape_text = dict_value(header, "shape", what);
   if (shape_text.empty() || shape_text[0] != '(') fail(what, ": malformed shape in .npy header");
-  Shape shape = parse_shape(shape_text, what);
+  out.shape = parse_shape(shape_text, what);
+  out.data_start = header_start + header_len;
+  return out;
+}
+
+}  // namespace
+
+Tensor parse_npy(const std::string& bytes, const std::string& what) {
+  const NpyHeader header = parse_header(bytes, what);
+  const Layout& layout = header.layout;
+  const Shape& shape = header.shape;
   size_t needed = payload_bytes(shape, layout.item_size, what);
-  size_t payload = bytes.size() - header_start - header_len;
+  size_t payload = bytes.size() - header.data_start;
   if (payload < needed)
     fail(what, ": truncated .npy data: ", payload, " bytes for shape ", shape_to_string(shape),
          " of ", dtype_name(layout.dtype), " (", needed, " needed)");
   Tensor t = Tensor::empty(shape, layout.dtype);
-  const char* data = bytes.data() + header_start + header_len;
+  const char* data = bytes.data() + header.data_start;
   if (layout.dtype == DType::String)
     decode_strings(t, layout, data, what);
   else
     std::memcpy(t.raw_data(), data, needed);
   return t;
+}
+
+std::optional<Shape> read_npy_shape(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(12, '\0');
+  if (!in.read(bytes.data(), 12)) return std::nullopt;
+  // The header's length is at bytes 8.. (2 bytes in version 1, 4 after); a header of more
+  // than 1 MiB is no numpy header.
+  const auto at = [&](size_t i) {
+    return static_cast<size_t>(static_cast<unsigned char>(bytes[i]));
+  };
+  const size_t length =
+      bytes[6] == 1 ? (at(8) | at(9) << 8) : (at(8) | at(9) << 8 | at(10) << 16 | at(11) << 24);
+  if (length > (size_t(1) << 20)) return std::nullopt;
+  bytes.resize(12 + length);
+  in.read(bytes.data() + 12, static_cast<std::streamsize>(length));
+  bytes.resize(12 + static_cast<size_t>(in.gcount()));
+  try {
+    return parse_header(bytes, path).shape;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 Tensor read_npy(const std::string& path) {

@@ -1,5 +1,6 @@
 #pragma once
 // numpy .npy files (format versions 1.0, 2.0 and 3.0, C order) <-> Tensor.
+#include <optional>
 #include <string>
 
 #include "engine/tensor.h"
@@ -14,6 +15,9 @@ namespace dprun {
 /// missing file, a bad magic/header, Fortran order, an unsupported dtype, other big-endian
 /// data, a code point that is not a Unicode character, or a short payload.
 Tensor read_npy(const std::string& path);
+/// The shape in the header of the .npy file at `path`, without reading its data; nullopt when
+/// the file cannot be read or its header is not a .npy header (read_npy then says why).
+std::optional<Shape> read_npy_shape(const std::string& path);
 /// Parses .npy bytes held in memory; `what` names the source in error messages.
 Tensor parse_npy(const std::string& bytes, const std::string& what);
 /// Writes `tensor` as a version 1.0 .npy file. bfloat16, which numpy lacks, is written as

@@ -65,4 +65,52 @@ void check_not_directory(const std::string& path, const std::string& option) {
     fail(path, ": is a directory; --", option, " takes a .npy file");
 }
 
+namespace {
+
+// The shape the target of `loss` has for an output of shape `output`: the output's, without
+// the class dim for the class losses.
+std::optional<SymbolicShape> target_shape(const LossSpec& loss, const SymbolicShape& output) {
+  if (loss.kind != LossKind::CrossEntropy && loss.kind != LossKind::Nll) return output;
+  const auto rank = static_cast<int64_t>(output.size());
+  const int64_t c = loss.class_dim < 0 ? loss.class_dim + rank : loss.class_dim;
+  if (c < 1 || c >= rank) return std::nullopt;  // the loss itself reports a bad class dim
+  SymbolicShape target = output;
+  target.erase(target.begin() + c);
+  return target;
+}
+
+bool fits(const Shape& file, const SymbolicShape& wanted) {
+  if (file.size() != wanted.size()) return false;
+  for (size_t d = 1; d < file.size(); ++d)
+    if (wanted[d].is_known() && wanted[d].value != file[d]) return false;
+  return true;
+}
+
+// "hidden [batch, 64], logits [batch, 10]"
+std::string outputs_with_shapes(const Graph& graph) {
+  std::string listed;
+  for (const ValueInfo& out : graph.outputs) {
+    if (!listed.empty()) listed += ", ";
+    listed += out.name;
+    if (out.type.shape) listed += ' ' + shape_to_string(*out.type.shape);
+  }
+  return listed;
+}
+
+}  // namespace
+
+void check_target_fits(const Graph& graph, const LossSpec& loss, const std::string& target_path) {
+  if (graph.outputs.empty() || !loss_needs_target(loss.kind)) return;
+  const std::string output = loss.output.empty() ? graph.outputs.front().name : loss.output;
+  const std::optional<TensorType> type = graph.type_of(output);
+  const std::optional<Shape> file = read_npy_shape(target_path);
+  if (!type || !type->shape || !file) return;
+  const std::optional<SymbolicShape> wanted = target_shape(loss, *type->shape);
+  if (!wanted || fits(*file, *wanted)) return;
+  fail("--target ", target_path, " holds ", shape_to_string(*file), ", but --loss ",
+       loss_kind_name(loss.kind), " on output '", output, "' ", shape_to_string(*type->shape),
+       " needs targets of shape ", shape_to_string(*wanted), " (a row per sample); the model's ",
+       "outputs: ", outputs_with_shapes(graph), ": name the one the loss reads with --output NAME");
+}
+
 }  // namespace dprun

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/autograd/loss.h"
+#include "engine/graph.h"
 #include "engine/training/data_checks.h"
 #include "engine/training/training_data.h"
 
@@ -40,5 +42,13 @@ TrainingData read_training_data(const TrainingDataFiles& files);
 /// Throws Error "PATH: is a directory; --OPTION takes a .npy file" when `path` is a folder
 /// (read_npy would say "file not found").
 void check_not_directory(const std::string& path, const std::string& option);
+
+/// Throws Error when the target file `target_path` cannot be the target of `loss` on its output
+/// of `graph`: a different rank than the output (without its class dim for cross_entropy and
+/// nll), or a different size in a dim after the first (the rows) that the output declares. It
+/// reads the file's header only, so a run refuses such a file before it reads any data, naming
+/// the output and the model's other outputs (--output picks one), not the loss graph's
+/// internal 'target' input. Passes when either shape is unknown.
+void check_target_fits(const Graph& graph, const LossSpec& loss, const std::string& target_path);
 
 }  // namespace dprun

@@ -15,18 +15,17 @@
 #include "engine/parallel/device_list.h"
 #include "engine/training/lr_schedule.h"
 #include "engine/training/trainer.h"
+#include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
 #include "loader/training_data_files.h"
+#include "loader/training_run_files.h"
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/inputs.h"
 #include "tools/parallel_options.h"
 #include "tools/report_files.h"
-#include "tools/train_divergence.h"
 #include "tools/train_report.h"
-#include "tools/train_step.h"
-#include "tools/train_target.h"
 #include "tools/training_export.h"
 
 namespace dprun::cli {
@@ -292,19 +291,6 @@ std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::
   return lrs;
 }
 
-/// The lr of step `step` for the optimizer and for each --param-lr group, each scheduled from
-/// its own base as PyTorch's schedulers treat each param group.
-void set_scheduled_lrs(Optimizer& optimizer, const LrSchedule& schedule, double base_lr,
-                       const std::vector<std::optional<double>>& group_lrs, int64_t step,
-                       int64_t steps) {
-  optimizer.set_lr(schedule.lr(base_lr, step, steps));
-  if (group_lrs.empty()) return;
-  std::vector<std::optional<double>> now(group_lrs.size());
-  for (size_t i = 0; i < group_lrs.size(); ++i)
-    if (group_lrs[i]) now[i] = schedule.lr(*group_lrs[i], step, steps);
-  optimizer.set_parameter_lrs(std::move(now));
-}
-
 // One of --betas' numbers.
 double beta(const std::string& text) {
   char* end = nullptr;
@@ -475,6 +461,32 @@ ProgressOptions progress_options(const std::optional<int64_t>& log_every) {
   return options;
 }
 
+// The run's first lines: what trains on what, and over how many ranks.
+void print_run_header(const std::string& model_path, const std::vector<Device>& devices,
+                      const Trainer& trainer, const TrainingData& data, int64_t batch,
+                      int64_t steps, const std::optional<DistributedRun>& dist,
+                      DistributedDataParallel* ddp) {
+  std::printf(
+      "training %s on %s: %zu parameters, %lld rows, %lld batches of %lld per epoch, %lld steps\n",
+      model_path.c_str(), device_list_to_string(devices).c_str(), trainer.parameter_names().size(),
+      static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
+      static_cast<long long>(batch), static_cast<long long>(steps));
+  if (!ddp) return;
+  const std::string compressed =
+      dist->options.gradient_compression != DType::Float32
+          ? ", in " + std::string(dtype_name(dist->options.gradient_compression))
+          : "";
+  std::printf(
+      "distributed over %d rank%s (%s): each step, rank r takes rows r, r+%d, ... of the "
+      "batch; %zu gradient bucket%s, %s reduction%s\n",
+      dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
+      ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
+      dist->options.deterministic        ? "rank-order (deterministic)"
+      : dist->group->backend() == "nccl" ? "NCCL's"
+                                         : "MPI's",
+      compressed.c_str());
+}
+
 int train(const TrainFlags& f, const CLI::App& app) {
   const std::string& model_path = f.model;
   if (!f.steps && !f.epochs) throw UsageError("give --steps N or --epochs N");
@@ -560,10 +572,9 @@ int train(const TrainFlags& f, const CLI::App& app) {
     validation.emplace(*model, options.training.loss, read_training_data(val));
   }
   std::unique_ptr<Optimizer> optimizer = make_optimizer(f, trainer);
-  const double base_lr = optimizer->lr();
-  const std::vector<std::optional<double>> group_lrs =
+  std::vector<std::optional<double>> group_lrs =
       parameter_group_lrs(f.param_lr, trainer.parameter_names(), trainer.parameters());
-  const LrSchedule lr_schedule = parse_lr_schedule_options(f);
+  LrSchedule lr_schedule = parse_lr_schedule_options(f);
   const CheckpointedRun checkpointed{
       .model = *model,
       .parameter_names = trainer.parameter_names(),
@@ -581,21 +592,8 @@ int train(const TrainFlags& f, const CLI::App& app) {
     std::printf("resuming %s at step %lld\n", model_path.c_str(),
                 static_cast<long long>(first_step + 1));
   }
-  // Each save: the model to serve, then the checkpoint to resume from (with
-  // --checkpoint-every). Each file is replaced whole, so a kill between the two leaves the
-  // checkpoint of the step before, which resumes to write both again: a checkpoint is never
-  // ahead of the model saved beside it.
-  auto save_models = [&](int64_t steps_done) {
-    save_inference_model(*model, *save, save_options);
-    if (checkpoint_every)
-      save_checkpoint(checkpoint_path(*save), checkpointed, steps_done, save_options);
-  };
-  if (writes) {  // what a save killed before its rename left behind
-    for (const std::string& path : {*save, checkpoint_path(*save)}) {
-      remove_stale_temporaries(path);
-      remove_stale_temporaries(external_data_path(path));
-    }
-  }
+  std::optional<TrainingRunFiles> files;  // only rank 0 writes
+  if (writes) files.emplace(*save, save_options);
   if (writes && !export_path.empty())
     save_training_graph(trainer, *model, export_path, save_options);
   if (dist) {
@@ -606,71 +604,39 @@ int train(const TrainFlags& f, const CLI::App& app) {
     check_ranks_agree_to_start(*dist, *model,
                                {{"the rows of training data", "", std::to_string(data.rows())}});
   }
+  print_run_header(model_path, devices, trainer, data, batch, schedule.steps, dist, ddp.get());
 
-  std::printf(
-      "training %s on %s: %zu parameters, %lld rows, %lld batches of %lld per epoch, %lld steps\n",
-      model_path.c_str(), device_list_to_string(devices).c_str(), trainer.parameter_names().size(),
-      static_cast<long long>(data.rows()), static_cast<long long>(data.batches_per_epoch()),
-      static_cast<long long>(batch), static_cast<long long>(schedule.steps));
-  const std::string compressed =
-      dist && dist->options.gradient_compression != DType::Float32
-          ? ", in " + std::string(dtype_name(dist->options.gradient_compression))
-          : "";
-  if (ddp)
-    std::printf(
-        "distributed over %d rank%s (%s): each step, rank r takes rows r, r+%d, ... of the "
-        "batch; %zu gradient bucket%s, %s reduction%s\n",
-        dist->size(), dist->size() == 1 ? "" : "s", dist->group->backend().c_str(), dist->size(),
-        ddp->stats().buckets, ddp->stats().buckets == 1 ? "" : "s",
-        dist->options.deterministic        ? "rank-order (deterministic)"
-        : dist->group->backend() == "nccl" ? "NCCL's"
-                                           : "MPI's",
-        compressed.c_str());
   Progress progress(schedule.steps, trainer.grad_scaler(), shown);
   TrainReport report;
   report.devices = devices;
   report.parameters = trainer.parameter_names();
-  int64_t samples = 0, epoch_samples = 0;
-  double seconds = 0, epoch_seconds = 0, epoch_loss = 0;
-  for (int64_t step = first_step; step < schedule.steps; ++step) {
-    const StepBatches batches = step_batches(data, step, accumulate, dist, data_options.seed);
-    set_scheduled_lrs(*optimizer, lr_schedule, base_lr, group_lrs, step, schedule.steps);
-    report.steps.push_back(run_step(batches, ddp.get(), trainer, *optimizer, devices));
-    const double loss = report.steps.back().loss, elapsed = report.steps.back().seconds;
-    if (!std::isfinite(loss)) {  // every rank holds the same global loss
-      std::string message = detail::concat("step ", step + 1, ": the loss is ", loss,
-                                           "; training diverged (try a smaller --lr)");
-      if (dist) throw CollectiveError(message);
-      fail(message);
-    }
-    check_parameters_finite(*optimizer, trainer.parameter_names(), step + 1, dist.has_value());
-    seconds += elapsed;
-    epoch_seconds += elapsed;
-    samples += batches.rows;
-    epoch_samples += batches.rows;
-    epoch_loss += loss * static_cast<double>(batches.rows);
-    progress.update(step + 1, loss, static_cast<double>(samples) / seconds);
-    if (writes && checkpoint_every && (step + 1) % checkpoint_every == 0) save_models(step + 1);
-    std::optional<int64_t> epoch = batches.epoch_end;
-    if (step + 1 == schedule.steps && !epoch)  // a run that ends within an epoch
-      epoch = (step * accumulate + accumulate - 1) / data.batches_per_epoch();
-    if (epoch) {
-      std::optional<ValidationResult> val;
-      if (validation && writes) report.validation.push_back(*(val = validation->run()));
-      progress.epoch_done(*epoch, epoch_loss / static_cast<double>(epoch_samples),
-                          static_cast<double>(epoch_samples) / epoch_seconds, val);
-      epoch_samples = 0;
-      epoch_seconds = epoch_loss = 0;
-    }
-  }
-  if (ddp) {
-    ddp->check_parameters_in_sync();
-    report.ranks = ranks_json(*dist, *ddp);
-  }
-  // Unless the last step's checkpoint already saved both (written again, a kill could leave a
-  // temporary file beside a finished run's).
-  if (writes && !(checkpoint_every && schedule.steps % checkpoint_every == 0))
-    save_models(schedule.steps);
+  int64_t samples = 0;
+  double seconds = 0;
+  TrainingRunOptions run_options{.steps = schedule.steps,
+                                 .accumulate = accumulate,
+                                 .seed = data_options.seed,
+                                 .lr_schedule = std::move(lr_schedule),
+                                 .group_lrs = std::move(group_lrs),
+                                 .checkpoint_every = checkpoint_every,
+                                 .on_step =
+                                     [&](int64_t steps_done, const StepRecord& step) {
+                                       seconds += step.seconds;
+                                       samples += step.rows;
+                                       progress.update(steps_done, step.loss,
+                                                       static_cast<double>(samples) / seconds);
+                                     },
+                                 .on_epoch =
+                                     [&](const EpochRecord& epoch) {
+                                       if (epoch.validation)
+                                         report.validation.push_back(*epoch.validation);
+                                       progress.epoch_done(epoch.epoch, epoch.mean_loss,
+                                                           epoch.samples_per_s, epoch.validation);
+                                     }};
+  TrainingRun run(trainer, *optimizer, data, checkpointed, std::move(run_options), ddp.get());
+  if (files) run.set_writer(&*files);
+  if (validation && writes) run.set_validation(&*validation);
+  report.steps = run.run(first_step);
+  if (ddp) report.ranks = ranks_json(*dist, *ddp);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
   std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,

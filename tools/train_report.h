@@ -9,24 +9,11 @@
 
 #include "engine/device.h"
 #include "engine/training/grad_scaler.h"
+#include "engine/training/training_run.h"
 #include "engine/training/validation.h"
 #include "tools/report_files.h"
 
 namespace dprun::cli {
-
-/// One optimizer step as the trainer ran it.
-struct StepRecord {
-  double loss = 0;
-  int64_t rows = 0;
-  double seconds = 0;  // wall time of Trainer::step
-  double lr = 0;       // the learning rate of the step's update
-  /// float16 training: the loss scale the step ran with, and whether its update was skipped
-  /// because a gradient overflowed.
-  std::optional<double> loss_scale;
-  bool skipped = false;
-  /// With --clip-grad-norm: the gradients' total norm before clipping.
-  std::optional<double> grad_norm;
-};
 
 struct Throughput {
   /// Steps left out of samples_per_s: the requested warm-up steps, or 0 when the run had no

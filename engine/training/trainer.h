@@ -138,6 +138,8 @@ class Trainer {
   /// The loss scaler of float16 training; null in other precisions.
   GradScaler* grad_scaler() { return scaler_.get(); }
   const GradScaler* grad_scaler() const { return scaler_.get(); }
+  /// The devices each step is split over (options.parallel.device_ids).
+  const std::vector<Device>& devices() const { return devices_; }
   /// What the last step's DataParallel call did (devices, rows, timings).
   DataParallelRun last_run() const { return parallel_->last_run(); }
 
