@@ -118,21 +118,23 @@ bool runs_on_host(const PlanStep& step, DeviceType plan_device,
                   step.device_dtypes.end();
 }
 
-}  // namespace
+// Errors carry the node: a kernel's message is prefixed with the node's description unless it
+// starts with it already.
+void compute_node(const OpKernel& kernel, KernelContext& ctx, const Node& node) {
+  try {
+    kernel.compute(ctx);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.rfind(node.describe(), 0) == 0) throw;
+    node.fail(what);
+  } catch (const std::exception& e) {
+    node.fail(e.what());
+  }
+}
 
-std::vector<Value> execute_plan_values(const Plan& plan, Device device,
-                                       const std::vector<Tensor>& parameters,
-                                       const std::vector<Value>& feeds,
-                                       const std::map<std::string, Tensor>& overrides,
-                                       const RunOptions& options) {
-  const Graph& graph = plan.graph();
-  DPRUN_CHECK(device.type == plan.device_type(), "plan compiled for ",
-              device_type_name(plan.device_type()), " cannot run on ", device.to_string());
-  const auto& feed_ids = plan.feed_ids();
-  const auto& required = graph.required_inputs();
-  DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(), " input",
-              feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
-  std::unique_ptr<ExecutionContext> own_context;
+// The context the run's kernels execute in: the caller's, or one made here into `own_context`.
+ExecutionContext& run_context(Device device, const RunOptions& options,
+                              std::unique_ptr<ExecutionContext>& own_context) {
   ExecutionContext* execution = options.context;
   if (execution == nullptr) {
     own_context =
@@ -141,26 +143,83 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   }
   DPRUN_CHECK(execution->device() == device, "an execution context of ",
               execution->device().to_string(), " cannot run a plan on ", device.to_string());
-  std::optional<WaitOnUnwind> wait_if_failed;  // a caller's context is the caller's to wait for
-  if (own_context) wait_if_failed.emplace(*own_context);
+  return *execution;
+}
 
-  // Sequences live beside the tensors, in a parallel table indexed by value id.
-  std::vector<Tensor> values(plan.value_count());
-  std::vector<SequencePtr> sequences(plan.value_count());
-  const auto& param_ids = plan.parameter_ids();
-  for (size_t i = 0; i < param_ids.size(); ++i)
-    values[static_cast<size_t>(param_ids[i])] = parameters[i];
-  for (const auto& [name, tensor] : overrides) {
-    int id = plan.value_id(name);
-    DPRUN_CHECK(id >= 0 && graph.initializers.count(name), "'", name,
-                "' is not an overridable input of the model");
-    values[static_cast<size_t>(id)] = tensor.to_unless_string(device);
+// The state of one run of a plan: the value table (sequences live beside the tensors, in a
+// parallel table indexed by value id) and the scratch buffers every step reuses.
+class PlanRun {
+ public:
+  PlanRun(const Plan& plan, Device device, ExecutionContext& execution, const RunOptions& options)
+      : plan_(plan),
+        graph_(plan.graph()),
+        device_(device),
+        execution_(execution),
+        options_(options),
+        values_(plan.value_count()),
+        sequences_(plan.value_count()),
+        host_(options.threads),
+        off_cpu_(plan.device_type() != DeviceType::CPU) {}
+
+  /// Binds the parameters, then the overridden initializers, then the feeds.
+  void bind_inputs(const std::vector<Tensor>& parameters, const std::vector<Value>& feeds,
+                   const std::map<std::string, Tensor>& overrides);
+
+  void run_steps() {
+    for (const PlanStep& step : plan_.steps()) run_step(step);
   }
+
+  /// In-place state updates write into the parameter's own storage, so a replica that shares
+  /// storage with the base updates the base (PyTorch's replica-0 semantics).
+  void apply_state_updates(const std::vector<Tensor>& parameters);
+
+  /// Outputs are on the run's device, shape arithmetic's among them.
+  void move_outputs_to_device();
+
+  std::vector<Value> results() const;
+
+ private:
+  void run_step(const PlanStep& step);
+  void collect_inputs(const PlanStep& step);
+  void configure(KernelContext& ctx, const PlanStep& step, bool on_host);
+  void store_outputs(const PlanStep& step, const Node& node, const KernelContext& ctx);
+  void notify_after(const PlanStep& step, const Node& node) const;
+  void release_values(const PlanStep& step);
+
+  const Plan& plan_;
+  const Graph& graph_;
+  Device device_;
+  ExecutionContext& execution_;
+  const RunOptions& options_;
+  std::vector<Tensor> values_;
+  std::vector<SequencePtr> sequences_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<SequencePtr> input_sequences_;
+  std::vector<Tensor> outputs_;
+  std::vector<SequencePtr> output_sequences_;
+  HostFallback host_;
+  DeviceStaging to_device_;
+  const bool off_cpu_;
+};
+
+void PlanRun::bind_inputs(const std::vector<Tensor>& parameters, const std::vector<Value>& feeds,
+                          const std::map<std::string, Tensor>& overrides) {
+  const auto& param_ids = plan_.parameter_ids();
+  for (size_t i = 0; i < param_ids.size(); ++i)
+    values_[static_cast<size_t>(param_ids[i])] = parameters[i];
+  for (const auto& [name, tensor] : overrides) {
+    int id = plan_.value_id(name);
+    DPRUN_CHECK(id >= 0 && graph_.initializers.count(name), "'", name,
+                "' is not an overridable input of the model");
+    values_[static_cast<size_t>(id)] = tensor.to_unless_string(device_);
+  }
+  const auto& feed_ids = plan_.feed_ids();
+  const auto& required = graph_.required_inputs();
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Value& feed = feeds[i];
     size_t id = static_cast<size_t>(feed_ids[i]);
     if (feed.is_sequence()) {
-      sequences[id] = feed.sequence;
+      sequences_[id] = feed.sequence;
       continue;
     }
     // Tensor inputs must be given; non-tensor inputs (declared without dtype) and outer-scope
@@ -168,101 +227,141 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     if (i < required.size() &&
         (feed.tensor.defined() || required[i]->type.dtype != DType::Undefined))
       check_input(*required[i], feed.tensor);
-    if (feed.tensor.defined()) values[id] = feed.tensor.to_unless_string(device);
+    if (feed.tensor.defined()) values_[id] = feed.tensor.to_unless_string(device_);
   }
+}
 
-  std::vector<const Tensor*> inputs;
-  std::vector<SequencePtr> input_sequences;
-  std::vector<Tensor> outputs;
-  std::vector<SequencePtr> output_sequences;
-  HostFallback host(options.threads);
-  DeviceStaging to_device;
-  const bool off_cpu = plan.device_type() != DeviceType::CPU;
-  for (const PlanStep& step : plan.steps()) {
-    const Node& node = graph.nodes[step.node_index];
-    inputs.clear();
-    input_sequences.clear();
-    for (int id : step.inputs) {
-      const Tensor* t = id >= 0 ? &values[static_cast<size_t>(id)] : nullptr;
-      inputs.push_back(t && t->defined() ? t : nullptr);
-      input_sequences.push_back(id >= 0 ? sequences[static_cast<size_t>(id)] : nullptr);
-    }
-    const bool on_host = runs_on_host(step, plan.device_type(), inputs);
-    const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
-    if (on_host) {
-      host.stage_inputs(step, inputs);
-    } else if (off_cpu) {
-      use_host_constants(step, inputs);
-      to_device.stage_inputs(step, device, inputs);
-    }
-    outputs.assign(step.outputs.size(), Tensor());
-    output_sequences.assign(step.outputs.size(), nullptr);
-    KernelContext ctx(node, on_host ? host.context() : *execution, inputs, outputs);
-    ctx.set_wanted(step.outputs_wanted);
-    if (!on_host) ctx.set_released_inputs(&step.inputs_released);
-    ctx.set_parameters_version(options.parameters_version);
-    ctx.set_replica(options.replica_group, options.replica_index);
-    if (options.random_seed)
-      ctx.set_random_seed(derive_seed(*options.random_seed, step.node_index));
-    ctx.bind_sequences(input_sequences, output_sequences);
-    for (const auto& obs : options.observers)
-      if (obs.before) obs.before(node, device, inputs);
-    try {
-      kernel.compute(ctx);
-    } catch (const Error& e) {
-      std::string what = e.what();
-      if (what.rfind(node.describe(), 0) == 0) throw;
-      node.fail(what);
-    } catch (const std::exception& e) {
-      node.fail(e.what());
-    }
-    if (on_host && !step.shape_arithmetic) host.return_outputs(device, outputs);
-    for (size_t o = 0; o < step.outputs.size(); ++o) {
-      if (step.outputs[o] < 0) continue;
-      if (!outputs[o].defined() && !output_sequences[o] && !ctx.output_is_none(o) &&
-          step.outputs_wanted[o])
-        node.fail("kernel produced no value for output '", node.outputs[o], "'");
-      values[static_cast<size_t>(step.outputs[o])] = std::move(outputs[o]);
-      sequences[static_cast<size_t>(step.outputs[o])] = std::move(output_sequences[o]);
-    }
-    if (!options.observers.empty()) {
-      std::vector<Tensor> produced;
-      for (int id : step.outputs)
-        produced.push_back(id >= 0 ? values[static_cast<size_t>(id)] : Tensor());
-      for (const auto& obs : options.observers)
-        if (obs.after) obs.after(node, device, produced);
-    }
-    for (int id : step.release_after) {
-      values[static_cast<size_t>(id)] = Tensor();
-      sequences[static_cast<size_t>(id)] = nullptr;
-    }
+void PlanRun::run_step(const PlanStep& step) {
+  const Node& node = graph_.nodes[step.node_index];
+  collect_inputs(step);
+  const bool on_host = runs_on_host(step, plan_.device_type(), inputs_);
+  const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
+  if (on_host) {
+    host_.stage_inputs(step, inputs_);
+  } else if (off_cpu_) {
+    use_host_constants(step, inputs_);
+    to_device_.stage_inputs(step, device_, inputs_);
   }
+  outputs_.assign(step.outputs.size(), Tensor());
+  output_sequences_.assign(step.outputs.size(), nullptr);
+  KernelContext ctx(node, on_host ? host_.context() : execution_, inputs_, outputs_);
+  configure(ctx, step, on_host);
+  for (const auto& obs : options_.observers)
+    if (obs.before) obs.before(node, device_, inputs_);
+  compute_node(kernel, ctx, node);
+  if (on_host && !step.shape_arithmetic) host_.return_outputs(device_, outputs_);
+  store_outputs(step, node, ctx);
+  if (!options_.observers.empty()) notify_after(step, node);
+  release_values(step);
+}
 
-  // In-place state updates write into the parameter's own storage, so a replica that shares
-  // storage with the base updates the base (PyTorch's replica-0 semantics).
-  for (const auto& [value, param] : graph.state_updates) {
-    int vid = plan.value_id(value), pid = plan.value_id(param);
-    if (vid < 0 || pid < 0 || !values[static_cast<size_t>(vid)].defined()) continue;
+// The step's input tensors (nullptr where omitted or empty) and sequences.
+void PlanRun::collect_inputs(const PlanStep& step) {
+  inputs_.clear();
+  input_sequences_.clear();
+  for (int id : step.inputs) {
+    const Tensor* t = id >= 0 ? &values_[static_cast<size_t>(id)] : nullptr;
+    inputs_.push_back(t && t->defined() ? t : nullptr);
+    input_sequences_.push_back(id >= 0 ? sequences_[static_cast<size_t>(id)] : nullptr);
+  }
+}
+
+// The run's settings for the step's kernel: its wanted outputs, the inputs it may write over
+// (on the run's device only), the replica, its random seed and the sequences.
+void PlanRun::configure(KernelContext& ctx, const PlanStep& step, bool on_host) {
+  ctx.set_wanted(step.outputs_wanted);
+  if (!on_host) ctx.set_released_inputs(&step.inputs_released);
+  ctx.set_parameters_version(options_.parameters_version);
+  ctx.set_replica(options_.replica_group, options_.replica_index);
+  if (options_.random_seed)
+    ctx.set_random_seed(derive_seed(*options_.random_seed, step.node_index));
+  ctx.bind_sequences(input_sequences_, output_sequences_);
+}
+
+// Moves the kernel's outputs into the value table; a wanted output must have a value.
+void PlanRun::store_outputs(const PlanStep& step, const Node& node, const KernelContext& ctx) {
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    if (step.outputs[o] < 0) continue;
+    if (!outputs_[o].defined() && !output_sequences_[o] && !ctx.output_is_none(o) &&
+        step.outputs_wanted[o])
+      node.fail("kernel produced no value for output '", node.outputs[o], "'");
+    values_[static_cast<size_t>(step.outputs[o])] = std::move(outputs_[o]);
+    sequences_[static_cast<size_t>(step.outputs[o])] = std::move(output_sequences_[o]);
+  }
+}
+
+// The observers' `after` callbacks, shown the step's outputs as stored.
+void PlanRun::notify_after(const PlanStep& step, const Node& node) const {
+  std::vector<Tensor> produced;
+  for (int id : step.outputs)
+    produced.push_back(id >= 0 ? values_[static_cast<size_t>(id)] : Tensor());
+  for (const auto& obs : options_.observers)
+    if (obs.after) obs.after(node, device_, produced);
+}
+
+// Drops the values no later step reads.
+void PlanRun::release_values(const PlanStep& step) {
+  for (int id : step.release_after) {
+    values_[static_cast<size_t>(id)] = Tensor();
+    sequences_[static_cast<size_t>(id)] = nullptr;
+  }
+}
+
+void PlanRun::apply_state_updates(const std::vector<Tensor>& parameters) {
+  const auto& param_ids = plan_.parameter_ids();
+  for (const auto& [value, param] : graph_.state_updates) {
+    int vid = plan_.value_id(value), pid = plan_.value_id(param);
+    if (vid < 0 || pid < 0 || !values_[static_cast<size_t>(vid)].defined()) continue;
     for (size_t i = 0; i < param_ids.size(); ++i)
       if (param_ids[i] == pid) {
         Tensor target = parameters[i];  // shares the parameter's storage
-        target.copy_from(values[static_cast<size_t>(vid)]);
+        target.copy_from(values_[static_cast<size_t>(vid)]);
       }
   }
+}
 
-  // Outputs are on the run's device, shape arithmetic's among them.
-  if (off_cpu)
-    for (int id : plan.output_ids()) {
-      Tensor& out = values[static_cast<size_t>(id)];
-      if (out.defined() && out.device().type == DeviceType::CPU) out = out.to_unless_string(device);
+void PlanRun::move_outputs_to_device() {
+  if (off_cpu_)
+    for (int id : plan_.output_ids()) {
+      Tensor& out = values_[static_cast<size_t>(id)];
+      if (out.defined() && out.device().type == DeviceType::CPU)
+        out = out.to_unless_string(device_);
     }
+}
+
+std::vector<Value> PlanRun::results() const {
+  std::vector<Value> results;
+  for (int id : plan_.output_ids())
+    results.push_back({values_[static_cast<size_t>(id)], sequences_[static_cast<size_t>(id)]});
+  return results;
+}
+
+}  // namespace
+
+std::vector<Value> execute_plan_values(const Plan& plan, Device device,
+                                       const std::vector<Tensor>& parameters,
+                                       const std::vector<Value>& feeds,
+                                       const std::map<std::string, Tensor>& overrides,
+                                       const RunOptions& options) {
+  DPRUN_CHECK(device.type == plan.device_type(), "plan compiled for ",
+              device_type_name(plan.device_type()), " cannot run on ", device.to_string());
+  const auto& feed_ids = plan.feed_ids();
+  DPRUN_CHECK(feeds.size() == feed_ids.size(), "the model takes ", feed_ids.size(), " input",
+              feed_ids.size() == 1 ? "" : "s", " but ", feeds.size(), " were given");
+  std::unique_ptr<ExecutionContext> own_context;
+  ExecutionContext& execution = run_context(device, options, own_context);
+  std::optional<WaitOnUnwind> wait_if_failed;  // a caller's context is the caller's to wait for
+  if (own_context) wait_if_failed.emplace(*own_context);
+
+  PlanRun run(plan, device, execution, options);
+  run.bind_inputs(parameters, feeds, overrides);
+  run.run_steps();
+  run.apply_state_updates(parameters);
+  run.move_outputs_to_device();
   // A context made here ends with the run: its work must be finished before the outputs and
   // the released buffers are handed on.
   if (own_context) own_context->synchronize();
-  std::vector<Value> results;
-  for (int id : plan.output_ids())
-    results.push_back({values[static_cast<size_t>(id)], sequences[static_cast<size_t>(id)]});
-  return results;
+  return run.results();
 }
 
 std::vector<Tensor> execute_plan(const Plan& plan, Device device,

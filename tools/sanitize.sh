@@ -128,7 +128,7 @@ run_thread() {
   export OMP_THREAD_LIMIT=1
   # oneDNN's process-wide primitive cache off: it hands a descriptor made on one thread to
   # another through locks of its own, which TSan cannot see either. dprun keeps its primitives
-  # per kernel (ops/cpu/shape_cache.h), so without the cache each thread makes its own.
+  # per kernel (ops/common/shape_cache.h), so without the cache each thread makes its own.
   export ONEDNN_PRIMITIVE_CACHE_CAPACITY=0
   # tools/tsan.supp says why each of its entries is there.
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tools/tsan.supp}

@@ -461,6 +461,130 @@ ProgressOptions progress_options(const std::optional<int64_t>& log_every) {
   return options;
 }
 
+// --save, --json and --export-training-graph name files that can be written.
+void check_outputs_writable(const TrainFlags& f) {
+  check_writable(*f.save, "save");
+  if (f.json && !f.json->empty()) check_writable(*f.json, "json");
+  if (f.export_graph && !f.export_graph->empty())
+    check_writable(*f.export_graph, "export-training-graph");
+}
+
+// --target is given exactly when the loss takes one.
+void check_target_given(const TrainFlags& f, const Trainer& trainer, LossKind loss) {
+  if (trainer.needs_target() && !f.target)
+    throw UsageError("--loss " + loss_kind_name(loss) + " needs --target FILE.npy");
+  if (!trainer.needs_target() && f.target)
+    throw UsageError("--loss none takes no --target: the model's output is the loss");
+}
+
+// The training data's files and how they are batched: --input, --target, --batch, the
+// shuffle (by default with --epochs), --seed; a step's `accumulate` batches are gathered
+// before it runs. The target file is checked against the model's output before it is read.
+TrainingDataFiles training_data_files(const TrainFlags& f, Model& model,
+                                      const TrainerOptions& options,
+                                      const std::vector<Device>& devices, int64_t accumulate) {
+  TrainingDataFiles data_options;
+  data_options.input_names = model.input_names();
+  data_options.files = apply_initializer_overrides(model, input_files(f.inputs, "input"));
+  check_input_names(data_options.files, data_options.input_names);
+  if (f.target) check_target_fits(model.graph(), options.training.loss, *f.target);
+  data_options.target_file = f.target.value_or("");
+  data_options.labels = class_labels(model, options.training.loss);
+  data_options.dim = options.parallel.dim;
+  data_options.batch = *f.batch;
+  data_options.shuffle = f.shuffle || (f.epochs && !f.no_shuffle);
+  data_options.seed = static_cast<uint64_t>(f.seed.value_or(0));
+  for (const Device& d : devices)  // batches for an accelerator are gathered where it reads fast
+    if (d.type != DeviceType::CPU) {
+      data_options.pin_for = d;
+      break;
+    }
+  data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
+  return data_options;
+}
+
+// --val-input and --val-target: the held-out rows validated at each epoch's end, batched as
+// the training data but never shuffled.
+std::optional<Validation> validation_of(const TrainFlags& f, const TrainingDataFiles& data_options,
+                                        const Model& model, const Trainer& trainer,
+                                        const LossSpec& loss) {
+  if (f.val_inputs.empty()) return std::nullopt;
+  TrainingDataFiles val = data_options;
+  val.files = input_files(f.val_inputs, "val-input");
+  val.target_file = f.val_target.value_or("");
+  val.option_prefix = "val-";
+  val.shuffle = false;
+  if (trainer.needs_target() && val.target_file.empty())
+    throw UsageError("--val-input needs --val-target for this loss");
+  return std::optional<Validation>(std::in_place, model, loss, read_training_data(val));
+}
+
+// The model a run trains: the checkpoint's training form with --resume, else the model file.
+std::shared_ptr<Model> model_to_train(const std::string& path,
+                                      const std::optional<Checkpoint>& checkpoint, Device device,
+                                      const ModelOptions& compile) {
+  if (checkpoint)
+    return std::make_shared<Model>(model_from_graph(checkpoint->graph, path, device, compile));
+  return std::make_shared<Model>(load_model(path, device, {}, compile));
+}
+
+// The run's last line: the last loss, the throughput, float16's skipped steps, the saved file.
+void print_run_summary(const TrainReport& report, const GradScaler* scaler, int64_t steps,
+                       const std::string& save) {
+  std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,
+              report.throughput.samples_per_s);
+  if (report.throughput.warmup_steps > 0)
+    std::printf(" after %lld warm-up step%s (%.1f overall)",
+                static_cast<long long>(report.throughput.warmup_steps),
+                report.throughput.warmup_steps == 1 ? "" : "s",
+                report.throughput.overall_samples_per_s);
+  if (scaler)
+    std::printf("; %lld of %lld steps skipped for overflowing gradients, loss scale now %g",
+                static_cast<long long>(scaler->skipped_steps()), static_cast<long long>(steps),
+                static_cast<double>(scaler->scale()));
+  std::printf("; saved %s\n", save.c_str());
+}
+
+// --resume: restores the checkpoint's state into the run and returns the step it was written
+// after, refusing a checkpoint that has no steps of the run left.
+int64_t resume_from(const Checkpoint& checkpoint, const std::string& path,
+                    const CheckpointedRun& run, int64_t steps) {
+  const int64_t step = restore_training_state(checkpoint, path, run);
+  if (step >= steps)
+    fail("--resume: the checkpoint is at step ", step, "; a run of ", steps,
+         " steps has none left");
+  std::printf("resuming %s at step %lld\n", path.c_str(), static_cast<long long>(step + 1));
+  return step;
+}
+
+// Before any gradient is summed: every option but the per-rank ones (devices, threads, file
+// paths, what only rank 0 does; per_rank_options() in tools/distributed_cli.cpp says why
+// each), the model and the data's rows must be alike on every rank.
+void check_ranks_agree(DistributedRun& dist, const CLI::App& app, const Model& model,
+                       const TrainingData& data) {
+  dist.option_facts = option_facts(app);
+  check_ranks_agree_to_start(dist, model,
+                             {{"the rows of training data", "", std::to_string(data.rows())}});
+}
+
+// The progress a run shows from its callbacks, and the validations its report keeps.
+struct ProgressShown {
+  Progress progress;
+  TrainReport& report;
+  int64_t samples = 0;
+  double seconds = 0;
+
+  void step(int64_t steps_done, const StepRecord& step) {
+    seconds += step.seconds;
+    samples += step.rows;
+    progress.update(steps_done, step.loss, static_cast<double>(samples) / seconds);
+  }
+  void epoch(const EpochRecord& epoch) {
+    if (epoch.validation) report.validation.push_back(*epoch.validation);
+    progress.epoch_done(epoch.epoch, epoch.mean_loss, epoch.samples_per_s, epoch.validation);
+  }
+};
+
 // The run's first lines: what trains on what, and over how many ranks.
 void print_run_header(const std::string& model_path, const std::vector<Device>& devices,
                       const Trainer& trainer, const TrainingData& data, int64_t batch,
@@ -507,9 +631,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   const ProgressOptions shown = progress_options(f.log_every);
   const std::string json_path = f.json.value_or("");
   const std::string export_path = f.export_graph.value_or("");
-  if (writes) check_writable(*save, "save");
-  if (writes && !json_path.empty()) check_writable(json_path, "json");
-  if (writes && !export_path.empty()) check_writable(export_path, "export-training-graph");
+  if (writes) check_outputs_writable(f);
 
   const std::vector<Device> devices = options.parallel.device_ids;
   if (dist) choose_gradient_backend(*dist, f.distributed.dist_backend, devices.front());
@@ -519,10 +641,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   // --resume: MODEL is a checkpoint, the training form with the run's state inside.
   std::optional<Checkpoint> checkpoint;
   if (f.resume) checkpoint = read_checkpoint(model_path);
-  auto model = checkpoint
-                   ? std::make_shared<Model>(
-                         model_from_graph(checkpoint->graph, model_path, devices.front(), compile))
-                   : std::make_shared<Model>(load_model(model_path, devices.front(), {}, compile));
+  auto model = model_to_train(model_path, checkpoint, devices.front(), compile);
   if (writes) say_if_exported_for_inference(model->graph(), model_path);
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<Trainer> single;
@@ -531,46 +650,16 @@ int train(const TrainFlags& f, const CLI::App& app) {
   else
     single = std::make_unique<Trainer>(model, options);
   Trainer& trainer = ddp ? ddp->trainer() : *single;
-  if (trainer.needs_target() && !f.target)
-    throw UsageError("--loss " + loss_kind_name(options.training.loss.kind) +
-                     " needs --target FILE.npy");
-  if (!trainer.needs_target() && f.target)
-    throw UsageError("--loss none takes no --target: the model's output is the loss");
+  check_target_given(f, trainer, options.training.loss.kind);
 
-  TrainingDataFiles data_options;
-  data_options.input_names = model->input_names();
-  data_options.files = apply_initializer_overrides(*model, input_files(f.inputs, "input"));
-  check_input_names(data_options.files, data_options.input_names);
-  if (f.target) check_target_fits(model->graph(), options.training.loss, *f.target);
-  data_options.target_file = f.target.value_or("");
-  data_options.labels = class_labels(*model, options.training.loss);
-  data_options.dim = options.parallel.dim;
-  data_options.batch = batch;
-  data_options.shuffle = f.shuffle || (f.epochs && !f.no_shuffle);
-  data_options.seed = static_cast<uint64_t>(f.seed.value_or(0));
-  for (const Device& d : devices)  // batches for an accelerator are gathered where it reads fast
-    if (d.type != DeviceType::CPU) {
-      data_options.pin_for = d;
-      break;
-    }
-  // Batches per optimizer step: their gradients are summed, weighted by their shares of the
-  // step's rows, before one update.
   const int64_t accumulate = f.accumulate.value_or(1);
-  data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
+  const TrainingDataFiles data_options =
+      training_data_files(f, *model, options, devices, accumulate);
   TrainingData data = read_training_data(data_options);
   Schedule schedule = parse_schedule(f, data.batches_per_epoch(), accumulate);
 
-  std::optional<Validation> validation;
-  if (!f.val_inputs.empty()) {
-    TrainingDataFiles val = data_options;
-    val.files = input_files(f.val_inputs, "val-input");
-    val.target_file = f.val_target.value_or("");
-    val.option_prefix = "val-";
-    val.shuffle = false;
-    if (trainer.needs_target() && val.target_file.empty())
-      throw UsageError("--val-input needs --val-target for this loss");
-    validation.emplace(*model, options.training.loss, read_training_data(val));
-  }
+  std::optional<Validation> validation =
+      validation_of(f, data_options, *model, trainer, options.training.loss);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(f, trainer);
   std::vector<std::optional<double>> group_lrs =
       parameter_group_lrs(f.param_lr, trainer.parameter_names(), trainer.parameters());
@@ -583,55 +672,29 @@ int train(const TrainFlags& f, const CLI::App& app) {
       .seed = data_options.seed,
       .settings = run_settings(options, *model, trainer, *optimizer, batch, accumulate,
                                data_options.shuffle)};
-  int64_t first_step = 0;
-  if (checkpoint) {
-    first_step = restore_training_state(*checkpoint, model_path, checkpointed);
-    if (first_step >= schedule.steps)
-      fail("--resume: the checkpoint is at step ", first_step, "; a run of ", schedule.steps,
-           " steps has none left");
-    std::printf("resuming %s at step %lld\n", model_path.c_str(),
-                static_cast<long long>(first_step + 1));
-  }
+  const int64_t first_step =
+      checkpoint ? resume_from(*checkpoint, model_path, checkpointed, schedule.steps) : 0;
   std::optional<TrainingRunFiles> files;  // only rank 0 writes
   if (writes) files.emplace(*save, save_options);
   if (writes && !export_path.empty())
     save_training_graph(trainer, *model, export_path, save_options);
-  if (dist) {
-    // Before any gradient is summed: every option but the per-rank ones (devices, threads,
-    // file paths, what only rank 0 does; per_rank_options() in tools/distributed_cli.cpp says
-    // why each), the model and the data's rows must be alike on every rank.
-    dist->option_facts = option_facts(app);
-    check_ranks_agree_to_start(*dist, *model,
-                               {{"the rows of training data", "", std::to_string(data.rows())}});
-  }
+  if (dist) check_ranks_agree(*dist, app, *model, data);
   print_run_header(model_path, devices, trainer, data, batch, schedule.steps, dist, ddp.get());
 
-  Progress progress(schedule.steps, trainer.grad_scaler(), shown);
   TrainReport report;
   report.devices = devices;
   report.parameters = trainer.parameter_names();
-  int64_t samples = 0;
-  double seconds = 0;
-  TrainingRunOptions run_options{.steps = schedule.steps,
-                                 .accumulate = accumulate,
-                                 .seed = data_options.seed,
-                                 .lr_schedule = std::move(lr_schedule),
-                                 .group_lrs = std::move(group_lrs),
-                                 .checkpoint_every = checkpoint_every,
-                                 .on_step =
-                                     [&](int64_t steps_done, const StepRecord& step) {
-                                       seconds += step.seconds;
-                                       samples += step.rows;
-                                       progress.update(steps_done, step.loss,
-                                                       static_cast<double>(samples) / seconds);
-                                     },
-                                 .on_epoch =
-                                     [&](const EpochRecord& epoch) {
-                                       if (epoch.validation)
-                                         report.validation.push_back(*epoch.validation);
-                                       progress.epoch_done(epoch.epoch, epoch.mean_loss,
-                                                           epoch.samples_per_s, epoch.validation);
-                                     }};
+  ProgressShown shown_progress{.progress = Progress(schedule.steps, trainer.grad_scaler(), shown),
+                               .report = report};
+  TrainingRunOptions run_options{
+      .steps = schedule.steps,
+      .accumulate = accumulate,
+      .seed = data_options.seed,
+      .lr_schedule = std::move(lr_schedule),
+      .group_lrs = std::move(group_lrs),
+      .checkpoint_every = checkpoint_every,
+      .on_step = [&](int64_t done, const StepRecord& step) { shown_progress.step(done, step); },
+      .on_epoch = [&](const EpochRecord& epoch) { shown_progress.epoch(epoch); }};
   TrainingRun run(trainer, *optimizer, data, checkpointed, std::move(run_options), ddp.get());
   if (files) run.set_writer(&*files);
   if (validation && writes) run.set_validation(&*validation);
@@ -639,18 +702,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   if (ddp) report.ranks = ranks_json(*dist, *ddp);
   report.throughput = measure_throughput(report.steps, warmup_steps);
   if (writes && !json_path.empty()) write_train_json(json_path, report);
-  std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,
-              report.throughput.samples_per_s);
-  if (report.throughput.warmup_steps > 0)
-    std::printf(" after %lld warm-up step%s (%.1f overall)",
-                static_cast<long long>(report.throughput.warmup_steps),
-                report.throughput.warmup_steps == 1 ? "" : "s",
-                report.throughput.overall_samples_per_s);
-  if (const GradScaler* scaler = trainer.grad_scaler())
-    std::printf("; %lld of %lld steps skipped for overflowing gradients, loss scale now %g",
-                static_cast<long long>(scaler->skipped_steps()),
-                static_cast<long long>(schedule.steps), static_cast<double>(scaler->scale()));
-  std::printf("; saved %s\n", save->c_str());
+  print_run_summary(report, trainer.grad_scaler(), schedule.steps, *save);
   return 0;
 }
 

@@ -135,6 +135,15 @@ class GradientBuilder {
   int64_t onnx_opset() const { return graph_.opset(""); }
 
  private:
+  // The passes of run(), in order.
+  std::unordered_set<std::string> checked_xs() const;
+  std::vector<size_t> ancestors_of_y(const std::unordered_set<std::string>& xs) const;
+  std::vector<bool> mark_differentiable(const std::vector<size_t>& order,
+                                        const std::unordered_set<std::string>& xs);
+  void seed_dy();
+  void backpropagate(const Node& node);
+  std::string gradient_of_x(const std::string& x);
+
   // The value of `value` when it is computed from Constant nodes and static shapes alone
   // (PyTorch's exports without constant folding build a Resize's scales as
   // Concat(Constant, Constant), a reshape's target from Shape of a static value...): the
@@ -272,6 +281,23 @@ class GradientBuilder {
 };
 
 GradientResult GradientBuilder::run() {
+  const std::unordered_set<std::string> xs = checked_xs();
+  const std::vector<size_t> order = ancestors_of_y(xs);
+  const std::vector<bool> active = mark_differentiable(order, xs);
+  if (depends_on_x_.count(spec_.y)) seed_dy();
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (active[*it]) backpropagate(graph_.nodes[*it]);
+
+  GradientResult result;
+  for (const auto& x : spec_.xs) result.gradients.push_back(gradient_of_x(x));
+  type_emitted_values();
+  result.value_types = std::move(emitted_types_);
+  result.nodes = std::move(nodes_);
+  return result;
+}
+
+// Checks that y and every x name values of the graph; returns the xs as a set.
+std::unordered_set<std::string> GradientBuilder::checked_xs() const {
   DPRUN_CHECK(!spec_.y.empty(), "gradient: y is not named");
   DPRUN_CHECK(used_.count(spec_.y), "gradient: y '", spec_.y, "' is not a value of graph '",
               graph_.name, "'");
@@ -279,40 +305,47 @@ GradientResult GradientBuilder::run() {
   for (const auto& x : spec_.xs)
     DPRUN_CHECK(used_.count(x), "gradient: x '", x, "' is not a value of graph '", graph_.name,
                 "'");
+  return xs;
+}
 
-  // Ancestors of y in topological order (iterative post-order DFS); xs are leaves.
+// Ancestors of y in topological order (iterative post-order DFS); xs are leaves.
+std::vector<size_t> GradientBuilder::ancestors_of_y(
+    const std::unordered_set<std::string>& xs) const {
   std::vector<size_t> order;
-  {
-    std::vector<char> state(graph_.nodes.size(), 0);  // 0 new, 1 open, 2 done
-    std::vector<std::pair<size_t, size_t>> stack;     // node, next input to visit
-    auto push_value = [&](const std::string& v) {
-      if (v.empty() || xs.count(v)) return;
-      auto p = producer_.find(v);
-      if (p == producer_.end()) return;
-      if (state[p->second] == 1)
-        graph_.nodes[p->second].fail("is part of a cycle in graph '", graph_.name, "'");
-      if (state[p->second] == 0) {
-        state[p->second] = 1;
-        stack.emplace_back(p->second, 0);
-      }
-    };
-    push_value(spec_.y);
-    while (!stack.empty()) {
-      auto& [n, next] = stack.back();
-      const Node& node = graph_.nodes[n];
-      if (next < node.inputs.size()) {
-        push_value(node.inputs[next++]);
-        continue;
-      }
-      state[n] = 2;
-      order.push_back(n);
-      stack.pop_back();
+  std::vector<char> state(graph_.nodes.size(), 0);  // 0 new, 1 open, 2 done
+  std::vector<std::pair<size_t, size_t>> stack;     // node, next input to visit
+  auto push_value = [&](const std::string& v) {
+    if (v.empty() || xs.count(v)) return;
+    auto p = producer_.find(v);
+    if (p == producer_.end()) return;
+    if (state[p->second] == 1)
+      graph_.nodes[p->second].fail("is part of a cycle in graph '", graph_.name, "'");
+    if (state[p->second] == 0) {
+      state[p->second] = 1;
+      stack.emplace_back(p->second, 0);
     }
+  };
+  push_value(spec_.y);
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    const Node& node = graph_.nodes[n];
+    if (next < node.inputs.size()) {
+      push_value(node.inputs[next++]);
+      continue;
+    }
+    state[n] = 2;
+    order.push_back(n);
+    stack.pop_back();
   }
+  return order;
+}
 
-  // Values on a differentiable path from some x. Integer and bool values cut the path (Shape,
-  // Equal, ArgMax, Cast to int...): nothing flows back through them, so the nodes that read or
-  // produce only such values need no rule.
+// Values on a differentiable path from some x (into depends_on_x_), and per node whether it
+// reads one. Integer and bool values cut the path (Shape, Equal, ArgMax, Cast to int...):
+// nothing flows back through them, so the nodes that read or produce only such values need no
+// rule.
+std::vector<bool> GradientBuilder::mark_differentiable(const std::vector<size_t>& order,
+                                                       const std::unordered_set<std::string>& xs) {
   depends_on_x_ = xs;
   std::vector<bool> active(graph_.nodes.size(), false);
   for (size_t n : order) {
@@ -324,73 +357,71 @@ GradientResult GradientBuilder::run() {
     for (const auto& out : node.outputs)
       if (!out.empty() && !xs.count(out) && may_be_floating(out)) depends_on_x_.insert(out);
   }
+  return active;
+}
 
-  // Seed dL/dy.
-  if (depends_on_x_.count(spec_.y)) {
-    std::string seed = spec_.dy;
-    if (seed.empty()) {
-      auto dt = try_dtype(spec_.y);
-      DPRUN_CHECK(dt.has_value(), "gradient: the element type of y '", spec_.y,
-                  "' is unknown, so ones cannot be built for dY");
-      DPRUN_CHECK(onnx_opset() >= 9, "gradient: building ones for dY needs ai.onnx opset >= 9, ",
-                  "the graph imports ", onnx_opset());
-      std::string shape = emit("seed", "Shape", {spec_.y}, 1, {})[0];
-      Tensor one = scalar_tensor(1.0, *dt).reshape({1});
-      seed = emit("seed", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(one)}})[0];
-    }
-    grads_[spec_.y].push_back(seed);
+// Seeds dL/dy: the given dy, or ones shaped like y.
+void GradientBuilder::seed_dy() {
+  std::string seed = spec_.dy;
+  if (seed.empty()) {
+    auto dt = try_dtype(spec_.y);
+    DPRUN_CHECK(dt.has_value(), "gradient: the element type of y '", spec_.y,
+                "' is unknown, so ones cannot be built for dY");
+    DPRUN_CHECK(onnx_opset() >= 9, "gradient: building ones for dY needs ai.onnx opset >= 9, ",
+                "the graph imports ", onnx_opset());
+    std::string shape = emit("seed", "Shape", {spec_.y}, 1, {})[0];
+    Tensor one = scalar_tensor(1.0, *dt).reshape({1});
+    seed = emit("seed", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(one)}})[0];
   }
+  grads_[spec_.y].push_back(seed);
+}
 
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Node& node = graph_.nodes[*it];
-    if (!active[*it]) continue;
-    std::vector<std::string> go;
-    bool any_go = false;
-    for (const auto& out : node.outputs) {
-      go.push_back(out.empty() ? std::string() : accumulated(out));
-      any_go = any_go || !go.back().empty();
-    }
-    if (!any_go) continue;
-    std::vector<bool> wants;
-    bool any_wanted = false;
-    for (const auto& in : node.inputs) {
-      wants.push_back(wants_gradient(in));
-      any_wanted = any_wanted || wants.back();
-    }
-    if (!any_wanted) continue;
-    int64_t opset = graph_.opset(node.domain);
-    const GradientDef* def = GradientRegistry::instance().find(node.domain, node.op_type, opset);
-    if (def == nullptr) {
-      bool known = GradientRegistry::instance().knows_op(node.domain, node.op_type);
-      node.fail("no gradient rule for ", node.op_type,
-                known ? " at opset " + std::to_string(opset) : std::string());
-    }
-    GradientContext ctx(*this, node, go, wants);
-    def->rule(ctx);
-    const auto& gi = ctx.input_grads();
-    for (size_t i = 0; i < gi.size(); ++i)
-      if (!gi[i].empty() && wants[i]) grads_[node.inputs[i]].push_back(gi[i]);
+// Runs the node's gradient rule when a gradient reaches one of its outputs and one of its
+// inputs wants one, and records the input gradients it emits.
+void GradientBuilder::backpropagate(const Node& node) {
+  std::vector<std::string> go;
+  bool any_go = false;
+  for (const auto& out : node.outputs) {
+    go.push_back(out.empty() ? std::string() : accumulated(out));
+    any_go = any_go || !go.back().empty();
   }
+  if (!any_go) return;
+  std::vector<bool> wants;
+  bool any_wanted = false;
+  for (const auto& in : node.inputs) {
+    wants.push_back(wants_gradient(in));
+    any_wanted = any_wanted || wants.back();
+  }
+  if (!any_wanted) return;
+  int64_t opset = graph_.opset(node.domain);
+  const GradientDef* def = GradientRegistry::instance().find(node.domain, node.op_type, opset);
+  if (def == nullptr) {
+    bool known = GradientRegistry::instance().knows_op(node.domain, node.op_type);
+    node.fail("no gradient rule for ", node.op_type,
+              known ? " at opset " + std::to_string(opset) : std::string());
+  }
+  GradientContext ctx(*this, node, go, wants);
+  def->rule(ctx);
+  const auto& gi = ctx.input_grads();
+  for (size_t i = 0; i < gi.size(); ++i)
+    if (!gi[i].empty() && wants[i]) grads_[node.inputs[i]].push_back(gi[i]);
+}
 
-  GradientResult result;
-  for (const auto& x : spec_.xs) {
-    std::string g = accumulated(x);
-    if (g.empty() && spec_.zeros_for_unreachable) {
-      auto dt = try_dtype(x);
-      DPRUN_CHECK(dt.has_value(), "gradient: the element type of x '", x,
-                  "' is unknown, so zeros cannot be built for its gradient");
-      DPRUN_CHECK(graph_.opset("") >= 9, "gradient: no path leads from y to x '", x,
-                  "', and building zeros for its gradient needs ai.onnx opset >= 9");
-      std::string shape = emit("zeros", "Shape", {x}, 1, {})[0];
-      Tensor zero = scalar_tensor(0.0, *dt).reshape({1});
-      g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(zero)}})[0];
-    }
-    result.gradients.push_back(g);
+// The accumulated gradient of x; zeros shaped like x when none reaches it and the spec asks
+// for them.
+std::string GradientBuilder::gradient_of_x(const std::string& x) {
+  std::string g = accumulated(x);
+  if (g.empty() && spec_.zeros_for_unreachable) {
+    auto dt = try_dtype(x);
+    DPRUN_CHECK(dt.has_value(), "gradient: the element type of x '", x,
+                "' is unknown, so zeros cannot be built for its gradient");
+    DPRUN_CHECK(graph_.opset("") >= 9, "gradient: no path leads from y to x '", x,
+                "', and building zeros for its gradient needs ai.onnx opset >= 9");
+    std::string shape = emit("zeros", "Shape", {x}, 1, {})[0];
+    Tensor zero = scalar_tensor(0.0, *dt).reshape({1});
+    g = emit("zeros", "ConstantOfShape", {shape}, 1, {{"value", Attribute::of_tensor(zero)}})[0];
   }
-  type_emitted_values();
-  result.value_types = std::move(emitted_types_);
-  result.nodes = std::move(nodes_);
-  return result;
+  return g;
 }
 
 GradientResult build_gradient(const Graph& graph, const GradientSpec& spec) {

@@ -1,8 +1,8 @@
 // Activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, Tanh, HardSigmoid, HardSwish,
 // Softplus, Softsign, ThresholdedRelu, Mish, Gelu, Shrink (unary) and PRelu (binary).
 #include "engine/op_facts.h"
+#include "ops/common/prelu.h"
 #include "ops/cpu/elementwise.h"
-#include "ops/cpu/prelu.h"
 #include "ops/math/binary_functors.h"
 #include "ops/math/unary_functors.h"
 
@@ -16,7 +16,7 @@ std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
   return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
 }
 
-/// PRelu: slope broadcasts unidirectionally to X (ops/cpu/prelu.h).
+/// PRelu: slope broadcasts unidirectionally to X (ops/common/prelu.h).
 class PReluKernel : public OpKernel {
  public:
   explicit PReluKernel(const KernelInfo& info) : legacy_(info.opset < 7) {}

@@ -1,8 +1,8 @@
 // ArgMax, ArgMin: int64 index of the first (or, with select_last_index, last) extreme value
 // along `axis`.
 #include "engine/op_facts.h"
+#include "ops/common/reduce_axes.h"
 #include "ops/cpu/axis_walk.h"
-#include "ops/cpu/reduce_axes.h"
 
 namespace dprun {
 namespace {

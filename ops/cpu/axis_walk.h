@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 

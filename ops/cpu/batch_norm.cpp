@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cpu/reduce_common.h"
 
 namespace dprun {

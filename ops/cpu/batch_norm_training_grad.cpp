@@ -11,7 +11,7 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
-#include "ops/cpu/batch_norm_training_grad_util.h"
+#include "ops/common/batch_norm_training_grad_util.h"
 #include "ops/cpu/simd_loops.h"
 
 namespace dprun {

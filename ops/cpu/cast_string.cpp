@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "ops/cpu/elementwise.h"
+#include "ops/common/elementwise.h"
 
 namespace dprun::ew {
 namespace {

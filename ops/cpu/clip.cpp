@@ -1,6 +1,6 @@
 // Clip. Opsets 1-10 take min/max as float attributes; 11+ take optional scalar inputs (and
 // integer types from 12). When min > max every element becomes max.
-#include "ops/cpu/clip.h"
+#include "ops/common/clip.h"
 
 #include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"

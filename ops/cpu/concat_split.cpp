@@ -1,6 +1,6 @@
 // Concat and Split along one axis: each is a sequence of contiguous block copies per outer
 // index, independent of the dtype.
-#include "ops/cpu/concat_split.h"
+#include "ops/common/concat_split.h"
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
 

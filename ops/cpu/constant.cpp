@@ -2,7 +2,7 @@
 #include "engine/autograd/shape_rules.h"
 #include "engine/constant_value.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/shape_ops.h"
+#include "ops/common/shape_ops.h"
 
 namespace dprun {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "engine/kernel.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 
 namespace dprun {
 namespace {

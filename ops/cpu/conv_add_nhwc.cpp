@@ -11,8 +11,8 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/conv_primitive.h"
-#include "ops/cpu/conv_util.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"

@@ -10,9 +10,9 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/batch_norm_affine.h"
 #include "ops/cpu/conv_primitive.h"
-#include "ops/cpu/conv_util.h"
 #include "ops/cpu/data_movement.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/onednn_util.h"

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/conv_backward_weights.h"
 #include "ops/cpu/conv_primitive.h"
-#include "ops/cpu/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 #include "ops/cpu/run_in_float32.h"

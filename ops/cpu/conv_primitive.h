@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun::onednn {

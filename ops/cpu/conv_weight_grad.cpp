@@ -7,8 +7,8 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/common/conv_weight_grad_util.h"
 #include "ops/cpu/conv_backward_weights.h"
-#include "ops/cpu/conv_weight_grad_util.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun {

@@ -1,8 +1,8 @@
 // CumSum: running sum along the axis given by the second input, optionally exclusive (each
 // output excludes its own element) and/or reverse (summing from the end).
 #include "engine/op_facts.h"
+#include "ops/common/reduce_common.h"
 #include "ops/cpu/axis_walk.h"
-#include "ops/cpu/reduce_common.h"
 
 namespace dprun {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

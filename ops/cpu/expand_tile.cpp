@@ -1,11 +1,12 @@
 // Expand and Tile, both expressed as strided copies with zero strides over repeated dims
-// (the views come from ops/cpu/expand_tile.h).
-#include "ops/cpu/expand_tile.h"
+// (the views come from ops/common/expand_tile.h).
+#include "ops/common/expand_tile.h"
 
 #include <algorithm>
 
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
+#include "ops/cpu/data_movement.h"
 
 namespace dprun {
 namespace {

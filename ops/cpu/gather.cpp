@@ -1,6 +1,6 @@
 // Gather, GatherElements, GatherND. Indices are validated (negatives count from the end)
 // before any data moves; rows are copied by element size so every dtype shares one path.
-#include "ops/cpu/gather.h"
+#include "ops/common/gather.h"
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
 

@@ -4,7 +4,7 @@
 #include "engine/autograd/shape_rules.h"
 #include "engine/kernel.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/gemm_util.h"
+#include "ops/common/gemm_util.h"
 
 namespace dprun {
 namespace {

@@ -1,6 +1,6 @@
 // Identity: forwards its input without copying.
 #include "engine/op_facts.h"
-#include "ops/cpu/view_kernels.h"
+#include "ops/common/view_kernels.h"
 
 namespace dprun {
 namespace {

@@ -10,8 +10,9 @@
 
 #include "engine/half.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/broadcast.h"
-#include "ops/cpu/layer_norm_util.h"
+#include "ops/common/broadcast.h"
+#include "ops/common/layer_norm_util.h"
+#include "ops/cpu/reduce_common.h"
 
 namespace dprun {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/loss_attributes.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/loss_attributes.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {

@@ -5,7 +5,7 @@
 #include "engine/autograd/shape_rules.h"
 #include "engine/kernel.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/matmul_util.h"
+#include "ops/common/matmul_util.h"
 
 namespace dprun {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "engine/kernel.h"
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/common/gemm_util.h"
+#include "ops/common/matmul_util.h"
 #include "ops/cpu/fused_activation.h"
-#include "ops/cpu/gemm_util.h"
-#include "ops/cpu/matmul_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/packed_weights.h"
 #include "ops/cpu/run_in_float32.h"

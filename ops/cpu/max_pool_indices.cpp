@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "engine/kernel.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun {

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/conv_util.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/conv_util.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {

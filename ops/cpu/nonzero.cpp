@@ -1,7 +1,7 @@
 // NonZero (coordinates of non-zero elements) and Compress (slices selected by a condition).
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/shape_cache.h"
 
 namespace dprun::onednn {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

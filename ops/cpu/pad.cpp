@@ -1,6 +1,6 @@
-// Pad: constant, reflect, edge and wrap modes (arguments in ops/cpu/pad.h). Each output
+// Pad: constant, reflect, edge and wrap modes (arguments in ops/common/pad.h). Each output
 // coordinate maps, per dimension, to a source coordinate or to "padding" (math::pad_source).
-#include "ops/cpu/pad.h"
+#include "ops/common/pad.h"
 #include "engine/op_facts.h"
 
 namespace dprun {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cpu/onednn_util.h"
 #include "ops/cpu/pool_primitive.h"
 #include "ops/cpu/run_in_float32.h"

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/broadcast.h"
-#include "ops/cpu/conv_util.h"
-#include "ops/cpu/matmul_util.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/broadcast.h"
+#include "ops/common/conv_util.h"
+#include "ops/common/matmul_util.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {

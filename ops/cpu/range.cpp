@@ -1,5 +1,5 @@
-// Range: start, start + delta, ... up to (excluding) limit (arguments in ops/cpu/range.h).
-#include "ops/cpu/range.h"
+// Range: start, start + delta, ... up to (excluding) limit (arguments in ops/common/range.h).
+#include "ops/common/range.h"
 #include "engine/op_facts.h"
 
 namespace dprun {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/reduce_axes.h"
+#include "ops/common/reduce_axes.h"
 
 namespace dprun {
 namespace {

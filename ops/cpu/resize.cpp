@@ -8,7 +8,7 @@
 
 #include "engine/kernel.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/resize_coordinates.h"
+#include "ops/common/resize_coordinates.h"
 
 namespace dprun {
 namespace {

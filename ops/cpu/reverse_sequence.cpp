@@ -2,7 +2,7 @@
 // time axis. Batch and time are dims 0 and 1 (either order), so the remaining dims form one
 // contiguous block per (batch, time) pair.
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

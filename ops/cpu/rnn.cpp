@@ -14,7 +14,7 @@
 
 #include "engine/autograd/shape_rules.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {
@@ -156,6 +156,35 @@ void gemm_nt(const ExecutionContext& exec, int64_t m, int64_t n, int64_t k, cons
                     });
 }
 
+/// The sizes of one run: sequence length, batch, input size, hidden size H, G = gates * H, and
+/// the shape of initial_h, initial_c, Y_h and Y_c.
+struct RnnDims {
+  int64_t seq = 0, batch = 0, in = 0, H = 0, G = 0;
+  Shape state_shape;
+};
+
+/// The node's inputs; the optional ones are nullptr where omitted.
+struct RnnInputs {
+  const Tensor& x;
+  const Tensor& w;
+  const Tensor& r;
+  const Tensor* b;
+  const Tensor* lens;
+  const Tensor* h0;
+  const Tensor* c0;
+  const Tensor* p;
+};
+
+/// What the recurrence of one direction reads besides the input projections.
+template <class T>
+struct DirectionParams {
+  const T* r;             // R [G, H]
+  const T* rb;            // recurrence biases [G]; nullptr without B
+  const T* p;             // peepholes [3 * H]; nullptr without P
+  const Activation* act;  // the direction's activations
+  bool rev;               // runs from the end of each sequence
+};
+
 template <RnnKind K>
 class RnnKernel : public OpKernel {
  public:
@@ -205,14 +234,38 @@ class RnnKernel : public OpKernel {
  private:
   template <class T>
   void run(KernelContext& ctx) const {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    const Tensor& r = ctx.input(2);
-    const Tensor* b = ctx.optional_input(3);
-    const Tensor* lens_t = ctx.optional_input(4);
-    const Tensor* h0_t = ctx.optional_input(5);
-    const Tensor* c0_t = K == RnnKind::Lstm ? ctx.optional_input(6) : nullptr;
-    const Tensor* p_t = K == RnnKind::Lstm ? ctx.optional_input(7) : nullptr;
+    const RnnInputs in = node_inputs(ctx);
+    const RnnDims dims = check_inputs(ctx, in);
+    const std::vector<int64_t> lens = sequence_lengths(ctx, in.lens, dims);
+    const std::vector<T> xs = sequence_major_input<T>(in.x, dims);
+
+    // Outputs in the internal [seq, dirs, batch, H] / [dirs, batch, H] layouts.
+    std::vector<T> y(static_cast<size_t>(dims.seq * dirs_ * dims.batch * dims.H), T(0));
+    std::vector<T> yh(static_cast<size_t>(dirs_ * dims.batch * dims.H), T(0));
+    std::vector<T> yc(static_cast<size_t>(dirs_ * dims.batch * dims.H), T(0));
+    for (int64_t d = 0; d < dirs_; ++d) run_direction<T>(ctx, in, dims, d, lens, xs, y, yh, yc);
+
+    if (ctx.output_wanted(0)) write_sequence_output<T>(ctx, in.x.dtype(), dims, y);
+    write_state_output<T>(ctx, in.x.dtype(), dims, 1, yh);
+    if constexpr (K == RnnKind::Lstm) write_state_output<T>(ctx, in.x.dtype(), dims, 2, yc);
+  }
+
+  /// The node's inputs; initial_c and P are LSTM's only.
+  RnnInputs node_inputs(const KernelContext& ctx) const {
+    return {ctx.input(0),
+            ctx.input(1),
+            ctx.input(2),
+            ctx.optional_input(3),
+            ctx.optional_input(4),
+            ctx.optional_input(5),
+            K == RnnKind::Lstm ? ctx.optional_input(6) : nullptr,
+            K == RnnKind::Lstm ? ctx.optional_input(7) : nullptr};
+  }
+
+  /// Checks every input's shape and dtype against X's and returns the run's sizes.
+  RnnDims check_inputs(const KernelContext& ctx, const RnnInputs& inputs) const {
+    const Tensor& x = inputs.x;
+    const Tensor& w = inputs.w;
     if (x.rank() != 3) ctx.fail("X must have rank 3, got ", shape_to_string(x.shape()));
     const int64_t seq = layout_ == 0 ? x.dim(0) : x.dim(1);
     const int64_t batch = layout_ == 0 ? x.dim(1) : x.dim(0);
@@ -230,22 +283,33 @@ class RnnKernel : public OpKernel {
                  dtype_name(x.dtype()));
     };
     check_shape(&w, {dirs_, G, in}, "W");
-    check_shape(&r, {dirs_, G, H}, "R");
-    check_shape(b, {dirs_, 2 * G}, "B");
-    check_shape(lens_t, {batch}, "sequence_lens");
-    const Shape state_shape = layout_ == 0 ? Shape{dirs_, batch, H} : Shape{batch, dirs_, H};
-    check_shape(h0_t, state_shape, "initial_h");
-    check_shape(c0_t, state_shape, "initial_c");
-    check_shape(p_t, {dirs_, 3 * H}, "P");
+    check_shape(&inputs.r, {dirs_, G, H}, "R");
+    check_shape(inputs.b, {dirs_, 2 * G}, "B");
+    check_shape(inputs.lens, {batch}, "sequence_lens");
+    Shape state_shape = layout_ == 0 ? Shape{dirs_, batch, H} : Shape{batch, dirs_, H};
+    check_shape(inputs.h0, state_shape, "initial_h");
+    check_shape(inputs.c0, state_shape, "initial_c");
+    check_shape(inputs.p, {dirs_, 3 * H}, "P");
+    return RnnDims{seq, batch, in, H, G, std::move(state_shape)};
+  }
 
-    std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
+  /// sequence_lens, checked; the whole sequence for every batch entry where it is omitted.
+  static std::vector<int64_t> sequence_lengths(const KernelContext& ctx, const Tensor* lens_t,
+                                               const RnnDims& dims) {
+    std::vector<int64_t> lens(static_cast<size_t>(dims.batch), dims.seq);
     if (lens_t) {
       lens = read_int_list(ctx, *lens_t, "sequence_lens");
       for (int64_t l : lens)
-        if (l < 0 || l > seq) ctx.fail("sequence_lens value ", l, " is outside [0, ", seq, "]");
+        if (l < 0 || l > dims.seq)
+          ctx.fail("sequence_lens value ", l, " is outside [0, ", dims.seq, "]");
     }
+    return lens;
+  }
 
-    // X as [seq, batch, in].
+  /// X as [seq, batch, in].
+  template <class T>
+  std::vector<T> sequence_major_input(const Tensor& x, const RnnDims& dims) const {
+    const int64_t seq = dims.seq, batch = dims.batch, in = dims.in;
     std::vector<T> xs(static_cast<size_t>(seq * batch * in));
     const T* xp = x.data<T>();
     for (int64_t t = 0; t < seq; ++t)
@@ -253,129 +317,196 @@ class RnnKernel : public OpKernel {
         const T* src = layout_ == 0 ? xp + (t * batch + n) * in : xp + (n * seq + t) * in;
         std::copy(src, src + in, xs.data() + (t * batch + n) * in);
       }
+    return xs;
+  }
 
-    // Outputs in the internal [seq, dirs, batch, H] / [dirs, batch, H] layouts.
-    std::vector<T> y(static_cast<size_t>(seq * dirs_ * batch * H), T(0));
-    std::vector<T> yh(static_cast<size_t>(dirs_ * batch * H), T(0));
-    std::vector<T> yc(static_cast<size_t>(dirs_ * batch * H), T(0));
-    auto state_index = [&](int64_t d, int64_t n, int64_t j) {
-      return layout_ == 0 ? (d * batch + n) * H + j : (n * dirs_ + d) * H + j;
-    };
+  /// Index of (direction d, batch entry n, unit j) in a state input or output.
+  int64_t state_index(const RnnDims& dims, int64_t d, int64_t n, int64_t j) const {
+    return layout_ == 0 ? (d * dims.batch + n) * dims.H + j : (n * dirs_ + d) * dims.H + j;
+  }
 
+  template <class T>
+  T clip(T v) const {
+    return clip_ > 0 ? std::clamp(v, T(-clip_), T(clip_)) : v;
+  }
+
+  /// Direction d over the whole sequence, into Y's direction-d slices and the final states'.
+  template <class T>
+  void run_direction(const KernelContext& ctx, const RnnInputs& in, const RnnDims& dims, int64_t d,
+                     const std::vector<int64_t>& lens, const std::vector<T>& xs, std::vector<T>& y,
+                     std::vector<T>& yh, std::vector<T>& yc) const {
+    const int64_t G = dims.G, H = dims.H;
     const size_t per_dir = acts_.size() / static_cast<size_t>(dirs_);
-    for (int64_t d = 0; d < dirs_; ++d) {
-      const bool rev = reverse_ || d == 1;
-      const T* wd = w.data<T>() + d * G * in;
-      const T* rd = r.data<T>() + d * G * H;
-      const T* wb = b ? b->data<T>() + d * 2 * G : nullptr;
-      const T* rb = b ? wb + G : nullptr;
-      const T* pd = p_t ? p_t->data<T>() + d * 3 * H : nullptr;
-      const Activation* act = acts_.data() + static_cast<size_t>(d) * per_dir;
+    const T* wd = in.w.data<T>() + d * G * dims.in;
+    const T* wb = in.b ? in.b->data<T>() + d * 2 * G : nullptr;
+    const DirectionParams<T> dir{in.r.data<T>() + d * G * H, in.b ? wb + G : nullptr,
+                                 in.p ? in.p->data<T>() + d * 3 * H : nullptr,
+                                 acts_.data() + static_cast<size_t>(d) * per_dir,
+                                 reverse_ || d == 1};
+    const std::vector<T> xw = project_inputs<T>(ctx, dims, xs, wd, wb, dir.rb);
+    std::vector<T> h(static_cast<size_t>(dims.batch * H), T(0)), c(h.size(), T(0));
+    load_initial_state<T>(in, dims, d, h, c);
+    run_steps<T>(ctx, dims, dir, d, lens, xw, h, c, y);
+    store_final_state<T>(dims, d, h, c, yh, yc);
+  }
 
-      // Input projections of every step, with the biases that are added unconditionally.
-      std::vector<T> xw(static_cast<size_t>(seq * batch * G));
-      gemm_nt<T>(ctx.execution(), seq * batch, G, in, xs.data(), wd, xw.data(), false);
-      if (wb)
-        for (int64_t i = 0; i < seq * batch; ++i)
-          for (int64_t g = 0; g < G; ++g) {
-            T add = wb[g];
-            // GRU keeps the recurrence bias of the h gate separate (it is scaled by r).
-            if (!(K == RnnKind::Gru && g >= 2 * H)) add += rb[g];
-            xw[static_cast<size_t>(i * G + g)] += add;
-          }
-
-      std::vector<T> h(static_cast<size_t>(batch * H), T(0)), c(h.size(), T(0));
-      for (int64_t n = 0; n < batch; ++n)
-        for (int64_t j = 0; j < H; ++j) {
-          if (h0_t) h[static_cast<size_t>(n * H + j)] = h0_t->data<T>()[state_index(d, n, j)];
-          if (c0_t) c[static_cast<size_t>(n * H + j)] = c0_t->data<T>()[state_index(d, n, j)];
+  /// Input projections of every step, with the biases that are added unconditionally.
+  template <class T>
+  std::vector<T> project_inputs(const KernelContext& ctx, const RnnDims& dims,
+                                const std::vector<T>& xs, const T* wd, const T* wb,
+                                const T* rb) const {
+    const int64_t rows = dims.seq * dims.batch, G = dims.G, H = dims.H;
+    std::vector<T> xw(static_cast<size_t>(rows * G));
+    gemm_nt<T>(ctx.execution(), rows, G, dims.in, xs.data(), wd, xw.data(), false);
+    if (wb)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t g = 0; g < G; ++g) {
+          T add = wb[g];
+          // GRU keeps the recurrence bias of the h gate separate (it is scaled by r).
+          if (!(K == RnnKind::Gru && g >= 2 * H)) add += rb[g];
+          xw[static_cast<size_t>(i * G + g)] += add;
         }
-      std::vector<T> hr(static_cast<size_t>(batch * G)), rh(static_cast<size_t>(batch * H));
-      auto clip = [&](T v) { return clip_ > 0 ? std::clamp(v, T(-clip_), T(clip_)) : v; };
+    return xw;
+  }
 
-      for (int64_t step = 0; step < seq; ++step) {
-        gemm_nt<T>(ctx.execution(), batch, G, H, h.data(), rd, hr.data(), false);
-        for (int64_t n = 0; n < batch; ++n) {
-          const int64_t len = lens[static_cast<size_t>(n)];
-          if (step >= len) continue;
-          const int64_t t = rev ? len - 1 - step : step;
-          const T* xg = xw.data() + (t * batch + n) * G;
-          const T* hg = hr.data() + n * G;
-          T* hn = h.data() + n * H;
-          T* cn = c.data() + n * H;
-          if constexpr (K == RnnKind::Rnn) {
-            for (int64_t j = 0; j < H; ++j) hn[j] = act[0](clip(xg[j] + hg[j]));
-          } else if constexpr (K == RnnKind::Gru) {
-            std::vector<T> zv(static_cast<size_t>(H)), rv(static_cast<size_t>(H));
-            for (int64_t j = 0; j < H; ++j) {
-              zv[j] = act[0](clip(xg[j] + hg[j]));
-              rv[j] = act[0](clip(xg[H + j] + hg[H + j]));
-            }
-            const T* rbh = rb ? rb + 2 * H : nullptr;
-            std::vector<T> cand(static_cast<size_t>(H));
-            if (linear_before_reset_) {
-              for (int64_t j = 0; j < H; ++j)
-                cand[j] =
-                    act[1](clip(xg[2 * H + j] + rv[j] * (hg[2 * H + j] + (rbh ? rbh[j] : T(0)))));
-            } else {
-              // (r * H_{t-1}) * Rh^T needs its own product.
-              std::vector<T> rhn(static_cast<size_t>(H));
-              for (int64_t j = 0; j < H; ++j) rhn[j] = rv[j] * hn[j];
-              for (int64_t j = 0; j < H; ++j) {
-                const T* rrow = rd + (2 * H + j) * H;
-                T s = 0;
-                for (int64_t p = 0; p < H; ++p) s += rhn[p] * rrow[p];
-                cand[j] = act[1](clip(xg[2 * H + j] + s + (rbh ? rbh[j] : T(0))));
-              }
-            }
-            for (int64_t j = 0; j < H; ++j) hn[j] = (T(1) - zv[j]) * cand[j] + zv[j] * hn[j];
-          } else {
-            for (int64_t j = 0; j < H; ++j) {
-              const T cp = cn[j];
-              T ig = xg[j] + hg[j] + (pd ? pd[j] * cp : T(0));
-              T fg = xg[2 * H + j] + hg[2 * H + j] + (pd ? pd[2 * H + j] * cp : T(0));
-              const T i_v = act[0](clip(ig));
-              const T f_v = input_forget_ ? T(1) - i_v : act[0](clip(fg));
-              const T g_v = act[1](clip(xg[3 * H + j] + hg[3 * H + j]));
-              const T c_new = f_v * cp + i_v * g_v;
-              T og = xg[H + j] + hg[H + j] + (pd ? pd[H + j] * c_new : T(0));
-              const T o_v = act[0](clip(og));
-              cn[j] = c_new;
-              hn[j] = o_v * act[2](c_new);
-            }
-          }
-          std::copy(hn, hn + H, y.data() + ((t * dirs_ + d) * batch + n) * H);
-        }
+  /// Direction d's initial_h / initial_c into h / c ([batch, H]), where given.
+  template <class T>
+  void load_initial_state(const RnnInputs& in, const RnnDims& dims, int64_t d, std::vector<T>& h,
+                          std::vector<T>& c) const {
+    const int64_t H = dims.H;
+    for (int64_t n = 0; n < dims.batch; ++n)
+      for (int64_t j = 0; j < H; ++j) {
+        if (in.h0) h[static_cast<size_t>(n * H + j)] = in.h0->data<T>()[state_index(dims, d, n, j)];
+        if (in.c0) c[static_cast<size_t>(n * H + j)] = in.c0->data<T>()[state_index(dims, d, n, j)];
       }
-      for (int64_t n = 0; n < batch; ++n)
-        for (int64_t j = 0; j < H; ++j) {
-          yh[static_cast<size_t>((d * batch + n) * H + j)] = h[static_cast<size_t>(n * H + j)];
-          yc[static_cast<size_t>((d * batch + n) * H + j)] = c[static_cast<size_t>(n * H + j)];
-        }
-    }
+  }
 
-    if (ctx.output_wanted(0)) {
-      Shape ys = layout_ == 0 ? Shape{seq, dirs_, batch, H} : Shape{batch, seq, dirs_, H};
-      T* o = ctx.allocate_output(0, ys, x.dtype()).data<T>();
-      for (int64_t t = 0; t < seq; ++t)
-        for (int64_t d = 0; d < dirs_; ++d)
-          for (int64_t n = 0; n < batch; ++n) {
-            const T* src = y.data() + ((t * dirs_ + d) * batch + n) * H;
-            T* dst = layout_ == 0 ? o + ((t * dirs_ + d) * batch + n) * H
-                                  : o + ((n * seq + t) * dirs_ + d) * H;
-            std::copy(src, src + H, dst);
-          }
+  /// The recurrence: each step adds H_{t-1} * R^T to the step's input projection and runs the
+  /// cell of every batch entry still within its sequence; the others keep their state.
+  template <class T>
+  void run_steps(const KernelContext& ctx, const RnnDims& dims, const DirectionParams<T>& dir,
+                 int64_t d, const std::vector<int64_t>& lens, const std::vector<T>& xw,
+                 std::vector<T>& h, std::vector<T>& c, std::vector<T>& y) const {
+    const int64_t seq = dims.seq, batch = dims.batch, H = dims.H, G = dims.G;
+    std::vector<T> hr(static_cast<size_t>(batch * G));
+    for (int64_t step = 0; step < seq; ++step) {
+      gemm_nt<T>(ctx.execution(), batch, G, H, h.data(), dir.r, hr.data(), false);
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t len = lens[static_cast<size_t>(n)];
+        if (step >= len) continue;
+        const int64_t t = dir.rev ? len - 1 - step : step;
+        const T* xg = xw.data() + (t * batch + n) * G;
+        const T* hg = hr.data() + n * G;
+        T* hn = h.data() + n * H;
+        T* cn = c.data() + n * H;
+        if constexpr (K == RnnKind::Rnn) {
+          rnn_cell<T>(H, dir, xg, hg, hn);
+        } else if constexpr (K == RnnKind::Gru) {
+          gru_cell<T>(H, dir, xg, hg, hn);
+        } else {
+          lstm_cell<T>(H, dir, xg, hg, hn, cn);
+        }
+        std::copy(hn, hn + H, y.data() + ((t * dirs_ + d) * batch + n) * H);
+      }
     }
-    auto write_state = [&](size_t idx, const std::vector<T>& s) {
-      if (!ctx.output_wanted(idx)) return;
-      T* o = ctx.allocate_output(idx, state_shape, x.dtype()).data<T>();
+  }
+
+  /// One RNN step of one batch entry: hn = f(x W^T + h R^T + biases).
+  template <class T>
+  void rnn_cell(int64_t H, const DirectionParams<T>& dir, const T* xg, const T* hg, T* hn) const {
+    const Activation* act = dir.act;
+    for (int64_t j = 0; j < H; ++j) hn[j] = act[0](clip(xg[j] + hg[j]));
+  }
+
+  /// One GRU step of one batch entry (gates z, r, h): hn = (1 - z) * candidate + z * hn.
+  template <class T>
+  void gru_cell(int64_t H, const DirectionParams<T>& dir, const T* xg, const T* hg, T* hn) const {
+    const Activation* act = dir.act;
+    std::vector<T> zv(static_cast<size_t>(H)), rv(static_cast<size_t>(H));
+    for (int64_t j = 0; j < H; ++j) {
+      zv[j] = act[0](clip(xg[j] + hg[j]));
+      rv[j] = act[0](clip(xg[H + j] + hg[H + j]));
+    }
+    const T* rbh = dir.rb ? dir.rb + 2 * H : nullptr;
+    std::vector<T> cand(static_cast<size_t>(H));
+    if (linear_before_reset_) {
+      for (int64_t j = 0; j < H; ++j)
+        cand[j] = act[1](clip(xg[2 * H + j] + rv[j] * (hg[2 * H + j] + (rbh ? rbh[j] : T(0)))));
+    } else {
+      // (r * H_{t-1}) * Rh^T needs its own product.
+      std::vector<T> rhn(static_cast<size_t>(H));
+      for (int64_t j = 0; j < H; ++j) rhn[j] = rv[j] * hn[j];
+      for (int64_t j = 0; j < H; ++j) {
+        const T* rrow = dir.r + (2 * H + j) * H;
+        T s = 0;
+        for (int64_t p = 0; p < H; ++p) s += rhn[p] * rrow[p];
+        cand[j] = act[1](clip(xg[2 * H + j] + s + (rbh ? rbh[j] : T(0))));
+      }
+    }
+    for (int64_t j = 0; j < H; ++j) hn[j] = (T(1) - zv[j]) * cand[j] + zv[j] * hn[j];
+  }
+
+  /// One LSTM step of one batch entry (gates i, o, f, c, with peepholes where given).
+  template <class T>
+  void lstm_cell(int64_t H, const DirectionParams<T>& dir, const T* xg, const T* hg, T* hn,
+                 T* cn) const {
+    const Activation* act = dir.act;
+    const T* pd = dir.p;
+    for (int64_t j = 0; j < H; ++j) {
+      const T cp = cn[j];
+      T ig = xg[j] + hg[j] + (pd ? pd[j] * cp : T(0));
+      T fg = xg[2 * H + j] + hg[2 * H + j] + (pd ? pd[2 * H + j] * cp : T(0));
+      const T i_v = act[0](clip(ig));
+      const T f_v = input_forget_ ? T(1) - i_v : act[0](clip(fg));
+      const T g_v = act[1](clip(xg[3 * H + j] + hg[3 * H + j]));
+      const T c_new = f_v * cp + i_v * g_v;
+      T og = xg[H + j] + hg[H + j] + (pd ? pd[H + j] * c_new : T(0));
+      const T o_v = act[0](clip(og));
+      cn[j] = c_new;
+      hn[j] = o_v * act[2](c_new);
+    }
+  }
+
+  /// Direction d's final h / c into the internal [dirs, batch, H] Y_h / Y_c.
+  template <class T>
+  void store_final_state(const RnnDims& dims, int64_t d, const std::vector<T>& h,
+                         const std::vector<T>& c, std::vector<T>& yh, std::vector<T>& yc) const {
+    const int64_t batch = dims.batch, H = dims.H;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t j = 0; j < H; ++j) {
+        yh[static_cast<size_t>((d * batch + n) * H + j)] = h[static_cast<size_t>(n * H + j)];
+        yc[static_cast<size_t>((d * batch + n) * H + j)] = c[static_cast<size_t>(n * H + j)];
+      }
+  }
+
+  /// Y in the node's layout from the internal [seq, dirs, batch, H] one.
+  template <class T>
+  void write_sequence_output(KernelContext& ctx, DType dtype, const RnnDims& dims,
+                             const std::vector<T>& y) const {
+    const int64_t seq = dims.seq, batch = dims.batch, H = dims.H;
+    Shape ys = layout_ == 0 ? Shape{seq, dirs_, batch, H} : Shape{batch, seq, dirs_, H};
+    T* o = ctx.allocate_output(0, ys, dtype).data<T>();
+    for (int64_t t = 0; t < seq; ++t)
       for (int64_t d = 0; d < dirs_; ++d)
-        for (int64_t n = 0; n < batch; ++n)
-          for (int64_t j = 0; j < H; ++j)
-            o[state_index(d, n, j)] = s[static_cast<size_t>((d * batch + n) * H + j)];
-    };
-    write_state(1, yh);
-    if constexpr (K == RnnKind::Lstm) write_state(2, yc);
+        for (int64_t n = 0; n < batch; ++n) {
+          const T* src = y.data() + ((t * dirs_ + d) * batch + n) * H;
+          T* dst = layout_ == 0 ? o + ((t * dirs_ + d) * batch + n) * H
+                                : o + ((n * seq + t) * dirs_ + d) * H;
+          std::copy(src, src + H, dst);
+        }
+  }
+
+  /// Output idx (Y_h or Y_c), where wanted, in the node's layout from the internal
+  /// [dirs, batch, H] one.
+  template <class T>
+  void write_state_output(KernelContext& ctx, DType dtype, const RnnDims& dims, size_t idx,
+                          const std::vector<T>& s) const {
+    if (!ctx.output_wanted(idx)) return;
+    T* o = ctx.allocate_output(idx, dims.state_shape, dtype).data<T>();
+    for (int64_t d = 0; d < dirs_; ++d)
+      for (int64_t n = 0; n < dims.batch; ++n)
+        for (int64_t j = 0; j < dims.H; ++j)
+          o[state_index(dims, d, n, j)] = s[static_cast<size_t>((d * dims.batch + n) * dims.H + j)];
   }
 
   int64_t hidden_ = 0;

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/rewrites/rnn_grad_fusion.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 #include "ops/cpu/rnn_onednn.h"
 
 namespace dprun::rnn_onednn {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/op_facts.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 namespace {

@@ -1,10 +1,10 @@
 // ScatterND, ScatterElements and the older Scatter (9/10): the output starts as a copy of
 // data, then updates are written (or combined with a reduction) at validated indices. Updates
 // apply in index order so duplicate indices with a reduction accumulate deterministically.
-#include "ops/cpu/scatter.h"
+#include "ops/common/scatter.h"
 
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

@@ -1,5 +1,5 @@
 // Shape and Size: metadata of the input as int64 tensors.
-#include "ops/cpu/shape_ops.h"
+#include "ops/common/shape_ops.h"
 
 #include <algorithm>
 

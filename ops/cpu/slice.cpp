@@ -1,6 +1,7 @@
-// Slice: a strided copy of the view SliceParams selects (ops/cpu/slice.h).
-#include "ops/cpu/slice.h"
+// Slice: a strided copy of the view SliceParams selects (ops/common/slice.h).
+#include "ops/common/slice.h"
 #include "engine/op_facts.h"
+#include "ops/cpu/data_movement.h"
 
 namespace dprun {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "engine/half.h"
 #include "engine/op_facts.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
+#include "ops/common/softmax_util.h"
 #include "ops/cpu/simd_loops.h"
-#include "ops/cpu/softmax_util.h"
 #include "ops/math/unary_functors.h"
 
 namespace dprun {

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "engine/op_facts.h"
+#include "ops/common/reduce_common.h"
 #include "ops/cpu/axis_walk.h"
-#include "ops/cpu/reduce_common.h"
 
 namespace dprun {
 namespace {

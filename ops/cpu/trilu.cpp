@@ -1,7 +1,7 @@
 // Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims and
 // zeroes the rest. Zero is all-zero bytes for every dtype, so the copy is type-agnostic.
 #include "engine/op_facts.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <cmath>
 
-#include "ops/cpu/reduce_axes.h"
+#include "ops/common/reduce_axes.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"

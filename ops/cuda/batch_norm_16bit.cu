@@ -10,7 +10,7 @@
 // mode, spatial=0 before opset 9, and parameters known to differ from X's dtype.
 #include <cuda_runtime_api.h>
 
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cuda/batch_norm_affine.cuh"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"

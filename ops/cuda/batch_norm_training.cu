@@ -23,7 +23,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cuda/batch_norm_affine.cuh"
 #include "ops/cuda/batch_norm_channel.cuh"
 #include "ops/cuda/defs/cuda_compute.h"

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cpu/batch_norm_training_grad_util.h"
+#include "ops/common/batch_norm_training_grad_util.h"
 #include "ops/cuda/batch_norm_channel.cuh"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"

@@ -1,12 +1,12 @@
 // The compute of Clip on CUDA (defined in ops/cuda/defs/clip.cpp), running the CPU kernel's math
-// (ops/math/clip.h) with its arguments (ops/cpu/clip.h): min/max attributes before opset 11,
+// (ops/math/clip.h) with its arguments (ops/common/clip.h): min/max attributes before opset 11,
 // optional scalar inputs from 11. A bound input is passed to the device kernel as a pointer and
 // read there, so the host never waits for it, whether it is a constant (a Constant node's device
 // copy, an initializer) or computed by earlier GPU work; only its dtype and size are checked on the
 // host.
 #include <limits>
 
-#include "ops/cpu/clip.h"
+#include "ops/common/clip.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/clip.h"
 

@@ -1,8 +1,8 @@
 // The compute of the CUDA Concat and Split (defined in ops/cuda/defs/concat_split.cpp), for every
 // dtype: each input (Concat) or output (Split) is one strided copy of [outer, rows] blocks into (or
 // out of) its column range of the wider tensor. Arguments and messages are the CPU kernels'
-// (ops/cpu/concat_split.h).
-#include "ops/cpu/concat_split.h"
+// (ops/common/concat_split.h).
+#include "ops/common/concat_split.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 

@@ -27,7 +27,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/shape_cache.h"
 #include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/cuda/defs/cuda_compute.h"

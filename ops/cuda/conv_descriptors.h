@@ -8,7 +8,7 @@
 
 #include "engine/dtype.h"
 #include "engine/kernel.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cuda/cudnn_util.h"
 
 namespace dprun::cudnn {

@@ -22,8 +22,8 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/conv_weight_grad_util.h"
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/conv_weight_grad_util.h"
+#include "ops/common/shape_cache.h"
 #include "ops/cuda/conv_descriptors.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/cuda/defs/cuda_compute.h"

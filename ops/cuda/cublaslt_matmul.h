@@ -11,7 +11,7 @@
 
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/kernel.h"
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/shape_cache.h"
 #include "ops/cuda/fused_epilogue.h"
 
 namespace dprun {

@@ -20,7 +20,7 @@
 #include "engine/backends/cuda/cuda_execution_context.h"
 #include "engine/half.h"
 #include "engine/kernel.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cuda/defs/node_checks.h"
 
 namespace dprun::cudnn {

@@ -4,7 +4,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/elementwise.h"
+#include "ops/common/elementwise.h"
 
 namespace dprun::cuda_ew {
 namespace {

@@ -1,7 +1,7 @@
 // The compute of the CUDA Expand and Tile (defined in ops/cuda/defs/expand_tile.cpp), for every
-// dtype: strided copies of the CPU kernels' views (ops/cpu/expand_tile.h), whose zero strides
+// dtype: strided copies of the CPU kernels' views (ops/common/expand_tile.h), whose zero strides
 // repeat input elements.
-#include "ops/cpu/expand_tile.h"
+#include "ops/common/expand_tile.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 

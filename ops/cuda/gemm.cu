@@ -14,7 +14,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/gemm_util.h"
+#include "ops/common/gemm_util.h"
 #include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/cublaslt_matmul.h"
 #include "ops/cuda/defs/cuda_compute.h"

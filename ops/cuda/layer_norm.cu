@@ -16,8 +16,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/cpu/broadcast.h"
-#include "ops/cpu/layer_norm_util.h"
+#include "ops/common/broadcast.h"
+#include "ops/common/layer_norm_util.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"

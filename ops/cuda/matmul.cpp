@@ -11,7 +11,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/matmul_util.h"
+#include "ops/common/matmul_util.h"
 #include "ops/cuda/cublas_gemm.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/input_dtypes.h"

@@ -14,7 +14,7 @@
 #include <limits>
 #include <memory>
 
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/defs/pool_types.h"
 #include "ops/cuda/elementwise.cuh"

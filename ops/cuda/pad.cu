@@ -1,10 +1,10 @@
 // The compute of the CUDA Pad (defined in ops/cuda/defs/pad.cpp), for every dtype (elements move by
-// size): the CPU kernel's arguments (ops/cpu/pad.h) and index mapping (math::pad_source), one
+// size): the CPU kernel's arguments (ops/common/pad.h) and index mapping (math::pad_source), one
 // thread per output element walking its coordinates from the last dimension. Padding values are
 // launch arguments.
 #include <cstring>
 
-#include "ops/cpu/pad.h"
+#include "ops/common/pad.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 

@@ -32,7 +32,7 @@
 #include "engine/backend.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/shape_cache.h"
 #include "ops/cuda/average_pool_scale.h"
 #include "ops/cuda/cudnn_util.h"
 #include "ops/cuda/defs/cuda_compute.h"

@@ -1,8 +1,8 @@
 // The compute of PRelu on CUDA (defined in ops/cuda/defs/prelu.cpp; float32/64 and the signed
 // integers, as the CPU's Types::Signed without the 16-bit floats): the CPU kernel's slope handling
-// (ops/cpu/prelu.h) and functor (math::PRelu), with the slope broadcast numpy-style by the binary
-// elementwise kernel.
-#include "ops/cpu/prelu.h"
+// (ops/common/prelu.h) and functor (math::PRelu), with the slope broadcast numpy-style by the
+// binary elementwise kernel.
+#include "ops/common/prelu.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/math/binary_functors.h"
 

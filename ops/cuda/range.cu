@@ -1,9 +1,9 @@
 // The compute of the CUDA Range (defined in ops/cuda/defs/range.cpp; float32/64, int16/32/64, the
 // ONNX types): the output's length depends on the scalar inputs, so the CPU kernel's arguments
-// (ops/cpu/range.h) are read on the host, from the plan's copy when they are constants; the device
-// computes each element as the CPU does (this file is compiled without fused multiply-add, so
-// floats round alike).
-#include "ops/cpu/range.h"
+// (ops/common/range.h) are read on the host, from the plan's copy when they are constants; the
+// device computes each element as the CPU does (this file is compiled without fused multiply-add,
+// so floats round alike).
+#include "ops/common/range.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/defs/range_types.h"
 #include "ops/cuda/elementwise.cuh"

@@ -1,7 +1,7 @@
 // The compute of Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} on CUDA
 // (defined in ops/cuda/defs/reduce.cpp) for float32, float64, float16, bfloat16, int32 and
 // int64, with the semantics of ops/cpu/reduce.cpp: the same axes rules and output shape
-// (ReduceAxes, ops/cpu/reduce_axes.h) and the same per-element math, accumulator types and
+// (ReduceAxes, ops/common/reduce_axes.h) and the same per-element math, accumulator types and
 // identities (Reducer, ops/math/reduce_functors.h; floats accumulate in double, a 16-bit result
 // is rounded through float as the CPU's is); LogSumExp is shifted by each output's maximum when
 // that is finite, as on the CPU. Other dtypes (bool, 8/16-bit and unsigned integers) have no
@@ -19,7 +19,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/cpu/reduce_axes.h"
+#include "ops/common/reduce_axes.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/half_convert.cuh"

@@ -1,7 +1,7 @@
 // The compute of the CUDA Reshape, Flatten, Squeeze, Unsqueeze and Identity (defined in
-// ops/cuda/defs/reshape.cpp): the output is a view of the input's device memory, so the CPU kernels
-// (view_kernels.h) serve unchanged; no data moves.
-#include "ops/cpu/view_kernels.h"
+// ops/cuda/defs/reshape.cpp): the output is a view of the input's device memory, so the kernels
+// every device shares (ops/common/view_kernels.h) serve unchanged; no data moves.
+#include "ops/common/view_kernels.h"
 #include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {

@@ -33,8 +33,8 @@
 #include <cstdint>
 
 #include "engine/backends/cuda/cuda_check.h"
-#include "ops/cpu/data_movement.h"
-#include "ops/cpu/scatter.h"
+#include "ops/common/data_movement.h"
+#include "ops/common/scatter.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 #include "ops/cuda/half_convert.cuh"

@@ -3,7 +3,7 @@
 // would copy the whole input to the host to read its dims). Their few int64 values are written by a
 // kernel that receives them by value: the launch captures its arguments, so no host buffer has to
 // outlive an asynchronous copy and nothing waits. ConstantOfShape fills its output the same way
-// with the value's bits. Arguments and messages are the CPU kernels' (ops/cpu/shape_ops.h).
+// with the value's bits. Arguments and messages are the CPU kernels' (ops/common/shape_ops.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/shape_ops.h"
+#include "ops/common/shape_ops.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise.cuh"
 

@@ -1,8 +1,8 @@
 // The compute of the CUDA Slice (defined in ops/cuda/defs/slice.cpp), for every dtype: a strided
-// copy of the view the CPU kernel's arguments select (ops/cpu/slice.h: same clamping, negative
+// copy of the view the CPU kernel's arguments select (ops/common/slice.h: same clamping, negative
 // steps as negative strides). The CPU kernel copies too, so the output never aliases the input here
 // either.
-#include "ops/cpu/slice.h"
+#include "ops/common/slice.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/strided_copy.h"
 

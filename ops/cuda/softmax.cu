@@ -14,7 +14,7 @@
 
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
-#include "ops/cpu/softmax_util.h"
+#include "ops/common/softmax_util.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/half_convert.cuh"
 #include "ops/cuda/reduce.cuh"

@@ -31,8 +31,8 @@
 #include <string>
 #include <type_traits>
 
-#include "ops/cpu/loss_attributes.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/loss_attributes.h"
+#include "ops/common/reduce_common.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/elementwise_layout.h"
 #include "ops/cuda/reduce.cuh"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

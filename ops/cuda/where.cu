@@ -1,7 +1,7 @@
 // The compute of the CUDA Where(condition, X, Y) (defined in ops/cuda/defs/where.cpp), with
 // numpy broadcasting over all three inputs. Values move as raw elements of their size, so every
 // fixed-size dtype is supported, as on the CPU.
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 #include "ops/cuda/elementwise.cuh"
 
 namespace dprun::cuda_ew {

@@ -5,7 +5,7 @@
 // ones, run on [N * C, 1, out...] so that N and C may be unknown. The ConvTranspose pads crop
 // it to X's spatial size, and output_padding extends it where the windows stop short of X's
 // end. Needs static spatial sizes of X.
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/grad/grad_util.h"
 
 namespace dprun {

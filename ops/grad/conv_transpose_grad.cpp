@@ -19,7 +19,7 @@
 namespace dprun {
 namespace {
 
-// The forward op's pads when output_shape is given (ops/cpu/conv_util.h resolve_transpose): the
+// The forward op's pads when output_shape is given (ops/common/conv_util.h resolve_transpose): the
 // total the full output exceeds it by, the larger half at the begin; a larger output is
 // zero-extended at the end.
 void pads_from_output_shape(GradientContext& ctx, grad::ConvWindow& w,

@@ -6,9 +6,12 @@
 // operand i alone: the gradient Einsum cannot name it, so the result gets that axis back by
 // Unsqueeze and Expand to X_i's shape (d/dX_i of the sum is dY, for every value of the letter).
 // "..." broadcasts numpy-style across operands; the gradient Einsum gives the broadcast
-// ellipsis axes and the result is summed back to X_i's shape. Refused: a letter repeated
-// within a term (a diagonal or trace) and "..." anywhere but at the start of a term.
+// ellipsis axes (Y's) and the result is summed back to X_i's shape, over axes decided from the
+// shapes of Y and X_i where they are known (at any opset), else at run time (opset 13).
+// Refused: a letter repeated within a term (a diagonal or trace) and "..." anywhere but at the
+// start of a term.
 #include <algorithm>
+#include <cstddef>
 
 #include "ops/grad/grad_util.h"
 
@@ -84,6 +87,29 @@ std::string spelled(const Term& t) {
   return s;
 }
 
+// The shape of `v` as far as it is known: a constant's, or the declared or inferred one.
+std::optional<SymbolicShape> shape_of(GradientContext& ctx, const std::string& v) {
+  if (auto c = ctx.constant_value(v)) {
+    SymbolicShape s;
+    for (int64_t d : c->shape()) s.push_back(Dim::known(d));
+    return s;
+  }
+  if (auto t = ctx.type_of(v); t && t->shape) return t->shape;
+  return std::nullopt;
+}
+
+// The shape of operand i's gradient before it is summed back: Y's ellipsis axes (the
+// operands' broadcast together, as the gradient Einsum gives them), then X_i's letters.
+std::optional<SymbolicShape> ellipsis_grad_shape(GradientContext& ctx, const Equation& e,
+                                                 size_t i) {
+  auto y = shape_of(ctx, ctx.O(0)), x = shape_of(ctx, ctx.I(i));
+  const size_t y_letters = e.output.letters.size(), x_letters = e.inputs[i].letters.size();
+  if (!y || !x || y->size() < y_letters || x->size() < x_letters) return std::nullopt;
+  SymbolicShape g(y->begin(), y->begin() + static_cast<std::ptrdiff_t>(y->size() - y_letters));
+  g.insert(g.end(), x->begin() + static_cast<std::ptrdiff_t>(x->size() - x_letters), x->end());
+  return g;
+}
+
 void operand_grad(GradientContext& ctx, const Equation& e, size_t i) {
   // dY and every other operand, with their terms.
   std::vector<std::string> values{ctx.GO(0)};
@@ -109,7 +135,7 @@ void operand_grad(GradientContext& ctx, const Equation& e, size_t i) {
                {{"equation", Attribute::of_string(lhs + "->" + (ellipsis ? "..." : "") + kept)}});
   std::string x_dims = ctx.emit("Shape", {ctx.I(i)});
   if (!summed_out.empty()) g = ctx.emit("Expand", {ctx.unsqueeze(g, summed_out), x_dims});
-  if (ellipsis) g = ctx.reduce_to_shape_of(g, std::nullopt, ctx.I(i));
+  if (ellipsis) g = ctx.reduce_to_shape_of(g, ellipsis_grad_shape(ctx, e, i), ctx.I(i));
   ctx.set_GI(i, g);
 }
 

@@ -1,5 +1,6 @@
 // Elu: Y = X for X > 0, alpha * (exp(X) - 1) elsewhere, so dY/dX is 1 for X > 0 and
-// alpha * exp(X) = Y + alpha elsewhere.
+// alpha * exp(X) = Y + alpha elsewhere. The 0-d constants broadcast as B (with broadcast=1
+// before opset 7).
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
@@ -9,9 +10,11 @@ void elu_grad(GradientContext& ctx) {
   const std::string& x = ctx.I(0);
   DType dt = ctx.dtype_of(x);
   double alpha = ctx.node().attr_float("alpha", 1.0f);
-  std::string positive = ctx.cast(ctx.emit("Greater", {x, ctx.scalar(0, dt)}), dt);
-  std::string negative = ctx.emit("Sub", {ctx.scalar(1, dt), positive});
-  std::string slope_neg = ctx.emit("Add", {ctx.O(0), ctx.scalar(alpha, dt)});
+  const auto b = grad::legacy_broadcast(ctx);
+  std::string above = ctx.emit("Greater", {x, ctx.scalar(0, dt)}, b);
+  std::string positive = ctx.cast(above, dt);
+  std::string negative = ctx.cast(ctx.emit("Not", {above}), dt);
+  std::string slope_neg = ctx.emit("Add", {ctx.O(0), ctx.scalar(alpha, dt)}, b);
   std::string slope = ctx.emit("Add", {positive, ctx.emit("Mul", {negative, slope_neg})});
   ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), slope}));
 }

@@ -17,6 +17,29 @@ inline void check_legacy_broadcast(GradientContext& ctx) {
     ctx.fail("legacy broadcasting with an explicit axis is not supported");
 }
 
+/// Attributes for an emitted node that combines a value with another broadcast onto it, that
+/// one second: broadcast=1 before opset 7 when `legacy` (the ops then broadcast only so),
+/// none from opset 7 (numpy broadcasting).
+inline std::map<std::string, Attribute> legacy_broadcast(const GradientContext& ctx,
+                                                         bool legacy = true) {
+  if (ctx.onnx_opset() >= 7 || !legacy) return {};
+  return {{"broadcast", Attribute::of_int(1)}};
+}
+
+/// legacy_broadcast when the node itself broadcasts with broadcast=1 (before opset 7): for
+/// emitted nodes that combine a value shaped like Y with the node's B, B second.
+inline std::map<std::string, Attribute> node_legacy_broadcast(const GradientContext& ctx) {
+  return legacy_broadcast(ctx, ctx.node().attr_int("broadcast", 0) != 0);
+}
+
+/// 1 - v for v of `dt`. Before opset 7 a 0-d A does not broadcast: -(v - 1) (the same value),
+/// the one as B with broadcast=1.
+inline std::string one_minus(GradientContext& ctx, const std::string& v, DType dt) {
+  std::string one = ctx.scalar(1, dt);
+  if (ctx.onnx_opset() >= 7) return ctx.emit("Sub", {one, v});
+  return ctx.emit("Neg", {ctx.emit("Sub", {v, one}, legacy_broadcast(ctx))});
+}
+
 /// The reduction axes of a Reduce* node (attribute before opset 13/18, input after) when they
 /// are known at build time; sets `all` when every axis is reduced.
 struct ReduceAxes {

@@ -11,7 +11,7 @@
 // Ties inside a window go to the element the forward kernel selects (the first).
 #include <climits>
 
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 #include "ops/grad/grad_util.h"
 
 namespace dprun {

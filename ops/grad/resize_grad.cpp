@@ -5,7 +5,7 @@
 // axis before last, A_d^T multiplied from the left) and back. Axes the node copies as they are
 // need nothing.
 //
-// The matrices come from the taps of ops/cpu/resize_coordinates.h, the arithmetic the kernel
+// The matrices come from the taps of ops/common/resize_coordinates.h, the arithmetic the kernel
 // itself sums, so they match the forward pass exactly in every mode (nearest with each
 // rounding, linear, cubic, exclude_outside, antialias, tf_crop_and_resize's extrapolated
 // positions, which get no gradient). They need the input and output lengths of the resized
@@ -13,7 +13,7 @@
 // shape), constant roi for tf_crop_and_resize, and X's declared dims on those axes. An axis of
 // unknown length (a dynamic batch) is allowed where the node leaves it alone. The roi, scales
 // and sizes inputs get no gradient.
-#include "ops/cpu/resize_coordinates.h"
+#include "ops/common/resize_coordinates.h"
 #include "ops/grad/grad_util.h"
 
 namespace dprun {

@@ -121,7 +121,8 @@ void check_sequence_lens(GradientContext& ctx, int64_t seq) {
 
 RnnAttrs read_attrs(GradientContext& ctx, Cell cell) {
   const Node& node = ctx.node();
-  if (ctx.onnx_opset() < 7) ctx.fail("the gradient needs ai.onnx opset >= 7");
+  // The biases and gates broadcast numpy-style (zeros at opsets 7 and 8: zeros_shaped_like).
+  if (ctx.onnx_opset() < 7) ctx.fail("needs ai.onnx opset >= 7 (numpy broadcasting)");
   RnnAttrs a;
   a.cell = cell;
   a.gates = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
@@ -239,7 +240,10 @@ class Bptt {
     return zeros_;
   }
   // (grad::zeros_like needs a value whose type is known; emitted ones are typed only later.)
+  // `like` is of X's type. Before opset 9, which has ConstantOfShape, the cast of
+  // Greater(like, like): false everywhere, NaN included.
   std::string zeros_shaped_like(const std::string& like) {
+    if (ctx_.onnx_opset() < 9) return ctx_.cast(op("Greater", {like, like}), dtype_);
     return grad::zeros_of_shape(ctx_, op("Shape", {like}), dtype_);
   }
   std::string column_sums(const std::string& x) {

@@ -1,5 +1,6 @@
 // Selu: Y = gamma * X for X > 0, gamma * alpha * (exp(X) - 1) elsewhere, so dY/dX is gamma for
-// X > 0 and gamma * alpha * exp(X) = Y + gamma * alpha elsewhere.
+// X > 0 and gamma * alpha * exp(X) = Y + gamma * alpha elsewhere. The 0-d constants broadcast
+// as B (with broadcast=1 before opset 7).
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
@@ -10,10 +11,12 @@ void selu_grad(GradientContext& ctx) {
   DType dt = ctx.dtype_of(x);
   double alpha = ctx.node().attr_float("alpha", 1.67326319217681884765625f);
   double gamma = ctx.node().attr_float("gamma", 1.05070102214813232421875f);
-  std::string positive = ctx.cast(ctx.emit("Greater", {x, ctx.scalar(0, dt)}), dt);
-  std::string negative = ctx.emit("Sub", {ctx.scalar(1, dt), positive});
-  std::string slope_neg = ctx.emit("Add", {ctx.O(0), ctx.scalar(gamma * alpha, dt)});
-  std::string slope = ctx.emit("Add", {ctx.emit("Mul", {positive, ctx.scalar(gamma, dt)}),
+  const auto b = grad::legacy_broadcast(ctx);
+  std::string above = ctx.emit("Greater", {x, ctx.scalar(0, dt)}, b);
+  std::string positive = ctx.cast(above, dt);
+  std::string negative = ctx.cast(ctx.emit("Not", {above}), dt);
+  std::string slope_neg = ctx.emit("Add", {ctx.O(0), ctx.scalar(gamma * alpha, dt)}, b);
+  std::string slope = ctx.emit("Add", {ctx.emit("Mul", {positive, ctx.scalar(gamma, dt)}, b),
                                        ctx.emit("Mul", {negative, slope_neg})});
   ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), slope}));
 }

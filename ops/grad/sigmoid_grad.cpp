@@ -5,8 +5,9 @@ namespace dprun {
 namespace {
 
 void sigmoid_grad(GradientContext& ctx) {
-  std::string one_minus = ctx.emit("Sub", {ctx.scalar(1, ctx.dtype_of(ctx.O(0))), ctx.O(0)});
-  ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), ctx.emit("Mul", {ctx.O(0), one_minus})}));
+  const std::string& y = ctx.O(0);
+  std::string slope = ctx.emit("Mul", {y, grad::one_minus(ctx, y, ctx.dtype_of(y))});
+  ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), slope}));
 }
 
 DPRUN_REGISTER_GRADIENT({.op_type = "Sigmoid", .since = 1, .rule = sigmoid_grad});

@@ -6,8 +6,7 @@ namespace {
 
 void tanh_grad(GradientContext& ctx) {
   std::string sq = ctx.emit("Mul", {ctx.O(0), ctx.O(0)});
-  std::string one_minus = ctx.emit("Sub", {ctx.scalar(1, ctx.dtype_of(ctx.O(0))), sq});
-  ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), one_minus}));
+  ctx.set_GI(0, ctx.emit("Mul", {ctx.GO(0), grad::one_minus(ctx, sq, ctx.dtype_of(ctx.O(0)))}));
 }
 
 DPRUN_REGISTER_GRADIENT({.op_type = "Tanh", .since = 1, .rule = tanh_grad});

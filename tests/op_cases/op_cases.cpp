@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <type_traits>
 
@@ -46,12 +47,31 @@ std::string dims_name(const Shape& shape) {
   return s.empty() ? "scalar" : s;
 }
 
+std::vector<DType> cuda_definition_dtypes(const std::string& op, const std::string& domain) {
+  for (const KernelDef& def : KernelRegistry::instance().definitions())
+    if (def.device == DeviceType::CUDA && def.domain == domain && def.op_type == op)
+      return def.dtypes;
+  ADD_FAILURE() << op << " has no CUDA definition";
+  return {};
+}
+
 std::vector<Tensor> make_inputs(const OpCase& c, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<Tensor> inputs;
   for (const InputSpec& spec : c.inputs) {
     if (!spec.values.empty()) {
-      inputs.push_back(Tensor::from_vector<int64_t>(spec.shape, spec.values));
+      Tensor t = Tensor::empty(spec.shape, spec.dtype);
+      if (t.numel() != static_cast<int64_t>(spec.values.size()))
+        ADD_FAILURE() << spec.values.size() << " values for shape " << dims_name(spec.shape);
+      visit_dtype(spec.dtype, [&](auto zero) {
+        using T = decltype(zero);
+        for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(spec.values.size()); ++i)
+          if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+            t.data<T>()[i] = T(static_cast<float>(spec.values[static_cast<size_t>(i)]));
+          else
+            t.data<T>()[i] = static_cast<T>(spec.values[static_cast<size_t>(i)]);
+      });
+      inputs.push_back(std::move(t));
       continue;
     }
     Tensor t = Tensor::empty(spec.shape, spec.dtype);
@@ -63,8 +83,12 @@ std::vector<Tensor> make_inputs(const OpCase& c, unsigned seed) {
       } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
                            std::is_same_v<T, BFloat16>) {
         std::uniform_real_distribution<double> dist(spec.lo, spec.hi);
+        const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                                   std::numeric_limits<double>::infinity(),
+                                   -std::numeric_limits<double>::infinity()};
         for (int64_t i = 0; i < t.numel(); ++i) {
-          const double v = spec.whole ? std::round(dist(rng)) : dist(rng);
+          double v = spec.whole ? std::round(dist(rng)) : dist(rng);
+          if (spec.special && i % 4 == 0) v = specials[(i / 4) % 3];
           if constexpr (std::is_floating_point_v<T>)
             p[i] = static_cast<T>(v);
           else
@@ -139,6 +163,22 @@ void expect_every_case_finds_a_cuda_kernel(const std::vector<OpCase>& cases,
     EXPECT_TRUE(covered.count(c.node.op_type)) << c.node.op_type << " is not a covered op";
     std::string why;
     EXPECT_NE(KernelRegistry::instance().create(cuda_kernel_info(c), &why), nullptr) << why;
+  }
+}
+
+void expect_host_only_ops_have_no_cuda_kernel(const std::vector<OpCase>& cases,
+                                              const std::set<std::string>& host_only) {
+  for (const KernelDef& def : KernelRegistry::instance().definitions()) {
+    const bool tested_domain = def.domain.empty() || def.domain == kRewriteDomain;
+    EXPECT_FALSE(def.device == DeviceType::CUDA && tested_domain && host_only.count(def.op_type))
+        << def.op_type << " has a CUDA kernel (" << def.impl
+        << "): list it among the table's covered ops";
+  }
+  for (const OpCase& c : cases) {
+    if (!host_only.count(c.node.op_type)) continue;
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(KernelRegistry::instance().create(cuda_kernel_info(c)), nullptr)
+        << c.node.op_type << " found a CUDA kernel";
   }
 }
 

@@ -2,8 +2,10 @@
 // One table of one-node cases per op family, run on every device type: each file in
 // tests/op_cases/ lists the ops its family covers and its cases, and registers them with
 // DPRUN_OP_CASES (no central list). In every build the tables are checked against the kernel
-// registry (every CUDA definition of a covered op has a case, every case finds a CUDA kernel)
-// and each case runs on sim:0 and on cpu:0 (tests/unit/op_cases_test.cpp); in a CUDA build
+// registry (every CUDA definition of a covered op has a case, every case finds a CUDA kernel;
+// a table's host-only ops have none) and against the gradient rules and the CPU's fast paths
+// (each has a table), and each case runs on sim:0 and on cpu:0 (tests/unit/op_cases_test.cpp),
+// its gradient against finite differences (op_cases_gradient_test.cpp); in a CUDA build
 // with a GPU each case runs on cuda:0 against cpu:0 (tests/cuda/cuda_op_cases_test.cpp). The
 // same random inputs go to both devices and the outputs must agree.
 #include <gtest/gtest.h>
@@ -21,11 +23,12 @@
 
 namespace dprun::testing {
 
-/// One graph input: random values of `dtype`, or the given int64 `values` (shapes, axes,
-/// indices). Random floats lie in [lo, hi], rounded to whole numbers when `whole` (so values
-/// repeat: ties for ArgMax, zeros for casts to bool); random integers are the integers in it.
-/// A `constant` input is an initializer of the graph instead of a fed input: the plan (and so
-/// the kernel's factory) sees its value.
+/// One graph input: random values of `dtype`, or the given `values` converted to `dtype` (shapes,
+/// axes, indices, scales, flags). Random floats lie in [lo, hi], rounded to whole numbers when
+/// `whole` (so values repeat: ties for ArgMax, zeros for casts to bool); random integers are the
+/// integers in it. A `constant` input is an initializer of the graph instead of a fed input: the
+/// plan (and so the kernel's factory) sees its value. A `special` float input has NaN, +inf and
+/// -inf in turn in every fourth element.
 struct InputSpec {
   Shape shape;
   DType dtype = DType::Float32;
@@ -33,6 +36,7 @@ struct InputSpec {
   double lo = -2.0, hi = 2.0;
   bool constant = false;
   bool whole = false;
+  bool special = false;
 };
 
 /// One node run on a device and on the CPU.
@@ -62,6 +66,10 @@ InputSpec scalar(DType dtype, double value, bool constant = false);
 /// "2x3x4" for {2, 3, 4}, "scalar" for {}.
 std::string dims_name(const Shape& shape);
 
+/// The dtypes the CUDA definition of `op` (of `domain`) lists, for a table to make a case of
+/// each; fails the calling test when there is no such definition.
+std::vector<DType> cuda_definition_dtypes(const std::string& op, const std::string& domain = "");
+
 /// The case's inputs on the host; random values are fixed by `seed`.
 std::vector<Tensor> make_inputs(const OpCase& c, unsigned seed);
 /// The KernelInfo a CUDA plan would build for the case's node (constant inputs included).
@@ -75,6 +83,10 @@ void expect_cases_cover_definitions(const std::vector<OpCase>& cases,
 /// Expects every case to be of a covered op and to find a CUDA kernel in the registry.
 void expect_every_case_finds_a_cuda_kernel(const std::vector<OpCase>& cases,
                                            const std::set<std::string>& covered);
+/// Expects every op in `host_only` to have no CUDA definition (of the domains above), and
+/// every case of one to find no CUDA kernel: a GPU's plan runs it on the host.
+void expect_host_only_ops_have_no_cuda_kernel(const std::vector<OpCase>& cases,
+                                              const std::set<std::string>& host_only);
 
 /// Expects `got` (on a device) to equal `want` (from the CPU): same dtype and shape; floats
 /// within 1e-5 * max(|want|, floor), NaN where NaN, infinities equal; other dtypes bit for bit.
@@ -95,6 +107,10 @@ struct OpCaseTable {
   /// The cases the adders make, made once.
   const std::vector<OpCase>& cases() const;
   mutable std::optional<std::vector<OpCase>> made;  // filled by cases()
+  /// Ops without a CUDA kernel that the table covers for their gradient rule or CPU fast path:
+  /// a GPU's plan runs them on the host, so on sim:0 their cases check the host fallback's
+  /// copies, and their gradients are checked by finite differences.
+  std::set<std::string> host_only = {};
 };
 
 /// Registers `table`; DPRUN_OP_CASES calls it at static initialisation.
@@ -113,3 +129,8 @@ std::vector<OpCase> all_op_cases();
 #define DPRUN_OP_CASES(Family, covered, ...)                   \
   [[maybe_unused]] static const bool dprun_op_cases_##Family = \
       ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}})
+/// The same for a table that also covers ops without a CUDA kernel (OpCaseTable::host_only,
+/// a std::set<std::string>).
+#define DPRUN_OP_CASES_WITH_HOST_ONLY(Family, covered, host_only, ...) \
+  [[maybe_unused]] static const bool dprun_op_cases_##Family =         \
+      ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}, host_only})

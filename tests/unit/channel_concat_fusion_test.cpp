@@ -14,7 +14,7 @@
 #include "graph_test_util.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
-#include "ops/cpu/fused_activation.h"
+#include "ops/math/fused_activation_kind.h"
 
 namespace dprun {
 namespace {
@@ -205,7 +205,7 @@ TEST(ChannelConcatFusion, KernelMatchesTheConvolutionOfTheConcatenation) {
   // Each fused activation on both paths (the oneDNN one split into three convolutions, on two
   // threads), against the activation applied by hand to the plain convolution.
   const auto references = testing::fused_activation_references(-0.1, 0.3);
-  for (const auto& [kind, unused] : FusedActivation::names()) {
+  for (const auto& [kind, unused] : fused_activation_kinds()) {
     ASSERT_TRUE(kind.empty() || references.count(kind)) << "no reference for " << kind;
     for (const char* impl : {"reference", "onednn"}) {
       SCOPED_TRACE(kind + " on the " + impl + " path");

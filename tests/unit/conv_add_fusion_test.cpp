@@ -14,7 +14,7 @@
 #include "graph_test_util.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
-#include "ops/cpu/fused_activation.h"
+#include "ops/math/fused_activation_kind.h"
 
 namespace dprun {
 namespace {
@@ -129,7 +129,7 @@ TEST(ConvAddFusion, KernelMatchesTheConvolutionPlusTheAddend) {
   const Tensor plain = testing::run_impl(conv, {in[0], in[1], in[2]}, 1, "reference")[0];
   ASSERT_EQ(plain.shape(), (Shape{2, 4, 8, 6}));
   const auto references = testing::fused_activation_references(-0.1, 0.3);
-  for (const auto& [kind, unused] : FusedActivation::names()) {
+  for (const auto& [kind, unused] : fused_activation_kinds()) {
     ASSERT_TRUE(kind.empty() || references.count(kind)) << "no reference for " << kind;
     for (const char* impl : {"reference", "onednn"}) {
       SCOPED_TRACE(kind + " on the " + impl + " path");

@@ -67,7 +67,7 @@ std::vector<std::string> upward_includes(const std::vector<SourceFile>& files,
                                          const std::vector<std::string>& rooms) {
   std::vector<std::string> found;
   const std::regex include(R"re(^\s*#\s*include\s+"([^"]+)")re");
-      for (const SourceFile& file : files) {
+  for (const SourceFile& file : files) {
     if (file.text.starts_with("// Deprecated forwarding header")) continue;
     const int from = room_of(file.path, rooms);
     std::istringstream lines(file.text);
@@ -79,6 +79,23 @@ std::vector<std::string> upward_includes(const std::vector<SourceFile>& files,
         found.push_back(file.path + " includes " + std::string(match[1]) + ": " +
                         rooms[static_cast<size_t>(to)] + " is above " +
                         rooms[static_cast<size_t>(from)]);
+    }
+  }
+  return found;
+}
+
+/// "FILE includes HEADER" for every include of an ops/cpu/ header from outside ops/cpu/: what
+/// several devices use lives in ops/common/.
+std::vector<std::string> cpu_header_includes(const std::vector<SourceFile>& files) {
+  std::vector<std::string> found;
+  const std::regex include(R"re(^\s*#\s*include\s+"(ops/cpu/[^"]+)")re");
+  for (const SourceFile& file : files) {
+    if (file.path.starts_with("ops/cpu/")) continue;
+    std::istringstream lines(file.text);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch match;
+      if (std::regex_search(line, match, include))
+        found.push_back(file.path + " includes " + std::string(match[1]));
     }
   }
   return found;
@@ -117,6 +134,16 @@ TEST(IncludeOrder, NoIncludeRunsUpward) {
   std::string listed;
   for (const std::string& line : found) listed += "\n  " + line;
   EXPECT_TRUE(found.empty()) << found.size() << " includes run upward:" << listed;
+}
+
+TEST(IncludeOrder, OnlyCpuCodeIncludesCpuHeaders) {
+  const std::vector<std::string> found = cpu_header_includes(project_sources());
+  std::string listed;
+  for (const std::string& line : found) listed += "\n  " + line;
+  EXPECT_TRUE(found.empty()) << found.size() << " includes of ops/cpu/ from outside it:" << listed;
+  EXPECT_EQ(cpu_header_includes({{"ops/cuda/x.cu", "#include \"ops/cpu/conv_util.h\"\n"},
+                                 {"ops/cpu/y.cpp", "#include \"ops/cpu/conv_util.h\"\n"}}),
+            (std::vector<std::string>{"ops/cuda/x.cu includes ops/cpu/conv_util.h"}));
 }
 
 TEST(IncludeOrder, AnUpwardIncludeIsFoundAndAForwardingHeaderIsNot) {

@@ -17,7 +17,7 @@
 #include "kernel_test_util.h"
 #include "loader/onnx_loader.h"
 #include "op_test_util.h"
-#include "ops/cpu/fused_activation.h"
+#include "ops/math/fused_activation_kind.h"
 
 namespace dprun {
 namespace {
@@ -383,7 +383,7 @@ TEST(LayoutRewrite, FusedActivationsOnBothPaths) {
   std::vector<Tensor> inputs = {random_tensor({2, 48, 48, 3}, 45), random_tensor({4, 3, 3, 3}, 46)};
   const Tensor plain = testing::run_impl(conv_node(""), inputs, 13, "reference")[0];
   ASSERT_EQ(plain.shape(), (Shape{2, 48, 48, 4}));
-  for (const auto& [kind, unused] : FusedActivation::names()) {
+  for (const auto& [kind, unused] : fused_activation_kinds()) {
     if (kind.empty()) continue;
     ASSERT_EQ(references.count(kind), 1u) << "no reference for the fused activation " << kind;
     const auto& f = references.at(kind);

@@ -14,7 +14,7 @@
 #include "graph_test_util.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
-#include "ops/cpu/fused_activation.h"
+#include "ops/math/fused_activation_kind.h"
 
 namespace dprun {
 namespace {
@@ -140,7 +140,7 @@ TEST(NchwConvPoolFusion, KernelMatchesConvolutionActivationPoolAndTranspose) {
                  b = random_floats({16}, 23);
     for (bool bias : {true, false}) {
       const Tensor conv = plain_conv(x, w, bias ? &b : nullptr);
-      for (const auto& [kind, unused] : FusedActivation::names()) {
+      for (const auto& [kind, unused] : fused_activation_kinds()) {
         ASSERT_TRUE(kind.empty() || references.count(kind)) << "no reference for " << kind;
         const Tensor want = pooled_nhwc(conv, kind.empty() ? identity : references.at(kind));
         ASSERT_EQ(want.shape(), (Shape{n, 6, 5, 16}));

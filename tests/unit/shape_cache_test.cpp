@@ -1,11 +1,11 @@
-// ShapeCache (ops/cpu/shape_cache.h): a value is made once per key until the cache is full;
+// ShapeCache (ops/common/shape_cache.h): a value is made once per key until the cache is full;
 // the next new key drops every entry, after the caller's before_drop.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <memory>
 
-#include "ops/cpu/shape_cache.h"
+#include "ops/common/shape_cache.h"
 
 namespace dprun {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA BatchNormalization inference on cuDNN, float32 (compute: ops/cuda/batch_norm.cpp).
 // Training mode is ops/cuda/defs/batch_norm_training.cpp, 16 bits
 // ops/cuda/defs/batch_norm_16bit.cpp.
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cuda/defs/cuda_compute.h"
 #include "ops/cuda/defs/cudnn_limits.h"
 #include "ops/cuda/defs/node_checks.h"

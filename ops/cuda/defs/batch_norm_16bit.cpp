@@ -1,6 +1,6 @@
 // The CUDA BatchNormalization inference in float16 and bfloat16, bit for bit the CPU's
 // (compute: ops/cuda/batch_norm_16bit.cu).
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {

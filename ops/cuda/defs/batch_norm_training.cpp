@@ -1,6 +1,6 @@
 // The CUDA BatchNormalization in training mode, X float32 or float64 (compute:
 // ops/cuda/batch_norm_training.cu).
-#include "ops/cpu/batch_norm_checks.h"
+#include "ops/common/batch_norm_checks.h"
 #include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/kernel.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Expand's and Tile's arguments, shared by the CPU and CUDA kernels. Both are copies of a
 // strided view of the input whose zero strides repeat elements.
-#include "ops/cpu/broadcast.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/broadcast.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 #include "ops/math/pad_index.h"
 
 namespace dprun {

@@ -6,7 +6,7 @@
 
 #include "engine/autograd/inference_graph.h"
 #include "engine/kernel.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/conv_util.h"
+#include "ops/common/conv_util.h"
 
 namespace dprun {
 

@@ -4,7 +4,7 @@
 // B broadcast to the normalized shape.
 #include <cstdint>
 
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 

@@ -2,7 +2,7 @@
 // PRelu's slope, shared by the CPU and CUDA kernels: it broadcasts unidirectionally to X.
 // Before opset 7 a 1-D slope of X's channel count applies per channel (axis 1), as Caffe-era
 // exporters assumed.
-#include "ops/cpu/elementwise.h"
+#include "ops/common/elementwise.h"
 
 namespace dprun {
 

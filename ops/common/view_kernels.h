@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

@@ -2,7 +2,7 @@
 // Concat's and Split's argument checks and output shapes, shared by the CPU and CUDA kernels.
 // Both see their tensors as [outer, axis, inner] blocks: Concat appends each input's
 // [axis * inner] rows, Split cuts the input's rows into consecutive pieces.
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 #include "ops/math/host_device.h"
 
 namespace dprun {

@@ -1,5 +1,5 @@
 #pragma once
-// Gemm attributes and shape rules shared by the reference and oneDNN kernels.
+// Gemm attributes and shape rules shared by the Gemm kernels of every device.
 #include <vector>
 
 #include "engine/kernel.h"

@@ -4,7 +4,7 @@
 // are clamped as the ONNX spec describes, so out-of-range starts/ends are not errors.
 #include <limits>
 
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

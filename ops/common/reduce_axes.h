@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/data_movement.h"
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/data_movement.h"
+#include "ops/common/reduce_common.h"
 #include "ops/math/reduce_functors.h"
 
 namespace dprun {

@@ -1,5 +1,6 @@
 #pragma once
-// numpy-style broadcasting iteration shared by the elementwise CPU kernels.
+// numpy-style broadcasting shared by the elementwise kernels of every device: the strides of an
+// input broadcast to an output, and an iteration over the output with their offsets.
 #include <array>
 #include <cstdint>
 #include <vector>

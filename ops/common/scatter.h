@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "engine/kernel.h"
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 #include "ops/math/host_device.h"
 
 namespace dprun {

@@ -1,7 +1,7 @@
 #pragma once
 // Arguments of the ops that read only their input's metadata (Shape) or build a tensor from a
 // shape (ConstantOfShape), shared by the CPU and CUDA kernels.
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Gather's shape logic, shared by the CPU and CUDA kernels: the output is data's dims before
 // `axis`, then the indices' dims, then data's dims after `axis`.
-#include "ops/cpu/data_movement.h"
+#include "ops/common/data_movement.h"
 
 namespace dprun {
 

@@ -6,7 +6,7 @@
 // (default -1). Both become [outer, D, inner]; inner == 1 means contiguous rows.
 #include <cstdint>
 
-#include "ops/cpu/reduce_common.h"
+#include "ops/common/reduce_common.h"
 
 namespace dprun {
 

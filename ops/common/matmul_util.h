@@ -1,10 +1,10 @@
 #pragma once
-// numpy matmul shape rules shared by the MatMul kernels.
+// numpy matmul shape rules shared by the MatMul kernels of every device.
 #include <algorithm>
 #include <vector>
 
 #include "engine/kernel.h"
-#include "ops/cpu/broadcast.h"
+#include "ops/common/broadcast.h"
 
 namespace dprun {
 
