@@ -32,11 +32,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A script that runs its arguments and writes their exit status to DIR/status.RANK.
+// A script that runs its arguments and writes their exit status to DIR/status.RANK. mpirun
+// sends SIGTERM to the ranks still running once one exits non-zero: the script catches it
+// (a handler, not an ignore, so the command it runs keeps the default) and still writes the
+// status of a command that had already exited.
 std::string status_recorder(const fs::path& dir) {
   const fs::path script = dir / "record_status.sh";
-  std::ofstream(script) << "#!/bin/sh\n\"$@\"\nstatus=$?\necho $status > " << dir.string()
-                        << "/status.$OMPI_COMM_WORLD_RANK\nexit $status\n";
+  std::ofstream(script) << "#!/bin/sh\ntrap true TERM\n\"$@\"\nstatus=$?\necho $status > "
+                        << dir.string() << "/status.$OMPI_COMM_WORLD_RANK\nexit $status\n";
   fs::permissions(script, fs::perms::owner_all);
   return script.string();
 }
