@@ -1,5 +1,5 @@
-// Every op case (tests/op_cases/) timed on each device type this machine has: cpu:0, sim:0 and,
-// with a GPU, cuda:0. Each benchmark runs its case's one-node model on inputs already on the
+// Every op case (ops/<family>/*_cases.cpp) timed on each device type this machine has: cpu:0, sim:0
+// and, with a GPU, cuda:0. Each benchmark runs its case's one-node model on inputs already on the
 // device, so a figure is what one plan step costs at the tables' shapes: the kernel, its launch
 // and the executor around it. BM_OpCase/<Family_Case>/<device>; choose with
 // --benchmark_filter (there are about 1400 cases per device).

@@ -9,7 +9,8 @@ KernelRegistry& KernelRegistry::instance() {
   return registry;
 }
 
-bool KernelRegistry::add(KernelDef def) {
+bool KernelRegistry::add(KernelDef def, const char* source) {
+  if (source != nullptr) def.source = source;
   def.domain = canonical_domain(def.domain);
   defs_.push_back(std::move(def));
   if (listeners_.empty()) return true;

@@ -99,6 +99,9 @@ struct KernelDef {
   /// follow their `accepts` (a CUDA definition's factory never declines).
   std::function<bool(const KernelInfo&)> accepts = {};
   KernelFactory factory;
+  /// The source file that registered the definition (DPRUN_REGISTER_KERNEL sets it): the op
+  /// units' check (tests/unit/op_units_test.cpp) reads it.
+  std::string source = {};
 };
 
 template <class K>
@@ -118,8 +121,9 @@ inline const std::vector<DType> kNumericTypes = {
 class KernelRegistry {
  public:
   static KernelRegistry& instance();
-  /// Adds a definition; returns true so it can initialise a static.
-  bool add(KernelDef def);
+  /// Adds a definition, registered by the file `source` when given; returns true so it can
+  /// initialise a static.
+  bool add(KernelDef def, const char* source = nullptr);
   /// The definitions lookup tries for `info`, best first, without building a kernel: those
   /// for the node's domain, op and device whose opset range holds info.opset, of the highest
   /// `since` among them, whose dtypes accept the node's input type. `why` is set when the list is
@@ -284,4 +288,4 @@ class KernelContext {
 /// Registers a KernelDef (given as a braced designated initializer) at static-init time.
 #define DPRUN_REGISTER_KERNEL(...)                                                      \
   [[maybe_unused]] static const bool DPRUN_CONCAT(dprun_kernel_registered_, __LINE__) = \
-      ::dprun::KernelRegistry::instance().add(::dprun::KernelDef __VA_ARGS__)
+      ::dprun::KernelRegistry::instance().add(::dprun::KernelDef __VA_ARGS__, __FILE__)

@@ -45,7 +45,8 @@ OpFactsRegistry& OpFactsRegistry::instance() {
   return registry;
 }
 
-bool OpFactsRegistry::add(OpFacts facts) {
+bool OpFactsRegistry::add(OpFacts facts, const char* source) {
+  if (source != nullptr) facts.source = source;
   facts.domain = canonical_domain(facts.domain);
   auto key = std::make_pair(facts.domain, facts.op_type);
   if (!facts_.emplace(key, std::move(facts)).second)

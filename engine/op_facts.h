@@ -2,11 +2,11 @@
 // Per-op facts other than kernels and gradient rules: the element type of an op's outputs, how
 // its output shapes follow from its inputs, whether it stays in float32 in a 16-bit model,
 // whether it runs unchanged on channels-last (NHWC) values and whether it draws random numbers.
-// Each op registers its facts once, in the file of its reference CPU kernel (ops/cpu/*.cpp),
+// Each op registers its facts once, in the file of its reference CPU kernel (ops/<family>/),
 // beside its DPRUN_REGISTER_KERNEL lines:
 //
 //   DPRUN_REGISTER_OP_FACTS({.op_type = "Relu", .shape = ShapeKind::SameAsInput0,
-//                            .layout = LayoutKind::Unary});
+//                            .layout = kLayoutUnary});
 //
 // An op without a registration gets the defaults of OpFacts below: outputs of input 0's type,
 // no shape rule, converted to 16 bits, not layout-agnostic, not random. Readers: the gradient
@@ -23,6 +23,7 @@
 
 #include "engine/dtype.h"
 #include "engine/graph.h"
+#include "engine/layout_rule.h"
 
 namespace dprun {
 
@@ -86,13 +87,6 @@ struct ShapeQuery;  // engine/autograd/shape_rules.h
 /// It replaces the ShapeKind.
 using ShapeRule = std::optional<SymbolicShape> (*)(const ShapeQuery& query);
 
-/// How an op behaves on channels-last values (the CPU backend's NHWC rewrite).
-enum class LayoutKind {
-  None,    // needs its input in the model's layout (NCHW)
-  Unary,   // elementwise on input 0 (other inputs absent or scalars): runs as is on NHWC
-  Binary,  // elementwise on two 4-D inputs with per-dimension broadcasting: runs as is on NHWC
-};
-
 /// One op's facts. Every field has the default an op without a registration gets.
 struct OpFacts {
   std::string domain;  // "" = ai.onnx
@@ -108,9 +102,15 @@ struct OpFacts {
   /// Kept in float32 when a model is converted to float16/bfloat16 (reason at the
   /// registration); default: converted.
   bool float32_only = false;
-  LayoutKind layout = LayoutKind::None;
+  /// How it runs on channels-last values (engine/layout_rule.h); default: it needs NCHW.
+  LayoutRule layout = {};
   /// Draws random numbers: never evaluated as a constant while building a gradient graph.
   bool random = false;
+  /// Its output 0 holds input 0's values, rearranged or retyped (Reshape, Transpose, Cast):
+  /// `dprun run` follows generated index values through such ops to bound them.
+  bool keeps_values = false;
+  /// The source file that registered the facts (DPRUN_REGISTER_OP_FACTS sets it).
+  std::string source = {};
 
   /// The type of output `output` of `node` by this op's rule; nullopt when unknown.
   std::optional<DType> output_dtype(const Node& node, size_t output,
@@ -121,9 +121,10 @@ struct OpFacts {
 class OpFactsRegistry {
  public:
   static OpFactsRegistry& instance();
-  /// Adds an op's facts; returns true so it can initialise a static. A second registration of
+  /// Adds an op's facts, registered by the file `source` when given; returns true so it can
+  /// initialise a static. A second registration of
   /// the same op is kept out and recorded in duplicates() (a test checks there is none).
-  bool add(OpFacts facts);
+  bool add(OpFacts facts, const char* source = nullptr);
   /// The op's registered facts, nullptr when it has none.
   const OpFacts* find(const std::string& domain, const std::string& op_type) const;
   /// The op's facts, or the defaults (a default-constructed OpFacts) when it has none.
@@ -148,4 +149,4 @@ const OpFacts& op_facts(const Node& node);
 /// Registers an OpFacts (given as a braced designated initializer) at static-init time.
 #define DPRUN_REGISTER_OP_FACTS(...)                                                            \
   [[maybe_unused]] static const bool DPRUN_FACTS_CONCAT(dprun_op_facts_registered_, __LINE__) = \
-      ::dprun::OpFactsRegistry::instance().add(::dprun::OpFacts __VA_ARGS__)
+      ::dprun::OpFactsRegistry::instance().add(::dprun::OpFacts __VA_ARGS__, __FILE__)

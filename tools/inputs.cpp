@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "engine/op_facts.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
 #include "tools/typo_hints.h"
@@ -36,13 +37,6 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed, int64_t int
     }
   });
   return t;
-}
-
-// Ops whose output holds its first input's values, rearranged or retyped.
-bool keeps_values(const std::string& op) {
-  static const std::set<std::string> ops = {"Cast",    "Reshape",  "Unsqueeze", "Squeeze",
-                                            "Flatten", "Identity", "Expand",    "Transpose"};
-  return ops.count(op) != 0;
 }
 
 // The shape of `value` where the graph knows it: an initializer, a Constant's, a declared type.
@@ -153,7 +147,7 @@ std::optional<int64_t> index_bound(const Graph& graph, const std::string& name) 
     if (n.op_type == "Gather" && n.inputs.size() == 2 && carriers.count(n.inputs[1]))
       if (auto rows = gathered_dim(graph, n); rows && *rows > 0)
         bound = std::min(bound.value_or(*rows), *rows);
-    if (keeps_values(n.op_type) && !n.inputs.empty() && carriers.count(n.inputs[0]))
+    if (op_facts(n).keeps_values && !n.inputs.empty() && carriers.count(n.inputs[0]))
       carriers.insert(n.outputs.begin(), n.outputs.end());
   }
   return bound;

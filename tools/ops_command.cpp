@@ -139,7 +139,7 @@ the same table as text). A test fails when this page differs from the command's 
   kernel runs on the host in a plan for a GPU.
 - **gradient**: whether training can differentiate through it, and at which opsets.
 - **16-bit**: `float32` when `--precision float16|bfloat16` keeps the op in float32 (the reason
-  is at its facts registration in ops/cpu); `converted` otherwise.
+  is at its facts registration in ops/<family>/); `converted` otherwise.
 
 Adding an op: [architecture.md](architecture.md#adding-an-op).
 

@@ -2,7 +2,7 @@
 """The PyTorch side of bench/peers/train_vs_torch.sh (run with Debian's /usr/bin/python3).
 
     train_vs_torch.py export MODEL DIR BATCH
-        Builds MODEL (mlp, resnet18, mobilenet_v2 or lstm_lm) with a fixed seed, exports it to DIR/MODEL.onnx in
+        Builds MODEL (mlp, resnet18, mobilenet_v2, lstm_lm, vit or vit17) with a fixed seed, exports it to DIR/MODEL.onnx in
         training mode with do_constant_folding=False (initializers keep PyTorch's names), and
         writes a data set DIR/MODEL.x.npy, DIR/MODEL.target.npy of 8 batches. The MLP has a
         dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
@@ -23,6 +23,10 @@ Models:
               [N, 32, 1000], cross entropy over the last dim against the next tokens, SGD lr
               0.01 momentum 0.9 (exported at a fixed sequence length: dprun unrolls the
               recurrence over it for the gradient)
+    vit       torchvision VisionTransformer on 3x32x32 images: patch 4 (65 tokens), 4 layers,
+              hidden 256, 4 heads, MLP 512, 10 classes; cross entropy, SGD lr 0.01 momentum
+              0.9; exported at opset 15 (LayerNorm, GELU and attention decomposed)
+    vit17     the same exported at opset 17 (LayerNormalization as one op)
 """
 import json
 import os
@@ -85,6 +89,11 @@ def build(name):
         return torchvision.models.mobilenet_v2(), (3, 224, 224), 1000, F.cross_entropy
     if name == "lstm_lm":
         return LSTMLM(), None, LM_VOCAB, lm_loss
+    if name in ("vit", "vit17"):
+        from torchvision.models.vision_transformer import VisionTransformer
+        return (VisionTransformer(image_size=32, patch_size=4, num_layers=4, num_heads=4,
+                                  hidden_dim=256, mlp_dim=512, num_classes=10),
+                (3, 32, 32), 10, F.cross_entropy)
     raise SystemExit(f"unknown model {name}")
 
 
@@ -106,7 +115,8 @@ def export(name, out_dir, batch):
     dynamic = {"x": {0: "batch"}} if name == "mlp" else None
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, x[:batch], path, input_names=["x"], output_names=["y"],
-                      dynamic_axes=dynamic, opset_version=17 if name == "mlp" else 15,
+                      dynamic_axes=dynamic,
+                      opset_version=17 if name in ("mlp", "vit17") else 15,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     # Exporting in training mode runs the model once, which updates BatchNorm's running
     # statistics; put the values from before the export back.

@@ -11,7 +11,8 @@ GradientRegistry& GradientRegistry::instance() {
   return registry;
 }
 
-bool GradientRegistry::add(GradientDef def) {
+bool GradientRegistry::add(GradientDef def, const char* source) {
+  if (source != nullptr) def.source = source;
   DPRUN_CHECK(def.rule != nullptr, "gradient rule for ", def.op_type, " has no function");
   def.domain = canonical_domain(def.domain);
   defs_.push_back(std::move(def));

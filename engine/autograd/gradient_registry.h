@@ -25,14 +25,17 @@ struct GradientDef {
   int64_t since = 1;
   int64_t until = INT_MAX;
   GradientRule rule = nullptr;
+  /// The source file that registered the rule (DPRUN_REGISTER_GRADIENT sets it).
+  std::string source = {};
 };
 
 /// The process-wide gradient rule table.
 class GradientRegistry {
  public:
   static GradientRegistry& instance();
-  /// Adds a definition; returns true so it can initialise a static.
-  bool add(GradientDef def);
+  /// Adds a definition, registered by the file `source` when given; returns true so it can
+  /// initialise a static.
+  bool add(GradientDef def, const char* source = nullptr);
   /// The rule with the highest `since` covering `opset`, or nullptr.
   const GradientDef* find(const std::string& domain, const std::string& op_type,
                           int64_t opset) const;
@@ -51,4 +54,4 @@ class GradientRegistry {
 /// Registers a GradientDef (given as a braced designated initializer) at static-init time.
 #define DPRUN_REGISTER_GRADIENT(...)                                                           \
   [[maybe_unused]] static const bool DPRUN_GRAD_CONCAT(dprun_gradient_registered_, __LINE__) = \
-      ::dprun::GradientRegistry::instance().add(::dprun::GradientDef __VA_ARGS__)
+      ::dprun::GradientRegistry::instance().add(::dprun::GradientDef __VA_ARGS__, __FILE__)

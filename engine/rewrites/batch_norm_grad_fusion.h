@@ -1,8 +1,8 @@
 #pragma once
 // The gradient of a training-mode BatchNormalization over channel axis 1 as
-// ops/grad/batch_norm_grad.cpp writes it in ONNX ops, found in a graph so that a backend runs it
-// as one BatchNormTrainingGrad node (the node's contract: engine/rewrites/op_fusion.h). The rule
-// recomputes the batch statistics of X and writes, with the sums and means over every axis but
+// ops/normalization/batch_norm_grad.cpp writes it in ONNX ops, found in a graph so that a backend
+// runs it as one BatchNormTrainingGrad node (the node's contract: engine/rewrites/op_fusion.h). The
+// rule recomputes the batch statistics of X and writes, with the sums and means over every axis but
 // axis 1 (keepdims),
 //   centered = X - ReduceMean(X)
 //   inv = Reciprocal(Sqrt(ReduceMean(centered * centered) + epsilon))

@@ -1,5 +1,5 @@
 #pragma once
-// The weight gradient of a Conv as ops/grad/conv_grad_util.h writes it in ONNX ops,
+// The weight gradient of a Conv as ops/conv/conv_grad_util.h writes it in ONNX ops,
 //   Transpose(Slice(Conv(Transpose(X), Transpose(dY)), ends = kernel)) for group 1, and with
 //   X regrouped by Unsqueeze, Reshape, Transpose, Reshape, Squeeze for group G > 1,
 // found in a graph so that a backend runs it as one ConvWeightGrad node on the forward

@@ -1,5 +1,5 @@
 #pragma once
-// The gradient of a MaxPool with overlapping windows as ops/grad/max_pool_grad.cpp writes it
+// The gradient of a MaxPool with overlapping windows as ops/pool/max_pool_grad.cpp writes it
 // before opset 16, found in a graph so that a backend runs it as one ScatterAdd node (the node's
 // contract: engine/rewrites/op_fusion.h). Without ScatterElements' reduction="add", the rule
 // splits the output grid into phase groups whose windows never overlap, scatters each group's

@@ -2,9 +2,9 @@
 // Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
-// only nodes it has kernels for are made (ops/cpu/fused_ops.cpp, matmul_onednn.cpp,
+// only nodes it has kernels for are made (ops/linalg/fused_ops.cpp, matmul_onednn.cpp,
 // conv_weight_grad.cpp, batch_norm_training_grad.cpp, scatter_add.cpp and fused_relu_grad.cpp;
-// ops/cuda/matmul_bias.cpp, gemm.cu, conv_weight_grad.cpp, batch_norm_training_grad.cu and
+// ops/linalg/matmul_bias_cuda.cpp, gemm.cu, conv_weight_grad.cpp, batch_norm_training_grad.cu and
 // fused_relu_grad.cu).
 #include <memory>
 #include <optional>
@@ -23,7 +23,7 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
-/// - the weight gradient of a Conv as ops/grad/conv_grad_util.h emits it (a Conv of swapped or
+/// - the weight gradient of a Conv as ops/conv/conv_grad_util.h emits it (a Conv of swapped or
 ///   regrouped operands, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
 ///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations, pads
 ///   and group G (default 1): dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, g * C / G + c,
@@ -31,8 +31,8 @@ namespace dprun {
 ///   kernel...]. It runs as a backward-weights convolution: no Transposes, and no sums over the
 ///   rows the stride leaves unused, which the Conv form computes and crops away;
 /// - the gradient of a float32 training-mode BatchNormalization over axis 1 as
-///   ops/grad/batch_norm_grad.cpp emits it (engine/rewrites/batch_norm_grad_fusion.h) becomes
-///   BatchNormTrainingGrad(X, dY, scale) with attribute epsilon and three outputs: dX, and
+///   ops/normalization/batch_norm_grad.cpp emits it (engine/rewrites/batch_norm_grad_fusion.h)
+///   becomes BatchNormTrainingGrad(X, dY, scale) with attribute epsilon and three outputs: dX, and
 ///   sum(dY * xhat) and sum(dY) over every axis but 1, shaped [1, C, 1, ...]; xhat is X
 ///   normalized by its batch statistics. Three passes over X and dY instead of about twelve, and
 ///   no tensor of X's size but dX written;
@@ -40,13 +40,14 @@ namespace dprun {
 ///   scatters into zeros (engine/rewrites/max_pool_grad_fusion.h), becomes ScatterAdd(Z, I, dY):
 ///   Z with each dY[i] added at flat position I[i] (I the MaxPool's Indices, read flat like dY),
 ///   one pass instead of a scatter into a copy of Z per group and their Sum;
-/// - Relu's gradient as ops/grad/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with the
+/// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with
+/// the
 ///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0
 ///   ? 1 : 0), broadcast as the Mul: one pass instead of three;
-/// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/grad/rnn_grad.cpp emits
+/// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/recurrent/rnn_grad.cpp emits
 ///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
-///   (ops/cpu/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead of
-///   hundreds of per-step nodes;
+///   (ops/recurrent/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead
+///   of hundreds of per-step nodes;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.

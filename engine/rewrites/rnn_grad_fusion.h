@@ -1,8 +1,8 @@
 #pragma once
-// The backward pass of one RNN, GRU or LSTM node, as ops/grad/rnn_grad.cpp unrolls it into
+// The backward pass of one RNN, GRU or LSTM node, as ops/recurrent/rnn_grad.cpp unrolls it into
 // ONNX nodes (hundreds per node: every time step's gates, recomputed, then walked backwards),
 // replaced by one node of the rewrite domain whose CPU kernel runs oneDNN's training forward and
-// backward primitives (ops/cpu/rnn_grad_onednn.cpp).
+// backward primitives (ops/recurrent/rnn_grad_onednn.cpp).
 //
 // How the region is found. Finding the unrolled steps by pattern would mean matching the whole
 // recurrence; instead the rule marks what it emits, in plain ONNX that any engine runs:

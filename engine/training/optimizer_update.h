@@ -3,8 +3,8 @@
 // gradient clipping (clip_grad_norm.h) and gradient accumulation (Trainer), as kernels of
 // dprun's private domain "ai.dprun": ops SgdUpdate, AdamUpdate, ScaleGradient, GradientNorm and
 // AddGradient, each with a CPU definition
-// (ops/cpu/optimizer_update.cpp) and a CUDA one (ops/cuda/optimizer_update.cu), the optimizers'
-// running the element updates of ops/math/optimizer_functors.h.
+// (ops/training/optimizer_update.cpp) and a CUDA one (ops/training/optimizer_update.cu), the
+// optimizers' running the element updates of ops/math/optimizer_functors.h.
 //
 // Why registry kernels rather than a Backend hook: the update math is written once as
 // host/device functors in ops/, which engine/ never includes (backends included); the kernel

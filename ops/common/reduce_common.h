@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the reduction, normalization and sorting kernels of every device: reading
 // integer list inputs, normalizing axis lists, and converting 16-bit floats to a wider compute
-// type. The CPU's vectorised moments are in ops/cpu/reduce_common.h.
+// type. The CPU's vectorised moments are in ops/normalization/norm_loops.h.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

@@ -1,7 +1,7 @@
 #pragma once
 // The activations a graph rewrite fuses into the node that produces their input (attribute
 // "activation", with activation_min/max for Clip): one list for every backend's fused kernels
-// (ops/cpu/fused_activation.h, ops/cuda/fused_epilogue.h) and their tests.
+// (ops/cpu/fused_activation.h, ops/linalg/fused_epilogue_cuda.h) and their tests.
 #include <map>
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The per-element updates of dprun's optimizers (torch.optim's SGD and Adam/AdamW, PyTorch 1.13
-// single-tensor forms), shared by the CPU loops (ops/cpu/optimizer_update.cpp) and the CUDA
-// kernels (ops/cuda/optimizer_update.cu), so the CPU tests exercise the math the GPU runs.
+// single-tensor forms), shared by the CPU loops (ops/training/optimizer_update.cpp) and the CUDA
+// kernels (ops/training/optimizer_update.cu), so the CPU tests exercise the math the GPU runs.
 //
 // torch casts its scalar arguments to the tensor's type before each op; the functors hold the
 // scalars already cast, and round once per op in torch's order. Each combination of settings

@@ -14,7 +14,7 @@
 #include "engine/backends/sim/sim_memory.h"
 #include "engine/error.h"
 #include "engine/kernel.h"
-#include "ops/sim/sim_update_kernels.h"
+#include "ops/training/optimizer_update_sim.h"
 
 namespace dprun {
 
@@ -58,7 +58,7 @@ class SimKernel final : public OpKernel {
 
   // A kernel without inputs (Constant, whose value the plan fixed) computes its outputs on the
   // first run on each device, which waits for them, and returns them on every later run: what
-  // CUDA's Constant kernel does (ops/cuda/constant.cpp).
+  // CUDA's Constant kernel does (ops/array/constant_cuda.cpp).
   void compute_once_per_device(KernelContext& ctx) const {
     const Device device = ctx.device();
     std::lock_guard lock(mutex_);

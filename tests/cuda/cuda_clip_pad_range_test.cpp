@@ -1,6 +1,7 @@
-// The CUDA kernels of Constant, Clip, Pad, Range and PRelu beyond their case table
-// (tests/op_cases/clip_pad_range_cases.cpp): bad arguments fail with the CPU's messages, and
-// the bundled models are planned with every node on cuda.
+// The CUDA kernels of Constant, Clip, Pad, Range and PRelu beyond their case tables
+// (ops/array/data_movement_cases.cpp for Constant, Pad and Range; ops/elementwise/
+// elementwise_unary_cases.cpp for Clip, elementwise_binary_cases.cpp for PRelu): bad arguments
+// fail with the CPU's messages, and the bundled models are planned with every node on cuda.
 #include <gtest/gtest.h>
 
 #include <cstdint>

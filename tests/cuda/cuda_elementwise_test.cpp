@@ -77,7 +77,7 @@ OpCase comparison() {
 const std::map<std::string, OpCase>& cases() {
   static const std::map<std::string, OpCase> table = [] {
     std::map<std::string, OpCase> t;
-    // ops/cuda/unary_math.cu
+    // ops/elementwise/unary_math.cu
     t["Abs"] = range(-10, 10);
     t["Neg"] = range(-10, 10);
     t["Sign"] = range(-3, 3);
@@ -111,7 +111,7 @@ const std::map<std::string, OpCase>& cases() {
     t["IsInf"].special = true;
     t["Not"] = OpCase{};
     t["BitwiseNot"] = range(-100, 100);
-    // ops/cuda/activations.cu
+    // ops/elementwise/activations.cu
     t["Relu"] = range(-3, 3);
     t["LeakyRelu"] =
         with_attributes(range(-3, 3), {{}, attrs({{"alpha", Attribute::of_float(0.3f)}})});
@@ -138,23 +138,23 @@ const std::map<std::string, OpCase>& cases() {
     t["Shrink"] = with_attributes(
         range(-5, 5),
         {{}, attrs({{"lambd", Attribute::of_float(1.5f)}, {"bias", Attribute::of_float(0.5f)}})});
-    // ops/cuda/binary_arith.cu
+    // ops/elementwise/binary_arith.cu
     t["Add"] = binary(-5, 5);
     t["Sub"] = binary(-5, 5);
     t["Mul"] = binary(-5, 5);
     t["Div"] = binary(0.5, 5);
     t["Pow"] = binary(0.5, 2);
-    // ops/cuda/variadic.cu: three inputs broadcast together
+    // ops/elementwise/variadic.cu: three inputs broadcast together
     for (const char* op : {"Sum", "Mean", "Min", "Max"}) {
       t[op] = binary(-5, 5);
       t[op].inputs.push_back(Input::Tested);
     }
     t["Min"].special = t["Max"].special = true;  // NaN propagates
-    // ops/cuda/compare_logic.cu
+    // ops/elementwise/compare_logic.cu
     for (const char* op :
          {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
       t[op] = comparison();
-    // ops/cuda/where.cu
+    // ops/elementwise/where.cu
     t["Where"] = range(-5, 5);
     t["Where"].inputs = {Input::Bool, Input::Tested, Input::Tested};
     t["Where"].untyped_dtypes = {DType::Float32, DType::Float64, DType::Int16,

@@ -1,5 +1,5 @@
 // The CUDA kernels of the op fusion's products (engine/rewrites/op_fusion.h) beyond their case
-// table (tests/op_cases/fused_product_cases.cpp): the cuBLAS path taken without cuBLASLt, a
+// table (ops/linalg/fused_product_cases.cpp): the cuBLAS path taken without cuBLASLt, a
 // bias too little aligned for cuBLASLt's epilogue, and the CUDA backend's rewrite, which fuses a
 // MatMul, its bias Add and a GELU in the erf form that exporters write.
 #include <gtest/gtest.h>

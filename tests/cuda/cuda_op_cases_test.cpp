@@ -1,5 +1,5 @@
-// Every op case table (tests/op_cases/) on the GPU: each case runs on cuda:0 and on cpu:0 with
-// the same random inputs, and the outputs must agree (op_cases.h says within what).
+// Every op case table (ops/<family>/*_cases.cpp) on the GPU: each case runs on cuda:0 and on cpu:0
+// with the same random inputs, and the outputs must agree (op_cases.h says within what).
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"

@@ -248,8 +248,8 @@ TEST(DocsExamples, QuickStartCommandsAreLeftToCi) {
   EXPECT_EQ(quick_start, 2);
 }
 
-// The export script writes the committed tutorial files, byte for byte, where PyTorch is
-// installed (Debian's python3-torch; CI has none).
+// The export script writes the committed tutorial files, byte for byte (its logits to 1e-5),
+// where PyTorch is installed (Debian's python3-torch; CI has none).
 TEST(DocsExamples, ExportScriptWritesTheCommittedModel) {
   if (run_shell("/usr/bin/python3 -c 'import torch, onnx, numpy'").status != 0)
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch, onnx and numpy";
@@ -263,7 +263,19 @@ TEST(DocsExamples, ExportScriptWritesTheCommittedModel) {
   int files = 0;
   for (const auto& entry : fs::directory_iterator(source_path("models/tutorial"))) {
     ++files;
-    EXPECT_EQ(read_text(out / entry.path().filename()), read_text(entry.path()))
+    const fs::path written = out / entry.path().filename();
+    if (entry.path().filename() == "sample.logits.npy") {
+      // PyTorch's own outputs: the last bits follow its BLAS (OpenBLAS or the reference BLAS).
+      const CommandResult same = run_shell(
+          "/usr/bin/python3 -c 'import sys, numpy as n; a, b = n.load(sys.argv[1]), "
+          "n.load(sys.argv[2]); sys.exit(not (a.dtype == b.dtype and a.shape == b.shape and "
+          "n.allclose(a, b, rtol=1e-5, atol=1e-6)))' " +
+          shell_quoted(written) + " " + shell_quoted(entry.path()));
+      EXPECT_EQ(same.status, 0) << "sample.logits.npy differs from what the script writes "
+                                << same.output;
+      continue;
+    }
+    EXPECT_EQ(read_text(written), read_text(entry.path()))
         << entry.path().filename() << " differs from what the script writes";
   }
   EXPECT_EQ(files, 8);

@@ -23,6 +23,11 @@ InputSpec floats(Shape shape, double lo, double hi) {
   return {.shape = std::move(shape), .lo = lo, .hi = hi};
 }
 
+InputSpec of(InputSpec spec, DType dtype) {
+  spec.dtype = dtype;
+  return spec;
+}
+
 InputSpec int64s(std::vector<int64_t> values) {
   const auto n = static_cast<int64_t>(values.size());
   return {.shape = {n}, .dtype = DType::Int64, .values = std::move(values)};
@@ -269,7 +274,8 @@ const std::vector<OpCase>& OpCaseTable::cases() const {
   return *made;
 }
 
-bool register_op_case_table(OpCaseTable table) {
+bool register_op_case_table(OpCaseTable table, const char* source) {
+  table.source = source;
   tables().push_back(std::move(table));
   return true;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// One table of one-node cases per op family, run on every device type: each file in
-// tests/op_cases/ lists the ops its family covers and its cases, and registers them with
+// Tables of one-node cases, each in the folder of its ops' family (ops/<family>/*_cases.cpp),
+// run on every device type: each lists the ops it covers and its cases, and registers them with
 // DPRUN_OP_CASES (no central list). In every build the tables are checked against the kernel
 // registry (every CUDA definition of a covered op has a case, every case finds a CUDA kernel;
 // a table's host-only ops have none) and against the gradient rules and the CPU's fast paths
@@ -57,6 +57,8 @@ Node node_with(const std::string& op, std::vector<std::string> inputs,
                std::map<std::string, Attribute> attributes = {});
 /// Random float32 values of `shape` in [lo, hi].
 InputSpec floats(Shape shape, double lo = -2.0, double hi = 2.0);
+/// `spec` with its dtype set to `dtype`.
+InputSpec of(InputSpec spec, DType dtype);
 /// A 1-D int64 input holding `values`.
 InputSpec int64s(std::vector<int64_t> values);
 /// The same as an initializer of the graph (a constant of the plan).
@@ -111,10 +113,14 @@ struct OpCaseTable {
   /// a GPU's plan runs them on the host, so on sim:0 their cases check the host fallback's
   /// copies, and their gradients are checked by finite differences.
   std::set<std::string> host_only = {};
+  /// The file that registered the table (DPRUN_OP_CASES sets it): a table lives in the folder
+  /// of its ops' family (tests/unit/op_units_test.cpp).
+  std::string source = {};
 };
 
-/// Registers `table`; DPRUN_OP_CASES calls it at static initialisation.
-bool register_op_case_table(OpCaseTable table);
+/// Registers `table`, written in the file `source`; DPRUN_OP_CASES calls it at static
+/// initialisation.
+bool register_op_case_table(OpCaseTable table, const char* source);
 /// Every registered table, in registration order.
 const std::vector<OpCaseTable>& op_case_tables();
 /// The cases of the table of `family`; fails the calling test when there is none.
@@ -128,9 +134,10 @@ std::vector<OpCase> all_op_cases();
 /// CUDA definition it must run, then the functions (AddCases) that append its cases.
 #define DPRUN_OP_CASES(Family, covered, ...)                   \
   [[maybe_unused]] static const bool dprun_op_cases_##Family = \
-      ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}})
+      ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}}, __FILE__)
 /// The same for a table that also covers ops without a CUDA kernel (OpCaseTable::host_only,
 /// a std::set<std::string>).
-#define DPRUN_OP_CASES_WITH_HOST_ONLY(Family, covered, host_only, ...) \
-  [[maybe_unused]] static const bool dprun_op_cases_##Family =         \
-      ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}, host_only})
+#define DPRUN_OP_CASES_WITH_HOST_ONLY(Family, covered, host_only, ...)                           \
+  [[maybe_unused]] static const bool dprun_op_cases_##Family =                                   \
+      ::dprun::testing::register_op_case_table({#Family, covered, {__VA_ARGS__}, {}, host_only}, \
+                                               __FILE__)

@@ -1,6 +1,6 @@
-// Object-detection kernels: NonMaxSuppression (ops/cpu/nms.cpp) per class, with
+// Object-detection kernels: NonMaxSuppression (ops/image/nms.cpp) per class, with
 // max_output_boxes_per_class, the score threshold and center_point_box, and RoiAlign
-// (ops/cpu/roi_align.cpp) on a linear image with and without the half-pixel offset; expected
+// (ops/image/roi_align.cpp) on a linear image with and without the half-pixel offset; expected
 // selections and samples are worked out by hand.
 #include <gtest/gtest.h>
 

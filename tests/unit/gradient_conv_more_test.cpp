@@ -1,5 +1,5 @@
 // Finite-difference cases for the Conv rule's grouped and depthwise weight gradients and for the
-// ConvTranspose rule (ops/grad/conv_grad.cpp, conv_transpose_grad.cpp), and a float32 training
+// ConvTranspose rule (ops/conv/conv_grad.cpp, conv_transpose_grad.cpp), and a float32 training
 // graph of depthwise, pointwise and transposed convolutions whose fused weight gradients
 // (ConvWeightGrad) must give the unfused graph's gradients.
 #include <cmath>

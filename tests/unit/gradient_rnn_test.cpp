@@ -1,4 +1,4 @@
-// Finite-difference cases for the RNN, GRU and LSTM gradient rules (ops/grad/rnn_grad.cpp):
+// Finite-difference cases for the RNN, GRU and LSTM gradient rules (ops/recurrent/rnn_grad.cpp):
 // every direction, both layouts, with and without initial states, through Y alone, Y_h alone
 // (and LSTM's Y_c), GRU's two reset forms, RNN's Relu, LSTM peepholes and two chained layers.
 // Sizes stay tiny (seq 3, batch 2, input 3, hidden 2); inputs are random, so a rule that mixed

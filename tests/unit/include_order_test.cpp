@@ -84,18 +84,43 @@ std::vector<std::string> upward_includes(const std::vector<SourceFile>& files,
   return found;
 }
 
-/// "FILE includes HEADER" for every include of an ops/cpu/ header from outside ops/cpu/: what
-/// several devices use lives in ops/common/.
-std::vector<std::string> cpu_header_includes(const std::vector<SourceFile>& files) {
+/// The device whose code `path` (under ops/) is: "cuda" for CUDA compute (.cu, .cuh, *_cuda.cpp,
+/// *_cuda.h and ops/cuda/ but its defs/), "cpu" for CPU code (ops/cpu/ and the families'
+/// kernels), "" for device-neutral code (ops/common/, ops/math/, ops/grad/, *_util.h, CUDA
+/// definitions, the simulated devices). Gradient rules are told by their text (below).
+std::string device_of(const std::string& path) {
+  const fs::path p(path);
+  const std::string stem = p.stem().string(), ext = p.extension().string();
+  if (path.starts_with("ops/cuda/defs/") || stem.ends_with("_cuda_def")) return "";
+  if (ext == ".cu" || ext == ".cuh" || stem.ends_with("_cuda") || path.starts_with("ops/cuda/"))
+    return "cuda";
+  if (path.starts_with("ops/cpu/")) return "cpu";
+  for (const char* neutral : {"ops/common/", "ops/math/", "ops/grad/", "ops/sim/"})
+    if (path.starts_with(neutral)) return "";
+  if (stem.ends_with("_util")) return "";
+  return "cpu";
+}
+
+/// "FILE includes HEADER" for every include of a device's header (ops/cpu/, ops/cuda/ but its
+/// defs/, or a family's CUDA header) by code of another device or by device-neutral code: what
+/// several devices use lives in ops/common/ or beside the family's ops.
+std::vector<std::string> device_header_includes(const std::vector<SourceFile>& files) {
   std::vector<std::string> found;
-  const std::regex include(R"re(^\s*#\s*include\s+"(ops/cpu/[^"]+)")re");
+  const std::regex include(R"re(^\s*#\s*include\s+"(ops/[^"]+)")re");
   for (const SourceFile& file : files) {
-    if (file.path.starts_with("ops/cpu/")) continue;
+    if (!file.path.starts_with("ops/")) continue;
+    // A gradient rule emits ONNX nodes for every device.
+    const bool rule = file.text.find("DPRUN_REGISTER_GRADIENT(") != std::string::npos;
+    const std::string device = rule ? "" : device_of(file.path);
     std::istringstream lines(file.text);
     for (std::string line; std::getline(lines, line);) {
       std::smatch match;
-      if (std::regex_search(line, match, include))
-        found.push_back(file.path + " includes " + std::string(match[1]));
+      if (!std::regex_search(line, match, include)) continue;
+      const std::string header = match[1];
+      const std::string header_device = device_of(header);
+      const bool device_header = header.starts_with("ops/cpu/") || header_device == "cuda";
+      if (device_header && header_device != device)
+        found.push_back(file.path + " includes " + header);
     }
   }
   return found;
@@ -136,14 +161,28 @@ TEST(IncludeOrder, NoIncludeRunsUpward) {
   EXPECT_TRUE(found.empty()) << found.size() << " includes run upward:" << listed;
 }
 
-TEST(IncludeOrder, OnlyCpuCodeIncludesCpuHeaders) {
-  const std::vector<std::string> found = cpu_header_includes(project_sources());
+TEST(IncludeOrder, OnlyADevicesCodeIncludesItsHeaders) {
+  const std::vector<std::string> found = device_header_includes(project_sources());
   std::string listed;
   for (const std::string& line : found) listed += "\n  " + line;
-  EXPECT_TRUE(found.empty()) << found.size() << " includes of ops/cpu/ from outside it:" << listed;
-  EXPECT_EQ(cpu_header_includes({{"ops/cuda/x.cu", "#include \"ops/cpu/conv_util.h\"\n"},
-                                 {"ops/cpu/y.cpp", "#include \"ops/cpu/conv_util.h\"\n"}}),
-            (std::vector<std::string>{"ops/cuda/x.cu includes ops/cpu/conv_util.h"}));
+  EXPECT_TRUE(found.empty()) << found.size() << " includes of another device's header:" << listed;
+  const std::string cpu_header = "#include \"ops/cpu/onednn_util.h\"\n";
+  const std::string cuda_header = "#include \"ops/conv/conv_descriptors_cuda.h\"\n";
+  EXPECT_EQ(device_header_includes(
+                {{"ops/conv/conv.cu", cpu_header},
+                 {"ops/conv/conv_grad.cpp", cpu_header + "DPRUN_REGISTER_GRADIENT({});\n"},
+                 {"ops/conv/conv_weight_grad.cpp", cpu_header},
+                 {"ops/conv/conv_cuda_def.cpp", cuda_header},
+                 {"ops/conv/conv.cpp", cuda_header},
+                 {"ops/conv/conv_onednn.cpp", cpu_header},
+                 {"ops/conv/conv_cuda.cpp", cuda_header},
+                 {"ops/cuda/strided_copy.cu", cuda_header},
+                 {"ops/conv/conv_cuda_def.cpp", "#include \"ops/cuda/defs/node_checks.h\"\n"}}),
+            (std::vector<std::string>{
+                "ops/conv/conv.cu includes ops/cpu/onednn_util.h",
+                "ops/conv/conv_grad.cpp includes ops/cpu/onednn_util.h",
+                "ops/conv/conv_cuda_def.cpp includes ops/conv/conv_descriptors_cuda.h",
+                "ops/conv/conv.cpp includes ops/conv/conv_descriptors_cuda.h"}));
 }
 
 TEST(IncludeOrder, AnUpwardIncludeIsFoundAndAForwardingHeaderIsNot) {

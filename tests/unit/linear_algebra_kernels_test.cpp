@@ -1,4 +1,4 @@
-// Det (ops/cpu/det.cpp): batched 2x2 and 3x3 determinants, a singular matrix, and the non-square
+// Det (ops/linalg/det.cpp): batched 2x2 and 3x3 determinants, a singular matrix, and the non-square
 // input it refuses, against determinants worked out by hand.
 #include <gtest/gtest.h>
 

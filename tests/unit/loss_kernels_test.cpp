@@ -1,4 +1,4 @@
-// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss kernels (ops/cpu/loss.cpp): every
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss kernels (ops/loss/loss.cpp): every
 // reduction, class weights, ignore_index and spatial dimensions against hand-computed values and
 // a naive log-softmax written here, and the inputs and attributes they refuse.
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include "engine/error.h"
 #include "kernel_test_util.h"
 #include "op_test_util.h"
-#include "ops/cpu/conv_backward_weights.h"
+#include "ops/conv/conv_backward_weights.h"
 
 namespace dprun {
 namespace {

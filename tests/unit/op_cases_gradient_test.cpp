@@ -1,5 +1,5 @@
-// The op case tables (tests/op_cases/) reused for the gradient rules: each case of an op with a
-// gradient rule, its float inputs in float64, is checked against central finite differences
+// The op case tables (ops/<family>/*_cases.cpp) reused for the gradient rules: each case of an op
+// with a gradient rule, its float inputs in float64, is checked against central finite differences
 // (gradient_check.h) with respect to every fed float input; a case the rule refuses must be
 // refused with the rule's message. These add the tables' attribute and opset variety to the
 // gradient rules' own cases (DPRUN_GRADIENT_CASE).
@@ -61,11 +61,11 @@ const testing::InputSpec* spec_of(const OpCase& c, size_t input) {
 }
 
 // The exact message with which the gradient of the case's node is refused, or "" when it is
-// taken. Each is a documented limit of a rule (ops/grad/) or of the gradient builder, listed by
-// op, opset and attributes: the pads of a mode other than constant, auto_pad SAME_* (whose pads
-// depend on the input's size), ops before the opset their backward ops need, legacy broadcasting
-// from an axis, the scatter reductions whose gradients depend on the other updates, and the
-// recurrent ops' shorter sequences.
+// taken. Each is a documented limit of a rule (ops/<family>/*_grad.cpp) or of the gradient builder,
+// listed by op, opset and attributes: the pads of a mode other than constant, auto_pad SAME_*
+// (whose pads depend on the input's size), ops before the opset their backward ops need, legacy
+// broadcasting from an axis, the scatter reductions whose gradients depend on the other updates,
+// and the recurrent ops' shorter sequences.
 std::string expected_refusal(const OpCase& c) {
   const Node& n = c.node;
   const std::string op = n.op_type;

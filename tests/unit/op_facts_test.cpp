@@ -51,8 +51,9 @@ TEST(OpFacts, UnknownOpGetsTheDefaults) {
   EXPECT_EQ(f.shape, ShapeKind::None);
   EXPECT_EQ(f.shape_rule, nullptr);
   EXPECT_FALSE(f.float32_only);
-  EXPECT_EQ(f.layout, LayoutKind::None);
+  EXPECT_EQ(f.layout, LayoutRule{});
   EXPECT_FALSE(f.random);
+  EXPECT_FALSE(f.keeps_values);
   // An unknown op's outputs have the type of its first present input.
   Node node;
   node.op_type = "NoSuchOp";
@@ -266,13 +267,38 @@ TEST(OpFacts, Float32OpsAreTheOldList) {
 }
 
 TEST(OpFacts, LayoutAgnosticOpsAreTheOldLists) {
-  const std::set<std::string> unary = {"Relu",        "Clip",      "LeakyRelu", "Sigmoid",
-                                       "HardSigmoid", "HardSwish", "Tanh",      "Elu",
-                                       "Selu",        "Softplus",  "Identity",  "Dropout"};
+  const std::set<std::string> unary = {"Relu",      "LeakyRelu", "Sigmoid", "HardSigmoid",
+                                       "HardSwish", "Tanh",      "Elu",     "Selu",
+                                       "Softplus",  "Identity",  "Dropout"};
   const std::set<std::string> binary = {"Add", "Mul", "Sub", "Div"};
-  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout == LayoutKind::Unary; }), unary);
-  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout == LayoutKind::Binary; }),
-            binary);
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout == kLayoutUnary; }), unary);
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout == kLayoutBinary; }), binary);
+}
+
+TEST(OpFacts, OpsWithAnNhwcRuleOfTheirOwnAreTheOldBranches) {
+  // The ops the layout rewrite once special-cased: their rules are registered with them.
+  const std::set<std::string> own = {
+      "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
+      "Pad",  "Concat",  "Clip"};
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) {
+              return f.layout.runs_in_nhwc != nullptr && f.layout != kLayoutUnary &&
+                     f.layout != kLayoutBinary;
+            }),
+            own);
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout.to_nhwc != nullptr; }),
+            (std::set<std::string>{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                   "BatchNormalization", "Pad", "Concat"}));
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout.absorbs_activation; }),
+            (std::set<std::string>{"Conv", "BatchNormalization"}));
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.layout.all_inputs; }),
+            (std::set<std::string>{"Add", "Mul", "Sub", "Div", "Concat"}));
+}
+
+TEST(OpFacts, ValueKeepingOpsAreTheOldList) {
+  // `dprun run` bounds generated indices through these (tools/inputs.cpp).
+  EXPECT_EQ(ops_with_facts([](const OpFacts& f) { return f.keeps_values; }),
+            (std::set<std::string>{"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity",
+                                   "Expand", "Transpose"}));
 }
 
 TEST(OpFacts, RandomOpsAreTheOldList) {

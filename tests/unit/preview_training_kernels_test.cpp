@@ -1,4 +1,4 @@
-// The optimizer ops of the ai.onnx.preview.training domain (ops/cpu/optimizers.cpp): one
+// The optimizer ops of the ai.onnx.preview.training domain (ops/training/optimizers.cpp): one
 // Adagrad, Momentum (nesterov) and Adam step against values worked out by hand from the ONNX
 // formulas, and Adam's refusal of a missing state input.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Quantization kernels (ops/cpu/quantize.cpp): QuantizeLinear / DequantizeLinear per tensor and
-// per axis (round half to even, saturation), DynamicQuantizeLinear, QLinearMatMul and a
+// Quantization kernels (ops/quantize/quantize.cpp): QuantizeLinear / DequantizeLinear per tensor
+// and per axis (round half to even, saturation), DynamicQuantizeLinear, QLinearMatMul and a
 // pointwise QLinearConv, against values worked out by hand from the ONNX formulas.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Random generators with a seed attribute (ops/cpu/random.cpp): RandomUniform, RandomNormalLike
+// Random generators with a seed attribute (ops/random/random.cpp): RandomUniform, RandomNormalLike
 // and Bernoulli give the requested shape and dtype, stay in range, repeat with the same seed and
 // match their distribution's mean and spread (sample statistics within tolerances).
 // tests/unit/random_seed_test.cpp covers the ops without a seed attribute.

@@ -1,4 +1,4 @@
-// The reference RNN, GRU and LSTM kernels (ops/cpu/rnn.cpp): forward passes against naive
+// The reference RNN, GRU and LSTM kernels (ops/recurrent/rnn.cpp): forward passes against naive
 // recurrences written here (bidirectional, sequence_lens) and one-step values worked out by hand
 // (GRU linear_before_reset and layout, LSTM peepholes and input_forget, activations and clip),
 // and the attributes and shapes they refuse.

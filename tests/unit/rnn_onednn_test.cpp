@@ -1,5 +1,5 @@
-// The oneDNN forward kernels of RNN, GRU and LSTM (ops/cpu/rnn_onednn.cpp) against the
-// reference kernel (ops/cpu/rnn.cpp) over every direction, layout, bias, initial state and
+// The oneDNN forward kernels of RNN, GRU and LSTM (ops/recurrent/rnn_onednn.cpp) against the
+// reference kernel (ops/recurrent/rnn.cpp) over every direction, layout, bias, initial state and
 // peephole variant, and the nodes and calls they leave to the reference.
 #include <gtest/gtest.h>
 

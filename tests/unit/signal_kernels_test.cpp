@@ -1,4 +1,4 @@
-// Signal-processing kernels (ops/cpu/window.cpp, ops/cpu/dft.cpp): Hann, Hamming and Blackman
+// Signal-processing kernels (ops/signal/window.cpp, ops/signal/dft.cpp): Hann, Hamming and Blackman
 // windows, DFT (forward, inverse, onesided, dft_length, opset 20's axis input), STFT frame by
 // frame and the MelWeightMatrix's triangles, against hand-computed transforms and window values.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// TfIdfVectorizer (ops/cpu/tfidf.cpp): unigram and skip-bigram counts in TF, TFIDF and IDF
+// TfIdfVectorizer (ops/text/tfidf.cpp): unigram and skip-bigram counts in TF, TFIDF and IDF
 // modes against counts worked out by hand, and the float input it refuses.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
 #include "engine/backends/cpu/layout_rewrite.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -17,139 +18,34 @@ namespace {
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
-// Which ops run unchanged on NHWC values: their OpFacts layout (registered beside their CPU
-// kernels).
-bool is_unary_agnostic(const Node& node) {
-  return node.domain.empty() && op_facts(node).layout == LayoutKind::Unary;
-}
-
-bool is_binary_agnostic(const Node& node) {
-  return node.domain.empty() && op_facts(node).layout == LayoutKind::Binary;
-}
-
-bool known_rank4_float(const Graph& graph, const std::string& value) {
-  auto t = graph.type_of(value);
-  return t && t->dtype == DType::Float32 && t->shape && t->shape->size() == 4;
-}
-
-bool is_scalar(const Graph& graph, const std::string& value) {
-  if (value.empty()) return true;
-  auto t = graph.type_of(value);
-  return t && t->shape && t->shape->empty();
-}
-
-/// Both shapes fully known to be equal (same sizes or the same named symbol per dim).
-bool same_shape(const Graph& graph, const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  auto ta = graph.type_of(a), tb = graph.type_of(b);
-  if (!ta || !tb || !ta->shape || !tb->shape || ta->shape->size() != tb->shape->size())
-    return false;
-  for (size_t i = 0; i < ta->shape->size(); ++i) {
-    const Dim& x = (*ta->shape)[i];
-    const Dim& y = (*tb->shape)[i];
-    if (x.is_known() && y.is_known() && x.value == y.value) continue;
-    if (!x.is_known() && !y.is_known() && !x.symbol.empty() && x.symbol == y.symbol) continue;
-    return false;
-  }
-  return true;
-}
-
-/// Inputs other than input 0 must be absent (Dropout with a ratio or training flag may draw a
-/// layout-dependent mask; those stay in NCHW).
-bool only_first_input(const Node& node) {
-  for (size_t i = 1; i < node.inputs.size(); ++i)
-    if (!node.inputs[i].empty()) return false;
-  return true;
-}
-
 bool single_output(const Node& node) {
   for (size_t i = 1; i < node.outputs.size(); ++i)
     if (!node.outputs[i].empty()) return false;
   return !node.outputs.empty() && !node.outputs[0].empty();
 }
 
-/// How many leading inputs of a rewritten node are NHWC: all of them for binary ops and
-/// Concat, else input 0 (weights, bias, Clip bounds and Pad's pads keep their layout).
+/// The op's layout rule (engine/layout_rule.h), registered in its facts beside its kernels.
+const LayoutRule& layout_rule(const Node& node) {
+  return op_facts(node).layout;
+}
+
+/// How many leading inputs of a rewritten node are NHWC: all of them or input 0.
 size_t layout_input_count(const Node& node) {
-  return (is_binary_agnostic(node) || node.op_type == "Concat") ? node.inputs.size() : 1;
-}
-
-/// Pad's pads in NCHW order ([begin N, C, H, W, end N, C, H, W]) when they are known when the
-/// graph is compiled: the `pads` (opset 2-10) or `paddings` (opset 1) attribute, or a constant
-/// input 1 (opset 11 on). Nullopt for other forms, including Pad-18's `axes` input.
-std::optional<std::vector<int64_t>> pad_amounts(const Graph& graph, const Node& n) {
-  for (const char* attr : {"pads", "paddings"})
-    if (n.has_attr(attr)) {
-      std::vector<int64_t> pads = n.attr_ints(attr);
-      return pads.size() == 8 ? std::optional(pads) : std::nullopt;
-    }
-  if (n.inputs.size() < 2 || n.inputs[1].empty() || (n.inputs.size() > 3 && !n.inputs[3].empty()))
-    return std::nullopt;
-  auto t = constant_value(graph, n.inputs[1]);
-  if (!t || t->dtype() != DType::Int64 || t->numel() != 8) return std::nullopt;
-  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + 8);
-}
-
-/// NCHW pads reordered for an NHWC tensor.
-std::vector<int64_t> pads_for_nhwc(const std::vector<int64_t>& pads) {
-  std::vector<int64_t> out;
-  for (size_t half : {0, 4})
-    for (int64_t d : kToNhwc) out.push_back(pads[half + static_cast<size_t>(d)]);
-  return out;
+  return layout_rule(node).all_inputs ? node.inputs.size() : 1;
 }
 
 /// True when node `n` can run on NHWC data, given which values are NHWC already.
-template <class IsNhwc>
-bool runs_in_nhwc(const Graph& graph, const Node& n, const IsNhwc& is_nhwc) {
+bool runs_in_nhwc(const Graph& graph, const Node& n,
+                  const std::function<bool(const std::string&)>& is_nhwc) {
   if (!n.domain.empty() || n.inputs.empty() || !single_output(n)) return false;
-  const std::string& x = n.inputs[0];
-  if (n.op_type == "Conv") {
-    auto w = n.inputs.size() > 1 ? graph.initializers.find(n.inputs[1]) : graph.initializers.end();
-    return w != graph.initializers.end() && w->second.dtype() == DType::Float32 &&
-           w->second.rank() == 4 && (is_nhwc(x) || known_rank4_float(graph, x));
-  }
-  if (n.op_type == "MaxPool" || n.op_type == "AveragePool")
-    return is_nhwc(x) && n.attr_ints("kernel_shape", {}).size() == 2 && only_first_input(n);
-  if (n.op_type == "GlobalAveragePool") return is_nhwc(x);
-  if (n.op_type == "BatchNormalization") {
-    // Inference form only (one output): a per-channel scale and shift by 1-D values (exporters
-    // may pass shared parameters through Identity nodes, so they need not be initializers).
-    // Training mode and the per-activation form (spatial = 0) stay in NCHW.
-    bool take = is_nhwc(x) && n.inputs.size() == 5 && n.attr_int("training_mode", 0) == 0 &&
-                n.attr_int("spatial", 1) == 1;
-    for (size_t k = 1; take && k < 5; ++k) {
-      auto t = graph.type_of(n.inputs[k]);
-      take = t && t->shape && t->shape->size() == 1;
-    }
-    return take;
-  }
-  if (n.op_type == "Pad") return is_nhwc(x) && pad_amounts(graph, n).has_value();
-  if (is_unary_agnostic(n)) {
-    if (n.op_type != "Clip") return is_nhwc(x) && only_first_input(n);
-    auto bound_ok = [&](size_t k) {
-      return n.inputs.size() <= k || is_scalar(graph, n.inputs[k]) ||
-             constant_scalar(graph, n.inputs[k]).has_value();
-    };
-    return is_nhwc(x) && bound_ok(1) && bound_ok(2);
-  }
-  if (is_binary_agnostic(n))
-    // NHWC values are all 4-D, and broadcasting between two 4-D operands works per
-    // dimension, so it commutes with permuting both. The legacy (opset < 7) `broadcast`
-    // attribute aligns dims by `axis`: those only with equal shapes.
-    return n.inputs.size() == 2 && is_nhwc(x) && is_nhwc(n.inputs[1]) &&
-           (!n.has_attr("broadcast") || same_shape(graph, x, n.inputs[1]));
-  if (n.op_type == "Concat") {
-    for (const auto& in : n.inputs)
-      if (!is_nhwc(in)) return false;
-    return true;
-  }
-  return false;
+  const LayoutRule& rule = layout_rule(n);
+  return rule.runs_in_nhwc != nullptr && rule.runs_in_nhwc({graph, n, is_nhwc});
 }
 
 /// Pass 1: which nodes run in NHWC, in graph order (a node's NHWC inputs come from earlier ones).
 std::vector<bool> choose_nhwc_nodes(const Graph& graph) {
   std::set<std::string> nhwc;  // values produced in NHWC
-  auto is_nhwc = [&](const std::string& v) { return !v.empty() && nhwc.count(v); };
+  auto is_nhwc = [&](const std::string& v) { return !v.empty() && nhwc.count(v) != 0; };
   std::vector<bool> rewritten(graph.nodes.size(), false);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (!runs_in_nhwc(graph, graph.nodes[i], is_nhwc)) continue;
@@ -223,8 +119,7 @@ std::map<size_t, Fusion> plan_fusions(const Graph& graph, const std::vector<bool
   };
   std::map<size_t, Fusion> fusions;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const std::string& op = graph.nodes[i].op_type;
-    if (!rewritten[i] || (op != "Conv" && op != "BatchNormalization")) continue;
+    if (!rewritten[i] || !layout_rule(graph.nodes[i]).absorbs_activation) continue;
     const std::string& y = graph.nodes[i].outputs[0];
     if (private_value(y, 1)) {
       const size_t j = readers[y][0];
@@ -342,39 +237,20 @@ class Emitter {
     return twin(v);
   }
 
-  /// `n` with its layout inputs renamed to NHWC twins, its op changed to the NHWC kernel's, and
-  /// its layout-dependent attributes or inputs (Concat's axis, Pad's pads) reordered.
+  /// `n` with its layout inputs renamed to NHWC twins, then changed by its op's layout rule
+  /// (its NHWC kernel, its layout-dependent attributes or inputs).
   Node nhwc_node(const Node& n) {
     Node m = n;
     for (size_t k = 0; k < layout_input_count(n); ++k)
       if (!n.inputs[k].empty()) m.inputs[k] = nhwc_input(n.inputs[k]);
-    if (n.op_type == "Conv" || n.op_type == "MaxPool" || n.op_type == "AveragePool" ||
-        n.op_type == "GlobalAveragePool" || n.op_type == "BatchNormalization") {
-      m.op_type = n.op_type + "NHWC";
-      m.domain = kRewriteDomain;
-    } else if (n.op_type == "Concat") {
-      int64_t axis = n.attr_int("axis", 1);
-      if (axis < 0) axis += 4;
-      static const int64_t to_nhwc_axis[4] = {0, 3, 1, 2};
-      // An invalid axis is left for the Concat kernel to report.
-      if (axis >= 0 && axis < 4) m.attributes["axis"] = Attribute::of_int(to_nhwc_axis[axis]);
-    } else if (n.op_type == "Pad") {
-      const std::vector<int64_t> pads = pads_for_nhwc(*pad_amounts(graph_, n));
-      if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) {
-        // Padding by nothing (exporters emit it before some pools): a view of the input.
-        m.op_type = "Identity";
-        m.inputs.resize(1);
-        m.attributes.clear();
-        return m;
-      }
-      for (const char* attr : {"pads", "paddings"})
-        if (n.has_attr(attr)) m.attributes[attr] = Attribute::of_ints(pads);
-      if (!n.has_attr("pads") && !n.has_attr("paddings")) {
-        // A new Constant, not an initializer: initializers are the model's parameters.
-        m.inputs[1] = fresh(n.inputs[1]);
-        out_->nodes.push_back(make_constant(fresh(n.name + "/pads"), m.inputs[1],
-                                            Tensor::from_vector<int64_t>({8}, pads)));
-      }
+    if (auto to_nhwc = layout_rule(n).to_nhwc) {
+      LayoutEdit edit{graph_, m, [&](size_t input, const std::string& what, Tensor value) {
+                        // A new Constant, not an initializer: those are the model's parameters.
+                        m.inputs[input] = fresh(n.inputs[input]);
+                        out_->nodes.push_back(make_constant(fresh(n.name + "/" + what),
+                                                            m.inputs[input], std::move(value)));
+                      }};
+      to_nhwc(edit);
     }
     return m;
   }

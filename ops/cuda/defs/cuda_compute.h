@@ -1,15 +1,15 @@
 #pragma once
 // The link between a CUDA kernel's definition and its compute. The definition (op, opsets,
-// dtypes, host inputs, the `accepts` predicate that declines a node) sits in ops/cuda/defs/,
-// compiled in every build; the file that computes it (ops/cuda/*.cu, or a .cpp over cuDNN or
-// cuBLAS, compiled only with the CUDA toolkit) supplies its factory under the name the
-// definition gives:
+// dtypes, host inputs, the `accepts` predicate that declines a node) sits beside the op's
+// CPU kernel (ops/<family>/<op>_cuda_def.cpp), compiled in every build; the file that computes
+// it (<op>.cu, or <op>_cuda.cpp over cuDNN or cuBLAS, compiled only with the CUDA toolkit)
+// supplies its factory under the name the definition gives:
 //
-//   ops/cuda/defs/lrn.cpp:  DPRUN_REGISTER_KERNEL({.op_type = "LRN", ...,
+//   ops/normalization/lrn_cuda_def.cpp:  DPRUN_REGISTER_KERNEL({.op_type = "LRN", ...,
 //                                                  .device = DeviceType::CUDA,
 //                                                  .accepts = lrn_fits_cudnn,
 //                                                  .factory = cuda_compute("LRN")});
-//   ops/cuda/lrn.cpp:       DPRUN_CUDA_COMPUTE("LRN", make_kernel<LrnCudnn>);
+//   ops/normalization/lrn_cuda.cpp:       DPRUN_CUDA_COMPUTE("LRN", make_kernel<LrnCudnn>);
 //
 // So every build plans for cuda:N alike, and the simulated devices (ops/sim) follow the same
 // definitions with or without the toolkit. A factory supplied here never declines: declining

@@ -31,7 +31,7 @@ using SignedAndHalfTypes =
     TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
 using NumericAndHalfTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t,
                                      int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-/// Equal's (ops/cuda/compare_logic.cu): NumericAndHalfTypes and bool.
+/// Equal's (ops/elementwise/compare_logic.cu): NumericAndHalfTypes and bool.
 using EqualTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
                             uint8_t, uint16_t, uint32_t, uint64_t, bool>;
 

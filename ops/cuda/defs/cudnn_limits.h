@@ -6,11 +6,11 @@
 namespace dprun::cudnn {
 
 /// CUDNN_BN_MIN_EPSILON: the least epsilon cudnnBatchNormalizationForwardInference takes (0 in
-/// cuDNN 9; older cuDNNs had 1e-5). Checked in ops/cuda/batch_norm.cpp.
+/// cuDNN 9; older cuDNNs had 1e-5). Checked in ops/normalization/batch_norm_cuda.cpp.
 inline constexpr double kBnMinEpsilon = 0.0;
 
 /// CUDNN_LRN_MIN_N and CUDNN_LRN_MAX_N: the window sizes (lrnN) cudnnSetLRNDescriptor takes.
-/// Checked in ops/cuda/lrn.cpp, as are the two below.
+/// Checked in ops/normalization/lrn_cuda.cpp, as are the two below.
 inline constexpr int kLrnMinN = 1;
 inline constexpr int kLrnMaxN = 16;
 /// CUDNN_LRN_MIN_K: the least bias (lrnK).
