@@ -1,5 +1,8 @@
 // Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, BitShift,
 // BitwiseAnd/Or/Xor. Before opset 7, Add/Sub/Mul/Div/Pow use the broadcast/axis attributes.
+#include <optional>
+#include <type_traits>
+
 #include "engine/op_facts.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/math/binary_functors.h"
@@ -28,6 +31,13 @@ math::BitShift make_functor<math::BitShift>(const KernelInfo& info) {
 
 namespace {
 
+/// The one exponent of every element when `exponent` holds a single value, as a double.
+template <class E>
+std::optional<double> single_exponent(const Tensor& exponent) {
+  if (exponent.numel() != 1) return std::nullopt;
+  return static_cast<double>(static_cast<compute_t<E>>(exponent.data<E>()[0]));
+}
+
 /// Pow: the exponent may have a different numeric type than the base (opset 12+); the
 /// output has the base's type.
 class PowKernel : public OpKernel {
@@ -49,11 +59,7 @@ class PowKernel : public OpKernel {
           if constexpr (!accepts<Types::Numeric, E>()) {
             ctx.fail("exponent dtype ", dtype_name(b.dtype()), " is not supported");
           } else {
-            binary_map<T, E, T>(ctx.execution(), a, b, out, [](T x, E y) {
-              using CT = compute_t<T>;
-              using CE = compute_t<E>;
-              return convert<T>(math::Pow{}(static_cast<CT>(x), static_cast<CE>(y)));
-            });
+            compute_typed<T, E>(ctx, a, b, out);
           }
         });
       }
@@ -61,6 +67,32 @@ class PowKernel : public OpKernel {
   }
 
  private:
+  template <class T, class E>
+  static void compute_typed(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+    using CT = compute_t<T>;
+    using CE = compute_t<E>;
+    if constexpr (std::is_floating_point_v<CT>) {
+      // x^2 and x^1 of a float are exactly x * x and x (pow is exact for them), and std::pow
+      // costs tens of cycles an element: the exporters' LayerNorm squares by Pow(d, 2), and
+      // Pow's gradient raises to the exponent minus one.
+      const std::optional<double> e = single_exponent<E>(b);
+      if (e == 2.0) {
+        binary_map<T, E, T>(ctx.execution(), a, b, out, [](T x, E) {
+          const CT v = static_cast<CT>(x);
+          return convert<T>(v * v);
+        });
+        return;
+      }
+      if (e == 1.0) {
+        binary_map<T, E, T>(ctx.execution(), a, b, out, [](T x, E) { return x; });
+        return;
+      }
+    }
+    binary_map<T, E, T>(ctx.execution(), a, b, out, [](T x, E y) {
+      return convert<T>(math::Pow{}(static_cast<CT>(x), static_cast<CE>(y)));
+    });
+  }
+
   bool legacy_;
 };
 
@@ -102,24 +134,16 @@ DPRUN_REGISTER_KERNEL({.op_type = "BitwiseXor",
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.
 namespace dprun {
 namespace {
-DPRUN_REGISTER_OP_FACTS({.op_type = "Add",
-                         .shape = ShapeKind::Broadcast,
-                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Add", .shape = ShapeKind::Broadcast, .layout = kLayoutBinary});
 DPRUN_REGISTER_OP_FACTS({.op_type = "BitShift", .shape = ShapeKind::Broadcast});
 DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseAnd"});
 DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseOr"});
 DPRUN_REGISTER_OP_FACTS({.op_type = "BitwiseXor"});
-DPRUN_REGISTER_OP_FACTS({.op_type = "Div",
-                         .shape = ShapeKind::Broadcast,
-                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Div", .shape = ShapeKind::Broadcast, .layout = kLayoutBinary});
 DPRUN_REGISTER_OP_FACTS({.op_type = "Mod", .shape = ShapeKind::Broadcast});
-DPRUN_REGISTER_OP_FACTS({.op_type = "Mul",
-                         .shape = ShapeKind::Broadcast,
-                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Mul", .shape = ShapeKind::Broadcast, .layout = kLayoutBinary});
 DPRUN_REGISTER_OP_FACTS({.op_type = "Pow", .shape = ShapeKind::Broadcast});
-DPRUN_REGISTER_OP_FACTS({.op_type = "Sub",
-                         .shape = ShapeKind::Broadcast,
-                         .layout = LayoutKind::Binary});
+DPRUN_REGISTER_OP_FACTS({.op_type = "Sub", .shape = ShapeKind::Broadcast, .layout = kLayoutBinary});
 
 }  // namespace
 }  // namespace dprun

@@ -1,6 +1,12 @@
 // MatMul (numpy semantics): dA = dY @ B^T, dB = A^T @ dY over the last two axes, summed back
 // over broadcast batch axes. 1-D operands are promoted to matrices as the forward op does.
+// A 2-D B under a batched A (a linear layer over [batch, tokens, features]) gets its gradient
+// as one product of A's and dY's rows, A_rows^T @ dY_rows, as PyTorch computes it, instead of a
+// product per batch entry summed afterwards (a [batch, K, N] intermediate).
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "engine/autograd/shape_propagation.h"
 #include "ops/grad/grad_util.h"
@@ -13,6 +19,18 @@ std::string transpose_last_two(GradientContext& ctx, const std::string& x, int64
   for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
   return ctx.emit("Transpose", {x}, {{"perm", Attribute::of_ints(perm)}});
+}
+
+/// dB of a 2-D B under a batched A [..., M, K]: Flatten(A)^T @ Flatten(dY), [K, N], one product
+/// over every row of every batch entry (a Gemm with transA from opset 11; a Transpose before).
+std::string weight_grad_over_rows(GradientContext& ctx, const std::string& a, const std::string& g,
+                                  int64_t rank) {
+  const std::map<std::string, Attribute> last_axis = {{"axis", Attribute::of_int(rank - 1)}};
+  const std::string a_rows = ctx.emit("Flatten", {a}, last_axis);
+  const std::string g_rows = ctx.emit("Flatten", {g}, last_axis);
+  if (ctx.onnx_opset() >= 11)
+    return ctx.emit("Gemm", {a_rows, g_rows}, {{"transA", Attribute::of_int(1)}});
+  return ctx.emit("MatMul", {transpose_last_two(ctx, a_rows, 2), g_rows});
 }
 
 std::optional<SymbolicShape> shape_of(GradientContext& ctx, const std::string& v) {
@@ -61,7 +79,9 @@ void matmul_grad(GradientContext& ctx) {
     if (ra == 1) da = ctx.squeeze(da, {r2o - 2});
     ctx.set_GI(0, ctx.reduce_to_shape_of(da, ga_shape, a));
   }
-  if (ctx.wants_GI(1)) {
+  if (ctx.wants_GI(1) && rb == 2 && ra >= 3) {
+    ctx.set_GI(1, weight_grad_over_rows(ctx, a, go, ra));
+  } else if (ctx.wants_GI(1)) {
     std::string db = ctx.emit("MatMul", {transpose_last_two(ctx, a2, r2a), g});
     if (rb == 1) db = ctx.squeeze(db, {r2o - 1});
     ctx.set_GI(1, ctx.reduce_to_shape_of(db, gb_shape, b));

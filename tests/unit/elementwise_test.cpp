@@ -504,6 +504,66 @@ TEST(ElementwiseBinary, PowMixedTypes) {
   EXPECT_THROW(run1(binary("Pow"), {Tensor::from_vector<bool>({1}, {true}), fy}), Error);
 }
 
+// Exponents 2 and 1 of floats skip std::pow (as PyTorch and ONNX Runtime do): x^1 is x, and
+// x^2 is x * x, correctly rounded (glibc's pow is within 1 ulp, not always correctly rounded).
+// Checked over specials, extremes and random magnitudes, with the exponent of any numeric type.
+template <class T>
+void expect_square_and_identity_are_exact() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> log_magnitude(-40.0, 40.0);
+  std::vector<T> x = {T(0),
+                      -T(0),
+                      std::numeric_limits<T>::infinity(),
+                      -std::numeric_limits<T>::infinity(),
+                      std::numeric_limits<T>::quiet_NaN(),
+                      std::numeric_limits<T>::max(),
+                      std::numeric_limits<T>::denorm_min(),
+                      std::numeric_limits<T>::min(),
+                      T(-3)};
+  for (int i = 0; i < 2000; ++i)
+    x.push_back(static_cast<T>((i % 2 ? -1 : 1) * std::exp(log_magnitude(rng))));
+  const Tensor base = Tensor::from_vector<T>({static_cast<int64_t>(x.size())}, x);
+  for (const Tensor& exponent :
+       {Tensor::scalar<T>(T(2)), Tensor::scalar<T>(T(1)), Tensor::scalar<int64_t>(2),
+        Tensor::from_vector<float>({1}, {1})}) {
+    const bool square = exponent.dtype() == DType::Int64 ||
+                        (exponent.dtype() == DType::Float32 ? exponent.data<float>()[0]
+                                                            : exponent.data<T>()[0]) == 2;
+    const Tensor y = run1(binary("Pow"), {base, exponent}, 15);
+    ASSERT_EQ(y.dtype(), base.dtype());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const T got = y.data<T>()[i];
+      const T pow = std::pow(x[i], square ? T(2) : T(1));
+      SCOPED_TRACE(::testing::Message() << x[i] << (square ? "^2" : "^1"));
+      if (std::isnan(pow)) {
+        EXPECT_TRUE(std::isnan(got));
+        continue;
+      }
+      EXPECT_EQ(std::signbit(got), std::signbit(pow));
+      if (!square || !std::isfinite(got) || got == 0) {
+        EXPECT_EQ(got, pow);
+        continue;
+      }
+      // Correctly rounded: the exact error x * x - got (an fma computes it exactly) is at most
+      // half an ulp of got; and within one ulp of std::pow.
+      const T ulp = std::nextafter(got, std::numeric_limits<T>::infinity()) - got;
+      EXPECT_LE(std::abs(std::fma(x[i], x[i], -got)), ulp / 2);
+      EXPECT_LE(std::abs(got - pow), ulp);
+    }
+  }
+}
+
+TEST(ElementwiseBinary, PowBySquareAndByOneAreExact) {
+  expect_square_and_identity_are_exact<float>();
+  expect_square_and_identity_are_exact<double>();
+  // Other single exponents and per-element exponents still go through std::pow.
+  const Tensor x = Tensor::from_vector<float>({3}, {2.0f, 9.0f, 4.0f});
+  EXPECT_EQ(values<float>(run1(binary("Pow"), {x, Tensor::scalar<float>(0.5f)})),
+            (std::vector<float>{std::pow(2.0f, 0.5f), 3, 2}));
+  EXPECT_EQ(values<float>(run1(binary("Pow"), {x, Tensor::from_vector<float>({3}, {2, 1, 3})})),
+            (std::vector<float>{4, 9, 64}));
+}
+
 TEST(ElementwiseBinary, BitShiftAndBitwise) {
   Tensor x = Tensor::from_vector<uint8_t>({4}, {16, 4, 1, 255});
   Tensor s = Tensor::from_vector<uint8_t>({4}, {1, 2, 8, 4});

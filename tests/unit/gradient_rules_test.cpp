@@ -1,5 +1,8 @@
 // Finite-difference cases for the gradient rules of elementwise, matrix, shape and reduction
 // ops. tests/unit/gradient_test.cpp runs them through the registry.
+#include <set>
+#include <string>
+
 #include "gradient_check.h"
 
 namespace dprun {
@@ -101,6 +104,26 @@ DPRUN_GRADIENT_CASE(MatMul, MatMulBatchedBroadcast) {
                  {in("a", {2, 1, 3, 4}, 1), in("b", {3, 4, 2}, 2)}, "y", {"a", "b"}, true);
   check_all_ways({node("MatMul", {"a", "b"}, {"y"})}, {in("a", {2, 3, 4}, 1), in("b", {4, 5}, 2)},
                  "y", {"a", "b"}, true);
+}
+
+// A linear layer over [batch, tokens, features]: dB is one product over every row of A and dY
+// (a Gemm with transA from opset 11), without a [batch, K, N] intermediate and its ReduceSum.
+TEST(GradientMatMul, AWeightUnderABatchIsOneProductOverTheRows) {
+  const auto mm = node("MatMul", {"a", "b"}, {"y"});
+  for (int64_t opset : {9, 11, 17})
+    for (Decl decl : {Decl::Full, Decl::Symbolic}) {  // the rule needs the ranks
+      SCOPED_TRACE(::testing::Message() << "opset " << opset);
+      const std::vector<Input> inputs = {in("a", {2, 3, 3, 4}, 1), in("b", {4, 5}, 2)};
+      check_gradients({mm}, inputs, "y", {"a", "b"}, opset, decl);
+      GradientResult r;
+      training_graph(*make_graph({mm}, inputs, "y", opset, decl), {"b"}, &r);
+      std::multiset<std::string> ops;
+      for (const Node& n : r.nodes) ops.insert(n.op_type);
+      EXPECT_EQ(ops.count("ReduceSum"), 0u);
+      EXPECT_EQ(ops.count("Flatten"), 2u);
+      EXPECT_EQ(ops.count("Gemm"), opset >= 11 ? 1u : 0u);
+      EXPECT_EQ(ops.count("MatMul"), opset >= 11 ? 0u : 1u);
+    }
 }
 
 DPRUN_GRADIENT_CASE(MatMul, MatMulVectors) {

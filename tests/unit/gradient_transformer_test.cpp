@@ -4,6 +4,8 @@
 // non-differentiable paths. tests/unit/gradient_test.cpp runs the cases through the registry.
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "gradient_check.h"
 
@@ -240,6 +242,47 @@ DPRUN_GRADIENT_CASE(Slice, SliceInputsNegativeStepsClamping) {
   Input st2 = ints_in("steps", {2}, {3, 1}, true);
   check_gradients({node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"})},
                   {in("x", {3, 7}, 3), s2, e2, a2, st2}, "y", {"x"}, 17, Decl::Symbolic);
+}
+
+// q, k, v = qkv[..., :d], qkv[..., d:2d], qkv[..., 2d:] as exporters write them: constant bounds,
+// steps 1. From opset 10 dY is padded back in one pass (a Pad, no index tensor, no scatter);
+// bounds fed at run time or other steps still scatter.
+TEST(GradientSlice, ConstantUnitStepSlicesArePaddedBack) {
+  const Input starts = ints_in("starts", {2}, {1, -4}, true);
+  const Input ends = ints_in("ends", {2}, {3, 1000}, true);
+  const Input axes = ints_in("axes", {2}, {0, -1}, true);
+  const Input unit_steps = ints_in("steps", {2}, {1, 1}, true);
+  const auto with_steps = node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  const auto without_steps = node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
+  auto ops_of = [](const std::vector<Node>& forward, const std::vector<Input>& inputs,
+                   int64_t opset) {
+    GradientResult r;
+    training_graph(*make_graph(forward, inputs, "y", opset, Decl::Full), {"x"}, &r);
+    std::multiset<std::string> ops;
+    for (const Node& n : r.nodes) ops.insert(n.op_type);
+    return ops;
+  };
+  for (int64_t opset : {10, 13, 17}) {
+    SCOPED_TRACE(opset);
+    const std::vector<Input> inputs = {in("x", {4, 6}, 1), starts, ends, axes, unit_steps};
+    check_gradients({with_steps}, inputs, "y", {"x"}, opset, Decl::Full);
+    check_gradients({without_steps}, {in("x", {4, 6}, 1), starts, ends, axes}, "y", {"x"}, opset,
+                    Decl::Full);
+    const auto ops = ops_of({with_steps}, inputs, opset);
+    EXPECT_EQ(ops.count("Pad"), 1u);
+    EXPECT_EQ(ops.count("ScatterElements") + ops.count("Scatter"), 0u);
+    EXPECT_EQ(ops.count("Range"), 0u);
+  }
+  // A step of 2, or bounds fed at run time: the scatter.
+  const Input steps_two = ints_in("steps", {2}, {1, 2}, true);
+  EXPECT_EQ(ops_of({with_steps}, {in("x", {4, 6}, 1), starts, ends, axes, steps_two}, 17)
+                .count("ScatterElements"),
+            1u);
+  EXPECT_EQ(
+      ops_of({with_steps},
+             {in("x", {4, 6}, 1), ints_in("starts", {2}, {1, -4}), ends, axes, unit_steps}, 17)
+          .count("ScatterElements"),
+      1u);
 }
 
 DPRUN_GRADIENT_CASE(Slice, SliceAttributes) {
