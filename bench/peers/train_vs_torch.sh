@@ -12,12 +12,20 @@
 #   LSTM language model (Embedding 1000x128, 2-layer bidirectional LSTM hidden 128, Linear to
 #   the 1000 tokens at each of 32 positions), batch 16, cross entropy over the last dim, SGD,
 #   one thread
+#   ViT (torchvision VisionTransformer, 32x32 images, patch 4, 4 layers, hidden 256, 4 heads,
+#   MLP 512), batch 16, cross entropy, SGD, one thread; exported at opset 15 (vit: LayerNorm,
+#   GELU and attention decomposed) and 17 (vit17: LayerNormalization as one op)
 # Two figures per run: samples/s over all timed steps (mean), and batch / the median step
 # time, which a machine shared with other work disturbs far less. Every measurement is
 # repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
 # (every round is printed above them).
+# OpenBLAS (PyTorch's BLAS on Debian) picks its kernels by the CPU's model name; a VM that hides
+# it ("Intel(R) Xeon(R) Processor") gets its SSE3 kernels, 5x slower. Where the CPU has AVX-512
+# and OPENBLAS_CORETYPE is not set, PyTorch runs with SkylakeX's kernels.
 # usage: bench/peers/train_vs_torch.sh [ROUNDS] (default 3)
-# environment: MLP_STEPS (300), RESNET_STEPS (8), LSTM_STEPS (20), WORK (a folder to keep the files in)
+# environment: MLP_STEPS (300), RESNET_STEPS (8), LSTM_STEPS (20), VIT_STEPS (10), MODELS (the
+# models to run, default "mlp resnet18 mobilenet_v2 lstm_lm vit vit17"), WORK (a folder to keep
+# the files in)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -27,6 +35,12 @@ rounds=${1:-3}
 mlp_steps=${MLP_STEPS:-300}
 resnet_steps=${RESNET_STEPS:-8}
 lstm_steps=${LSTM_STEPS:-20}
+vit_steps=${VIT_STEPS:-10}
+models=" ${MODELS:-mlp resnet18 mobilenet_v2 lstm_lm vit vit17} "
+want() { [[ "$models" == *" $1 "* ]]; }
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
+  export OPENBLAS_CORETYPE=SkylakeX
+fi
 if [ -n "${WORK:-}" ]; then
   work=$WORK
   mkdir -p "$work"
@@ -35,10 +49,11 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-"$python" "$here/train_vs_torch.py" export mlp "$work" 64 2>/dev/null
-"$python" "$here/train_vs_torch.py" export resnet18 "$work" 16 2>/dev/null
-"$python" "$here/train_vs_torch.py" export mobilenet_v2 "$work" 16 2>/dev/null
-"$python" "$here/train_vs_torch.py" export lstm_lm "$work" 16 2>/dev/null
+for model in $models; do
+  batch=16
+  [ "$model" = mlp ] && batch=64
+  "$python" "$here/train_vs_torch.py" export "$model" "$work" "$batch" 2>/dev/null
+done
 
 # dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS [OPTION...]: "MEAN MEDIAN" samples/s after
 # the warm-up.
@@ -75,23 +90,34 @@ measure() {  # KEY COMMAND...
 
 for ((r = 1; r <= rounds; ++r)); do
   echo "round $r (load average $(cut -d' ' -f1 /proc/loadavg))"
-  measure mlp_dprun_1dev dprun_rate mlp 64 cpu:0 "$mlp_steps" 5 nll
-  measure mlp_torch_1thread torch_rate mlp 64 1 "$mlp_steps" 5
-  measure mlp_dprun_2dev dprun_rate mlp 64 cpu:0,cpu:1 "$mlp_steps" 5 nll
-  measure mlp_torch_2threads torch_rate mlp 64 2 "$mlp_steps" 5
-  measure resnet18_dprun_1dev dprun_rate resnet18 16 cpu:0 "$resnet_steps" 2 cross_entropy
-  measure resnet18_torch_1thread torch_rate resnet18 16 1 "$resnet_steps" 2
-  measure mobilenet_v2_dprun_1dev dprun_rate mobilenet_v2 16 cpu:0 "$resnet_steps" 2 cross_entropy
-  measure mobilenet_v2_torch_1thread torch_rate mobilenet_v2 16 1 "$resnet_steps" 2
-  measure lstm_lm_dprun_1dev dprun_rate lstm_lm 16 cpu:0 "$lstm_steps" 2 cross_entropy \
-    --class-dim -1
-  measure lstm_lm_torch_1thread torch_rate lstm_lm 16 1 "$lstm_steps" 2
+  if want mlp; then
+    measure mlp_dprun_1dev dprun_rate mlp 64 cpu:0 "$mlp_steps" 5 nll
+    measure mlp_torch_1thread torch_rate mlp 64 1 "$mlp_steps" 5
+    measure mlp_dprun_2dev dprun_rate mlp 64 cpu:0,cpu:1 "$mlp_steps" 5 nll
+    measure mlp_torch_2threads torch_rate mlp 64 2 "$mlp_steps" 5
+  fi
+  for cnn in resnet18 mobilenet_v2; do
+    want $cnn || continue
+    measure ${cnn}_dprun_1dev dprun_rate $cnn 16 cpu:0 "$resnet_steps" 2 cross_entropy
+    measure ${cnn}_torch_1thread torch_rate $cnn 16 1 "$resnet_steps" 2
+  done
+  if want lstm_lm; then
+    measure lstm_lm_dprun_1dev dprun_rate lstm_lm 16 cpu:0 "$lstm_steps" 2 cross_entropy \
+      --class-dim -1
+    measure lstm_lm_torch_1thread torch_rate lstm_lm 16 1 "$lstm_steps" 2
+  fi
+  for vit in vit vit17; do
+    want $vit || continue
+    measure ${vit}_dprun_1dev dprun_rate $vit 16 cpu:0 "$vit_steps" 3 cross_entropy
+    measure ${vit}_torch_1thread torch_rate $vit 16 1 "$vit_steps" 3
+  done
 done
 
 table() {  # TITLE ARRAY
   local -n values=$2
   m() { echo "${values[$1]}" | median; }
   row() {
+    [ -n "${values[$2]:-}" ] && [ -n "${values[$3]:-}" ] || return 0
     printf "%-44s %12.1f %12.1f %7.2fx\n" "$1" "$(m "$2")" "$(m "$3")" \
       "$(awk -v a="$(m "$2")" -v b="$(m "$3")" 'BEGIN {print a / b}')"
   }
@@ -105,6 +131,8 @@ table() {  # TITLE ARRAY
   row "MobileNetV2 b16, 1 thread: dprun vs PyTorch" mobilenet_v2_dprun_1dev \
     mobilenet_v2_torch_1thread
   row "LSTM LM b16 seq 32, 1 thread: dprun vs PyTorch" lstm_lm_dprun_1dev lstm_lm_torch_1thread
+  row "ViT b16 opset 15, 1 thread: dprun vs PyTorch" vit_dprun_1dev vit_torch_1thread
+  row "ViT b16 opset 17, 1 thread: dprun vs PyTorch" vit17_dprun_1dev vit17_torch_1thread
 }
 table "from the median step time" medians
 table "over all timed steps" means

@@ -126,6 +126,48 @@ std::optional<Fusion> match_activation(const Matcher& m, size_t i) {
   return Fusion{{i, *reader}, fused};
 }
 
+/// True when Transpose node `t` swaps the last two of its input's dims and keeps the others.
+bool swaps_last_two(const Graph& g, const Node& t) {
+  std::vector<int64_t> perm;
+  if (t.has_attr("perm")) {
+    perm = t.attr_ints("perm");
+  } else {  // no perm: every dim reversed, the last two swapped for a matrix
+    const auto type = g.type_of(t.inputs[0]);
+    if (!type || !type->shape || type->shape->size() != 2) return false;
+    perm = {1, 0};
+  }
+  const size_t r = perm.size();
+  if (r < 2 || perm[r - 2] != static_cast<int64_t>(r - 1) ||
+      perm[r - 1] != static_cast<int64_t>(r - 2))
+    return false;
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return true;
+}
+
+/// A MatMul reading the result of a Transpose that swaps the last two dims (attention's K^T,
+/// a weight's W^T, every transposed operand of MatMul's gradient), the Transpose's only reader:
+/// FusedMatMul reads the Transpose's input through transposed strides (transA, transB), and the
+/// copy is never made.
+std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& matmul = g.nodes[i];
+  if (!matmul.domain.empty() || matmul.op_type != "MatMul" || matmul.inputs.size() != 2 ||
+      matmul.inputs[0] == matmul.inputs[1])
+    return std::nullopt;
+  Fusion fusion{{}, fused_node(matmul, "FusedMatMul", matmul.inputs)};
+  for (size_t k = 0; k < 2; ++k) {
+    const auto t = m.producer(matmul.inputs[k], "Transpose");
+    if (!t || !swaps_last_two(g, g.nodes[*t]) || m.only_reader(matmul.inputs[k]) != i) continue;
+    fusion.nodes.push_back(*t);
+    fusion.fused.inputs[k] = g.nodes[*t].inputs[0];
+    fusion.fused.attributes[k == 0 ? "transA" : "transB"] = Attribute::of_int(1);
+  }
+  if (fusion.nodes.empty()) return std::nullopt;
+  fusion.nodes.push_back(i);
+  return fusion;
+}
+
 /// The chains of several ops: MatMul with its bias, GELU, and the gradients of a Conv's
 /// weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of Relu.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
@@ -151,8 +193,10 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph, std::optional<DeviceType> de
     runs_on_device = [device = *device](const Graph& g, const Node& fused) {
       return has_kernel(g, fused, device);
     };
-  // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias.
-  return apply_in_turn(graph, {match_chain, match_activation}, runs_on_device);
+  // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias; the
+  // MatMuls left then take their transposed operands.
+  return apply_in_turn(graph, {match_chain, match_activation, match_transposed_operand},
+                       runs_on_device);
 }
 
 }  // namespace dprun

@@ -50,7 +50,11 @@ namespace dprun {
 ///   of hundreds of per-step nodes;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
-///   Gemm's attributes): oneDNN applies it as a post-op while writing the product.
+///   Gemm's attributes): oneDNN applies it as a post-op while writing the product;
+/// - then a MatMul whose operand is a Transpose swapping the last two dims (and keeping the
+///   others), read by nothing else, becomes FusedMatMul(A, B) with transA or transB 1 (both
+///   when both are): oneDNN reads the Transpose's input through transposed strides, so the
+///   copy is never made (attention's K^T, a linear layer's W^T, MatMul's gradients).
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
 /// initializers. Subgraphs are not touched. With a `device`, only chains whose fused node has a

@@ -1,10 +1,16 @@
 // Reference kernels of the ops the CPU op fusion introduces (engine/rewrites/op_fusion.h),
 // domain "dprun": MatMulBias(A, B, bias) = MatMul(A, B) + bias and FusedGemm = Gemm, each then
-// its fused activation (ops/cpu/fused_activation.h). The oneDNN MatMulBias and FusedGemm are in
+// its fused activation (ops/cpu/fused_activation.h), and FusedMatMul(A, B) = MatMul of A and B
+// each transposed in its last two dims when transA or transB is 1 (a Transpose folded into the
+// product). The oneDNN MatMulBias and FusedGemm are in
 // matmul_onednn.cpp; the fusion's Gelu is with the activations (ops/elementwise/activations.cpp).
 #include <algorithm>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "engine/rewrites/rewrite_domain.h"
+#include "ops/cpu/data_movement.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/fused_activation.h"
 #include "ops/cpu/plain_reference.h"
@@ -57,6 +63,44 @@ class MatMulBiasKernel : public OpKernel {
   FusedActivation activation_;
 };
 
+/// MatMul's reference kernel on the operands transposed as transA and transB say.
+class FusedMatMulKernel : public OpKernel {
+ public:
+  explicit FusedMatMulKernel(const KernelInfo& info)
+      : kernel_(plain_reference(info, matmul_, "MatMul", 2)),
+        transposed_{info.node.attr_int("transA", 0) != 0, info.node.attr_int("transB", 0) != 0} {}
+
+  void compute(KernelContext& ctx) const override {
+    Tensor copies[2];
+    std::vector<const Tensor*> operands;
+    for (size_t i = 0; i < 2; ++i) {
+      const Tensor& x = ctx.input(i);
+      operands.push_back(&x);
+      if (!transposed_[i]) continue;
+      if (x.rank() < 2)
+        ctx.fail("input ", i, " is ", x.describe(), ": a transposed operand has rank >= 2");
+      std::vector<int64_t> perm(static_cast<size_t>(x.rank()));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      Shape shape = x.shape();
+      std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+      copies[i] = Tensor::empty(shape, x.dtype());
+      permute_copy(ctx.execution(), x.raw_data(), x.shape(), perm, copies[i].raw_data(),
+                   dtype_size(x.dtype()));
+      operands.back() = &copies[i];
+    }
+    std::vector<Tensor> outputs(1);
+    KernelContext inner(matmul_, ctx.execution(), operands, outputs);
+    kernel_->compute(inner);
+    ctx.set_output(0, std::move(outputs[0]));
+  }
+
+ private:
+  Node matmul_;
+  std::unique_ptr<OpKernel> kernel_;
+  bool transposed_[2];
+};
+
 /// Gemm's reference kernel, then the activation.
 class FusedGemmKernel : public OpKernel {
  public:
@@ -76,6 +120,9 @@ class FusedGemmKernel : public OpKernel {
   FusedActivation activation_;
 };
 
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
+                       .op_type = "FusedMatMul",
+                       .factory = make_kernel<FusedMatMulKernel>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "MatMulBias",
                        .dtypes = kFloatTypes,

@@ -1,7 +1,9 @@
 // The CUDA kernels of the op fusion's products (engine/rewrites/op_fusion.h): MatMulBias on
 // cuBLASLt's bias epilogue and FusedGemm, each with every fused activation (and in 16 bits),
 // compared with the CPU kernels on the same random inputs; and the CUDA backend's rewrite,
-// which fuses a MatMul, its bias Add and a GELU in the erf form that exporters write.
+// which fuses a MatMul, its bias Add and a GELU in the erf form that exporters write. And the
+// CPU's FusedMatMul (a MatMul of operands transposed in their last two dims), which has no CUDA
+// kernel: on sim:0 its cases check the host fallback's copies.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +29,7 @@ namespace dprun {
 namespace {
 
 const std::set<std::string> kCoveredOps = {"MatMulBias", "FusedGemm"};
+const std::set<std::string> kHostOnlyOps = {"FusedMatMul"};
 
 using testing::dims_name;
 using testing::floats;
@@ -146,8 +149,31 @@ void add_16bit_cases(std::vector<OpCase>& cases) {
     }
 }
 
-DPRUN_OP_CASES(FusedProduct, kCoveredOps, add_matmul_bias_cases, add_fused_gemm_cases,
-               add_16bit_cases);
+/// FusedMatMul with A, B or both stored transposed, batched and broadcast, and a weight matrix.
+void add_fused_matmul_cases(std::vector<OpCase>& cases) {
+  struct Case {
+    const char* what;
+    Shape a, b;  // as stored
+    bool trans_a, trans_b;
+  };
+  for (const Case& c : {Case{"transA", {2, 3, 5, 4}, {2, 3, 5, 6}, true, false},
+                        Case{"transB", {2, 3, 4, 5}, {2, 3, 6, 5}, false, true},
+                        Case{"both", {2, 3, 5, 4}, {2, 3, 6, 5}, true, true},
+                        Case{"both_broadcast", {1, 3, 5, 4}, {2, 1, 6, 5}, true, true},
+                        Case{"weight_transB", {4, 7, 5}, {6, 5}, false, true}}) {
+    std::map<std::string, Attribute> attributes;
+    if (c.trans_a) attributes["transA"] = Attribute::of_int(1);
+    if (c.trans_b) attributes["transB"] = Attribute::of_int(1);
+    cases.push_back({.name = std::string("FusedMatMul_") + c.what + "_" + dims_name(c.a) + "_by_" +
+                             dims_name(c.b),
+                     .node = fused("FusedMatMul", {"a", "b"}, "", attributes),
+                     .inputs = {floats(c.a), floats(c.b)},
+                     .opset = 1});
+  }
+}
+
+DPRUN_OP_CASES_WITH_HOST_ONLY(FusedProduct, kCoveredOps, kHostOnlyOps, add_matmul_bias_cases,
+                              add_fused_gemm_cases, add_16bit_cases, add_fused_matmul_cases);
 
 }  // namespace
 }  // namespace dprun

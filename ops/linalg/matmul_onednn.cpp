@@ -31,14 +31,32 @@ struct MatMulPrimitive {
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
+/// `shape` with its last two dims swapped (a transposed operand's logical shape).
+Shape swap_last_two(Shape shape) {
+  if (shape.size() >= 2) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
+
+/// The descriptor of an operand of logical shape `shape`, stored transposed in its last two dims
+/// when `transposed` (the strides say so; no copy is made), else row-major.
+memory::desc operand_desc(const Shape& shape, memory::data_type type, bool transposed) {
+  if (!transposed) return onednn::plain_desc(shape, type);
+  memory::dims strides = onednn::dense_strides(swap_last_two(shape));
+  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  return memory::desc(onednn::to_dims(shape), type, strides);
+}
+
 class MatMulOnednnKernel : public OpKernel {
  public:
-  /// MatMul, or the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim,
-  /// added by oneDNN as it writes the product.
+  /// MatMul, the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim, added
+  /// by oneDNN as it writes the product, or the fused FusedMatMul, whose transA and transB read
+  /// an operand transposed in its last two dims through its strides.
   explicit MatMulOnednnKernel(const KernelInfo& info)
       : reference_(onednn::make_float32_reference(info)),
         weights_(info.constant_inputs.count(1) > 0),
         with_bias_(info.node.op_type == "MatMulBias"),
+        trans_a_(info.node.attr_int("transA", 0) != 0),
+        trans_b_(info.node.attr_int("transB", 0) != 0),
         activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
@@ -52,7 +70,9 @@ class MatMulOnednnKernel : public OpKernel {
                (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1))) {
       return reference_->compute(ctx);
     }
-    MatMulShapes s = matmul_shapes(ctx, a.shape(), b.shape());
+    if ((trans_a_ && a.rank() < 2) || (trans_b_ && b.rank() < 2)) return reference_->compute(ctx);
+    MatMulShapes s = matmul_shapes(ctx, trans_a_ ? swap_last_two(a.shape()) : a.shape(),
+                                   trans_b_ ? swap_last_two(b.shape()) : b.shape());
     // The float32 path reports a bad bias and fills an empty product's bias.
     if (bias && (bias->rank() != 1 || bias->numel() != s.n || s.k == 0 || b.rank() != 2))
       return half ? run_in_float32(*this, ctx, a.dtype()) : reference_->compute(ctx);
@@ -110,7 +130,7 @@ class MatMulOnednnKernel : public OpKernel {
     Shape a_shape = s.a, b_shape = s.b, c_shape = s.batch;
     c_shape.push_back(s.m);
     c_shape.push_back(s.n);
-    if (b_is_matrix) {
+    if (b_is_matrix && !trans_a_) {  // a transposed A's rows are not contiguous
       // A shared right operand: one [batch*M, K] x [K, N] product, the fastest form.
       const int64_t rows = shape_numel(c_shape) / s.n;
       a_shape = {rows, s.k};
@@ -119,8 +139,8 @@ class MatMulOnednnKernel : public OpKernel {
     }
     if (a_shape.size() > DNNL_MAX_NDIMS) return p;
     try {
-      p->a_md = onednn::plain_desc(a_shape, type);
-      p->user_b_md = onednn::plain_desc(b_shape, type);
+      p->a_md = operand_desc(a_shape, type, trans_a_);
+      p->user_b_md = operand_desc(b_shape, type, trans_b_);
       p->c_md = onednn::plain_desc(c_shape, type);
       // A constant matrix B is packed once into the layout oneDNN prefers (PackedWeights).
       const memory::desc b_md = b_is_matrix ? packable(p->user_b_md) : p->user_b_md;
@@ -156,6 +176,7 @@ class MatMulOnednnKernel : public OpKernel {
   onednn::ShapeCache<MatMulPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
   onednn::PackedWeights weights_;
   bool with_bias_;
+  bool trans_a_, trans_b_;      // FusedMatMul's
   FusedActivation activation_;  // MatMulBias's, from the op fusion
 };
 
@@ -303,6 +324,12 @@ DPRUN_REGISTER_KERNEL({.op_type = "MatMul",
                        .factory = make_kernel<MatMulOnednnKernel>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "MatMulBias",
+                       .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
+                       .priority = 10,
+                       .impl = "onednn",
+                       .factory = make_kernel<MatMulOnednnKernel>});
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
+                       .op_type = "FusedMatMul",
                        .dtypes = {DType::Float32, DType::BFloat16, DType::Float16},
                        .priority = 10,
                        .impl = "onednn",

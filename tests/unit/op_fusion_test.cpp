@@ -142,6 +142,115 @@ TEST(OpFusion, MatMulBiasNeedsAPrivateProductAndConstantOperands) {
   }
 }
 
+Node transpose(const std::string& in, const std::string& out, std::vector<int64_t> perm) {
+  Node t = node("Transpose", {in}, {out});
+  if (!perm.empty()) t.attributes["perm"] = Attribute::of_ints(std::move(perm));
+  return t;
+}
+
+// y = MatMul(Transpose(a), Transpose(b)), each Transpose swapping the last two dims; a and b fed
+// as stored, [.., K, M] and [.., N, K], of `dtype`.
+std::shared_ptr<Graph> transposed_matmul_graph(const Shape& a, const Shape& b, DType dtype,
+                                               bool trans_a, bool trans_b) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  auto declared = [&](const Shape& shape) {
+    TensorType t = f32(shape);
+    t.dtype = dtype;
+    return t;
+  };
+  g->inputs = {{"a", declared(a)}, {"b", declared(b)}};
+  auto swapped = [](std::vector<int64_t> perm) {
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    return perm;
+  };
+  std::vector<std::string> operands = {"a", "b"};
+  const Shape* shapes[2] = {&a, &b};
+  const bool trans[2] = {trans_a, trans_b};
+  for (size_t k = 0; k < 2; ++k) {
+    if (!trans[k]) continue;
+    std::vector<int64_t> perm(shapes[k]->size());
+    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+    g->nodes.push_back(transpose(operands[k], operands[k] + "T", swapped(perm)));
+    operands[k] += "T";
+  }
+  g->nodes.push_back(node("MatMul", operands, {"y"}));
+  g->outputs = {{"y", TensorType{dtype, std::nullopt}}};
+  return g;
+}
+
+TEST(OpFusion, MatMulReadsItsTransposedOperandsThroughStrides) {
+  struct Case {
+    Shape a, b;
+    bool trans_a, trans_b;
+  };
+  for (const Case& c :
+       {Case{{2, 3, 5, 4}, {2, 3, 5, 6}, true, false},
+        Case{{2, 3, 4, 5}, {2, 3, 6, 5}, false, true}, Case{{2, 3, 5, 4}, {2, 3, 6, 5}, true, true},
+        Case{{1, 3, 5, 4}, {2, 1, 6, 5}, true, true}, Case{{4, 7, 5}, {6, 5}, false, true},
+        Case{{5, 7}, {6, 5}, true, true}})
+    for (DType dtype : {DType::Float32, DType::Float64}) {  // oneDNN's path, the reference
+      SCOPED_TRACE(::testing::Message() << shape_to_string(c.a) << " " << shape_to_string(c.b)
+                                        << " " << dtype_name(dtype));
+      auto g = transposed_matmul_graph(c.a, c.b, dtype, c.trans_a, c.trans_b);
+      auto r = fuse_ops(*g);
+      ASSERT_NE(r, nullptr);
+      EXPECT_EQ(op_types(*r), (std::vector<std::string>{"FusedMatMul"}));
+      EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"a", "b"}));
+      EXPECT_EQ(r->nodes[0].attr_int("transA", 0), c.trans_a ? 1 : 0);
+      EXPECT_EQ(r->nodes[0].attr_int("transB", 0), c.trans_b ? 1 : 0);
+      auto random = [&](const Shape& shape, unsigned seed) {
+        const Tensor t = random_tensor(shape, seed);
+        if (dtype == DType::Float32) return t;
+        Tensor wide = Tensor::empty(shape, DType::Float64);
+        for (int64_t i = 0; i < t.numel(); ++i) wide.data<double>()[i] = t.data<float>()[i];
+        return wide;
+      };
+      expect_same_results(g, {random(c.a, 5), random(c.b, 6)});
+    }
+}
+
+TEST(OpFusion, TransposedOperandsNeedAPrivateLastTwoDimSwap) {
+  auto fused_ops_of = [](const std::shared_ptr<Graph>& g) {
+    auto r = fuse_ops(*g);
+    return r ? op_types(*r) : std::vector<std::string>{"unchanged"};
+  };
+  {  // a permutation that moves a batch dim is not a matrix transpose
+    auto g = transposed_matmul_graph({2, 3, 5, 4}, {3, 2, 5, 6}, DType::Float32, true, false);
+    g->nodes[0].attributes["perm"] = Attribute::of_ints({1, 0, 3, 2});
+    EXPECT_EQ(fused_ops_of(g), (std::vector<std::string>{"unchanged"}));
+  }
+  {  // the transposed value is also a graph output
+    auto g = transposed_matmul_graph({2, 5, 4}, {2, 5, 6}, DType::Float32, true, false);
+    g->outputs.push_back({"aT", f32({2, 4, 5})});
+    EXPECT_EQ(fused_ops_of(g), (std::vector<std::string>{"unchanged"}));
+  }
+  {  // another reader: only the other operand's Transpose is folded
+    auto g = transposed_matmul_graph({2, 5, 4}, {2, 6, 5}, DType::Float32, true, true);
+    g->nodes.push_back(node("Neg", {"aT"}, {"n"}));
+    g->outputs.push_back({"n", f32({2, 4, 5})});
+    auto r = fuse_ops(*g);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(op_types(*r), (std::vector<std::string>{"Transpose", "FusedMatMul", "Neg"}));
+    EXPECT_EQ(r->nodes[1].inputs, (std::vector<std::string>{"aT", "b"}));
+    EXPECT_FALSE(r->nodes[1].has_attr("transA"));
+    expect_same_results(g, {random_tensor({2, 5, 4}, 7), random_tensor({2, 6, 5}, 8)});
+  }
+  {  // the same transposed value on both sides
+    auto g = transposed_matmul_graph({3, 3}, {3, 3}, DType::Float32, true, false);
+    g->nodes[1].inputs = {"aT", "aT"};
+    EXPECT_EQ(fused_ops_of(g), (std::vector<std::string>{"unchanged"}));
+  }
+  {  // Transpose without perm reverses every dim: a matrix transpose only for rank 2
+    auto g = transposed_matmul_graph({5, 4}, {5, 6}, DType::Float32, true, false);
+    g->nodes[0].attributes.erase("perm");
+    EXPECT_EQ(fused_ops_of(g), (std::vector<std::string>{"FusedMatMul"}));
+    auto batched = transposed_matmul_graph({2, 2, 2}, {2, 2, 2}, DType::Float32, true, false);
+    batched->nodes[0].attributes.erase("perm");
+    EXPECT_EQ(fused_ops_of(batched), (std::vector<std::string>{"unchanged"}));
+  }
+}
+
 TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
   Node n = testing::make_node("MatMulBias", {"a", "b", "bias"}, {"y"});
   n.domain = kRewriteDomain;
