@@ -17,90 +17,13 @@
 #include "tools/commands.h"
 #include "tools/distributed_cli.h"
 #include "tools/parallel_options.h"
+#include "tools/profile_report.h"
 #include "tools/report_files.h"
 #include "tools/run_distributed.h"
 
 namespace dprun::cli {
 
 namespace {
-
-// Time spent per op type and per node, summed over replicas, from per-node observers. On a
-// device that queues its work (a GPU) the observers wait for the device before and after each
-// node, so each node's time is its own and not its launch's; the waits themselves (some
-// microseconds each) are counted in.
-class OpProfile {
- public:
-  NodeObserver observer() {
-    NodeObserver obs;
-    obs.before = [this](const Node& node, Device device, std::span<const Tensor* const> inputs) {
-      backend_for(device).synchronize(device);
-      started() = std::chrono::steady_clock::now();
-      std::lock_guard lock(mutex_);
-      if (by_node_.count(node_key(node)) == 0) {
-        // The first call's input shapes, as the node was first seen: execution order.
-        std::string shapes;
-        for (const Tensor* t : inputs) {
-          if (!shapes.empty()) shapes += ' ';
-          shapes += t ? shape_to_string(t->shape()) : std::string("-");
-        }
-        by_node_[node_key(node)] = {node.op_type, shapes, 0.0, order_.size()};
-        order_.push_back(node_key(node));
-      }
-    };
-    obs.after = [this](const Node& node, Device device, std::span<const Tensor>) {
-      backend_for(device).synchronize(device);
-      double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started()).count();
-      std::lock_guard lock(mutex_);
-      auto& entry = by_op_[node.op_type];
-      entry.first += s;
-      entry.second += 1;
-      by_node_[node_key(node)].seconds += s;
-    };
-    return obs;
-  }
-  void print(int iters) const {
-    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_op_.begin(),
-                                                                         by_op_.end());
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    double total = 0;
-    for (const auto& r : rows) total += r.second.first;
-    std::printf("\n%-24s %8s %12s %7s\n", "op", "calls/it", "ms/it", "share");
-    for (const auto& [op, figures] : rows)
-      std::printf("%-24s %8lld %12.3f %6.1f%%\n", op.c_str(),
-                  static_cast<long long>(figures.second / iters), figures.first * 1e3 / iters,
-                  total > 0 ? 100.0 * figures.first / total : 0.0);
-  }
-  /// One row per node in execution order: op, ms per iteration, first output, input shapes.
-  void print_nodes(int iters) const {
-    std::printf("\n%-24s %10s  %s\n", "op", "ms/it", "node (first output): input shapes");
-    for (const std::string& key : order_) {
-      const NodeFigures& n = by_node_.at(key);
-      std::printf("%-24s %10.3f  %s: %s\n", n.op.c_str(), n.seconds * 1e3 / iters, key.c_str(),
-                  n.input_shapes.c_str());
-    }
-  }
-
- private:
-  struct NodeFigures {
-    std::string op, input_shapes;
-    double seconds = 0;
-    size_t order = 0;
-  };
-  // A node's first output names it in every replica (node names are optional).
-  static std::string node_key(const Node& node) {
-    return node.outputs.empty() ? node.name : node.outputs[0];
-  }
-  static std::chrono::steady_clock::time_point& started() {
-    thread_local std::chrono::steady_clock::time_point t;
-    return t;
-  }
-  std::mutex mutex_;
-  std::map<std::string, std::pair<double, int64_t>> by_op_;
-  std::map<std::string, NodeFigures> by_node_;
-  std::vector<std::string> order_;
-};
 
 // The best round's per-device rows, then the step-time spread and the headline line (last, for
 // scripts: "MS ms per iteration, N samples/s").
@@ -214,12 +137,12 @@ std::vector<std::unique_ptr<DeviceListBench>> time_device_lists(const std::share
 // per-op and per-node tables asked for.
 void profile_pass(const std::shared_ptr<Model>& model, const DataParallelOptions& options,
                   const std::vector<Tensor>& inputs, int iters, bool by_op, bool by_node) {
-  OpProfile profile;
+  NodeProfile profile;
   DataParallelOptions observed = options;
   observed.observers.push_back(profile.observer());
   DeviceListBench(model, observed, inputs).time_round(iters, "profile");
-  if (by_op) profile.print(iters);
-  if (by_node) profile.print_nodes(iters);
+  if (by_op) print_op_table(profile, iters);
+  if (by_node) print_node_table(profile, iters);
 }
 
 // Every column from the median step time, so that the speed-up agrees with the step times.

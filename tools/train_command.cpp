@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -24,6 +25,7 @@
 #include "tools/distributed_cli.h"
 #include "tools/inputs.h"
 #include "tools/parallel_options.h"
+#include "tools/profile_report.h"
 #include "tools/report_files.h"
 #include "tools/train_report.h"
 #include "tools/training_export.h"
@@ -44,7 +46,7 @@ struct TrainFlags {
   std::optional<double> lr, momentum, weight_decay, eps, label_smoothing, lr_warmup_start,
       clip_grad_norm, loss_scale;
   bool nesterov = false, shuffle = false, no_shuffle = false, sync_batchnorm = false,
-       resume = false;
+       resume = false, profile = false;
   DistributedFlags distributed;
 };
 
@@ -197,7 +199,12 @@ void add_output_options(CLI::App& app, TrainFlags& f) {
                  "samples_per_s_overall, warmup_steps, devices, peak_bytes per device; in "
                  "float16 also loss_scales and skipped_steps"),
         add_text(app, "--export-training-graph", "FILE", f.export_graph,
-                 "the training graph (loss and <param>_grad outputs) as ONNX")})
+                 "the training graph (loss and <param>_grad outputs) as ONNX"),
+        add_flag(app, "--profile", f.profile,
+                 "after the run, the time of each op type (forward and backward apart), the "
+                 "slowest nodes with their input shapes, each device's node time and the time "
+                 "outside the nodes, over the steps after the warm-up (each node is timed "
+                 "alone: those steps run slower); in --json too")})
     option->group(group);
 }
 
@@ -533,6 +540,7 @@ void print_run_summary(const TrainReport& report, const GradScaler* scaler, int6
                        const std::string& save) {
   std::printf("last batch loss %.6f, %.1f samples/s", report.steps.back().loss,
               report.throughput.samples_per_s);
+  if (!report.profile.is_null()) std::printf(" (profiled)");
   if (report.throughput.warmup_steps > 0)
     std::printf(" after %lld warm-up step%s (%.1f overall)",
                 static_cast<long long>(report.throughput.warmup_steps),
@@ -618,6 +626,12 @@ int train(const TrainFlags& f, const CLI::App& app) {
   std::optional<DistributedRun> dist = start_distributed(f.distributed);
   const bool writes = !dist || dist->is_root();  // only rank 0 writes files
   TrainerOptions options = parse_trainer_options(f);
+  // --profile: every node of the training graph is timed, on every device (and rank).
+  std::unique_ptr<NodeProfile> profile;
+  if (f.profile) {
+    profile = std::make_unique<NodeProfile>();
+    options.parallel.observers.push_back(profile->observer());
+  }
   if (dist)
     options.parallel.device_ids =
         rank_devices(*dist, f.devices.devices, options.parallel.device_ids);
@@ -686,6 +700,12 @@ int train(const TrainFlags& f, const CLI::App& app) {
   report.parameters = trainer.parameter_names();
   ProgressShown shown_progress{.progress = Progress(schedule.steps, trainer.grad_scaler(), shown),
                                .report = report};
+  // The profile leaves out the warm-up steps, as samples/s does (all steps when there are no
+  // more than those).
+  const int64_t run_steps = schedule.steps - first_step;
+  const int64_t profiled_from = run_steps > warmup_steps ? warmup_steps : 0;
+  if (profile) profile->set_recording(profiled_from == 0);
+  int64_t steps_done = 0;
   TrainingRunOptions run_options{
       .steps = schedule.steps,
       .accumulate = accumulate,
@@ -693,7 +713,11 @@ int train(const TrainFlags& f, const CLI::App& app) {
       .lr_schedule = std::move(lr_schedule),
       .group_lrs = std::move(group_lrs),
       .checkpoint_every = checkpoint_every,
-      .on_step = [&](int64_t done, const StepRecord& step) { shown_progress.step(done, step); },
+      .on_step =
+          [&](int64_t done, const StepRecord& step) {
+            shown_progress.step(done, step);
+            if (profile && ++steps_done == profiled_from) profile->set_recording(true);
+          },
       .on_epoch = [&](const EpochRecord& epoch) { shown_progress.epoch(epoch); }};
   TrainingRun run(trainer, *optimizer, data, checkpointed, std::move(run_options), ddp.get());
   if (files) run.set_writer(&*files);
@@ -701,8 +725,19 @@ int train(const TrainFlags& f, const CLI::App& app) {
   report.steps = run.run(first_step);
   if (ddp) report.ranks = ranks_json(*dist, *ddp);
   report.throughput = measure_throughput(report.steps, warmup_steps);
+  std::optional<TrainingProfileSteps> profiled;
+  if (profile) {
+    profiled.emplace(TrainingProfileSteps{.steps = run_steps - profiled_from});
+    for (size_t k = static_cast<size_t>(profiled_from); k < report.steps.size(); ++k)
+      profiled->seconds += report.steps[k].seconds;
+    report.profile = training_profile_json(*profile, *profiled);
+  }
   if (writes && !json_path.empty()) write_train_json(json_path, report);
   print_run_summary(report, trainer.grad_scaler(), schedule.steps, *save);
+  if (profile) {
+    if (dist) std::printf("\nrank %d:", dist->rank());
+    print_training_profile(*profile, *profiled);
+  }
   return 0;
 }
 

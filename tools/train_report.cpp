@@ -119,6 +119,8 @@ void write_train_json(const std::string& path, const TrainReport& report) {
   if (!report.steps.empty() && report.steps.front().grad_norm)
     out["grad_norms"] = per_step([](const StepRecord& s) { return s.grad_norm.value_or(0); });
   if (!report.ranks.is_null()) out["ranks"] = report.ranks;
+  out["profiled"] = !report.profile.is_null();
+  if (!report.profile.is_null()) out["profile"] = report.profile;
   write_json_report(path, out);
 }
 

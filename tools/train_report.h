@@ -37,6 +37,8 @@ struct TrainReport {
   std::vector<std::string> parameters;
   /// The "ranks" value of a distributed run; null otherwise.
   JsonReport ranks;
+  /// --profile's figures (tools/profile_report.h); null without it.
+  JsonReport profile;
 };
 
 /// How `dprun train` shows its progress within an epoch.

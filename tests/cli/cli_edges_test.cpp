@@ -57,7 +57,7 @@ TEST(CliEdges, EachCommandsHelpShowsItsOwnOptions) {
       {"train",
        "usage: dprun train MODEL.onnx",
        "  --optimizer O          sgd | adam | adamw (required)",
-       {"--sweep", "--output-dir", "--data DIR", "--profile"}},
+       {"--sweep", "--output-dir", "--data DIR", "--profile-nodes"}},
       {"run",
        "usage: dprun [run] MODEL.onnx",
        "  --output-dir DIR ",
