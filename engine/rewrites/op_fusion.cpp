@@ -11,6 +11,7 @@
 #include "engine/rewrites/graph_patterns.h"
 #include "engine/rewrites/kernel_lookup.h"
 #include "engine/rewrites/max_pool_grad_fusion.h"
+#include "engine/rewrites/pad_sum_fusion.h"
 #include "engine/rewrites/rnn_grad_fusion.h"
 
 namespace dprun {
@@ -177,7 +178,10 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (n.op_type == "Erf") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") return match_batch_norm_training_grad(m, i);
-  if (n.op_type == "Sum") return match_max_pool_grad_scatter(m, i);
+  if (n.op_type == "Sum") {
+    if (auto scatter = match_max_pool_grad_scatter(m, i)) return scatter;
+    return match_pad_sum(m, i);
+  }
   if (n.op_type == "Greater") return match_relu_grad(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.

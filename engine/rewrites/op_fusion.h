@@ -2,10 +2,10 @@
 // Op fusion: chains of ONNX nodes that run faster as one kernel, rewritten into nodes of the
 // rewrite domain (engine/rewrites/rewrite_domain.h). Independent of layout: the CPU backend
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
-// only nodes it has kernels for are made (ops/linalg/fused_ops.cpp, matmul_onednn.cpp,
-// conv_weight_grad.cpp, batch_norm_training_grad.cpp, scatter_add.cpp and fused_relu_grad.cpp;
-// ops/linalg/matmul_bias_cuda.cpp, gemm.cu, conv_weight_grad.cpp, batch_norm_training_grad.cu and
-// fused_relu_grad.cu).
+// only nodes it has kernels for are made (the rewrite domain's kernels, each in its op family's
+// folder: ops/linalg/ for MatMulBias, FusedGemm and FusedMatMul, ops/elementwise/ for Gelu and
+// ReluGrad, ops/conv/, ops/normalization/, ops/pool/, ops/array/ and ops/recurrent/ for the
+// fused gradients; `dprun ops` lists them).
 #include <memory>
 #include <optional>
 
@@ -40,6 +40,10 @@ namespace dprun {
 ///   scatters into zeros (engine/rewrites/max_pool_grad_fusion.h), becomes ScatterAdd(Z, I, dY):
 ///   Z with each dY[i] added at flat position I[i] (I the MaxPool's Indices, read flat like dY),
 ///   one pass instead of a scatter into a copy of Z per group and their Sum;
+/// - the gradient of Slices that cut a value into pieces along one axis, a Sum of zero Pads each
+///   putting a piece back (engine/rewrites/pad_sum_fusion.h), becomes PadSum(pieces) with the
+///   axis and each piece's pads: the pieces written where the padding puts them, their
+///   concatenation in one pass when they tile the axis, instead of a pass per Pad and the Sum's;
 /// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with
 /// the
 ///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0

@@ -251,6 +251,111 @@ TEST(OpFusion, TransposedOperandsNeedAPrivateLastTwoDimSwap) {
   }
 }
 
+// Sum of zero Pads along one axis (the gradient of q, k, v sliced from one projection): each
+// piece i of shape `pieces[i]`, padded by begins[i] before and ends[i] after along axis 2, with
+// the pads as a Constant input (opset 13) or as the attribute (opset 10).
+std::shared_ptr<Graph> pad_sum_graph(const std::vector<Shape>& pieces,
+                                     const std::vector<std::pair<int64_t, int64_t>>& pads,
+                                     int64_t opset) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = opset;
+  std::vector<std::string> padded;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const std::string x = "x" + std::to_string(k), p = "p" + std::to_string(k);
+    g->inputs.push_back({x, f32(pieces[k])});
+    std::vector<int64_t> amounts(2 * pieces[k].size(), 0);
+    amounts[2] = pads[k].first;
+    amounts[2 + pieces[k].size()] = pads[k].second;
+    if (opset >= 11) {
+      Node c = node("Constant", {}, {"pads" + std::to_string(k)});
+      c.attributes["value"] = Attribute::of_tensor(
+          Tensor::from_vector<int64_t>({static_cast<int64_t>(amounts.size())}, amounts));
+      g->nodes.push_back(c);
+      g->nodes.push_back(node("Pad", {x, "pads" + std::to_string(k)}, {p}));
+    } else {
+      Node pad = node("Pad", {x}, {p});
+      pad.attributes["pads"] = Attribute::of_ints(amounts);
+      g->nodes.push_back(pad);
+    }
+    padded.push_back(p);
+  }
+  g->nodes.push_back(node("Sum", padded, {"y"}));
+  g->outputs = {{"y", TensorType{DType::Float32, std::nullopt}}};
+  return g;
+}
+
+std::vector<Tensor> random_pieces(const std::vector<Shape>& pieces) {
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < pieces.size(); ++k)
+    inputs.push_back(random_tensor(pieces[k], 20 + static_cast<unsigned>(k)));
+  return inputs;
+}
+
+TEST(OpFusion, PaddedPiecesAreSummedInOnePass) {
+  struct Case {
+    const char* what;
+    std::vector<Shape> pieces;
+    std::vector<std::pair<int64_t, int64_t>> pads;
+  };
+  for (const Case& c :
+       {Case{"q k v tiling the axis", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, {{0, 8}, {4, 4}, {8, 0}}},
+        Case{"tiling out of order", {{2, 3, 4}, {2, 3, 2}}, {{2, 0}, {0, 4}}},
+        Case{"overlapping", {{2, 3, 4}, {2, 3, 4}}, {{0, 2}, {2, 0}}},
+        Case{"with a gap", {{2, 3, 2}, {2, 3, 2}}, {{0, 3}, {3, 0}}},
+        Case{"broadcast by the Sum", {{1, 3, 4}, {2, 3, 4}}, {{0, 4}, {4, 0}}}})
+    for (int64_t opset : {10, 13}) {
+      SCOPED_TRACE(::testing::Message() << c.what << ", opset " << opset);
+      auto g = pad_sum_graph(c.pieces, c.pads, opset);
+      auto r = fuse_ops(*g);
+      ASSERT_NE(r, nullptr);
+      EXPECT_EQ(op_types(*r), (std::vector<std::string>{"PadSum"}));
+      const Node& fused = r->nodes[0];
+      EXPECT_EQ(fused.attr_int("axis"), 2);
+      std::vector<int64_t> begins, ends;
+      for (const auto& [begin, end] : c.pads) {
+        begins.push_back(begin);
+        ends.push_back(end);
+      }
+      EXPECT_EQ(fused.attr_ints("begins"), begins);
+      EXPECT_EQ(fused.attr_ints("ends"), ends);
+      expect_same_results(g, random_pieces(c.pieces), 0);  // the same additions: bit for bit
+    }
+}
+
+TEST(OpFusion, OnlyZeroPadsAlongOneAxisAreSummedInPlace) {
+  const std::vector<Shape> pieces = {{2, 3, 4}, {2, 3, 4}};
+  auto unchanged = [](const std::shared_ptr<Graph>& g) { return fuse_ops(*g) == nullptr; };
+  {  // padding with another value
+    auto g = pad_sum_graph(pieces, {{0, 4}, {4, 0}}, 10);
+    g->nodes[0].attributes["value"] = Attribute::of_float(1.f);
+    EXPECT_TRUE(unchanged(g));
+  }
+  {  // reflecting
+    auto g = pad_sum_graph(pieces, {{0, 4}, {4, 0}}, 10);
+    g->nodes[1].attributes["mode"] = Attribute::of_string("reflect");
+    EXPECT_TRUE(unchanged(g));
+  }
+  {  // along two axes
+    auto g = pad_sum_graph(pieces, {{0, 4}, {4, 0}}, 10);
+    std::vector<int64_t> pads = g->nodes[0].attr_ints("pads");
+    pads[1] = 1;
+    g->nodes[0].attributes["pads"] = Attribute::of_ints(pads);
+    EXPECT_TRUE(unchanged(g));
+  }
+  {  // a padded piece read by something else too
+    auto g = pad_sum_graph(pieces, {{0, 4}, {4, 0}}, 10);
+    g->nodes.push_back(node("Neg", {"p0"}, {"n"}));
+    g->outputs.push_back({"n", f32({2, 3, 8})});
+    EXPECT_TRUE(unchanged(g));
+  }
+  {  // pads fed at run time
+    auto g = pad_sum_graph(pieces, {{0, 4}, {4, 0}}, 13);
+    g->nodes.erase(g->nodes.begin());
+    g->inputs.push_back({"pads0", TensorType{DType::Int64, SymbolicShape{Dim::known(6)}}});
+    EXPECT_TRUE(unchanged(g));
+  }
+}
+
 TEST(OpFusion, MatMulBiasKernelsAgreeAndCheckTheBias) {
   Node n = testing::make_node("MatMulBias", {"a", "b", "bias"}, {"y"});
   n.domain = kRewriteDomain;
