@@ -16,6 +16,21 @@
 namespace dprun {
 namespace {
 
+/// A shape split at `axis`: the rows before it and the bytes of one step along it.
+struct AxisSplit {
+  int64_t outer = 1;
+  size_t inner_bytes = 0;
+};
+
+AxisSplit split_at(const Shape& shape, int64_t axis, DType dtype) {
+  AxisSplit s;
+  int64_t inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < axis ? s.outer : inner) *= d == axis ? 1 : shape[static_cast<size_t>(d)];
+  s.inner_bytes = static_cast<size_t>(inner) * dtype_size(dtype);
+  return s;
+}
+
 class PadSumKernel : public OpKernel {
  public:
   explicit PadSumKernel(const KernelInfo& info)
@@ -66,12 +81,7 @@ class PadSumKernel : public OpKernel {
     shape[axis_] = 0;
     for (size_t k : order) shape[axis_] += ctx.input(k).shape()[axis_];
     Tensor& y = ctx.allocate_output(0, shape, first.dtype());
-    const int64_t outer =
-        std::accumulate(shape.begin(), shape.begin() + axis_, int64_t{1}, std::multiplies<>());
-    const size_t inner_bytes =
-        static_cast<size_t>(std::accumulate(shape.begin() + axis_ + 1, shape.end(), int64_t{1},
-                                            std::multiplies<>())) *
-        dtype_size(first.dtype());
+    const auto [outer, inner_bytes] = split_at(shape, axis_, first.dtype());
     const size_t row_bytes = static_cast<size_t>(shape[axis_]) * inner_bytes;
     char* out = static_cast<char*>(y.raw_data());
     ctx.parallel_for(
@@ -99,12 +109,7 @@ class PadSumKernel : public OpKernel {
       Shape shape = x.shape();
       shape[axis_] += begins_[k] + ends_[k];
       Tensor p = Tensor::zeros(shape, x.dtype());
-      const int64_t outer =
-          std::accumulate(shape.begin(), shape.begin() + axis_, int64_t{1}, std::multiplies<>());
-      const size_t inner_bytes =
-          static_cast<size_t>(std::accumulate(shape.begin() + axis_ + 1, shape.end(), int64_t{1},
-                                              std::multiplies<>())) *
-          dtype_size(x.dtype());
+      const auto [outer, inner_bytes] = split_at(shape, axis_, x.dtype());
       const size_t piece = static_cast<size_t>(x.shape()[axis_]) * inner_bytes;
       for (int64_t o = 0; o < outer; ++o)
         std::memcpy(static_cast<char*>(p.raw_data()) +
