@@ -3,17 +3,21 @@
 // dX = dY * mask / (1 - ratio) with the node's own mask output: the rule cannot draw the same
 // mask again, so a training-mode Dropout without a mask output is an error. A training_mode fed
 // at run time is folded in as dX = dY * mask / (1 - ratio * training_mode) (in inference the
-// mask is all ones).
+// mask is all ones). A constant ratio of 0 keeps every element (as exporters write Dropout(p=0.0)
+// in training mode): dX = dY then too.
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
 namespace {
 
-// False when the node is known to run in inference.
-bool may_train(GradientContext& ctx) {
+// False when the node is known to pass X through: in inference, or dropping nothing.
+bool may_drop(GradientContext& ctx) {
   if (ctx.opset() < 12 || ctx.input_count() < 3 || ctx.I(2).empty()) return false;
-  auto c = ctx.constant_value(ctx.I(2));
-  return !c || c->item_as_double() != 0.0;
+  auto training = ctx.constant_value(ctx.I(2));
+  if (training && training->item_as_double() == 0.0) return false;
+  auto ratio =
+      ctx.input_count() > 1 && !ctx.I(1).empty() ? ctx.constant_value(ctx.I(1)) : std::nullopt;
+  return !ratio || ratio->numel() != 1 || ratio->item_as_double() != 0.0;
 }
 
 // The ratio in X's element type (an optional input from opset 12, 0.5 by default).
@@ -25,7 +29,7 @@ std::string ratio_of(GradientContext& ctx) {
 }
 
 void dropout_grad(GradientContext& ctx) {
-  if (!may_train(ctx)) {
+  if (!may_drop(ctx)) {
     ctx.set_GI(0, ctx.emit("Identity", {ctx.GO(0)}));
     return;
   }

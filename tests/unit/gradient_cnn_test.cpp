@@ -460,6 +460,23 @@ DPRUN_GRADIENT_CASE(Dropout, DropoutTrainingRatioZero) {
            {in("x", {3, 4}, 1), ratio, on}, "y", {"x"}, {12, 13, 17});
 }
 
+TEST(GradientCnn, DropoutDroppingNothingPassesTheGradientThrough) {
+  // A constant ratio of 0 in training mode (PyTorch's Dropout(p=0.0) exported for training):
+  // dX = dY, one Identity, no mask needed.
+  for (bool with_mask : {true, false}) {
+    const std::vector<std::string> outputs =
+        with_mask ? std::vector<std::string>{"y", "mask"} : std::vector<std::string>{"y"};
+    auto g = make_graph({node("Dropout", {"x", "ratio", "training"}, outputs)},
+                        {in("x", {3, 4}, 1), constant("ratio", Tensor::scalar<float>(0.0f)),
+                         constant("training", Tensor::scalar<bool>(true))},
+                        "y", 13, Decl::Full);
+    GradientResult r;
+    training_graph(*g, {"x"}, &r);
+    ASSERT_EQ(r.nodes.size(), 1u);
+    EXPECT_EQ(r.nodes[0].op_type, "Identity");
+  }
+}
+
 // dX of a training Dropout with seed 5 and ratio 0.5 for dY, next to the mask it drew, with
 // training_mode constant or fed.
 void expect_dropout_scales_by_mask(bool fed_training, bool training) {
