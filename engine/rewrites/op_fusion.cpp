@@ -146,6 +146,31 @@ bool swaps_last_two(const Graph& g, const Node& t) {
   return true;
 }
 
+/// A Transpose of a Transpose whose permutations cancel (a weight transposed for the forward
+/// product and back for its gradient's): an Identity of the first one's input, which leaves the
+/// first Transpose to its other readers (and so, often, to one product that folds it in).
+std::optional<Fusion> match_transpose_back(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& outer = g.nodes[i];
+  const auto inner = m.producer(outer.inputs[0], "Transpose");
+  if (!inner || !outer.has_attr("perm") || !g.nodes[*inner].has_attr("perm")) return std::nullopt;
+  const std::vector<int64_t> first = g.nodes[*inner].attr_ints("perm"),
+                             second = outer.attr_ints("perm");
+  if (first.size() != second.size()) return std::nullopt;
+  for (size_t d = 0; d < second.size(); ++d) {
+    const int64_t p = second[d];
+    if (p < 0 || p >= static_cast<int64_t>(first.size()) ||
+        first[static_cast<size_t>(p)] != static_cast<int64_t>(d))
+      return std::nullopt;
+  }
+  Node identity;
+  identity.name = outer.name;
+  identity.op_type = "Identity";
+  identity.inputs = {g.nodes[*inner].inputs[0]};
+  identity.outputs = outer.outputs;
+  return Fusion{{i}, identity};
+}
+
 /// A MatMul reading the result of a Transpose that swaps the last two dims (attention's K^T,
 /// a weight's W^T, every transposed operand of MatMul's gradient), the Transpose's only reader:
 /// FusedMatMul reads the Transpose's input through transposed strides (transA, transB), and the
@@ -183,6 +208,7 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
     return match_pad_sum(m, i);
   }
   if (n.op_type == "Greater") return match_relu_grad(m, i);
+  if (n.op_type == "Transpose") return match_transpose_back(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.
   if (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN") return match_rnn_grad(m, i);

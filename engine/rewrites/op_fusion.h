@@ -55,6 +55,9 @@ namespace dprun {
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product;
+/// - a Transpose of a Transpose whose permutation it inverts becomes an Identity of the first
+///   one's input (a weight transposed for its product and back for its gradient's), leaving the
+///   first Transpose to its other readers;
 /// - then a MatMul whose operand is a Transpose swapping the last two dims (and keeping the
 ///   others), read by nothing else, becomes FusedMatMul(A, B) with transA or transB 1 (both
 ///   when both are): oneDNN reads the Transpose's input through transposed strides, so the

@@ -1,5 +1,7 @@
 // Gemm: Y = alpha * A' @ B' + beta * C with A' = transA ? A^T : A (B' likewise).
 // dA' = alpha * dY @ B'^T, dB' = alpha * A'^T @ dY, dC = beta * dY summed over broadcast axes.
+// The operands are matrices: each transpose names its perm, so a backend can fold it into the
+// product that reads it whatever it knows of the shapes (engine/rewrites/op_fusion.h).
 #include "ops/grad/grad_util.h"
 
 namespace dprun {
@@ -10,7 +12,9 @@ void gemm_grad(GradientContext& ctx) {
   bool trans_a = node.attr_int("transA", 0) != 0, trans_b = node.attr_int("transB", 0) != 0;
   float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   const std::string &a = ctx.I(0), &b = ctx.I(1), &go = ctx.GO(0);
-  auto t = [&](const std::string& x) { return ctx.emit("Transpose", {x}); };
+  auto t = [&](const std::string& x) {
+    return ctx.emit("Transpose", {x}, {{"perm", Attribute::of_ints({1, 0})}});
+  };
   auto scale = [&](const std::string& x, float s) {
     return s == 1.0f ? x : ctx.emit("Mul", {x, ctx.scalar(s, ctx.dtype_of(a))});
   };

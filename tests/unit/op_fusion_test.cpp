@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "accelerator_test_util.h"
 #include "engine/backends/cpu/layout_rewrite.h"
@@ -208,6 +209,44 @@ TEST(OpFusion, MatMulReadsItsTransposedOperandsThroughStrides) {
       };
       expect_same_results(g, {random(c.a, 5), random(c.b, 6)});
     }
+}
+
+TEST(OpFusion, ATransposeBackIsTheValueItself) {
+  // y = x^T read by one product, z = (x^T)^T by another (a weight and its gradient's product):
+  // z is x, so x^T has one reader left and folds into its product too.
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs = {{"x", f32({4, 5})}, {"a", f32({3, 5})}, {"b", f32({3, 4})}};
+  g->nodes = {transpose("x", "xT", {1, 0}), node("MatMul", {"a", "xT"}, {"y"}),
+              transpose("xT", "xTT", {1, 0}), node("MatMul", {"b", "xTT"}, {"z"})};
+  g->outputs = {{"y", f32({3, 4})}, {"z", f32({3, 5})}};
+  auto r = fuse_ops(*g);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(op_types(*r), (std::vector<std::string>{"FusedMatMul", "Identity", "MatMul"}));
+  EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"a", "x"}));
+  EXPECT_EQ(r->nodes[1].inputs, (std::vector<std::string>{"x"}));
+  expect_same_results(
+      g, {random_tensor({4, 5}, 11), random_tensor({3, 5}, 12), random_tensor({3, 4}, 13)});
+  // Permutations of rank 3: cancelled only when the second inverts the first.
+  for (const auto& [first, second, cancels] :
+       {std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{2, 0, 1}, true},
+        std::tuple{std::vector<int64_t>{0, 2, 1}, std::vector<int64_t>{0, 2, 1}, true},
+        std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{1, 2, 0}, false}}) {
+    auto h = std::make_shared<Graph>();
+    h->opset_imports[""] = 13;
+    h->inputs = {{"x", f32({2, 3, 4})}};
+    h->nodes = {transpose("x", "t", first), node("Neg", {"t"}, {"n"}), transpose("t", "y", second)};
+    h->outputs = {{"n", TensorType{DType::Float32, std::nullopt}},
+                  {"y", TensorType{DType::Float32, std::nullopt}}};
+    auto fused = fuse_ops(*h);
+    if (!cancels) {
+      EXPECT_EQ(fused, nullptr);
+      continue;
+    }
+    ASSERT_NE(fused, nullptr);
+    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{"Transpose", "Neg", "Identity"}));
+    expect_same_results(h, {random_tensor({2, 3, 4}, 14)});
+  }
 }
 
 TEST(OpFusion, TransposedOperandsNeedAPrivateLastTwoDimSwap) {
