@@ -53,6 +53,32 @@ DPRUN_HOST_DEVICE inline float fast_expf(float x) {
   return select(x != x, x, y);
 }
 
+/// exp(x) for float32, correctly rounded: computed in double as 2^n e^r, with n = x log2(e)
+/// rounded and r = x - n ln 2 (ln 2 split in two so that n ln2_hi is exact), e^r by its Taylor
+/// polynomial to r^11 (relative error below 1e-14 for |r| <= ln 2 / 2), then rounded once to
+/// float, denormal results included. glibc's scalar expf is within 0.502 ulp and differs from
+/// the correctly rounded value in about one float in 13000 (checked against long double
+/// expl); this one agrees with expl on every float tested (tests/unit/elementwise_test.cpp),
+/// and it vectorises (no table, no branch): about 3x glibc's speed on AVX-512. Beyond float's
+/// range x is clamped where the result is already +inf (89) or 0 (-104); NaN stays NaN. Host
+/// code only: a GPU has its own expf.
+inline float exp_rounded_from_double(float xf) {
+  const double x = static_cast<double>(xf);
+  const double c = select(x < 89.0, select(x > -104.0, x, -104.0), 89.0);
+  // n rounded by adding 1.5 * 2^52 (no fraction bits left); the added 1023 leaves n + 1023,
+  // 2^n's biased exponent, in the sum's low bits, which shifted left by 52 are 2^n's bits.
+  constexpr double kRound = 6755399441055744.0 + 1023.0;
+  const double shifted = c * 1.4426950408889634 + kRound;
+  const double n = shifted - kRound;
+  const double r = (c - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
+  double p = 1.0 / 39916800.0;
+  for (double inverse_factorial : {1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
+                                   1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0})
+    p = p * r + inverse_factorial;
+  const double scale = std::bit_cast<double>(std::bit_cast<uint64_t>(shifted) << 52);
+  return select(xf != xf, xf, static_cast<float>(p * scale));
+}
+
 /// erfc(z) for float32 and z >= 0 (Numerical Recipes' erfcc: relative error below 1.2e-7 in
 /// exact arithmetic), accurate in the tail where 1 - erf(z) would cancel; vectorisable.
 DPRUN_HOST_DEVICE inline float fast_erfcf(float z) {
@@ -157,8 +183,11 @@ DPRUN_STD_UNARY(Atanh, atanh)
 struct Exp {
   template <class T>
   DPRUN_HOST_DEVICE T operator()(T x) const {
-    // Exact down to denormals, which fast_expf clamps away; glibc's scalar expf is also
-    // faster than fast_expf vectorised for SSE2, the portable x86-64 baseline.
+    // Exact down to denormals, which fast_expf clamps away. On the host float32 is rounded
+    // from double (correctly rounded, and vectorised); a GPU and double use their library's.
+#if !defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) return exp_rounded_from_double(x);
+#endif
     return std::exp(x);
   }
 };

@@ -2,6 +2,7 @@
 // variadic ops, Where, Clip, Cast. Values are hand-computed or come from a naive reference.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -551,6 +552,39 @@ void expect_square_and_identity_are_exact() {
       EXPECT_LE(std::abs(got - pow), ulp);
     }
   }
+}
+
+// Exp of float32 is correctly rounded: against long double's expl rounded once to float, over
+// every 997th float in [-110, 95] (every magnitude, denormal results and both overflows
+// included) and the specials; through the kernel, as models run it.
+TEST(ElementwiseUnary, ExpOfFloatIsCorrectlyRounded) {
+  std::vector<float> x = {std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          0.0f,
+                          -0.0f,
+                          88.72283f,
+                          88.72284f,
+                          -103.97208f,
+                          -103.97209f,
+                          -87.33655f};
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 997) {
+    const float f = std::bit_cast<float>(static_cast<uint32_t>(bits));
+    if (f > -110.0f && f < 95.0f) x.push_back(f);
+  }
+  const Tensor y =
+      run1(unary("Exp"), {Tensor::from_vector<float>({static_cast<int64_t>(x.size())}, x)});
+  size_t wrong = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<long double>(x[i])));
+    const float got = y.data<float>()[i];
+    const bool same = std::isnan(want)
+                          ? std::isnan(got)
+                          : std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want);
+    if (!same && ++wrong <= 5) ADD_FAILURE() << "exp(" << x[i] << ") = " << got << ", not " << want;
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << x.size();
+  EXPECT_GT(x.size(), 2000000u);
 }
 
 TEST(ElementwiseBinary, PowBySquareAndByOneAreExact) {
