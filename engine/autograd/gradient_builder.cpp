@@ -7,6 +7,8 @@
 #include "engine/half.h"
 #include "engine/model.h"
 #include "engine/op_facts.h"
+#include "engine/rewrites/fusion_matcher.h"
+#include "engine/rewrites/layer_norm_fusion.h"
 
 namespace dprun {
 
@@ -140,6 +142,8 @@ class GradientBuilder {
   std::vector<size_t> ancestors_of_y(const std::unordered_set<std::string>& xs) const;
   std::vector<bool> mark_differentiable(const std::vector<size_t>& order,
                                         const std::unordered_set<std::string>& xs);
+  std::unordered_map<size_t, Node> composites(const std::vector<size_t>& order,
+                                              const std::unordered_set<std::string>& xs) const;
   void seed_dy();
   void backpropagate(const Node& node);
   std::string gradient_of_x(const std::string& x);
@@ -284,9 +288,14 @@ GradientResult GradientBuilder::run() {
   const std::unordered_set<std::string> xs = checked_xs();
   const std::vector<size_t> order = ancestors_of_y(xs);
   const std::vector<bool> active = mark_differentiable(order, xs);
+  const std::unordered_map<size_t, Node> composite = composites(order, xs);
   if (depends_on_x_.count(spec_.y)) seed_dy();
-  for (auto it = order.rbegin(); it != order.rend(); ++it)
-    if (active[*it]) backpropagate(graph_.nodes[*it]);
+  // A composite's rule runs at its last node; the nodes inside it receive no gradient.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (!active[*it]) continue;
+    auto c = composite.find(*it);
+    backpropagate(c == composite.end() ? graph_.nodes[*it] : c->second);
+  }
 
   GradientResult result;
   for (const auto& x : spec_.xs) result.gradients.push_back(gradient_of_x(x));
@@ -358,6 +367,27 @@ std::vector<bool> GradientBuilder::mark_differentiable(const std::vector<size_t>
       if (!out.empty() && !xs.count(out) && may_be_floating(out)) depends_on_x_.insert(out);
   }
   return active;
+}
+
+// The chains among the ancestors of y that compute one op (GradientSpec::differentiate_composites),
+// as that op's node, by the index of the chain's last node. A chain holding y or an x inside
+// it is left to its nodes' own rules: their gradients are asked for.
+std::unordered_map<size_t, Node> GradientBuilder::composites(
+    const std::vector<size_t>& order, const std::unordered_set<std::string>& xs) const {
+  std::unordered_map<size_t, Node> found;
+  if (!spec_.differentiate_composites) return found;
+  const Matcher matcher(graph_);
+  for (size_t n : order) {
+    std::optional<Fusion> chain = match_decomposed_layer_norm(matcher, n);
+    if (!chain) continue;
+    bool asked_inside = false;
+    for (size_t k : chain->nodes)
+      for (const std::string& out : graph_.nodes[k].outputs)
+        asked_inside =
+            asked_inside || (k != chain->nodes.back() && (xs.count(out) || out == spec_.y));
+    if (!asked_inside) found.emplace(chain->nodes.back(), std::move(chain->fused));
+  }
+  return found;
 }
 
 // Seeds dL/dy: the given dy, or ones shaped like y.

@@ -39,6 +39,11 @@ struct GradientSpec {
   /// When y does not depend on some x: emit zeros shaped like x (true) or leave its gradient
   /// name empty (false).
   bool zeros_for_unreachable = true;
+  /// Differentiate a chain of nodes that computes one op as that op: layer normalization as
+  /// exporters write it before opset 17 (engine/rewrites/layer_norm_fusion.h) gets
+  /// LayerNormalization's rule, a few nodes where the chain's nine rules emit dozens. The
+  /// gradients are the same functions; false keeps every node's own rule.
+  bool differentiate_composites = true;
 };
 
 struct GradientResult {

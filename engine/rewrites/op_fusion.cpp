@@ -10,6 +10,7 @@
 #include "engine/rewrites/fusion_matcher.h"
 #include "engine/rewrites/graph_patterns.h"
 #include "engine/rewrites/kernel_lookup.h"
+#include "engine/rewrites/layer_norm_fusion.h"
 #include "engine/rewrites/max_pool_grad_fusion.h"
 #include "engine/rewrites/pad_sum_fusion.h"
 #include "engine/rewrites/rnn_grad_fusion.h"
@@ -194,15 +195,19 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
   return fusion;
 }
 
-/// The chains of several ops: MatMul with its bias, GELU, and the gradients of a Conv's
-/// weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of Relu.
+/// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
+/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of
+/// Relu.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
   if (n.op_type == "MatMul") return match_matmul_bias(m, i);
   if (n.op_type == "Erf") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
-  if (n.op_type == "ReduceMean") return match_batch_norm_training_grad(m, i);
+  if (n.op_type == "ReduceMean") {
+    if (auto grad = match_batch_norm_training_grad(m, i)) return grad;
+    return match_decomposed_layer_norm(m, i);
+  }
   if (n.op_type == "Sum") {
     if (auto scatter = match_max_pool_grad_scatter(m, i)) return scatter;
     return match_pad_sum(m, i);

@@ -23,6 +23,9 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
+/// - layer normalization as exporters write it before LayerNormalization-17 (ReduceMean, Sub,
+///   Pow, ReduceMean, Add, Sqrt, Div, Mul by Scale, Add of B; engine/rewrites/layer_norm_fusion.h)
+///   becomes LayerNormalization(X, Scale[, B]): one pass over each row instead of nine;
 /// - the weight gradient of a Conv as ops/conv/conv_grad_util.h emits it (a Conv of swapped or
 ///   regrouped operands, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
 ///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations, pads
