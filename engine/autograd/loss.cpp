@@ -82,11 +82,21 @@ OutputInfo find_output(const Graph& graph, const std::string& requested) {
   return info;
 }
 
-/// Moves the class dim of `info` to position 1, as the ONNX loss ops want it; returns the
-/// value to feed them and the target's declared shape (the output's without the class dim).
-std::pair<std::string, std::optional<SymbolicShape>> classes_at_dim_1(LossEmitter& emit,
-                                                                      const OutputInfo& info,
-                                                                      int64_t class_dim) {
+/// The class scores as the ONNX loss ops read them, [N, C, ...], and how the target reaches
+/// them.
+struct ClassScores {
+  std::string scores;
+  /// The target's declared shape: the output's without the class dim.
+  std::optional<SymbolicShape> target_shape;
+  /// The scores are the output's rows [positions, C] (classes the last of three or more dims,
+  /// their count known): the target is read flattened to [positions]. The loss is the same
+  /// mean over the same positions; the classes stay contiguous, with no Transpose either way.
+  bool flat = false;
+};
+
+/// Brings the class dim of `info` to position 1: a Transpose, or for classes in the last dim a
+/// Reshape into rows (ClassScores::flat).
+ClassScores classes_at_dim_1(LossEmitter& emit, const OutputInfo& info, int64_t class_dim) {
   if (!info.shape) {
     DPRUN_CHECK(class_dim == 1, "loss: output '", info.name, "' has an unknown rank, so class dim ",
                 class_dim, " cannot be moved to dim 1");
@@ -102,6 +112,10 @@ std::pair<std::string, std::optional<SymbolicShape>> classes_at_dim_1(LossEmitte
   for (int64_t d = 0; d < rank; ++d)
     if (d != c) target.push_back((*info.shape)[static_cast<size_t>(d)]);
   if (c == 1) return {info.name, target};
+  const Dim& classes = (*info.shape)[static_cast<size_t>(c)];
+  if (c == rank - 1 && classes.is_known())
+    return {emit.emit("Reshape", {info.name, emit.int64_vector({-1, classes.value})}), target,
+            true};
   // [N, d1, .., C, ..] -> [N, C, d1, ..]: the order of the other dims is kept.
   std::vector<int64_t> perm = {0, c};
   for (int64_t d = 1; d < rank; ++d)
@@ -168,8 +182,11 @@ std::string class_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info,
               spec.label_smoothing, " is not between 0 and 1");
   DPRUN_CHECK(spec.label_smoothing == 0 || spec.kind == LossKind::CrossEntropy,
               "loss: label smoothing is cross_entropy's, not ", loss_kind_name(spec.kind), "'s");
-  auto [scores, target_shape] = classes_at_dim_1(emit, info, spec.class_dim);
-  target = add_target_input(graph, DType::Int64, target_shape);
+  const ClassScores classes = classes_at_dim_1(emit, info, spec.class_dim);
+  const std::string& scores = classes.scores;
+  target = add_target_input(graph, DType::Int64, classes.target_shape);
+  const std::string labels =
+      classes.flat ? emit.emit("Reshape", {target, emit.int64_vector({-1})}) : target;
   std::map<std::string, Attribute> attrs = {{"reduction", Attribute::of_string("mean")}};
   std::optional<KeptPositions> kept;
   if (spec.ignore_index) {
@@ -177,9 +194,9 @@ std::string class_loss(Graph& graph, LossEmitter& emit, const OutputInfo& info,
     // chunk with every target ignored gives 0 instead of NaN.
     attrs["ignore_index"] = Attribute::of_int(*spec.ignore_index);
     attrs["reduction"] = Attribute::of_string("sum");
-    kept = kept_positions(emit, info.dtype, target, *spec.ignore_index);
+    kept = kept_positions(emit, info.dtype, labels, *spec.ignore_index);
   }
-  std::string loss = emit.emit(op, {scores, target}, attrs);
+  std::string loss = emit.emit(op, {scores, labels}, attrs);
   if (kept) loss = emit.emit("Div", {loss, kept->count});
   if (spec.label_smoothing == 0) return loss;
   DPRUN_CHECK(opset >= 13,

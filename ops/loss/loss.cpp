@@ -16,6 +16,7 @@
 #include "engine/op_facts.h"
 #include "ops/common/reduce_common.h"
 #include "ops/loss/loss_attributes.h"
+#include "ops/softmax/log_softmax.h"
 
 namespace dprun {
 namespace {
@@ -95,28 +96,11 @@ class SoftmaxCrossEntropyKernel : public OpKernel {
     loss_dims(ctx, x, target, weight, n, c, d);
     visit_loss_dtype(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      using C = compute_t<T>;
       // Log-probabilities go straight to output 1 when it is wanted.
       Tensor lp_t = ctx.output_wanted(1) ? ctx.allocate_output(1, x.shape(), x.dtype())
                                          : Tensor::empty(x.shape(), x.dtype());
-      const T* xs = x.data<T>();
       T* lp = lp_t.data<T>();
-      ctx.parallel_for(n * d, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
-                       [&](int64_t begin, int64_t end) {
-                         for (int64_t i = begin; i < end; ++i) {
-                           const int64_t ni = i / d, di = i % d;
-                           const T* xr = xs + ni * c * d + di;
-                           T* lr = lp + ni * c * d + di;
-                           C mx = -std::numeric_limits<C>::infinity();
-                           for (int64_t k = 0; k < c; ++k) mx = std::max(mx, load_as<C>(xr[k * d]));
-                           C sum = 0;
-                           for (int64_t k = 0; k < c; ++k)
-                             sum += std::exp(load_as<C>(xr[k * d]) - mx);
-                           const C shift = mx + std::log(sum);
-                           for (int64_t k = 0; k < c; ++k)
-                             lr[k * d] = store_as<T>(load_as<C>(xr[k * d]) - shift);
-                         }
-                       });
+      log_softmax<T>(ctx.execution(), x.data<T>(), lp, n, c, d);
       nll_core<T>(ctx, attrs_, lp, target, weight, n, c, d);
     });
   }

@@ -12,6 +12,7 @@
 #include "ops/common/reduce_common.h"
 #include "ops/cpu/simd_loops.h"
 #include "ops/math/unary_functors.h"
+#include "ops/softmax/log_softmax.h"
 #include "ops/softmax/softmax_util.h"
 
 namespace dprun {
@@ -208,6 +209,25 @@ DPRUN_REGISTER_KERNEL({.op_type = "Hardmax",
                        .factory = make_kernel<SoftmaxKernel<SoftmaxKind::Hardmax>>});
 
 }  // namespace
+
+template <class T>
+void log_softmax(const ExecutionContext& exec, const T* x, T* y, int64_t outer, int64_t D,
+                 int64_t inner) {
+  if (inner == 1)
+    softmax_rows<SoftmaxKind::LogSoftmax, T>(exec, x, y, outer, D);
+  else
+    softmax_strided<SoftmaxKind::LogSoftmax, T>(exec, x, y, outer, D, inner);
+}
+
+template void log_softmax<float>(const ExecutionContext&, const float*, float*, int64_t, int64_t,
+                                 int64_t);
+template void log_softmax<double>(const ExecutionContext&, const double*, double*, int64_t, int64_t,
+                                  int64_t);
+template void log_softmax<Float16>(const ExecutionContext&, const Float16*, Float16*, int64_t,
+                                   int64_t, int64_t);
+template void log_softmax<BFloat16>(const ExecutionContext&, const BFloat16*, BFloat16*, int64_t,
+                                    int64_t, int64_t);
+
 }  // namespace dprun
 
 // The ops' facts (engine/op_facts.h): output types, shapes, 16-bit and layout policy.

@@ -4,7 +4,10 @@
 // against PyTorch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <utility>
 
 #include "engine/autograd/loss.h"
 #include "engine/model.h"
@@ -89,6 +92,67 @@ TEST(LossOptions, RefusesSmoothingWhereItHasNoMeaning) {
             }),
             "loss: label smoothing needs ai.onnx opset 13 or newer (LogSoftmax over dim 1); the "
             "model imports opset 12");
+}
+
+}  // namespace
+}  // namespace dprun
+
+namespace dprun {
+namespace {
+
+int count_ops(const Graph& g, const std::string& op) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
+                                        [&](const Node& n) { return n.op_type == op; }));
+}
+
+/// The loss of `spec` for scores [2, 3, 4] (classes last, declared `classes` or unknown) and
+/// the graph it ran in.
+std::pair<double, std::shared_ptr<Graph>> sequence_loss(const LossSpec& spec, Dim classes,
+                                                        const std::vector<int64_t>& target) {
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 17;
+  const SymbolicShape shape{Dim::known(2), Dim::known(3), classes};
+  g->inputs.push_back({"x", {DType::Float32, shape}});
+  g->nodes.push_back(testing::make_node("Identity", {"x"}, {"logits"}));
+  g->nodes.back().name = "identity";
+  g->outputs.push_back({"logits", {DType::Float32, shape}});
+  const LossNodes loss = append_loss(*g, spec);
+  g->outputs = {{loss.loss, {DType::Float32, SymbolicShape{}}}};
+  std::vector<float> logits = kLogits;
+  for (float v : kLogits) logits.push_back(0.5f - v);
+  Model model(g, Device::cpu(0));
+  const std::vector<Tensor> feeds = {Tensor::from_vector<float>({2, 3, 4}, logits),
+                                     Tensor::from_vector<int64_t>({2, 3}, target)};
+  return {model.run(feeds).at(0).item_as_double(), g};
+}
+
+TEST(LossOptions, ClassesInTheLastDimAreReadAsRowsWithoutATranspose) {
+  // Row r of the 6 positions: kLogits' row r for r < 3, 0.5 minus it after.
+  auto neg_log_prob6 = [](int r, int c) {
+    auto at = [&](int k) { return r < 3 ? kLogits[r * 4 + k] : 0.5 - kLogits[(r - 3) * 4 + k]; };
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) sum += std::exp(static_cast<double>(at(k)));
+    return std::log(sum) - at(c);
+  };
+  const std::vector<int64_t> target = {1, -100, 3, 0, 2, -100};
+  const double ce =
+      (neg_log_prob6(0, 1) + neg_log_prob6(2, 3) + neg_log_prob6(3, 0) + neg_log_prob6(4, 2)) / 4;
+  for (const LossSpec& spec :
+       {LossSpec{.class_dim = -1}, LossSpec{.class_dim = 2, .label_smoothing = 0.2}}) {
+    double uniform = 0;
+    for (int r : {0, 2, 3, 4})
+      for (int c = 0; c < 4; ++c) uniform += neg_log_prob6(r, c) / 16;
+    const double want = (1 - spec.label_smoothing) * ce + spec.label_smoothing * uniform;
+    const auto [rows, flat] = sequence_loss(spec, Dim::known(4), target);
+    EXPECT_NEAR(rows, want, 1e-6);
+    EXPECT_EQ(count_ops(*flat, "Transpose"), 0);
+    EXPECT_EQ(count_ops(*flat, "Reshape"), 2);  // the scores and the target
+    // An unknown class count: the classes are moved to dim 1 instead, for the same loss.
+    const auto [moved, transposed] = sequence_loss(spec, Dim::named("classes"), target);
+    EXPECT_NEAR(moved, want, 1e-6);
+    EXPECT_EQ(count_ops(*transposed, "Transpose"), 1);
+    EXPECT_EQ(count_ops(*transposed, "Reshape"), 0);
+  }
 }
 
 }  // namespace
