@@ -2,13 +2,13 @@
 """The PyTorch side of bench/peers/train_vs_torch.sh (run with Debian's /usr/bin/python3).
 
     train_vs_torch.py export MODEL DIR BATCH
-        Builds MODEL (mlp, resnet18, mobilenet_v2, lstm_lm, vit or vit17) with a fixed seed, exports it to DIR/MODEL.onnx in
+        Builds MODEL (one of those below) with a fixed seed, exports it to DIR/MODEL.onnx in
         training mode with do_constant_folding=False (initializers keep PyTorch's names), and
         writes a data set DIR/MODEL.x.npy, DIR/MODEL.target.npy of 8 batches. The MLP has a
         dynamic batch dim; ResNet-18 is exported with a static batch of BATCH.
     train_vs_torch.py time MODEL DIR BATCH THREADS STEPS WARMUP
         Trains the same model (same seed, same data, batch k = rows k*BATCH.., wrapping round)
-        with torch.optim.SGD for WARMUP + STEPS steps on THREADS threads (torch's and the
+        with the model's optimizer for WARMUP + STEPS steps on THREADS threads (torch's and the
         BLAS's: OPENBLAS_NUM_THREADS and OMP_NUM_THREADS default to THREADS) and prints one JSON
         line: samples_per_s over the STEPS steps after the warm-up, the same from the median
         step time (median_step_samples_per_s), and every step's seconds.
@@ -27,6 +27,14 @@ Models:
               hidden 256, 4 heads, MLP 512, 10 classes; cross entropy, SGD lr 0.01 momentum
               0.9; exported at opset 15 (LayerNorm, GELU and attention decomposed)
     vit17     the same exported at opset 17 (LayerNormalization as one op)
+    vit_small the same with patch 8 (17 tokens), 2 layers, hidden 64, 4 heads, MLP 128, opset 15
+    gpt       a GPT decoder language model: token and position embeddings, 4 pre-norm blocks
+              (hidden 256, 4 heads, causal mask, MLP 1024 with GELU), final LayerNorm, the head
+              tied to the token embedding (vocab 8192), weights drawn as GPT-2's (normal, std
+              0.02, zero biases), on sequences of 128 tokens; cross
+              entropy over the last dim against the next tokens, AdamW lr 1e-3 weight decay
+              0.01; exported at opset 15
+    gpt17     the same exported at opset 17
 """
 import json
 import os
@@ -46,6 +54,7 @@ import torch.nn.functional as F  # noqa: E402
 
 BATCHES = 8
 LM_VOCAB, LM_SEQ = 1000, 32
+GPT_VOCAB, GPT_SEQ = 8192, 128
 
 
 class MLP(nn.Module):
@@ -73,6 +82,55 @@ class LSTMLM(nn.Module):
         return self.head(y)
 
 
+class GPTBlock(nn.Module):
+    """Pre-norm decoder block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
+
+    def __init__(self, d, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc_out = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        def heads(t):  # [B, H, S, d / H]
+            return t.reshape(b, s, self.n_head, d // self.n_head).transpose(1, 2)
+
+        q, k, v = (heads(t) for t in self.qkv(self.ln1(x)).split(d, dim=-1))
+        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / (d // self.n_head) ** 0.5)
+        pos = torch.arange(s, device=x.device)
+        att = att.masked_fill(pos.unsqueeze(0) > pos.unsqueeze(1), float("-inf"))
+        y = torch.matmul(torch.softmax(att, dim=-1), v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=GPT_VOCAB, d=256, layers=4, n_head=4, max_seq=GPT_SEQ):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_seq, d)
+        self.blocks = nn.Sequential(*[GPTBlock(d, n_head) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.tok.weight  # tied
+        # GPT-2's initialization: with the default N(0, 1) embedding the tied head's logits have
+        # a standard deviation of 16, and softmax's probabilities underflow into subnormals.
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, 0.0, 0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device).unsqueeze(0)
+        return self.head(self.ln_f(self.blocks(self.tok(idx) + self.pos(pos))))
+
+
 def lm_loss(logits, target):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
@@ -94,6 +152,13 @@ def build(name):
         return (VisionTransformer(image_size=32, patch_size=4, num_layers=4, num_heads=4,
                                   hidden_dim=256, mlp_dim=512, num_classes=10),
                 (3, 32, 32), 10, F.cross_entropy)
+    if name == "vit_small":
+        from torchvision.models.vision_transformer import VisionTransformer
+        return (VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                  hidden_dim=64, mlp_dim=128, num_classes=10),
+                (3, 32, 32), 10, F.cross_entropy)
+    if name in ("gpt", "gpt17"):
+        return GPT(), None, GPT_VOCAB, lm_loss
     raise SystemExit(f"unknown model {name}")
 
 
@@ -101,7 +166,8 @@ def data(name, batch):
     _, shape, classes, _ = build(name)
     g = torch.Generator().manual_seed(1)
     if shape is None:  # token sequences; the target is each next token
-        full = torch.randint(0, classes, (batch * BATCHES, LM_SEQ + 1), generator=g)
+        seq = GPT_SEQ if name.startswith("gpt") else LM_SEQ
+        full = torch.randint(0, classes, (batch * BATCHES, seq + 1), generator=g)
         return full[:, :-1].contiguous(), full[:, 1:].contiguous()
     x = torch.randn((batch * BATCHES,) + shape, generator=g)
     target = torch.randint(0, classes, (batch * BATCHES,), generator=g)
@@ -116,7 +182,7 @@ def export(name, out_dir, batch):
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, x[:batch], path, input_names=["x"], output_names=["y"],
                       dynamic_axes=dynamic,
-                      opset_version=17 if name in ("mlp", "vit17") else 15,
+                      opset_version=17 if name in ("mlp", "vit17", "gpt17") else 15,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     # Exporting in training mode runs the model once, which updates BatchNorm's running
     # statistics; put the values from before the export back.
@@ -136,7 +202,10 @@ def time_training(name, batch, threads, steps, warmup):
     model, _, _, loss_fn = build(name)
     model.train()
     x, target = data(name, batch)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if name.startswith("gpt"):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     seconds = []
     for step in range(warmup + steps):
         k = step % BATCHES

@@ -13,8 +13,12 @@
 #   the 1000 tokens at each of 32 positions), batch 16, cross entropy over the last dim, SGD,
 #   one thread
 #   ViT (torchvision VisionTransformer, 32x32 images, patch 4, 4 layers, hidden 256, 4 heads,
-#   MLP 512), batch 16, cross entropy, SGD, one thread; exported at opset 15 (vit: LayerNorm,
-#   GELU and attention decomposed) and 17 (vit17: LayerNormalization as one op)
+#   MLP 512), batch 16, cross entropy, SGD, one thread and 2 devices against 2 threads;
+#   exported at opset 15 (vit: LayerNorm, GELU and attention decomposed) and 17 (vit17:
+#   LayerNormalization as one op); vit_small: patch 8, 2 layers, hidden 64, MLP 128
+#   GPT decoder LM (vocab 8192, 4 layers, hidden 256, 4 heads, seq 128, causal mask, tied
+#   embedding), batch 16, cross entropy over the last dim, AdamW, one thread; opset 15 (gpt)
+#   and 17 (gpt17)
 # Two figures per run: samples/s over all timed steps (mean), and batch / the median step
 # time, which a machine shared with other work disturbs far less. Every measurement is
 # repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
@@ -23,9 +27,9 @@
 # it ("Intel(R) Xeon(R) Processor") gets its SSE3 kernels, 5x slower. Where the CPU has AVX-512
 # and OPENBLAS_CORETYPE is not set, PyTorch runs with SkylakeX's kernels.
 # usage: bench/peers/train_vs_torch.sh [ROUNDS] (default 3)
-# environment: MLP_STEPS (300), RESNET_STEPS (8), LSTM_STEPS (20), VIT_STEPS (10), MODELS (the
-# models to run, default "mlp resnet18 mobilenet_v2 lstm_lm vit vit17"), WORK (a folder to keep
-# the files in)
+# environment: MLP_STEPS (300), RESNET_STEPS (8), LSTM_STEPS (20), VIT_STEPS (10), GPT_STEPS
+# (5), MODELS (the models to run, default "mlp resnet18 mobilenet_v2 lstm_lm vit vit17 vit_small
+# gpt gpt17"), WORK (a folder to keep the files in)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -36,7 +40,8 @@ mlp_steps=${MLP_STEPS:-300}
 resnet_steps=${RESNET_STEPS:-8}
 lstm_steps=${LSTM_STEPS:-20}
 vit_steps=${VIT_STEPS:-10}
-models=" ${MODELS:-mlp resnet18 mobilenet_v2 lstm_lm vit vit17} "
+gpt_steps=${GPT_STEPS:-5}
+models=" ${MODELS:-mlp resnet18 mobilenet_v2 lstm_lm vit vit17 vit_small gpt gpt17} "
 want() { [[ "$models" == *" $1 "* ]]; }
 if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
   export OPENBLAS_CORETYPE=SkylakeX
@@ -58,8 +63,10 @@ done
 # dprun_rate MODEL BATCH DEVICES STEPS WARMUP LOSS [OPTION...]: "MEAN MEDIAN" samples/s after
 # the warm-up.
 dprun_rate() {
+  local optimizer=(--optimizer sgd --lr 0.01 --momentum 0.9)
+  [[ $1 == gpt* ]] && optimizer=(--optimizer adamw --lr 0.001 --weight-decay 0.01)
   "$dprun" train "$work/$1.onnx" --input "x=$work/$1.x.npy" --target "$work/$1.target.npy" \
-    --loss "$6" "${@:7}" --optimizer sgd --lr 0.01 --momentum 0.9 --batch "$2" --steps $(($4 + $5)) \
+    --loss "$6" "${@:7}" "${optimizer[@]}" --batch "$2" --steps $(($4 + $5)) \
     --warmup-steps "$5" --no-shuffle --devices "$3" --threads 1 --save "$work/trained.onnx" \
     --json "$work/train.json" >/dev/null
   # The report's samples_per_s, and the rate of the median step after the warm-up.
@@ -106,10 +113,19 @@ for ((r = 1; r <= rounds; ++r)); do
       --class-dim -1
     measure lstm_lm_torch_1thread torch_rate lstm_lm 16 1 "$lstm_steps" 2
   fi
-  for vit in vit vit17; do
+  for vit in vit vit17 vit_small; do
     want $vit || continue
-    measure ${vit}_dprun_1dev dprun_rate $vit 16 cpu:0 "$vit_steps" 3 cross_entropy
-    measure ${vit}_torch_1thread torch_rate $vit 16 1 "$vit_steps" 3
+    steps=$vit_steps
+    [ $vit = vit_small ] && steps=$((vit_steps * 10))
+    measure ${vit}_dprun_1dev dprun_rate $vit 16 cpu:0 "$steps" 3 cross_entropy
+    measure ${vit}_torch_1thread torch_rate $vit 16 1 "$steps" 3
+    measure ${vit}_dprun_2dev dprun_rate $vit 16 cpu:0,cpu:1 "$steps" 3 cross_entropy
+    measure ${vit}_torch_2threads torch_rate $vit 16 2 "$steps" 3
+  done
+  for gpt in gpt gpt17; do
+    want $gpt || continue
+    measure ${gpt}_dprun_1dev dprun_rate $gpt 16 cpu:0 "$gpt_steps" 2 cross_entropy --class-dim -1
+    measure ${gpt}_torch_1thread torch_rate $gpt 16 1 "$gpt_steps" 2
   done
 done
 
@@ -133,6 +149,14 @@ table() {  # TITLE ARRAY
   row "LSTM LM b16 seq 32, 1 thread: dprun vs PyTorch" lstm_lm_dprun_1dev lstm_lm_torch_1thread
   row "ViT b16 opset 15, 1 thread: dprun vs PyTorch" vit_dprun_1dev vit_torch_1thread
   row "ViT b16 opset 17, 1 thread: dprun vs PyTorch" vit17_dprun_1dev vit17_torch_1thread
+  row "ViT b16 opset 15: dprun 2 devices vs PyTorch 2 threads" vit_dprun_2dev vit_torch_2threads
+  row "ViT b16 opset 17: dprun 2 devices vs PyTorch 2 threads" vit17_dprun_2dev \
+    vit17_torch_2threads
+  row "small ViT b16, 1 thread: dprun vs PyTorch" vit_small_dprun_1dev vit_small_torch_1thread
+  row "small ViT b16: dprun 2 devices vs PyTorch 2 threads" vit_small_dprun_2dev \
+    vit_small_torch_2threads
+  row "GPT b16 seq 128 opset 15, 1 thread: dprun vs PyTorch" gpt_dprun_1dev gpt_torch_1thread
+  row "GPT b16 seq 128 opset 17, 1 thread: dprun vs PyTorch" gpt17_dprun_1dev gpt17_torch_1thread
 }
 table "from the median step time" medians
 table "over all timed steps" means
