@@ -8,7 +8,9 @@
 #include "engine/model.h"
 #include "engine/op_facts.h"
 #include "engine/rewrites/fusion_matcher.h"
+#include "engine/rewrites/gelu_fusion.h"
 #include "engine/rewrites/layer_norm_fusion.h"
+#include "engine/rewrites/rewrite_domain.h"
 
 namespace dprun {
 
@@ -369,7 +371,8 @@ std::vector<bool> GradientBuilder::mark_differentiable(const std::vector<size_t>
   return active;
 }
 
-// The chains among the ancestors of y that compute one op (GradientSpec::differentiate_composites),
+// The chains among the ancestors of y that compute one op (GradientSpec::differentiate_composites:
+// layer normalization, GELU's erf form),
 // as that op's node, by the index of the chain's last node. A chain holding y or an x inside
 // it is left to its nodes' own rules: their gradients are asked for.
 std::unordered_map<size_t, Node> GradientBuilder::composites(
@@ -378,7 +381,10 @@ std::unordered_map<size_t, Node> GradientBuilder::composites(
   if (!spec_.differentiate_composites) return found;
   const Matcher matcher(graph_);
   for (size_t n : order) {
-    std::optional<Fusion> chain = match_decomposed_layer_norm(matcher, n);
+    const std::string& op = graph_.nodes[n].op_type;
+    std::optional<Fusion> chain;
+    if (op == "ReduceMean") chain = match_decomposed_layer_norm(matcher, n);
+    if (op == "Erf") chain = match_erf_gelu(matcher, n);
     if (!chain) continue;
     bool asked_inside = false;
     for (size_t k : chain->nodes)
@@ -423,7 +429,8 @@ void GradientBuilder::backpropagate(const Node& node) {
     any_wanted = any_wanted || wants.back();
   }
   if (!any_wanted) return;
-  int64_t opset = graph_.opset(node.domain);
+  // A composite may be a node of the rewrite domain (Gelu), which the graph does not import.
+  const int64_t opset = node.domain == kRewriteDomain ? 1 : graph_.opset(node.domain);
   const GradientDef* def = GradientRegistry::instance().find(node.domain, node.op_type, opset);
   if (def == nullptr) {
     bool known = GradientRegistry::instance().knows_op(node.domain, node.op_type);

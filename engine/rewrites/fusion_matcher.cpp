@@ -7,7 +7,7 @@
 namespace dprun {
 
 bool Matcher::is_constant_near(const std::string& value, double want) const {
-  auto v = constant_scalar(graph_, value);
+  auto v = floating_scalar(graph_, value);
   return v && std::abs(*v - want) <= 1e-5 * std::abs(want);
 }
 

@@ -94,7 +94,8 @@ class Matcher {
     return name;
   }
 
-  /// True when `value` is a float32 scalar constant within 1e-5 (relative) of `want`.
+  /// True when `value` is a one-element constant of a floating type within 1e-5 (relative) of
+  /// `want`.
   bool is_constant_near(const std::string& value, double want) const;
 
  private:

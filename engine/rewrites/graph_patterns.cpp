@@ -28,6 +28,12 @@ std::optional<float> constant_scalar(const Graph& graph, const std::string& valu
   return std::nullopt;
 }
 
+std::optional<double> floating_scalar(const Graph& graph, const std::string& value) {
+  auto t = constant_value(graph, value);
+  if (!t || !is_floating(t->dtype()) || t->numel() != 1) return std::nullopt;
+  return t->item_as_double(0);
+}
+
 std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& value) {
   auto t = constant_value(graph, value);
   if (!t || t->dtype() != DType::Int64 || t->rank() != 1) return std::nullopt;

@@ -19,6 +19,10 @@ std::optional<Tensor> constant_value(const Graph& graph, const std::string& valu
 /// The value of a float32 scalar (one element) known when the graph is compiled, or nullopt.
 std::optional<float> constant_scalar(const Graph& graph, const std::string& value);
 
+/// The value of a one-element constant of any floating type (exporters write a model's constants
+/// in its type), or nullopt.
+std::optional<double> floating_scalar(const Graph& graph, const std::string& value);
+
 /// The value of a 1-D int64 tensor known when the graph is compiled, or nullopt.
 std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& value);
 

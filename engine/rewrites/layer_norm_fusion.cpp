@@ -34,14 +34,6 @@ std::optional<int64_t> trailing_axes(const Graph& g, size_t k, std::optional<int
   return count;
 }
 
-// The value of a one-element constant of a floating type (exporters write epsilon and the
-// exponent in the model's type), or nullopt.
-std::optional<double> floating_scalar(const Graph& g, const std::string& value) {
-  std::optional<Tensor> t = constant_value(g, value);
-  if (!t || !is_floating(t->dtype()) || t->numel() != 1) return std::nullopt;
-  return t->item_as_double(0);
-}
-
 // True when `value` is a floating value whose declared rank is at most `k`: it broadcasts over
 // the normalized axes alone, as LayerNormalization's Scale and B do.
 bool is_parameter_of_rank_at_most(const Graph& g, const std::string& value, int64_t k) {

@@ -8,6 +8,7 @@
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
+#include "engine/rewrites/gelu_fusion.h"
 #include "engine/rewrites/graph_patterns.h"
 #include "engine/rewrites/kernel_lookup.h"
 #include "engine/rewrites/layer_norm_fusion.h"
@@ -35,53 +36,6 @@ std::optional<Fusion> match_matmul_bias(const Matcher& m, size_t i) {
   return Fusion{
       {i, *add},
       fused_node(g.nodes[*add], "MatMulBias", {matmul.inputs[0], matmul.inputs[1], *bias})};
-}
-
-/// The erf form of GELU, found from its Erf node `i`.
-std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
-  const Graph& g = m.graph();
-  const std::string& scaled = g.nodes[i].inputs[0];
-  if (g.nodes[i].inputs.size() != 1 || !m.only_reader(scaled, "Erf")) return std::nullopt;
-  // x / sqrt(2), or x * (1 / sqrt(2)) with the operands in either order.
-  std::optional<std::string> x;
-  size_t scale = 0;
-  if (auto div = m.producer(scaled, "Div")) {
-    const Node& d = g.nodes[*div];
-    if (d.inputs.size() == 2 && m.is_constant_near(d.inputs[1], std::sqrt(2.0))) x = d.inputs[0];
-    scale = *div;
-  } else if (auto mul = m.producer(scaled, "Mul")) {
-    for (size_t k = 0; k < 2 && !x; ++k) {
-      auto other = m.other_operand(*mul, g.nodes[*mul].inputs[k]);
-      if (other && m.is_constant_near(g.nodes[*mul].inputs[k], std::sqrt(0.5))) x = other;
-    }
-    scale = *mul;
-  }
-  if (!x) return std::nullopt;
-  // 1 + erf(.)
-  auto plus_one = m.only_reader(g.nodes[i].outputs[0], "Add");
-  if (!plus_one) return std::nullopt;
-  auto one = m.other_operand(*plus_one, g.nodes[i].outputs[0]);
-  if (!one || !m.is_constant_near(*one, 1.0)) return std::nullopt;
-  const std::string& bracket = g.nodes[*plus_one].outputs[0];
-  auto times = m.only_reader(bracket, "Mul");
-  if (!times) return std::nullopt;
-  auto factor = m.other_operand(*times, bracket);
-  if (!factor) return std::nullopt;
-  if (*factor == *x) {  // (x * bracket) * 0.5
-    auto half_mul = m.only_reader(g.nodes[*times].outputs[0], "Mul");
-    if (!half_mul) return std::nullopt;
-    auto half = m.other_operand(*half_mul, g.nodes[*times].outputs[0]);
-    if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
-    return Fusion{{scale, i, *plus_one, *times, *half_mul},
-                  fused_node(g.nodes[*half_mul], "Gelu", {*x})};
-  }
-  // (x * 0.5) * bracket: the halving Mul reads x, and only `times` reads its result.
-  auto half_mul = m.producer(*factor, "Mul");
-  if (!half_mul || !m.only_reader(*factor, "Mul")) return std::nullopt;
-  auto half = m.other_operand(*half_mul, *x);
-  if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
-  return Fusion{{scale, *half_mul, i, *plus_one, *times},
-                fused_node(g.nodes[*times], "Gelu", {*x})};
 }
 
 /// Relu's gradient, Mul(dY, Cast(Greater(X, 0))) with the mask cast to X's type (float32 or
@@ -202,7 +156,10 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
   if (n.op_type == "MatMul") return match_matmul_bias(m, i);
-  if (n.op_type == "Erf") return match_gelu(m, i);
+  if (n.op_type == "Erf") {
+    if (auto gelu = match_erf_gelu(m, i)) return gelu;
+    return match_erf_gelu_grad(m, i);
+  }
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") {
     if (auto grad = match_batch_norm_training_grad(m, i)) return grad;
