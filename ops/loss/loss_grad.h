@@ -67,4 +67,59 @@ inline std::string nll_log_prob_grad(GradientContext& ctx) {
   return ctx.emit("Neg", {ctx.emit("Mul", {onehot, coef})});
 }
 
+// Where each position's loss reads its log-probability, and that position's share of the
+// loss's gradient: `index` [N, 1, d1, ...] holds the labels as class indices (an ignored label
+// replaced by class 0), `scale` (shaped like `index`) holds coef * w, 0 where the label is
+// ignored, so that dlogp is -scale at `index` and 0 elsewhere. Built from the labels alone, with
+// no tensor of the scores' size.
+struct LabelGradient {
+  std::string index, scale;
+};
+
+inline LabelGradient label_gradient(GradientContext& ctx) {
+  const DType dt = ctx.dtype_of(ctx.I(0));
+  std::string label = ctx.I(1);
+  if (ctx.dtype_of(label) != DType::Int64) label = ctx.cast(label, DType::Int64);
+  label = ctx.unsqueeze(label, {1});
+  LabelGradient g{label, {}};
+  std::string w;  // the positions' weights; empty where every one is 1
+  if (ctx.node().has_attr("ignore_index")) {
+    const std::string ignored = ctx.emit(
+        "Equal",
+        {label, ctx.constant(Tensor::scalar<int64_t>(ctx.node().attr_int("ignore_index")))});
+    g.index = ctx.emit("Where", {ignored, ctx.scalar(0, DType::Int64), label});
+    w = ctx.cast(ctx.emit("Not", {ignored}), dt);
+  }
+  if (ctx.input_count() > 2 && !ctx.I(2).empty()) {
+    const std::string picked = ctx.emit("Gather", {ctx.I(2), g.index});
+    w = w.empty() ? picked : ctx.emit("Mul", {w, picked});
+  }
+  const std::string reduction = ctx.node().attr_string("reduction", "mean");
+  std::string coef = ctx.GO(0);
+  if (reduction == "none") {
+    coef = ctx.unsqueeze(coef, {1});
+  } else if (reduction == "mean") {
+    const std::string total = w.empty() ? ctx.cast(ctx.emit("Size", {label}), dt)
+                                        : grad::reduce(ctx, "ReduceSum", w, {}, false);
+    coef = ctx.emit("Div", {coef, total});
+  } else if (reduction != "sum") {
+    ctx.fail("unknown reduction '", reduction, "'");
+  }
+  if (!w.empty())
+    g.scale = ctx.emit("Mul", {coef, w});
+  else
+    g.scale = reduction == "none" ? coef : ctx.emit("Expand", {coef, ctx.emit("Shape", {label})});
+  return g;
+}
+
+/// dlogp as label_gradient gives it: zeros of the scores' shape with -scale scattered in at
+/// each position's label (one write of the scores' size and the scatter).
+inline std::string scattered_log_prob_grad(GradientContext& ctx, const LabelGradient& g) {
+  const Tensor zero = scalar_tensor(0, ctx.dtype_of(ctx.I(0))).reshape({1});
+  const std::string zeros = ctx.emit("ConstantOfShape", {ctx.emit("Shape", {ctx.I(0)})},
+                                     {{"value", Attribute::of_tensor(zero)}});
+  return ctx.emit("ScatterElements", {zeros, g.index, ctx.emit("Neg", {g.scale})},
+                  {{"axis", Attribute::of_int(1)}});
+}
+
 }  // namespace dprun::grad

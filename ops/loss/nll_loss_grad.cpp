@@ -6,7 +6,7 @@ namespace dprun {
 namespace {
 
 void nll_loss_grad(GradientContext& ctx) {
-  ctx.set_GI(0, grad::nll_log_prob_grad(ctx));
+  ctx.set_GI(0, grad::scattered_log_prob_grad(ctx, grad::label_gradient(ctx)));
 }
 
 DPRUN_REGISTER_GRADIENT({.op_type = "NegativeLogLikelihoodLoss",

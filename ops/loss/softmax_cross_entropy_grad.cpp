@@ -19,7 +19,17 @@ std::string class_softmax(GradientContext& ctx) {
   return ctx.emit("Div", {e, grad::reduce(ctx, "ReduceSum", e, {1}, true)});
 }
 
+// The loss's gradient alone: dScores = softmax * scale + dlogp, the log-probabilities' gradient
+// scattered in at the labels (loss_grad.h): no one-hot of the scores' size and no sums over it.
 void softmax_cross_entropy_grad(GradientContext& ctx) {
+  if (ctx.has_GO(0) && !ctx.has_GO(1)) {
+    const grad::LabelGradient g = grad::label_gradient(ctx);
+    const std::string spread = ctx.emit("Mul", {class_softmax(ctx), g.scale});
+    ctx.set_GI(0, ctx.emit("Add", {spread, grad::scattered_log_prob_grad(ctx, g)}));
+    return;
+  }
+  // With a gradient reaching the log_prob output: the log-probabilities' whole gradient g,
+  // then back through LogSoftmax.
   std::vector<std::string> parts;
   if (ctx.has_GO(0)) parts.push_back(grad::nll_log_prob_grad(ctx));
   if (ctx.has_GO(1)) parts.push_back(ctx.GO(1));
