@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/rewrites/graph_patterns.h"
+#include "engine/rewrites/rewrite_domain.h"
 
 namespace dprun {
 namespace {
@@ -113,6 +114,136 @@ std::optional<Fusion> match_decomposed_layer_norm(const Matcher& m, size_t i) {
   fused.outputs = last.outputs;
   fused.attributes = {{"axis", Attribute::of_int(-*k)},
                       {"epsilon", Attribute::of_float(static_cast<float>(*epsilon))}};
+  return Fusion{chain, fused};
+}
+
+namespace {
+
+// True when node `k` is a plain ai.onnx `op` node with one output reading exactly `inputs`.
+bool reads(const Graph& g, size_t k, const char* op, const std::vector<std::string>& inputs) {
+  const Node& n = g.nodes[k];
+  return n.domain.empty() && n.op_type == op && n.outputs.size() == 1 && n.inputs == inputs;
+}
+
+// The readers of `value`, which must be exactly `count` and no graph result.
+std::optional<std::vector<size_t>> readers_exactly(const Matcher& m, const std::string& value,
+                                                   size_t count) {
+  const std::vector<size_t>& r = m.readers(value);
+  if (r.size() != count || is_graph_result(m.graph(), value)) return std::nullopt;
+  return r;
+}
+
+// The one of `nodes` that reads exactly `inputs` as an `op`.
+std::optional<size_t> one_reading(const Graph& g, const std::vector<size_t>& nodes, const char* op,
+                                  const std::vector<std::string>& inputs) {
+  for (size_t k : nodes)
+    if (reads(g, k, op, inputs)) return k;
+  return std::nullopt;
+}
+
+// The statistics part of the gradient: centered, inv and xhat from the ReduceMean of X, node `i`.
+struct GradStatistics {
+  std::vector<size_t> nodes;
+  std::string centered, inv;
+  size_t xhat = 0;
+  double epsilon = 0;
+};
+
+std::optional<GradStatistics> grad_statistics(const Matcher& m, size_t i, int64_t k,
+                                              std::optional<int64_t> rank) {
+  const Graph& g = m.graph();
+  const std::string& x = g.nodes[i].inputs[0];
+  auto sub = m.only_reader(out(g, i), "Sub");
+  if (!sub || !reads(g, *sub, "Sub", {x, out(g, i)})) return std::nullopt;
+  GradStatistics s;
+  s.centered = out(g, *sub);
+  auto centered_readers = readers_exactly(m, s.centered, 2);
+  if (!centered_readers) return std::nullopt;
+  auto square = one_reading(g, *centered_readers, "Mul", {s.centered, s.centered});
+  if (!square) return std::nullopt;
+  auto var = m.only_reader(out(g, *square), "ReduceMean");
+  if (!var || trailing_axes(g, *var, rank) != k) return std::nullopt;
+  auto add = binary_reader(m, out(g, *var), "Add");
+  if (!add || g.nodes[add->first].inputs[0] != out(g, *var)) return std::nullopt;
+  const std::optional<double> epsilon = floating_scalar(g, add->second);
+  if (!epsilon || !(*epsilon >= 0)) return std::nullopt;
+  auto sqrt = m.only_reader(out(g, add->first), "Sqrt");
+  if (!sqrt) return std::nullopt;
+  auto inv = m.only_reader(out(g, *sqrt), "Reciprocal");
+  if (!inv) return std::nullopt;
+  s.inv = out(g, *inv);
+  auto xhat = one_reading(g, *centered_readers, "Mul", {s.centered, s.inv});
+  if (!xhat) return std::nullopt;
+  s.xhat = *xhat;
+  s.epsilon = *epsilon;
+  s.nodes = {i, *sub, *square, *var, add->first, *sqrt, *inv, *xhat};
+  return s;
+}
+
+}  // namespace
+
+std::optional<Fusion> match_layer_norm_grad(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& mean = g.nodes[i];
+  if (!mean.domain.empty() || mean.op_type != "ReduceMean" || mean.inputs.empty() ||
+      mean.outputs.size() != 1)
+    return std::nullopt;
+  const std::string& x = mean.inputs[0];
+  auto x_type = g.type_of(x);
+  if (!x_type || x_type->dtype != DType::Float32) return std::nullopt;
+  std::optional<int64_t> rank;
+  if (x_type->shape) rank = static_cast<int64_t>(x_type->shape->size());
+  const std::optional<int64_t> k = trailing_axes(g, i, rank);
+  if (!k) return std::nullopt;
+  std::optional<GradStatistics> s = grad_statistics(m, i, *k, rank);
+  if (!s) return std::nullopt;
+  const std::string& xhat = out(g, s->xhat);
+  // inv's other reader is dX = inv * c2, c2 = (dxhat - mean(dxhat)) - xhat * mean(dxhat * xhat).
+  auto inv_readers = readers_exactly(m, s->inv, 2);
+  if (!inv_readers) return std::nullopt;
+  const size_t dx = (*inv_readers)[0] == s->xhat ? (*inv_readers)[1] : (*inv_readers)[0];
+  const Node& dx_node = g.nodes[dx];
+  if (!reads(g, dx, "Mul", {s->inv, dx_node.inputs.size() == 2 ? dx_node.inputs[1] : ""}))
+    return std::nullopt;
+  auto c2 = m.producer(dx_node.inputs[1], "Sub");
+  if (!c2 || m.only_reader(dx_node.inputs[1]) != dx) return std::nullopt;
+  auto s1 = m.producer(g.nodes[*c2].inputs[0], "Sub");
+  auto proj = m.producer(g.nodes[*c2].inputs[1], "Mul");
+  if (!s1 || !proj || m.only_reader(out(g, *s1)) != c2 || m.only_reader(out(g, *proj)) != c2)
+    return std::nullopt;
+  const std::string& dxhat = g.nodes[*s1].inputs[0];
+  auto m1 = m.producer(g.nodes[*s1].inputs[1], "ReduceMean");
+  auto dxhat_node = m.producer(dxhat, "Mul");
+  if (!m1 || !dxhat_node || !reads(g, *m1, "ReduceMean", {dxhat}) ||
+      trailing_axes(g, *m1, rank) != k || m.only_reader(out(g, *m1)) != s1)
+    return std::nullopt;
+  auto m2 = m.producer(g.nodes[*proj].inputs[1], "ReduceMean");
+  if (!m2 || !reads(g, *proj, "Mul", {xhat, out(g, *m2)}) || trailing_axes(g, *m2, rank) != k ||
+      m.only_reader(out(g, *m2)) != proj)
+    return std::nullopt;
+  auto product = m.producer(g.nodes[*m2].inputs[0], "Mul");
+  if (!product || !reads(g, *product, "Mul", {dxhat, xhat}) ||
+      m.only_reader(out(g, *product)) != m2)
+    return std::nullopt;
+  auto dxhat_readers = readers_exactly(m, dxhat, 3);
+  const Node& scaling = g.nodes[*dxhat_node];
+  if (!dxhat_readers || scaling.inputs.size() != 2 ||
+      !is_parameter_of_rank_at_most(g, scaling.inputs[1], *k))
+    return std::nullopt;
+  // xhat's readers inside the chain: the product, the projection; any other is outside.
+  bool read_outside = is_graph_result(g, xhat);
+  for (size_t r : m.readers(xhat)) read_outside = read_outside || (r != *product && r != *proj);
+  std::vector<size_t> chain = s->nodes;
+  chain.insert(chain.end(), {*dxhat_node, *product, *m2, *proj, *m1, *s1, *c2, dx});
+  Node fused;
+  fused.name = dx_node.name;
+  fused.domain = kRewriteDomain;
+  fused.op_type = "LayerNormGrad";
+  fused.inputs = {x, scaling.inputs[0], scaling.inputs[1]};
+  fused.outputs = {dx_node.outputs[0], read_outside ? xhat : std::string()};
+  if (!read_outside) fused.outputs.pop_back();
+  fused.attributes = {{"axis", Attribute::of_int(-*k)},
+                      {"epsilon", Attribute::of_float(static_cast<float>(s->epsilon))}};
   return Fusion{chain, fused};
 }
 

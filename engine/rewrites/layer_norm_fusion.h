@@ -29,4 +29,16 @@ namespace dprun {
 /// needs a Scale.
 std::optional<Fusion> match_decomposed_layer_norm(const Matcher& m, size_t i);
 
+/// The input gradient of LayerNormalization over the last k axes as
+/// ops/normalization/layer_norm_grad.cpp writes it, found from its first ReduceMean (of X),
+/// node `i`:
+///   centered = X - ReduceMean(X);  inv = Reciprocal(Sqrt(ReduceMean(centered * centered) + eps))
+///   xhat = centered * inv;  dxhat = dY * Scale
+///   dX = inv * ((dxhat - ReduceMean(dxhat)) - xhat * ReduceMean(dxhat * xhat))
+/// every reduction over the same trailing axes with keepdims, as LayerNormGrad(X, dY, Scale) of
+/// the rewrite domain with attributes axis (-k) and epsilon and outputs dX and, when something
+/// outside the chain reads it (the scale's gradient), xhat. Every other value of the chain is
+/// read only inside it. X is float32.
+std::optional<Fusion> match_layer_norm_grad(const Matcher& m, size_t i);
+
 }  // namespace dprun

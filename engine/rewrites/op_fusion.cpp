@@ -163,6 +163,7 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") {
     if (auto grad = match_batch_norm_training_grad(m, i)) return grad;
+    if (auto grad = match_layer_norm_grad(m, i)) return grad;
     return match_decomposed_layer_norm(m, i);
   }
   if (n.op_type == "Sum") {

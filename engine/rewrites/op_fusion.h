@@ -27,7 +27,9 @@ namespace dprun {
 ///   one pass instead of eleven;
 /// - layer normalization as exporters write it before LayerNormalization-17 (ReduceMean, Sub,
 ///   Pow, ReduceMean, Add, Sqrt, Div, Mul by Scale, Add of B; engine/rewrites/layer_norm_fusion.h)
-///   becomes LayerNormalization(X, Scale[, B]): one pass over each row instead of nine;
+///   becomes LayerNormalization(X, Scale[, B]): one pass over each row instead of nine; the
+///   input gradient as LayerNormalization's rule writes it becomes LayerNormGrad(X, dY, Scale)
+///   (and xhat for the scale's gradient): three passes over each row instead of fifteen nodes;
 /// - the weight gradient of a Conv as ops/conv/conv_grad_util.h emits it (a Conv of swapped or
 ///   regrouped operands, cropped and transposed back; engine/rewrites/conv_weight_grad_fusion.h)
 ///   becomes ConvWeightGrad(X, dY) with the forward Conv's kernel_shape, strides, dilations, pads

@@ -225,5 +225,79 @@ TEST(DecomposedLayerNorm, AGradientAskedForInsideTheChainKeepsEveryNodesRule) {
             1);
 }
 
+// LayerNormalization (X [rows..., D...] float32) and the gradients of `wrt` for a seed dY, the
+// rule's backward pass as the CPU fuses it or not.
+std::shared_ptr<Graph> ln17_gradient(const Shape& x, int64_t axis,
+                                     const std::vector<std::string>& wrt, DType dtype) {
+  const Shape p(x.begin() + (axis < 0 ? static_cast<int64_t>(x.size()) + axis : axis), x.end());
+  std::vector<Input> inputs = {in("x", x, 1, -2, 3), in("scale", p, 2, 0.5, 2), in("b", p, 3)};
+  for (Input& input : inputs)
+    if (dtype == DType::Float32) input.value = to_float32(input.value);
+  Node ln = node("LayerNormalization", {"x", "scale", "b"}, {"y"},
+                 {{"axis", Attribute::of_int(axis)}, {"epsilon", Attribute::of_float(1e-3f)}});
+  auto forward = make_graph({ln}, inputs, "y", 17, Decl::Full);
+  GradientResult r = build_gradient(*forward, GradientSpec{wrt, "y", "dY"});
+  auto g = std::make_shared<Graph>(*forward);
+  g->inputs.push_back({"dY", {dtype, std::nullopt}});
+  g->nodes.insert(g->nodes.end(), r.nodes.begin(), r.nodes.end());
+  g->outputs.clear();
+  for (const std::string& name : r.gradients) g->outputs.push_back({name, {}});
+  return g;
+}
+
+std::vector<Tensor> ln17_feeds(const Shape& x, int64_t axis, DType dtype) {
+  const Shape p(x.begin() + (axis < 0 ? static_cast<int64_t>(x.size()) + axis : axis), x.end());
+  std::vector<Tensor> f = {random_tensor(x, -2, 3, 1), random_tensor(p, 0.5, 2, 2),
+                           random_tensor(p, -1, 1, 3), random_tensor(x, -1, 1, 7)};
+  if (dtype == DType::Float32)
+    for (Tensor& t : f) t = to_float32(t);
+  return f;
+}
+
+TEST(LayerNormGrad, TheRulesBackwardRunsAsOneNodeWithTheFloat64Values) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+    std::vector<std::string> wrt;
+    bool xhat_out;  // the scale's gradient reads xhat
+  };
+  for (const Case& c :
+       {Case{{4, 5, 16}, -1, {"x", "scale", "b"}, true},
+        Case{{3, 2, 4, 5}, 2, {"x", "scale", "b"}, true}, Case{{6, 8}, -1, {"x"}, false}}) {
+    SCOPED_TRACE(shape_to_string(c.x) + " axis " + std::to_string(c.axis));
+    const std::vector<Tensor> want =
+        compiled(ln17_gradient(c.x, c.axis, c.wrt, DType::Float64), false)
+            .run(ln17_feeds(c.x, c.axis, DType::Float64));
+    Model fused = compiled(ln17_gradient(c.x, c.axis, c.wrt, DType::Float32), true);
+    const Graph& plan = *fused.plan()->graph_ptr();
+    EXPECT_EQ(count_ops(plan, "LayerNormGrad"), 1);
+    EXPECT_EQ(count_ops(plan, "ReduceMean"), 0);
+    EXPECT_EQ(count_ops(plan, "Reciprocal"), 0);
+    const auto grad = std::find_if(plan.nodes.begin(), plan.nodes.end(),
+                                   [](const Node& n) { return n.op_type == "LayerNormGrad"; });
+    EXPECT_EQ(grad->outputs.size(), c.xhat_out ? 2u : 1u);
+    const std::vector<Tensor> got = fused.run(ln17_feeds(c.x, c.axis, DType::Float32));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) expect_near(got[k], want[k], 1e-5);
+  }
+}
+
+TEST(LayerNormGrad, LeavesAloneWhatItDoesNotCompute) {
+  // float64: the fused kernel is float32's.
+  EXPECT_EQ(
+      count_ops(
+          *compiled(ln17_gradient({4, 8}, -1, {"x"}, DType::Float64), true).plan()->graph_ptr(),
+          "LayerNormGrad"),
+      0);
+  // The recomputed mean is also a result.
+  auto g = ln17_gradient({4, 8}, -1, {"x"}, DType::Float32);
+  auto mean = std::find_if(g->nodes.begin(), g->nodes.end(), [](const Node& n) {
+    return n.op_type == "ReduceMean" && n.inputs[0] == "x";
+  });
+  ASSERT_NE(mean, g->nodes.end());
+  g->outputs.push_back({mean->outputs[0], {}});
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "LayerNormGrad"), 0);
+}
+
 }  // namespace
 }  // namespace dprun
