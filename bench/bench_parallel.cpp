@@ -32,6 +32,13 @@ void BM_DataParallel(benchmark::State& state, const std::string& name) {
       ->UseRealTime()
 DPRUN_DP_BENCH(mlp);
 DPRUN_DP_BENCH(cnn);
+// One row of the tutorial classifier: the cost of a call beside its arithmetic, the figure
+// bench/python/bench_module.py's `call` compares Python's dp(x) with.
+BENCHMARK_CAPTURE(BM_DataParallel, classifier, "tutorial/classifier")
+    ->ArgsProduct({{1}, {1, 2}, {1}})
+    ->ArgNames({"batch", "devices", "threads"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Share of a step spent outside the replicas (scatter + replicate + gather), with replicas
 // cached (arg 1) or re-replicated on every call as PyTorch does (arg 0).

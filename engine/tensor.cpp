@@ -58,6 +58,20 @@ Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
   return t;
 }
 
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, DType dtype) {
+  DPRUN_CHECK(storage != nullptr, "from_storage: no storage given");
+  DPRUN_CHECK(is_storable(dtype), "from_storage: cannot view memory as dtype ", dtype_name(dtype));
+  Tensor t;
+  t.numel_ = shape_numel(shape);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  DPRUN_CHECK(t.nbytes() <= storage->bytes(), "from_storage: ", dtype_name(dtype),
+              shape_to_string(t.shape_), " needs ", t.nbytes(), " bytes but the storage holds ",
+              storage->bytes());
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
   if (dtype == DType::String) return empty(std::move(shape), dtype, device);  // ""s
   Tensor t = empty(std::move(shape), dtype, Device::cpu());

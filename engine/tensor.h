@@ -59,6 +59,12 @@ class Tensor {
   /// CPU tensor holding a copy of `values` (size must equal the shape's element count).
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  /// A tensor over `storage`'s memory from its start: a C-contiguous array of `shape` and
+  /// `dtype` (not String) that fits in storage->bytes(). With Storage's external-memory
+  /// constructor it reads and writes caller-owned memory without a copy (the Python module's
+  /// inputs); whoever owns that memory keeps it valid while the tensor or a view of it is used.
+  /// Throws Error when the array does not fit.
+  static Tensor from_storage(std::shared_ptr<Storage> storage, Shape shape, DType dtype);
   /// 0-d CPU tensor.
   template <class T>
   static Tensor scalar(T value) {

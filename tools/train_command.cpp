@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "engine/distributed/rank_failure.h"
 #include "engine/parallel/device_list.h"
 #include "engine/training/lr_schedule.h"
+#include "engine/training/optimizer_settings.h"
 #include "engine/training/trainer.h"
 #include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
@@ -25,6 +27,7 @@
 #include "tools/distributed_cli.h"
 #include "tools/inputs.h"
 #include "tools/parallel_options.h"
+#include "tools/process_memory.h"
 #include "tools/profile_report.h"
 #include "tools/report_files.h"
 #include "tools/train_report.h"
@@ -236,50 +239,25 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-/// The indices of the parameters an item of --no-weight-decay or --param-lr names: "1d" every
-/// parameter of rank below 2 (the biases and normalization weights of GPT recipes), "PREFIX*"
-/// those whose names start so, any other item one parameter by name. Throws UsageError naming
-/// `option` for an item that names none.
-std::vector<size_t> parameters_named(const char* option, const std::string& item,
-                                     const std::vector<std::string>& names,
-                                     const std::vector<Tensor>& parameters) {
-  std::vector<size_t> matched;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const bool match = item == "1d" ? parameters[i].rank() < 2
-                       : item.ends_with('*')
-                           ? names[i].rfind(item.substr(0, item.size() - 1), 0) == 0
-                           : names[i] == item;
-    if (match) matched.push_back(i);
+/// The library's Error for a setting the command line was given, as a UsageError.
+template <class F>
+auto usage_errors_of(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
-  if (matched.empty())
-    throw UsageError(std::string("--") + option + ": '" + item + "' names no trainable parameter");
-  return matched;
 }
 
-/// Which parameters --no-weight-decay exempts.
-std::vector<bool> decay_exemptions(const std::string& list, const std::vector<std::string>& names,
-                                   const std::vector<Tensor>& parameters) {
-  std::vector<bool> exempt(names.size(), false);
-  for (const std::string& item : split_list(list))
-    for (size_t i : parameters_named("no-weight-decay", item, names, parameters)) exempt[i] = true;
-  return exempt;
-}
-
-/// The learning rates of --param-lr's groups (items PATTERN=LR, patterns as --no-weight-decay's)
-/// by parameter, unset for the parameters no group names; empty without the option. Throws
-/// UsageError for a malformed item, a bad lr, or a parameter named by two items (PyTorch's
-/// param groups are disjoint too).
-std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::string>& list,
-                                                       const std::vector<std::string>& names,
-                                                       const std::vector<Tensor>& parameters) {
-  if (!list) return {};
-  std::vector<std::optional<double>> lrs(names.size());
-  std::vector<std::string> group_of(names.size());
-  for (const std::string& item : split_list(*list)) {
+/// --param-lr's items, PATTERN=LR. Throws UsageError for a malformed item or a bad lr.
+std::vector<std::pair<std::string, double>> param_lr_items(const std::string& list) {
+  std::vector<std::pair<std::string, double>> items;
+  for (const std::string& item : split_list(list)) {
     const size_t eq = item.rfind('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("--param-lr: '" + item + "' is not PATTERN=LR");
-    const std::string pattern = item.substr(0, eq);
     char* end = nullptr;
     const std::string lr_text = item.substr(eq + 1);
     const double lr = std::strtod(lr_text.c_str(), &end);
@@ -287,15 +265,21 @@ std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::
       throw UsageError("--param-lr must be a number, got '" + lr_text + "'");
     if (!std::isfinite(lr) || lr < 0)
       throw UsageError("--param-lr: '" + item + "' gives an lr that is not a number >= 0");
-    for (size_t i : parameters_named("param-lr", pattern, names, parameters)) {
-      if (!group_of[i].empty())
-        throw UsageError("--param-lr: '" + names[i] + "' is in two groups, '" + group_of[i] +
-                         "' and '" + pattern + "'");
-      group_of[i] = pattern;
-      lrs[i] = lr;
-    }
+    items.emplace_back(item.substr(0, eq), lr);
   }
-  return lrs;
+  return items;
+}
+
+/// The learning rates of --param-lr's groups (items PATTERN=LR, patterns as --no-weight-decay's)
+/// by parameter, unset for the parameters no group names; empty without the option. Throws
+/// UsageError for a malformed item, a bad lr, or a parameter named by two items (PyTorch's
+/// param groups are disjoint too).
+std::vector<std::optional<double>> parameter_group_lrs(const std::optional<std::string>& list,
+                                                       const Trainer& trainer) {
+  if (!list) return {};
+  const OptimizerSettings settings{.param_lr = param_lr_items(*list)};
+  return usage_errors_of(
+      [&] { return dprun::parameter_group_lrs(settings, trainer, OptionSpelling::Flag); });
 }
 
 // One of --betas' numbers.
@@ -306,44 +290,34 @@ double beta(const std::string& text) {
   return v;
 }
 
+/// --betas B1,B2. Throws UsageError unless it is two numbers.
+std::array<double, 2> betas_of(const std::string& text) {
+  const std::vector<std::string> items = split_list(text);
+  if (items.size() != 2) throw UsageError("--betas takes two numbers, B1,B2");
+  return {beta(items[0]), beta(items[1])};
+}
+
+/// The optimizer the flags ask for (--param-lr apart: parameter_group_lrs reads it).
+OptimizerSettings optimizer_settings(const TrainFlags& f) {
+  OptimizerSettings s{.kind = *f.optimizer,
+                      .lr = *f.lr,
+                      .momentum = f.momentum,
+                      .nesterov = f.nesterov,
+                      .weight_decay = f.weight_decay,
+                      .eps = f.eps};
+  if (f.betas) {
+    s.betas = betas_of(*f.betas);
+    s.betas_text = *f.betas;
+  }
+  if (f.no_weight_decay) s.no_weight_decay = split_list(*f.no_weight_decay);
+  return s;
+}
+
+/// The optimizer of the flags; a setting it refuses is a UsageError.
 std::unique_ptr<Optimizer> make_optimizer(const TrainFlags& f, const Trainer& trainer) {
-  std::vector<Tensor> parameters = trainer.parameters();
-  const std::string& kind = *f.optimizer;
-  const double lr = *f.lr;
-  std::vector<bool> exempt;
-  if (const auto& list = f.no_weight_decay)
-    exempt = decay_exemptions(*list, trainer.parameter_names(), parameters);
-  auto with_exemptions = [&](std::unique_ptr<Optimizer> optimizer, double weight_decay) {
-    if (exempt.empty()) return optimizer;
-    if (weight_decay == 0)
-      throw UsageError("--no-weight-decay exempts parameters from a weight decay of 0");
-    optimizer->exempt_from_weight_decay(exempt);
-    return optimizer;
-  };
-  if (kind == "sgd") {
-    if (f.betas || f.eps) throw UsageError("--betas and --eps are Adam options, not SGD's");
-    const SgdOptions o{.lr = lr,
-                       .momentum = f.momentum.value_or(0),
-                       .weight_decay = f.weight_decay.value_or(0),
-                       .nesterov = f.nesterov};
-    return with_exemptions(std::make_unique<Sgd>(std::move(parameters), o), o.weight_decay);
-  }
-  if (kind != "adam" && kind != "adamw")
-    throw UsageError("--optimizer must be sgd, adam or adamw, got '" + kind + "'");
-  if (f.momentum || f.nesterov)
-    throw UsageError("--momentum and --nesterov are SGD options, not " + kind + "'s");
-  AdamOptions o{.lr = lr, .eps = f.eps.value_or(1e-8)};
-  o.decoupled_weight_decay = kind == "adamw";
-  o.weight_decay = f.weight_decay.value_or(o.decoupled_weight_decay ? 0.01 : 0.0);
-  if (const auto& betas = f.betas) {
-    auto items = split_list(*betas);
-    if (items.size() != 2) throw UsageError("--betas takes two numbers, B1,B2");
-    o.beta1 = beta(items[0]);
-    o.beta2 = beta(items[1]);
-    if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
-      throw UsageError("--betas: " + *betas + " are not two numbers in [0, 1)");
-  }
-  return with_exemptions(std::make_unique<Adam>(std::move(parameters), o), o.weight_decay);
+  const OptimizerSettings settings = optimizer_settings(f);
+  usage_errors_of([&] { check_optimizer_settings(settings, trainer, OptionSpelling::Flag); });
+  return dprun::make_optimizer(settings, trainer, OptionSpelling::Flag);
 }
 
 struct Schedule {
@@ -620,6 +594,7 @@ void print_run_header(const std::string& model_path, const std::vector<Device>& 
 }
 
 int train(const TrainFlags& f, const CLI::App& app) {
+  const int64_t baseline_resident = resident_bytes();  // before anything of the run is loaded
   const std::string& model_path = f.model;
   if (!f.steps && !f.epochs) throw UsageError("give --steps N or --epochs N");
   // Before the devices are parsed: the ranks on a host share its cores.
@@ -675,8 +650,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   std::optional<Validation> validation =
       validation_of(f, data_options, *model, trainer, options.training.loss);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(f, trainer);
-  std::vector<std::optional<double>> group_lrs =
-      parameter_group_lrs(f.param_lr, trainer.parameter_names(), trainer.parameters());
+  std::vector<std::optional<double>> group_lrs = parameter_group_lrs(f.param_lr, trainer);
   LrSchedule lr_schedule = parse_lr_schedule_options(f);
   const CheckpointedRun checkpointed{
       .model = *model,
@@ -696,6 +670,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   print_run_header(model_path, devices, trainer, data, batch, schedule.steps, dist, ddp.get());
 
   TrainReport report;
+  report.baseline_resident_bytes = baseline_resident;
   report.devices = devices;
   report.parameters = trainer.parameter_names();
   ProgressShown shown_progress{.progress = Progress(schedule.steps, trainer.grad_scaler(), shown),

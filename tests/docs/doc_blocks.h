@@ -13,6 +13,8 @@
 //                            earlier block of the same file) must agree within 1e-6 relative
 //   needs-mpi                run only in a build with MPI
 //   needs-cuda-build         run only in a build with the CUDA backend
+//   needs-torch              a ```python block run only where /usr/bin/python3 has PyTorch
+//   needs-python-module      run only in a build with the Python module
 #include <string>
 #include <vector>
 

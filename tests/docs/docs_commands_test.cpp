@@ -11,8 +11,11 @@
 //   ```cpp            a complete program: built against the package that `cmake --install`
 //                     makes of this build, with the CMake lines of docs/cpp-api.md, and run
 //                     from the scratch folder.
-//   ```python         must be the text of a script under docs/examples/ (which the README shows
-//                     part of); ExportScriptWritesTheCommittedModel runs the export script.
+//   ```python         the text of a script under docs/examples/ (which the README shows part
+//                     of; ExportScriptWritesTheCommittedModel runs the export script) is checked
+//                     to be there; any other block is a program of the Python module's: run
+//                     with /usr/bin/python3 and PYTHONPATH=build/python (the module of this
+//                     build), left out with a note when the build has no module.
 // Markers above a block change this (tests/docs/doc_blocks.h). Blocks not run: the two Quick
 // start commands (CI runs them: .ci/run, tools/fresh-machine-check.sh), the PyTorch export
 // command (run by ExportScriptWritesTheCommittedModel where torch is installed), the GPU
@@ -122,13 +125,32 @@ void run_cpp_block(const std::string& file, const DocBlock& block, const fs::pat
   EXPECT_EQ(r.status, 0) << describe(file, block) << "exited " << r.status << ":\n" << r.output;
 }
 
-// A ```python block must be text of a script under docs/examples/.
-void check_python_block(const std::string& file, const DocBlock& block) {
+// Whether a ```python block is the text of a script under docs/examples/ (an excerpt shown,
+// not a program to run).
+bool is_example_excerpt(const DocBlock& block) {
   for (const auto& entry : fs::directory_iterator(source_path("docs/examples")))
     if (entry.path().extension() == ".py" &&
         read_text(entry.path()).find(block.text) != std::string::npos)
-      return;
-  ADD_FAILURE() << describe(file, block) << "is not the text of any docs/examples/*.py script";
+      return true;
+  return false;
+}
+
+// Whether /usr/bin/python3 imports `modules` with the build's Python module on its path.
+bool python_imports(const std::string& modules) {
+  return run_shell("PYTHONPATH=" + shell_quoted(fs::path(DPRUN_BINARY_DIR) / "python") +
+                   " /usr/bin/python3 -c 'import " + modules + "'")
+             .status == 0;
+}
+
+// Runs a ```python block in `root` with the build's module; fails the test with the block and
+// its output.
+void run_python_block(const std::string& file, const DocBlock& block, const fs::path& root) {
+  const fs::path script = root / (".block_" + std::to_string(block.line) + ".py");
+  write_file(script, block.text);
+  const CommandResult r =
+      run_shell("cd " + shell_quoted(root) + " && PYTHONPATH=build/python /usr/bin/python3 " +
+                shell_quoted(script));
+  EXPECT_EQ(r.status, 0) << describe(file, block) << "exited " << r.status << ":\n" << r.output;
 }
 
 // The help of the dprun command that `dprun_part` (a command line from "dprun" on) runs.
@@ -191,6 +213,14 @@ std::optional<std::string> left_out(const DocBlock& block) {
   if (block.marker == "needs-mpi" && !DPRUN_DOCS_HAVE_MPI) return "this build has no MPI";
   if (block.marker == "needs-cuda-build" && !DPRUN_DOCS_HAVE_CUDA)
     return "this build has no CUDA backend";
+  static const bool have_module = python_imports("dprun");
+  if (block.marker == "needs-python-module" && !have_module)
+    return "the dprun Python module was not built (python3-dev, pybind11-dev)";
+  if (block.language == "python" && !is_example_excerpt(block)) {
+    if (!have_module) return "the dprun Python module was not built (python3-dev, pybind11-dev)";
+    static const bool have_torch = python_imports("torch");
+    if (block.marker == "needs-torch" && !have_torch) return "/usr/bin/python3 has no torch";
+  }
   return std::nullopt;
 }
 
@@ -204,8 +234,14 @@ TEST_P(DocsCommands, EveryBlockRuns) {
   std::replace(name.begin(), name.end(), '/', '_');
   const fs::path root = make_scratch_root(name);
   for (const DocBlock& block : blocks) {
-    static const std::set<std::string> markers = {
-        "", "skip", "help-only", "losses-equal", "needs-mpi", "needs-cuda-build"};
+    static const std::set<std::string> markers = {"",
+                                                  "skip",
+                                                  "help-only",
+                                                  "losses-equal",
+                                                  "needs-mpi",
+                                                  "needs-cuda-build",
+                                                  "needs-torch",
+                                                  "needs-python-module"};
     ASSERT_TRUE(markers.count(block.marker))
         << describe(file, block) << "unknown marker " << block.marker;
     if (block.marker == "skip") {
@@ -222,8 +258,8 @@ TEST_P(DocsCommands, EveryBlockRuns) {
       if (block.marker == "losses-equal") check_losses_equal(file, block, root);
     } else if (block.language == "cpp") {
       run_cpp_block(file, block, root);
-    } else if (block.language == "python") {
-      check_python_block(file, block);
+    } else if (block.language == "python" && !is_example_excerpt(block)) {
+      run_python_block(file, block, root);
     }
   }
   if (!HasFailure()) fs::remove_all(root);

@@ -1,0 +1,202 @@
+#include "python/trainer.h"
+
+#include <pybind11/stl.h>
+
+#include "loader/checkpoint_file.h"
+#include "loader/onnx_loader.h"
+#include "python/arrays.h"
+#include "python/data_parallel.h"
+#include "python/errors.h"
+#include "python/model.h"
+#include "python/options.h"
+#include "python/training_session.h"
+
+namespace py = pybind11;
+
+namespace dprun::python {
+
+namespace {
+
+// Raises a pending KeyboardInterrupt (or another signal's exception) before a step starts.
+void stop_if_interrupted() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+class PythonTrainer {
+ public:
+  PythonTrainer(const py::object& model, const py::object& device_ids, py::dict options) {
+    std::shared_ptr<const Graph> graph;
+    std::string source;
+    if (py::isinstance<PythonModel>(model)) {
+      const auto& m = model.cast<const PythonModel&>();
+      graph = m.graph();
+      source = m.source();
+    } else {
+      source = path_of(model, "Trainer: model (a dprun.Model or a path)");
+      py::gil_scoped_release release;
+      graph = load_graph(source);
+    }
+    Keywords keywords("Trainer", std::move(options));
+    TrainSettings settings = parse_train_settings(device_ids, keywords);
+    py::gil_scoped_release release;
+    session_ = std::make_unique<TrainingSession>(std::move(graph), source, std::move(settings));
+  }
+
+  // Trainer.resume: the checkpoint's training form with its state.
+  PythonTrainer(const std::string& checkpoint_path, const py::object& device_ids, py::dict options,
+                bool) {
+    Keywords keywords("Trainer.resume", std::move(options));
+    TrainSettings settings = parse_train_settings(device_ids, keywords);
+    py::gil_scoped_release release;
+    const Checkpoint checkpoint = read_checkpoint(checkpoint_path);
+    session_ = std::make_unique<TrainingSession>(checkpoint.graph, checkpoint_path,
+                                                 std::move(settings), &checkpoint);
+  }
+
+  py::object step(const py::args& args, const py::kwargs& kwargs) {
+    auto [inputs, target] = batch_of(args, kwargs);
+    stop_if_interrupted();
+    std::optional<double> loss;
+    {
+      py::gil_scoped_release release;
+      loss = open().step(std::move(inputs), std::move(target));
+    }
+    // A Ctrl-C that came during the step is raised by the interpreter once this returns: the
+    // step is whole, and the caller's loop stops before the next.
+    return loss ? py::object(py::float_(*loss)) : py::object(py::none());
+  }
+
+  py::dict evaluate(const py::args& args, const py::kwargs& kwargs) {
+    auto [inputs, target] = batch_of(args, kwargs);
+    ValidationResult result;
+    {
+      py::gil_scoped_release release;
+      result = open().evaluate(std::move(inputs), std::move(target));
+    }
+    py::dict out;
+    out["loss"] = result.loss;
+    if (result.accuracy) out["accuracy"] = *result.accuracy;
+    return out;
+  }
+
+  void save(const py::object& path) {
+    const std::string file = path_of(path, "save: path");
+    py::gil_scoped_release release;
+    open().save(file);
+  }
+
+  void save_checkpoint(const py::object& path) {
+    const std::string file = path_of(path, "save_checkpoint: path");
+    py::gil_scoped_release release;
+    open().save_checkpoint(file);
+  }
+
+  double lr() { return open().lr(); }
+  void set_lr(const py::object& lr) {
+    const std::optional<double> value = number_of(lr);
+    if (!value)
+      raise("lr must be a number, got " +
+            std::string(py::str(py::type::handle_of(lr).attr("__name__"))));
+    open().set_lr(*value);
+  }
+
+  int64_t steps() { return open().steps_done(); }
+  int64_t pending() { return open().pending_batches(); }
+
+  // The trained parameters by name, as copies.
+  py::dict parameters() {
+    TrainingSession& s = open();
+    py::dict out;
+    const std::vector<std::string>& names = s.trainer().parameter_names();
+    const std::vector<Tensor> values = s.trainer().parameters();
+    for (size_t i = 0; i < names.size(); ++i)
+      out[py::str(names[i])] = numpy_from_tensor(values[i].to(Device::cpu(), true));
+    return out;
+  }
+
+  std::vector<std::string> input_names() { return open().model().input_names(); }
+  std::vector<std::string> device_ids() {
+    std::vector<std::string> names;
+    for (const Device& d : open().trainer().devices()) names.push_back(d.to_string());
+    return names;
+  }
+
+  void close() {
+    py::gil_scoped_release release;
+    session_.reset();
+  }
+
+ private:
+  TrainingSession& open() {
+    if (!session_) raise("the Trainer is closed");
+    return *session_;
+  }
+
+  // The batch of a step or evaluate call: inputs by position or name, `target=` apart.
+  std::pair<std::vector<Tensor>, Tensor> batch_of(const py::args& args, const py::kwargs& kwargs) {
+    TrainingSession& s = open();
+    py::dict named;
+    py::object target = py::none();
+    for (const auto& [key, value] : kwargs) {
+      if (std::string(py::str(key)) == "target")
+        target = py::reinterpret_borrow<py::object>(value);
+      else
+        named[key] = value;
+    }
+    std::vector<Tensor> inputs = feeds_of(s.model().graph().required_inputs(), args, named);
+    Tensor t;
+    if (!target.is_none()) t = tensor_from_python(target, "target", TensorType{});
+    return {std::move(inputs), std::move(t)};
+  }
+
+  std::unique_ptr<TrainingSession> session_;
+};
+
+}  // namespace
+
+void register_trainer(py::module_& m) {
+  py::class_<PythonTrainer>(
+      m, "Trainer",
+      "Trainer(model, device_ids=None, loss=..., optimizer=..., lr=..., **options): trains a "
+      "model exported for training as `dprun train` does, one batch per step() call. options: "
+      "every training option of `dprun train` that names no file or step count, with "
+      "underscores (docs/python.md).")
+      .def(py::init([](const py::object& model, const py::object& device_ids,
+                       const py::kwargs& options) {
+             return std::make_unique<PythonTrainer>(model, device_ids, py::dict(options));
+           }),
+           py::arg("model"), py::arg("device_ids") = py::none())
+      .def_static(
+          "resume",
+          [](const py::object& path, const py::object& device_ids, const py::kwargs& options) {
+            const std::string file = path_of(path, "Trainer.resume: path");
+            return std::make_unique<PythonTrainer>(file, device_ids, py::dict(options), true);
+          },
+          py::arg("path"), py::arg("device_ids") = py::none(),
+          "A Trainer from a checkpoint that save_checkpoint wrote, with the same options (a "
+          "setting that changes the arithmetic and differs is refused; lr may change).")
+      .def("step", &PythonTrainer::step,
+           "step(*inputs, target=None): one batch; returns its loss after the update (with "
+           "accumulate=N: None on the first N-1 calls, then the step's loss).")
+      .def("evaluate", &PythonTrainer::evaluate,
+           "evaluate(*inputs, target=None): {'loss': ..., 'accuracy': ...} of the inference "
+           "form on one batch (accuracy for class losses).")
+      .def("save", &PythonTrainer::save, py::arg("path"),
+           "Writes the inference form of the model, as `dprun train --save`.")
+      .def("save_checkpoint", &PythonTrainer::save_checkpoint, py::arg("path"),
+           "Writes a checkpoint to resume from (Trainer.resume), as --checkpoint-every.")
+      .def_property("lr", &PythonTrainer::lr, &PythonTrainer::set_lr,
+                    "The learning rate of the steps that follow.")
+      .def_property_readonly("steps", &PythonTrainer::steps, "Optimizer steps done.")
+      .def_property_readonly("pending", &PythonTrainer::pending,
+                             "Batches kept for the next step (accumulate).")
+      .def("parameters", &PythonTrainer::parameters,
+           "The trained parameters by name, as NumPy copies.")
+      .def_property_readonly("input_names", &PythonTrainer::input_names)
+      .def_property_readonly("device_ids", &PythonTrainer::device_ids)
+      .def("close", &PythonTrainer::close)
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PythonTrainer& self, py::args) { self.close(); });
+}
+
+}  // namespace dprun::python

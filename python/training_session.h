@@ -1,0 +1,78 @@
+#pragma once
+// The training behind dprun.Trainer: a model, its Trainer and optimizer, and one
+// dprun::TrainingRun per optimizer step over the batches the caller hands in, so that each step
+// is the one `dprun train` makes on the same batches (the same weighting of accumulated
+// batches, Dropout seeds, lr groups, finiteness checks), bit for bit. No Python here.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/training/checkpoint_state.h"
+#include "engine/training/data_checks.h"
+#include "engine/training/optimizer.h"
+#include "engine/training/trainer.h"
+#include "engine/training/validation.h"
+#include "python/options.h"
+
+namespace dprun::python {
+
+class TrainingSession {
+ public:
+  /// Compiles `graph` (the training form, read from `source`) on the first device and builds
+  /// the Trainer and optimizer `settings` describe, as `dprun train` does from its flags. With
+  /// `checkpoint` (read from `source`), restores its state as --resume does: a setting that
+  /// differs from the checkpoint's is refused with restore_training_state's message.
+  TrainingSession(std::shared_ptr<const Graph> graph, std::string source, TrainSettings settings,
+                  const Checkpoint* checkpoint = nullptr);
+  ~TrainingSession();
+
+  /// One batch: inputs in input_names() order, `target` undefined when the loss takes none.
+  /// Without accumulate, one optimizer step on it and its loss. With accumulate N, the batch is
+  /// kept (copied) until the N-th, which runs the step over all N (each weighted by its share of
+  /// the step's rows, or of its counted targets) and returns the step's loss; the calls before
+  /// return nullopt. Throws Error as `dprun train` does for bad data (a NaN, a class label
+  /// outside the model's classes, rows that differ) and for a step whose loss or parameters are
+  /// not finite ("step N: the loss is nan; training diverged (try a smaller --lr)").
+  std::optional<double> step(std::vector<Tensor> inputs, Tensor target);
+  /// The inference form's loss (and accuracy for class losses) on one batch, as --val-input
+  /// computes it.
+  ValidationResult evaluate(std::vector<Tensor> inputs, Tensor target);
+  /// The inference form of the model, written as --save writes it.
+  void save(const std::string& path);
+  /// The checkpoint of the steps done, written as --checkpoint-every writes it.
+  void save_checkpoint(const std::string& path);
+
+  double lr() const { return optimizer_->lr(); }
+  void set_lr(double lr);
+  int64_t steps_done() const { return steps_done_; }
+  int64_t pending_batches() const { return static_cast<int64_t>(pending_.size()); }
+  const Trainer& trainer() const { return *trainer_; }
+  Model& model() { return *model_; }
+  const TrainSettings& settings() const { return settings_; }
+
+ private:
+  struct PendingBatch {
+    std::vector<Tensor> inputs;
+    Tensor target;
+  };
+  void check_batch(const std::vector<Tensor>& inputs, const Tensor& target) const;
+  std::vector<RunSetting> run_settings_now() const;
+  /// The run's state as a checkpoint holds it (to write or to restore), with the settings now.
+  CheckpointedRun checkpointed_run() const;
+  double run_step(std::vector<PendingBatch> batches);
+
+  TrainSettings settings_;
+  std::string source_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<std::optional<double>> group_lrs_;
+  std::optional<ClassLabels> labels_;  // the class labels the loss accepts, if it has any
+  int64_t steps_done_ = 0;
+  int64_t batch_ = 0;  // the rows of the first batch of the first step: the run's --batch
+  std::vector<PendingBatch> pending_;
+};
+
+}  // namespace dprun::python
