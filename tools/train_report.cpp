@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/backend.h"
+#include "tools/process_memory.h"
 #include "tools/report_files.h"
 
 namespace dprun::cli {
@@ -102,6 +103,7 @@ void write_train_json(const std::string& path, const TrainReport& report) {
   out["peak_bytes"] = JsonReport::array();
   for (const Device& d : report.devices)
     out["peak_bytes"].push_back(backend_for(d).allocator(d)->stats().peak_in_use);
+  out["peak_resident_bytes"] = peak_resident_bytes() - report.baseline_resident_bytes;
   out["parameters"] = report.parameters;
   out["validation"] = JsonReport::array();
   for (const ValidationResult& v : report.validation) {

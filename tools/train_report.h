@@ -30,6 +30,8 @@ struct Throughput {
 Throughput measure_throughput(const std::vector<StepRecord>& steps, int64_t warmup_steps);
 
 struct TrainReport {
+  /// The process's resident memory before the model was loaded (tools/process_memory.h).
+  int64_t baseline_resident_bytes = 0;
   std::vector<StepRecord> steps;
   Throughput throughput;
   std::vector<Device> devices;
@@ -77,7 +79,9 @@ class Progress {
 
 /// Writes the --json file atomically: losses, lrs (each step's learning rate), step_seconds,
 /// samples_per_s (after the warm-up), samples_per_s_overall, warmup_steps, devices, peak_bytes per
-/// device, parameters and validation results, and ranks for a distributed run; in float16 training,
+/// device (the tensors' allocator), peak_resident_bytes (the process's peak resident memory over
+/// its own before the model was loaded: weights, activations, gradients, optimizer state, plans),
+/// parameters and validation results, and ranks for a distributed run; in float16 training,
 /// loss_scales (each step's) and skipped_steps (the 1-based steps whose update was skipped); with
 /// clipping, grad_norms (each step's total norm before clipping).
 void write_train_json(const std::string& path, const TrainReport& report);

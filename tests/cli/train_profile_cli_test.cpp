@@ -127,5 +127,18 @@ TEST(TrainProfileCli, WithoutTheFlagNothingIsProfiled) {
   EXPECT_EQ(run.result.output.find("slowest nodes"), std::string::npos) << run.result.output;
 }
 
+// The run's memory as the process's peak resident memory over its own before the model was
+// loaded: at least the tensors the devices' allocators held at their peak, and far from the
+// libraries already resident at the start (the CUDA libraries alone are over 200 MB).
+TEST(TrainMemoryCli, JsonReportsThePeakResidentMemoryOverTheStart) {
+  const ProfiledRun run = train("--devices cpu:0,cpu:1", "memory");
+  const int64_t resident = run.report.at("peak_resident_bytes").get<int64_t>();
+  int64_t tensors = 0;
+  for (const nlohmann::json& peak : run.report.at("peak_bytes")) tensors += peak.get<int64_t>();
+  EXPECT_GT(tensors, 0) << run.report;
+  EXPECT_GE(resident, tensors) << run.report;
+  EXPECT_LT(resident, int64_t{128} << 20) << run.report;
+}
+
 }  // namespace
 }  // namespace dprun::testing
