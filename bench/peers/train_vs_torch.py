@@ -11,7 +11,9 @@
         with the model's optimizer for WARMUP + STEPS steps on THREADS threads (torch's and the
         BLAS's: OPENBLAS_NUM_THREADS and OMP_NUM_THREADS default to THREADS) and prints one JSON
         line: samples_per_s over the STEPS steps after the warm-up, the same from the median
-        step time (median_step_samples_per_s), and every step's seconds.
+        step time (median_step_samples_per_s), every step's seconds, and the peak resident
+        memory over the process's own before the model was built (peak_resident_bytes: VmHWM
+        less VmRSS then, as `dprun train --json` reports it).
 
 Models:
     mlp       Linear(784,512)-GELU-Linear(512,256)-GELU-Linear(256,10)-LogSoftmax, nll loss,
@@ -197,8 +199,24 @@ def export(name, out_dir, batch):
     np.save(os.path.join(out_dir, name + ".target.npy"), target.numpy())
 
 
+def resident_bytes():
+    """The process's resident memory now (VmRSS)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_resident_bytes():
+    """The process's peak resident memory so far (VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise SystemExit("no VmHWM in /proc/self/status")
+
+
 def time_training(name, batch, threads, steps, warmup):
     torch.set_num_threads(threads)
+    baseline = resident_bytes()  # torch and its libraries loaded, no model yet
     model, _, _, loss_fn = build(name)
     model.train()
     x, target = data(name, batch)
@@ -222,7 +240,8 @@ def time_training(name, batch, threads, steps, warmup):
                       "threads": threads, "steps": steps, "warmup_steps": warmup,
                       "samples_per_s": batch * len(timed) / sum(timed),
                       "median_step_samples_per_s": batch / median,
-                      "step_seconds": seconds, "last_loss": loss.item()}))
+                      "step_seconds": seconds, "last_loss": loss.item(),
+                      "peak_resident_bytes": peak_resident_bytes() - baseline}))
 
 
 def main():

@@ -13,14 +13,17 @@
 #   the 1000 tokens at each of 32 positions), batch 16, cross entropy over the last dim, SGD,
 #   one thread
 #   ViT (torchvision VisionTransformer, 32x32 images, patch 4, 4 layers, hidden 256, 4 heads,
-#   MLP 512), batch 16, cross entropy, SGD, one thread and 2 devices against 2 threads;
+#   MLP 512), batch 16, cross entropy, SGD, one thread; and batch 32 on 2 devices against 2
+#   threads;
 #   exported at opset 15 (vit: LayerNorm, GELU and attention decomposed) and 17 (vit17:
 #   LayerNormalization as one op); vit_small: patch 8, 2 layers, hidden 64, MLP 128
 #   GPT decoder LM (vocab 8192, 4 layers, hidden 256, 4 heads, seq 128, causal mask, tied
 #   embedding), batch 16, cross entropy over the last dim, AdamW, one thread; opset 15 (gpt)
 #   and 17 (gpt17)
-# Two figures per run: samples/s over all timed steps (mean), and batch / the median step
-# time, which a machine shared with other work disturbs far less. Every measurement is
+# Three figures per run: samples/s over all timed steps (mean), batch / the median step time
+# (which a machine shared with other work disturbs far less), and the peak resident memory over
+# the process's own before the model is loaded (VmHWM less VmRSS then: libraries and the
+# interpreter do not count). Every measurement is
 # repeated ROUNDS times, the engines alternating; the tables give the median over the rounds
 # (every round is printed above them).
 # OpenBLAS (PyTorch's BLAS on Debian) picks its kernels by the CPU's model name; a VM that hides
@@ -69,22 +72,26 @@ dprun_rate() {
     --loss "$6" "${@:7}" "${optimizer[@]}" --batch "$2" --steps $(($4 + $5)) \
     --warmup-steps "$5" --no-shuffle --devices "$3" --threads 1 --save "$work/trained.onnx" \
     --json "$work/train.json" >/dev/null
-  # The report's samples_per_s, and the rate of the median step after the warm-up.
+  # The report's samples_per_s, the rate of the median step after the warm-up, and the peak
+  # resident memory over the process's own at the start, in MiB.
   "$python" - "$work/train.json" "$5" "$2" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 steps = sorted(report["step_seconds"][int(sys.argv[2]):])
-print(report["samples_per_s"], float(sys.argv[3]) / steps[(len(steps) + 1) // 2 - 1])
+print(report["samples_per_s"], float(sys.argv[3]) / steps[(len(steps) + 1) // 2 - 1],
+      report["peak_resident_bytes"] / 2**20)
 PY
 }
-# torch_rate MODEL BATCH THREADS STEPS WARMUP: "MEAN MEDIAN"
+# torch_rate MODEL BATCH THREADS STEPS WARMUP: "MEAN MEDIAN PEAK_MIB"
 torch_rate() {
-  "$python" "$here/train_vs_torch.py" time "$1" "$work" "$2" "$3" "$4" "$5" |
-    sed 's/.*"samples_per_s": \([0-9.e+-]*\), "median_step_samples_per_s": \([0-9.e+-]*\),.*/\1 \2/'
+  "$python" "$here/train_vs_torch.py" time "$1" "$work" "$2" "$3" "$4" "$5" | "$python" -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+print(r["samples_per_s"], r["median_step_samples_per_s"], r["peak_resident_bytes"] / 2**20)'
 }
 median() { tr ' ' '\n' | awk NF | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
-declare -A means medians
+declare -A means medians peaks
 measure() {  # KEY COMMAND...
   local key=$1
   shift
@@ -92,7 +99,9 @@ measure() {  # KEY COMMAND...
   read -r -a v <<<"$("$@")"
   means[$key]="${means[$key]:-} ${v[0]}"
   medians[$key]="${medians[$key]:-} ${v[1]}"
-  printf "  %-24s %10.1f samples/s (median step: %10.1f)\n" "$key" "${v[0]}" "${v[1]}"
+  peaks[$key]="${peaks[$key]:-} ${v[2]}"
+  printf "  %-24s %10.1f samples/s (median step: %10.1f), peak %7.1f MiB over the start\n" \
+    "$key" "${v[0]}" "${v[1]}" "${v[2]}"
 }
 
 for ((r = 1; r <= rounds; ++r)); do
@@ -119,8 +128,9 @@ for ((r = 1; r <= rounds; ++r)); do
     [ $vit = vit_small ] && steps=$((vit_steps * 10))
     measure ${vit}_dprun_1dev dprun_rate $vit 16 cpu:0 "$steps" 3 cross_entropy
     measure ${vit}_torch_1thread torch_rate $vit 16 1 "$steps" 3
-    measure ${vit}_dprun_2dev dprun_rate $vit 16 cpu:0,cpu:1 "$steps" 3 cross_entropy
-    measure ${vit}_torch_2threads torch_rate $vit 16 2 "$steps" 3
+    # Exported with a fixed batch of 16: 2 devices take 16 rows each, PyTorch the same 32.
+    measure ${vit}_dprun_2dev dprun_rate $vit 32 cpu:0,cpu:1 "$steps" 3 cross_entropy
+    measure ${vit}_torch_2threads torch_rate $vit 32 2 "$steps" 3
   done
   for gpt in gpt gpt17; do
     want $gpt || continue
@@ -149,14 +159,15 @@ table() {  # TITLE ARRAY
   row "LSTM LM b16 seq 32, 1 thread: dprun vs PyTorch" lstm_lm_dprun_1dev lstm_lm_torch_1thread
   row "ViT b16 opset 15, 1 thread: dprun vs PyTorch" vit_dprun_1dev vit_torch_1thread
   row "ViT b16 opset 17, 1 thread: dprun vs PyTorch" vit17_dprun_1dev vit17_torch_1thread
-  row "ViT b16 opset 15: dprun 2 devices vs PyTorch 2 threads" vit_dprun_2dev vit_torch_2threads
-  row "ViT b16 opset 17: dprun 2 devices vs PyTorch 2 threads" vit17_dprun_2dev \
+  row "ViT b32 opset 15: dprun 2 devices vs PyTorch 2 threads" vit_dprun_2dev vit_torch_2threads
+  row "ViT b32 opset 17: dprun 2 devices vs PyTorch 2 threads" vit17_dprun_2dev \
     vit17_torch_2threads
   row "small ViT b16, 1 thread: dprun vs PyTorch" vit_small_dprun_1dev vit_small_torch_1thread
-  row "small ViT b16: dprun 2 devices vs PyTorch 2 threads" vit_small_dprun_2dev \
+  row "small ViT b32: dprun 2 devices vs PyTorch 2 threads" vit_small_dprun_2dev \
     vit_small_torch_2threads
   row "GPT b16 seq 128 opset 15, 1 thread: dprun vs PyTorch" gpt_dprun_1dev gpt_torch_1thread
   row "GPT b16 seq 128 opset 17, 1 thread: dprun vs PyTorch" gpt17_dprun_1dev gpt17_torch_1thread
 }
 table "from the median step time" medians
 table "over all timed steps" means
+table "peak resident memory over the process's own at the start (lower is better), MiB" peaks
