@@ -20,6 +20,18 @@ T combine(T a, T b, Reduction r) {
   }
 }
 
+/// The output as a copy of `data` (input 0), or written over data's own memory where its value
+/// dies here (KernelContext::allocate_output_reusing): the scatter then writes the updated
+/// elements alone, with no copy and no second buffer (a loss gradient scattering into zeros of
+/// the scores' size).
+Tensor& output_from_data(KernelContext& ctx, const Tensor& data) {
+  if (data.dtype() != DType::String && ctx.input_reusable(0, data.shape(), data.dtype()))
+    return ctx.allocate_output_reusing(0, 0, data.shape(), data.dtype());
+  Tensor& y = ctx.allocate_output(0, data.shape(), data.dtype());
+  y.copy_from(data);
+  return y;
+}
+
 /// Applies `count` elements of `upd` onto `dst` with the reduction (plain copy for None).
 void apply(void* dst, const void* upd, int64_t count, DType dtype, Reduction red) {
   if (red == Reduction::None) {
@@ -71,8 +83,7 @@ class ScatterNDKernel : public OpKernel {
       }
       offsets[static_cast<size_t>(t)] = off;
     }
-    Tensor& y = ctx.allocate_output(0, ds, data.dtype());
-    y.copy_from(data);
+    Tensor& y = output_from_data(ctx, data);
     const size_t elem = dtype_size(data.dtype());
     char* dst = static_cast<char*>(y.raw_data());
     const char* upd = static_cast<const char*>(updates.raw_data());
@@ -99,8 +110,7 @@ class ScatterElementsKernel : public OpKernel {
     const Shape& is = indices.shape();
     const std::vector<int64_t> idx =
         read_indices(indices, ds[static_cast<size_t>(axis)], ctx, "index");
-    Tensor& y = ctx.allocate_output(0, ds, data.dtype());
-    y.copy_from(data);
+    Tensor& y = output_from_data(ctx, data);
     std::vector<int64_t> strides = contiguous_strides(ds);
     const int64_t axis_stride = strides[static_cast<size_t>(axis)];
     strides[static_cast<size_t>(axis)] = 0;
