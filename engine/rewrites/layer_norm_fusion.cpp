@@ -54,15 +54,20 @@ std::optional<std::pair<size_t, std::string>> binary_reader(const Matcher& m,
   return std::make_pair(*reader, *other);
 }
 
+// True when node `k` is a plain ai.onnx ReduceMean with an input and one output: where both
+// chains start.
+bool is_reduce_mean_of_a_value(const Graph& g, size_t k) {
+  const Node& n = g.nodes[k];
+  return n.domain.empty() && n.op_type == "ReduceMean" && !n.inputs.empty() &&
+         n.outputs.size() == 1;
+}
+
 }  // namespace
 
 std::optional<Fusion> match_decomposed_layer_norm(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
-  const Node& mean = g.nodes[i];
-  if (!mean.domain.empty() || mean.op_type != "ReduceMean" || mean.inputs.empty() ||
-      mean.outputs.size() != 1)
-    return std::nullopt;
-  const std::string& x = mean.inputs[0];
+  if (!is_reduce_mean_of_a_value(g, i)) return std::nullopt;
+  const std::string& x = g.nodes[i].inputs[0];
   std::optional<int64_t> rank;
   if (auto t = g.type_of(x)) {
     if (t->dtype != DType::Undefined && !is_floating(t->dtype)) return std::nullopt;
@@ -184,11 +189,8 @@ std::optional<GradStatistics> grad_statistics(const Matcher& m, size_t i, int64_
 
 std::optional<Fusion> match_layer_norm_grad(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
-  const Node& mean = g.nodes[i];
-  if (!mean.domain.empty() || mean.op_type != "ReduceMean" || mean.inputs.empty() ||
-      mean.outputs.size() != 1)
-    return std::nullopt;
-  const std::string& x = mean.inputs[0];
+  if (!is_reduce_mean_of_a_value(g, i)) return std::nullopt;
+  const std::string& x = g.nodes[i].inputs[0];
   auto x_type = g.type_of(x);
   if (!x_type || x_type->dtype != DType::Float32) return std::nullopt;
   std::optional<int64_t> rank;
