@@ -14,7 +14,7 @@ packages=(
   # CLI11 parses the command line: typed options, exclusions, per-command help.
   libcli11-dev
   python3-numpy
-  # The Python module (python/): pybind11 and the headers of Debian's python3; its tests run
+  # The Python module (tools/python/): pybind11 and the headers of Debian's python3; its tests run
   # with pytest.
   pybind11-dev python3-dev python3-pytest
   # onnx.load reads back the models dprun saves with external data, in the tests.

@@ -1,4 +1,4 @@
-#include "python/arrays.h"
+#include "tools/python/arrays.h"
 
 #include <pybind11/numpy.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "engine/half.h"
-#include "python/errors.h"
+#include "tools/python/errors.h"
 
 namespace py = pybind11;
 

@@ -14,7 +14,7 @@
 #include "engine/training/optimizer.h"
 #include "engine/training/trainer.h"
 #include "engine/training/validation.h"
-#include "python/options.h"
+#include "tools/python/options.h"
 
 namespace dprun::python {
 

@@ -1,4 +1,4 @@
-#include "python/data_parallel.h"
+#include "tools/python/data_parallel.h"
 
 #include <pybind11/stl.h>
 
@@ -6,10 +6,10 @@
 #include "engine/parallel/data_parallel.h"
 #include "engine/parallel/device_list.h"
 #include "loader/onnx_loader.h"
-#include "python/arrays.h"
-#include "python/errors.h"
-#include "python/model.h"
-#include "python/options.h"
+#include "tools/python/arrays.h"
+#include "tools/python/errors.h"
+#include "tools/python/model.h"
+#include "tools/python/options.h"
 
 namespace py = pybind11;
 

@@ -1,4 +1,4 @@
-#include "python/training_session.h"
+#include "tools/python/training_session.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
 #include "loader/training_run_files.h"
-#include "python/errors.h"
+#include "tools/python/errors.h"
 
 namespace dprun::python {
 

@@ -3,11 +3,11 @@
 #include <pybind11/stl.h>
 
 #include "engine/parallel/device_list.h"
-#include "python/arrays.h"
-#include "python/data_parallel.h"
-#include "python/errors.h"
-#include "python/model.h"
-#include "python/trainer.h"
+#include "tools/python/arrays.h"
+#include "tools/python/data_parallel.h"
+#include "tools/python/errors.h"
+#include "tools/python/model.h"
+#include "tools/python/trainer.h"
 
 namespace py = pybind11;
 

@@ -1,15 +1,15 @@
-#include "python/trainer.h"
+#include "tools/python/trainer.h"
 
 #include <pybind11/stl.h>
 
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
-#include "python/arrays.h"
-#include "python/data_parallel.h"
-#include "python/errors.h"
-#include "python/model.h"
-#include "python/options.h"
-#include "python/training_session.h"
+#include "tools/python/arrays.h"
+#include "tools/python/data_parallel.h"
+#include "tools/python/errors.h"
+#include "tools/python/model.h"
+#include "tools/python/options.h"
+#include "tools/python/training_session.h"
 
 namespace py = pybind11;
 

@@ -1,11 +1,11 @@
-#include "python/options.h"
+#include "tools/python/options.h"
 
 #include <cmath>
 
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/scatter.h"
-#include "python/errors.h"
+#include "tools/python/errors.h"
 
 namespace py = pybind11;
 

@@ -1,11 +1,11 @@
-#include "python/model.h"
+#include "tools/python/model.h"
 
 #include <pybind11/stl.h>
 
 #include <sstream>
 
 #include "loader/onnx_loader.h"
-#include "python/errors.h"
+#include "tools/python/errors.h"
 
 namespace py = pybind11;
 

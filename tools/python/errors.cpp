@@ -1,4 +1,4 @@
-#include "python/errors.h"
+#include "tools/python/errors.h"
 
 #include <exception>
 #include <new>
