@@ -7,9 +7,6 @@
 #include <cstring>
 #include <set>
 
-#include "engine/distributed/host_cores.h"
-#include "engine/distributed/mpi_process_group.h"
-#include "engine/distributed/nccl_process_group.h"
 #include "engine/distributed/rank_failure.h"
 #include "tools/report_files.h"
 
@@ -148,27 +145,19 @@ void check_ranks_agree_to_start(const DistributedRun& run, const Model& model,
 std::optional<DistributedRun> start_distributed(const DistributedFlags& flags,
                                                 const CLI::App* app) {
   if (!flags.distributed) return std::nullopt;
+  const DistributedJobSettings settings{.timeout_seconds = flags.timeout,
+                                        .bucket_mb = flags.bucket_mb,
+                                        .deterministic = flags.deterministic,
+                                        .gradient_compression = flags.gradient_compression};
+  if (settings.gradient_compression) try {
+      gradient_compression_of(*settings.gradient_compression, OptionSpelling::Flag);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   DistributedRun run;
-  ProcessGroupOptions& group_options = run.group_options;
-  if (flags.timeout) group_options.timeout_seconds = *flags.timeout;
-  if (flags.bucket_mb)
-    run.options.bucket_bytes = static_cast<size_t>(std::ceil(*flags.bucket_mb * 1024 * 1024));
-  run.options.deterministic = flags.deterministic;
-  if (const auto& compression = flags.gradient_compression) {
-    if (*compression == "bf16" || *compression == "bfloat16")
-      run.options.gradient_compression = DType::BFloat16;
-    else if (*compression == "fp16" || *compression == "float16")
-      run.options.gradient_compression = DType::Float16;
-    else if (*compression != "none")
-      throw UsageError("--gradient-compression must be bf16, fp16 or none, got '" + *compression +
-                       "'");
-  }
-  run.group = mpi_world_process_group(group_options);
+  static_cast<DistributedJob&>(run) = join_distributed_job(settings, OptionSpelling::Flag);
   active_group() = run.group;
-  run.group->set_stage("at start-up");
   if (app) run.option_facts = option_facts(*app);
-  run.local = local_ranks(*run.group);
-  run.cores = share_host_cores(*run.group, run.local);
   if (!run.is_root() && std::freopen("/dev/null", "w", stdout) == nullptr)
     fail("rank ", run.rank(), ": cannot silence stdout");
   return run;
@@ -177,23 +166,18 @@ std::optional<DistributedRun> start_distributed(const DistributedFlags& flags,
 std::vector<Device> rank_devices(const DistributedRun& run,
                                  const std::optional<std::string>& devices_flag,
                                  std::vector<Device> devices) {
-  const bool all = devices_flag.value_or("all") == "all";
-  if (!all || devices.empty() || devices.front().type != DeviceType::CUDA) return devices;
-  return local_share(devices, run.local);
+  return job_devices(run, devices_flag.value_or("all") == "all", std::move(devices));
 }
 
 void choose_gradient_backend(DistributedRun& run, const std::optional<std::string>& backend,
                              Device device) {
-  const bool gpu = device.type == DeviceType::CUDA;
-  const std::string name = backend.value_or(gpu && nccl_supported() ? "nccl" : "mpi");
-  if (name == "mpi") return;
-  if (name != "nccl") throw UsageError("--dist-backend must be mpi or nccl, got '" + name + "'");
-  if (!gpu)
-    throw UsageError(
-        "--dist-backend nccl sums gradients in GPU memory: the first device must "
-        "be a GPU (cuda:N), not " +
-        device.to_string());
-  run.group = nccl_process_group(run.group, device, run.group_options);
+  std::string name;
+  try {
+    name = gradient_backend(backend, device, OptionSpelling::Flag);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  use_gradient_backend(run, name, device);
 }
 
 int report_error(const std::exception& error, int exit_code) {

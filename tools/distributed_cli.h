@@ -16,6 +16,7 @@
 #include "engine/distributed/process_group.h"
 #include "engine/distributed/rank_agreement.h"
 #include "engine/training/distributed_data_parallel.h"
+#include "engine/training/distributed_job.h"
 #include "tools/command_line.h"
 #include "tools/report_files.h"
 
@@ -32,46 +33,33 @@ struct DistributedFlags {
 /// --gradient-compression and --dist-backend. Each but --distributed needs --distributed.
 void add_distributed_options(CLI::App& app, DistributedFlags& flags, bool training);
 
-struct DistributedRun {
-  std::shared_ptr<ProcessGroup> group;
-  ProcessGroupOptions group_options;
-  DistributedOptions options;
-  LocalRanks local;        // this rank among the ranks of its host
-  std::vector<int> cores;  // this rank's share of the host's cores
+/// The job (engine/training/distributed_job.h) and what the command line adds to it.
+struct DistributedRun : DistributedJob {
   /// The command's options every rank must be given alike (option_facts), when
   /// start_distributed was given the command's app; checked with the model before the first
   /// step (check_ranks_agree_to_start).
   std::vector<RankFact> option_facts;
-  int rank() const { return group->rank(); }
-  int size() const { return group->size(); }
-  bool is_root() const { return group->rank() == 0; }
 };
 
-/// Without --distributed: nullopt. With it: joins the MPI job, shares the host's cores among
-/// its ranks (share_host_cores), silences stdout on every rank but 0, and records the group for
+/// Without --distributed: nullopt. With it: joins the MPI job (join_distributed_job: the host's
+/// cores shared among its ranks), silences stdout on every rank but 0, and records the group for
 /// report_error(); with `app` (the command's, parsed), records option_facts(*app).
-/// Call it before any CPU device is used. Throws Error "this build of dprun has no MPI support"
-/// when built without MPI. Joining is bounded by --timeout: a rank whose job does not start in
-/// time (another rank stopped or stuck before joining) ends with "dprun: error: rank R: the job
-/// did not start within T s: ...", and one that does not reach the first exchange is named by
-/// the others ("rank 1 did not join the all-gather at start-up within T s").
+/// Call it before any CPU device is used. Throws UsageError for a bad --gradient-compression,
+/// Error "this build of dprun has no MPI support" when built without MPI. Joining is bounded by
+/// --timeout: a rank whose job does not start in time (another rank stopped or stuck before
+/// joining) ends with "dprun: error: rank R: the job did not start within T s: ...", and one
+/// that does not reach the first exchange is named by the others ("rank 1 did not join the
+/// all-gather at start-up within T s").
 std::optional<DistributedRun> start_distributed(const DistributedFlags& flags,
                                                 const CLI::App* app = nullptr);
 
-/// The devices this rank runs on: with `devices_flag` (--devices) all or not given and GPUs, its
-/// share of the host's GPUs (local_share: local rank l of L takes a block of its own, as each
-/// process of a PyTorch job takes cuda:local_rank); anything else as given, CPU devices dividing
-/// the rank's share of the cores. Throws Error when the host has fewer GPUs than ranks.
+/// job_devices for --devices `devices_flag` (all when not given).
 std::vector<Device> rank_devices(const DistributedRun& run,
                                  const std::optional<std::string>& devices_flag,
                                  std::vector<Device> devices);
 
-/// Collective, for training: the group the gradients are summed over, by `backend`
-/// (--dist-backend).
-/// `nccl` (the default when `device`, the rank's device_ids[0], is a GPU and the build has
-/// CUDA) replaces run.group with an NCCL group on `device` made from the MPI one; `mpi` (the
-/// default otherwise) keeps the MPI group. Throws UsageError for another name or for nccl with
-/// a device that is not a GPU.
+/// Collective: use_gradient_backend with --dist-backend's group (gradient_backend, its errors as
+/// UsageError).
 void choose_gradient_backend(DistributedRun& run, const std::optional<std::string>& backend,
                              Device device);
 

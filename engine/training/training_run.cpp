@@ -44,7 +44,14 @@ TrainingRun::Step TrainingRun::batches_of(int64_t step) const {
   Step s;
   for (int64_t j = 0; j < options_.accumulate; ++j) {
     const int64_t m = step * options_.accumulate + j, epoch = m / per_epoch, k = m % per_epoch;
-    s.batches.push_back(ddp_ ? data_.batch(epoch, k, rank, ranks) : data_.batch(epoch, k));
+    const bool shard = ddp_ && !options_.rank_local_data;
+    s.batches.push_back(shard ? data_.batch(epoch, k, rank, ranks) : data_.batch(epoch, k));
+    if (ddp_ && options_.rank_local_data) {
+      int64_t global_rows = 0;
+      for (int64_t rows : all_gather_values(ddp_->group(), s.batches.back().rows))
+        global_rows += rows;
+      s.batches.back().global_rows = global_rows;
+    }
     s.rows += s.batches.back().global_rows;
     s.seeds.push_back(derive_seed(rank_seed, static_cast<uint64_t>(m)));
     if (k + 1 == per_epoch) s.epoch_end = epoch;

@@ -82,6 +82,11 @@ struct TrainingRunOptions {
   /// parameter group's (`group_lrs`, by parameter; empty when there are none).
   LrSchedule lr_schedule;
   std::vector<std::optional<double>> group_lrs;
+  /// With `ddp`: `data` holds this rank's own batches (each rank passes its own, as under
+  /// PyTorch's DistributedSampler) rather than the global batches whose shard the rank takes.
+  /// The global batch k is then every rank's batch k, its rows summed over the ranks (one
+  /// exchange of a count per batch).
+  bool rank_local_data = false;
   /// Save the model and a checkpoint every this many steps (0: the model at the end only).
   int64_t checkpoint_every = 0;
   /// After each step (steps done so far, the step).

@@ -37,15 +37,16 @@ def cli_path():
     return str(pathlib.Path(dprun.__file__).resolve().parent.parent / "dprun")
 
 
-def run_cli(*args, cwd=None):
-    """Runs `dprun ARGS...`; fails the test with its stderr when it fails."""
-    done = subprocess.run([cli_path(), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or REPO)
+def run_cli(*args, cwd=None, launcher=()):
+    """Runs `dprun ARGS...` (after `launcher`, such as mpirun and its flags); fails the test
+    with its stderr when it fails."""
+    done = subprocess.run([*launcher, cli_path(), *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd or REPO)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-def train_cli(tmp_path, model, inputs, target, options, steps, batch, name="cli"):
+def train_cli(tmp_path, model, inputs, target, options, steps, batch, name="cli", launcher=()):
     """`dprun train` over the rows of `inputs` (a dict of arrays) and `target`, in order
     (--no-shuffle), `steps` steps of `batch` rows; returns (losses, initializers of --save)."""
     args = ["train", model]
@@ -60,7 +61,7 @@ def train_cli(tmp_path, model, inputs, target, options, steps, batch, name="cli"
     report = tmp_path / f"{name}.json"
     args += ["--batch", batch, "--steps", steps, "--no-shuffle", "--save", saved,
              "--json", report, *options]
-    run_cli(*args)
+    run_cli(*args, launcher=launcher)
     return json.loads(report.read_text())["losses"], initializers(saved)
 
 

@@ -379,9 +379,7 @@ NOT_KEYWORDS = {
     "lr-warmup": "a schedule over a step count: set trainer.lr",
     "lr-warmup-start": "a schedule over a step count: set trainer.lr",
     "devices": "device_ids", "output-device": "training gathers on device_ids[0]",
-    "help": "", "distributed": "not in the Python module yet", "dist-backend": "distributed",
-    "gradient-compression": "distributed", "deterministic": "distributed",
-    "bucket-mb": "distributed", "timeout": "distributed",
+    "help": "",
 }
 
 

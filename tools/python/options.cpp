@@ -39,6 +39,37 @@ std::optional<DType> take_precision(Keywords& keywords) {
   return dtype_from_name(*precision);
 }
 
+// A number > 0, as the command line's NumberRule::Positive.
+std::optional<double> take_positive(Keywords& keywords, const std::string& name) {
+  std::optional<double> value = keywords.take_number(name);
+  if (value && !(*value > 0)) raise(name + ": " + detail::concat(*value) + " is not > 0");
+  return value;
+}
+
+// distributed and the options that need it (timeout, bucket_mb, deterministic,
+// gradient_compression, dist_backend). With distributed=True joins the MPI job: call it before
+// the devices are read.
+std::shared_ptr<DistributedJob> take_distributed_options(Keywords& keywords,
+                                                         std::optional<std::string>& backend) {
+  const bool distributed = keywords.take_bool("distributed").value_or(false);
+  DistributedJobSettings settings{
+      .timeout_seconds = take_positive(keywords, "timeout"),
+      .bucket_mb = take_positive(keywords, "bucket_mb"),
+      .deterministic = keywords.take_bool("deterministic").value_or(false),
+      .gradient_compression = keywords.take_text("gradient_compression")};
+  backend = keywords.take_text("dist_backend");
+  const std::vector<std::pair<const char*, bool>> given = {
+      {"timeout", settings.timeout_seconds.has_value()},
+      {"bucket_mb", settings.bucket_mb.has_value()},
+      {"deterministic", settings.deterministic},
+      {"gradient_compression", settings.gradient_compression.has_value()},
+      {"dist_backend", backend.has_value()}};
+  for (const auto& [name, is_given] : given)
+    if (is_given && !distributed) raise(std::string(name) + " needs distributed=True");
+  if (!distributed) return nullptr;
+  return std::make_shared<DistributedJob>(join_distributed_job(settings, OptionSpelling::Keyword));
+}
+
 }  // namespace
 
 std::optional<double> number_of(const py::handle& value) {
@@ -258,7 +289,13 @@ std::vector<std::string> train_keywords() {
                                     "output",
                                     "freeze",
                                     "seed",
-                                    "dim"};
+                                    "dim",
+                                    "distributed",
+                                    "timeout",
+                                    "bucket_mb",
+                                    "deterministic",
+                                    "gradient_compression",
+                                    "dist_backend"};
   for (const std::string& name : parallel_keywords(false)) names.push_back(name);
   return names;
 }
@@ -382,9 +419,19 @@ void take_precision_options(Keywords& k, TrainSettings& s) {
 
 TrainSettings parse_train_settings(const py::handle& device_ids, Keywords& k) {
   TrainSettings s;
-  s.trainer.parallel.device_ids = parse_device_ids(device_ids);
-  if (s.trainer.parallel.device_ids.empty())
-    raise("device_ids: training needs at least one device");
+  std::optional<std::string> backend;
+  s.job = take_distributed_options(k, backend);
+  std::vector<Device>& devices = s.trainer.parallel.device_ids;
+  devices = parse_device_ids(device_ids);
+  if (devices.empty()) raise("device_ids: training needs at least one device");
+  if (s.job) {
+    const bool all = device_ids.is_none() || (py::isinstance<py::str>(device_ids) &&
+                                              device_ids.cast<std::string>() == "all");
+    devices = job_devices(*s.job, all, std::move(devices));
+    use_gradient_backend(*s.job,
+                         gradient_backend(backend, devices.front(), OptionSpelling::Keyword),
+                         devices.front());
+  }
   take_loss_options(k, s.trainer.training);
   take_optimizer_options(k, s.optimizer);
   take_precision_options(k, s);

@@ -5,12 +5,14 @@
 #include <pybind11/pybind11.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/training/distributed_job.h"
 #include "engine/training/optimizer_settings.h"
 #include "engine/training/trainer.h"
 
@@ -66,6 +68,10 @@ struct TrainSettings {
   OptimizerSettings optimizer;
   int64_t accumulate = 1;
   uint64_t seed = 0;
+  /// With distributed=True: this process's rank of the MPI job (joined before the devices are
+  /// read, so that the ranks of a host share its cores) and the group the gradients are summed
+  /// over (dist_backend); null otherwise.
+  std::shared_ptr<DistributedJob> job;
 };
 
 /// Reads dprun.Trainer's keywords (and those of Trainer.resume) into settings, checked as

@@ -54,12 +54,23 @@ class PythonTrainer {
   }
 
   py::object step(const py::args& args, const py::kwargs& kwargs) {
-    auto [inputs, target] = batch_of(args, kwargs);
+    std::pair<std::vector<Tensor>, Tensor> batch;
+    std::exception_ptr input_error;  // of several ranks: every rank learns of it in step()
+    const bool ranks = open().world_size() > 1;
+    try {
+      batch = batch_of(args, kwargs);
+    } catch (const Error&) {
+      if (!ranks) throw;
+      input_error = std::current_exception();
+    } catch (const py::error_already_set& e) {
+      if (!ranks) throw;
+      input_error = std::make_exception_ptr(Error(one_line(e)));
+    }
     stop_if_interrupted();
     std::optional<double> loss;
     {
       py::gil_scoped_release release;
-      loss = open().step(std::move(inputs), std::move(target));
+      loss = open().step(std::move(batch.first), std::move(batch.second), input_error);
     }
     // A Ctrl-C that came during the step is raised by the interpreter once this returns: the
     // step is whole, and the caller's loop stops before the next.
@@ -101,6 +112,8 @@ class PythonTrainer {
   }
 
   int64_t steps() { return open().steps_done(); }
+  int rank() { return open().rank(); }
+  int world_size() { return open().world_size(); }
   int64_t pending() { return open().pending_batches(); }
 
   // The trained parameters by name, as copies.
@@ -182,12 +195,18 @@ void register_trainer(py::module_& m) {
            "evaluate(*inputs, target=None): {'loss': ..., 'accuracy': ...} of the inference "
            "form on one batch (accuracy for class losses).")
       .def("save", &PythonTrainer::save, py::arg("path"),
-           "Writes the inference form of the model, as `dprun train --save`.")
+           "Writes the inference form of the model, as `dprun train --save` (distributed: rank 0 "
+           "writes, the other ranks do nothing).")
       .def("save_checkpoint", &PythonTrainer::save_checkpoint, py::arg("path"),
-           "Writes a checkpoint to resume from (Trainer.resume), as --checkpoint-every.")
+           "Writes a checkpoint to resume from (Trainer.resume), as --checkpoint-every "
+           "(distributed: rank 0 writes).")
       .def_property("lr", &PythonTrainer::lr, &PythonTrainer::set_lr,
                     "The learning rate of the steps that follow.")
       .def_property_readonly("steps", &PythonTrainer::steps, "Optimizer steps done.")
+      .def_property_readonly("rank", &PythonTrainer::rank,
+                             "This process's rank with distributed=True (mpirun); 0 without.")
+      .def_property_readonly("world_size", &PythonTrainer::world_size,
+                             "The job's ranks with distributed=True; 1 without.")
       .def_property_readonly("pending", &PythonTrainer::pending,
                              "Batches kept for the next step (accumulate).")
       .def("parameters", &PythonTrainer::parameters,

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <utility>
 
+#include "engine/distributed/rank_agreement.h"
+#include "engine/distributed/rank_failure.h"
 #include "engine/executor.h"
 #include "engine/training/training_data.h"
 #include "engine/training/training_run.h"
@@ -59,13 +62,39 @@ int64_t saved_batch(const Checkpoint& checkpoint) {
 TrainingSession::TrainingSession(std::shared_ptr<const Graph> graph, std::string source,
                                  TrainSettings settings, const Checkpoint* checkpoint)
     : settings_(std::move(settings)), source_(std::move(source)) {
+  DistributedJob* job = settings_.job.get();
+  std::exception_ptr setup_error;  // distributed: agreed on by every rank before it is raised
+  try {
+    set_up(std::move(graph), checkpoint);
+  } catch (const Error&) {
+    if (!job) throw;
+    setup_error = std::current_exception();
+  }
+  if (!job) return;
+  throw_if_any_rank_failed(*job->group, setup_error);
+  std::vector<RankFact> facts = model_facts(*model_);
+  for (const RunSetting& setting : run_settings_now())
+    facts.push_back({spell_option(setting.option, OptionSpelling::Keyword), "", setting.value});
+  job->group->set_stage("at start-up");
+  check_ranks_agree(*job->group, facts);
+  job->group->set_stage("");
+}
+
+void TrainingSession::set_up(std::shared_ptr<const Graph> graph, const Checkpoint* checkpoint) {
   const Device first = settings_.trainer.parallel.device_ids.front();
   try {
     model_ = std::make_shared<Model>(std::move(graph), first, settings_.compile);
   } catch (const Error& e) {
     raise(source_ + ": " + e.what());
   }
-  trainer_ = std::make_unique<Trainer>(model_, settings_.trainer);
+  if (const DistributedJob* job = settings_.job.get()) {
+    ddp_ = std::make_unique<DistributedDataParallel>(model_, settings_.trainer, job->group,
+                                                     job->options);
+    trainer_ = &ddp_->trainer();
+  } else {
+    single_ = std::make_unique<Trainer>(model_, settings_.trainer);
+    trainer_ = single_.get();
+  }
   optimizer_ = make_optimizer(settings_.optimizer, *trainer_, OptionSpelling::Keyword);
   group_lrs_ = parameter_group_lrs(settings_.optimizer, *trainer_, OptionSpelling::Keyword);
   labels_ = class_labels(*model_, settings_.trainer.training.loss);
@@ -114,8 +143,20 @@ void TrainingSession::check_batch(const std::vector<Tensor>& inputs, const Tenso
   }
 }
 
-std::optional<double> TrainingSession::step(std::vector<Tensor> inputs, Tensor target) {
-  check_batch(inputs, target);
+std::optional<double> TrainingSession::step(std::vector<Tensor> inputs, Tensor target,
+                                            std::exception_ptr input_error) {
+  if (const DistributedJob* job = settings_.job.get()) {
+    if (!input_error) try {
+        check_batch(inputs, target);
+      } catch (const Error&) {
+        input_error = std::current_exception();
+      }
+    job->group->set_stage(detail::concat("before step ", steps_done_ + 1));
+    throw_if_any_rank_failed(*job->group, input_error);
+  } else {
+    if (input_error) std::rethrow_exception(input_error);
+    check_batch(inputs, target);
+  }
   const int64_t n = settings_.accumulate;
   if (static_cast<int64_t>(pending_.size()) + 1 < n) {
     PendingBatch kept;  // copied: the caller may reuse its arrays before the step runs
@@ -175,7 +216,9 @@ double TrainingSession::run_step(std::vector<PendingBatch> batches) {
                   TrainingRunOptions{.steps = steps_done_ + 1,
                                      .accumulate = static_cast<int64_t>(batches.size()),
                                      .seed = settings_.seed,
-                                     .group_lrs = group_lrs_});
+                                     .group_lrs = group_lrs_,
+                                     .rank_local_data = true},
+                  ddp_.get());
   const std::vector<StepRecord> records = run.run(steps_done_);
   ++steps_done_;
   return records.back().loss;
@@ -193,10 +236,12 @@ ValidationResult TrainingSession::evaluate(std::vector<Tensor> inputs, Tensor ta
 }
 
 void TrainingSession::save(const std::string& path) {
+  if (rank() != 0) return;
   TrainingRunFiles(path).save_model(*model_, steps_done_);
 }
 
 void TrainingSession::save_checkpoint(const std::string& path) {
+  if (rank() != 0) return;
   const CheckpointedRun state = checkpointed_run();
   remove_stale_temporaries(path);
   dprun::save_checkpoint(path, state, steps_done_);
