@@ -1,5 +1,6 @@
 #include "engine/training/training_data.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -111,11 +112,24 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
     buffers = &pinned_[next_set_];
     next_set_ = (next_set_ + 1) % pinned_.size();
   }
+  // Rows in file order, one run of them (no shuffling, one rank), need no gathering: the batch
+  // is the data's own rows, a view where they are contiguous in memory (Tensor::narrow).
+  const bool one_run =
+      !buffers && std::adjacent_find(rows.begin(), rows.end(),
+                                     [](int64_t a, int64_t b) { return b != a + 1; }) == rows.end();
+  const int64_t first = rows.front(), count = b.rows;
   for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (one_run) {
+      b.inputs.push_back(
+          inputs_[i].narrow(resolve_dim(inputs_[i], options_.dim, "an input"), first, count));
+      continue;
+    }
     b.inputs.push_back(destination(buffers, i, inputs_[i], options_.dim, rows.size()));
     copy_rows(inputs_[i], options_.dim, rows, b.inputs.back());
   }
-  if (target_.defined()) {
+  if (target_.defined() && one_run) {
+    b.target = target_.narrow(0, first, count);
+  } else if (target_.defined()) {
     b.target = destination(buffers, inputs_.size(), target_, 0, rows.size());
     copy_rows(target_, 0, rows, b.target);
   }

@@ -72,7 +72,9 @@ class TrainingData {
   /// distributed run's batch, rank `rank` of `world_size` takes the positions
   /// shard_positions(batch rows, rank, world_size) (engine/training/distributed_data_parallel.h): the
   /// batch's rows rank, rank + world_size, ..., in that order. With `pin_for`, the batch's
-  /// tensors are buffers that the call `batches_in_use` calls later writes again. Throws Error
+  /// tensors are buffers that the call `batches_in_use` calls later writes again. Without it, a
+  /// batch of consecutive rows (no shuffling, one rank) is the data's own rows (Tensor::narrow: a
+  /// view where they are contiguous in memory), any other batch new memory. Throws Error
   /// when batch k is past the end of the data, or a tensor holds strings.
   Batch batch(int64_t epoch, int64_t k, int rank = 0, int world_size = 1);
 

@@ -48,8 +48,16 @@ TEST_F(TrainDataFiles, BatchesFollowTheFileAndTheLastIsPartial) {
   Batch last = data.batch(0, 2);
   EXPECT_EQ(last.inputs[0].shape(), (Shape{1, 2}));
   EXPECT_EQ(values_of(last.target), (std::vector<float>{40}));
-  // Without an accelerator every batch is new memory.
-  EXPECT_FALSE(data.batch(0, 0).inputs[0].shares_storage_with(data.batch(0, 1).inputs[0]));
+  // Rows in file order are the data's own: no batch is gathered, each is a view of the data.
+  EXPECT_TRUE(data.batch(0, 0).inputs[0].shares_storage_with(data.batch(0, 1).inputs[0]));
+  EXPECT_TRUE(data.batch(0, 0).target.shares_storage_with(data.batch(0, 2).target));
+  // Shuffled rows that are not one run are gathered into new memory (the permutation of seed 0
+  // starts with rows 2 and 0).
+  options_.shuffle = true;
+  TrainingData shuffled = read_training_data(options_);
+  const Batch mixed = shuffled.batch(0, 0);
+  EXPECT_EQ(values_of(mixed.target), (std::vector<float>{20, 0}));
+  EXPECT_FALSE(mixed.inputs[0].shares_storage_with(shuffled.batch(0, 1).inputs[0]));
 }
 
 TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays) {
