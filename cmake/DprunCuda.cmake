@@ -25,9 +25,12 @@ if(NOT _dprun_cuda STREQUAL "OFF")
       set(ENV{CUDACXX} /usr/local/cuda/bin/nvcc)
     endif()
   endif()
-  # Only sm_90 (H100, H200) by default: every extra architecture multiplies nvcc's time.
+  # The GPUs people train on: machine code for sm_80 (A100; it runs on sm_86 and sm_89 too:
+  # RTX 30 and 40, A10, L4) and sm_90 (H100, H200), and sm_90's PTX, which the driver compiles
+  # for later GPUs. Each architecture adds nvcc's time for the plugin; -DCMAKE_CUDA_ARCHITECTURES
+  # overrides (`native` for the GPU of the building machine).
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
   endif()
   include(CheckLanguage)
   check_language(CUDA)

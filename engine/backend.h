@@ -100,13 +100,17 @@ class Backend {
                                     const std::vector<Tensor>& outputs);
 };
 
-/// The backend of a device type; throws Error when this build has none for it ("this build
-/// of dprun has no CUDA support").
+/// The backend of a device type, opening the CUDA plugin (engine/cuda_plugin.h) the first time
+/// CUDA's is asked for. Throws Error when this build has none for it ("this build of dprun has
+/// no CUDA support") or the plugin cannot be loaded ("the CUDA backend DIR/libdprun_cuda.so
+/// cannot be loaded: libcudnn.so.9: cannot open shared object file: ...").
 Backend& backend_for(DeviceType type);
-/// The backend of `device`'s type; throws Error naming the device when this build has none
+/// The backend of `device`'s type; throws Error as backend_for(type) does, naming the device
 /// ("device cuda:0: this build of dprun has no CUDA support").
 Backend& backend_for(Device device);
-/// True when the backend of `type` is compiled in and has at least one device.
+/// True when the backend of `type` is in this build and has at least one device. For CUDA the
+/// plugin is opened only when the driver reports a GPU (driver_gpu_count), so that asking on a
+/// machine without one maps no CUDA library.
 bool backend_available(DeviceType type);
 /// Installs a backend (called by each backend's registrar at static-init time).
 void register_backend(DeviceType type, Backend* backend);

@@ -35,7 +35,8 @@
 
 namespace dprun {
 
-/// True when this build of dprun can make NCCL process groups (it has the CUDA backend).
+/// True when this build of dprun can make NCCL process groups: its CUDA plugin
+/// (engine/cuda_plugin.h) loads, opened here if it was not yet.
 bool nccl_supported();
 
 /// Collective over `bootstrap`'s ranks: every rank calls it with its own GPU (one GPU per rank
@@ -47,5 +48,12 @@ bool nccl_supported();
 /// message).
 std::shared_ptr<ProcessGroup> nccl_process_group(std::shared_ptr<ProcessGroup> bootstrap,
                                                  Device device, ProcessGroupOptions options = {});
+
+/// What makes NCCL groups, nccl_process_group's signature.
+using NcclGroupMaker = std::shared_ptr<ProcessGroup> (*)(std::shared_ptr<ProcessGroup>, Device,
+                                                         ProcessGroupOptions);
+/// Called by the CUDA plugin as it loads (at static initialisation): the maker
+/// nccl_process_group calls. Returns true to initialise a static.
+bool supply_nccl_process_groups(NcclGroupMaker make);
 
 }  // namespace dprun

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "engine/backend.h"
+#include "engine/cuda_plugin.h"
+#include "engine/distributed/nccl_process_group.h"
 #include "engine/kernel.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
@@ -36,13 +38,22 @@ TEST(CudaKernelDefs, EveryBuildDefinesEveryCudaKernel) {
 }
 
 TEST(CudaKernelDefs, EveryDefinitionNamesASuppliedComputeAndEveryComputeIsNamed) {
+  // The computes are the CUDA plugin's (engine/cuda_plugin.h): open it, if this process has
+  // not yet (tests/cli/cuda_plugin_cli_test.cpp checks that a CPU run does not).
+  const CudaPluginLoad& plugin = load_cuda_plugin();
   const std::vector<std::string> used = cuda_compute_names_used();
   std::vector<std::string> supplied = cuda_compute_names();
   std::erase_if(supplied, [](const std::string& n) { return n.starts_with("dprun.test."); });
 #if DPRUN_WITH_CUDA
+  // This machine has the CUDA libraries (CI's too): the plugin opens without a GPU.
+  ASSERT_TRUE(plugin.loaded) << plugin.error;
   EXPECT_EQ(supplied, used);
+  EXPECT_TRUE(nccl_supported());
 #else
+  EXPECT_FALSE(plugin.loaded);
+  EXPECT_EQ(plugin.error, "this build of dprun has no CUDA support");
   EXPECT_TRUE(supplied.empty()) << supplied.front();
+  EXPECT_FALSE(nccl_supported());
 #endif
 }
 

@@ -285,15 +285,13 @@ void NcclWork::wait() {
   }
 }
 
-}  // namespace
-
-bool nccl_supported() {
-  return true;
-}
-
-std::shared_ptr<ProcessGroup> nccl_process_group(std::shared_ptr<ProcessGroup> bootstrap,
-                                                 Device device, ProcessGroupOptions options) {
+std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<ProcessGroup> bootstrap,
+                                              Device device, ProcessGroupOptions options) {
   return std::make_shared<NcclGroup>(std::move(bootstrap), device, options);
 }
+
+[[maybe_unused]] const bool supplied = supply_nccl_process_groups(&make_nccl_group);
+
+}  // namespace
 
 }  // namespace dprun
