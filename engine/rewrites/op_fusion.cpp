@@ -15,6 +15,7 @@
 #include "engine/rewrites/max_pool_grad_fusion.h"
 #include "engine/rewrites/pad_sum_fusion.h"
 #include "engine/rewrites/rnn_grad_fusion.h"
+#include "engine/rewrites/softmax_grad_fusion.h"
 
 namespace dprun {
 namespace {
@@ -150,8 +151,8 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
 }
 
 /// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
-/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of
-/// Relu.
+/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool, of Relu
+/// and of Softmax and LogSoftmax.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
@@ -171,6 +172,8 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
     return match_pad_sum(m, i);
   }
   if (n.op_type == "Greater") return match_relu_grad(m, i);
+  if (n.op_type == "ReduceSum") return match_softmax_grad(m, i);
+  if (n.op_type == "Exp") return match_log_softmax_grad(m, i);
   if (n.op_type == "Transpose") return match_transpose_back(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.

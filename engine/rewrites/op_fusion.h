@@ -51,10 +51,12 @@ namespace dprun {
 ///   putting a piece back (engine/rewrites/pad_sum_fusion.h), becomes PadSum(pieces) with the
 ///   axis and each piece's pads: the pieces written where the padding puts them, their
 ///   concatenation in one pass when they tile the axis, instead of a pass per Pad and the Sum's;
-/// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with
-/// the
-///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0
-///   ? 1 : 0), broadcast as the Mul: one pass instead of three;
+/// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0)))
+///   with the mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) =
+///   dY * (X > 0 ? 1 : 0), broadcast as the Mul: one pass instead of three;
+/// - the input gradients of Softmax and LogSoftmax as their rules write them become
+///   SoftmaxGrad(dY, Y) and LogSoftmaxGrad(dY, Y) with the axis
+///   (engine/rewrites/softmax_grad_fusion.h): one pass over each row instead of four nodes;
 /// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/recurrent/rnn_grad.cpp emits
 ///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
 ///   (ops/recurrent/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead
