@@ -7,6 +7,7 @@
 
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
+#include "engine/rewrites/cross_entropy_grad_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
 #include "engine/rewrites/gelu_fusion.h"
 #include "engine/rewrites/graph_patterns.h"
@@ -151,8 +152,8 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
 }
 
 /// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
-/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool, of Relu
-/// and of Softmax and LogSoftmax.
+/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool, of Relu,
+/// of Softmax and LogSoftmax and of the softmax cross-entropy loss.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
@@ -174,6 +175,7 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (n.op_type == "Greater") return match_relu_grad(m, i);
   if (n.op_type == "ReduceSum") return match_softmax_grad(m, i);
   if (n.op_type == "Exp") return match_log_softmax_grad(m, i);
+  if (n.op_type == "Softmax") return match_softmax_cross_entropy_grad(m, i);
   if (n.op_type == "Transpose") return match_transpose_back(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.

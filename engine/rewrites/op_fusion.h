@@ -57,6 +57,10 @@ namespace dprun {
 /// - the input gradients of Softmax and LogSoftmax as their rules write them become
 ///   SoftmaxGrad(dY, Y) and LogSoftmaxGrad(dY, Y) with the axis
 ///   (engine/rewrites/softmax_grad_fusion.h): one pass over each row instead of four nodes;
+/// - the scores' gradient of SoftmaxCrossEntropyLoss as its rule writes it (a Softmax recomputed,
+///   scaled, and the labels' share scattered into zeros) becomes SoftmaxCrossEntropyGrad(X,
+///   index, scale) (engine/rewrites/cross_entropy_grad_fusion.h): one pass over the scores
+///   instead of five nodes;
 /// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/recurrent/rnn_grad.cpp emits
 ///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
 ///   (ops/recurrent/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead
