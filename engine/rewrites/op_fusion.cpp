@@ -159,9 +159,10 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (!n.domain.empty()) return std::nullopt;
   if (n.op_type == "MatMul") return match_matmul_bias(m, i);
   if (n.op_type == "Erf") {
-    if (auto gelu = match_erf_gelu(m, i)) return gelu;
+    if (auto gelu = match_gelu(m, i)) return gelu;
     return match_erf_gelu_grad(m, i);
   }
+  if (n.op_type == "Tanh") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") {
     if (auto grad = match_batch_norm_training_grad(m, i)) return grad;
@@ -189,7 +190,7 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph, std::optional<DeviceType> de
   FusedNodeFilter runs_on_device;
   if (device)
     runs_on_device = [device = *device](const Graph& g, const Node& fused) {
-      return has_kernel(g, fused, device);
+      return has_accepting_kernel(g, fused, device);
     };
   // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias; the
   // MatMuls left then take their transposed operands.

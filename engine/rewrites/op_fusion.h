@@ -23,8 +23,10 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
-///   its gradient as Gelu's rule writes it becomes GeluGrad(dY, x) (engine/rewrites/gelu_fusion.h):
-///   one pass instead of eleven;
+///   its tanh form, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), becomes
+///   Gelu(x, approximate "tanh"): one pass instead of nine (engine/rewrites/gelu_fusion.h);
+///   the erf form's gradient as Gelu's rule writes it becomes GeluGrad(dY, x)
+///   (engine/rewrites/gelu_fusion.h): one pass instead of eleven;
 /// - layer normalization as exporters write it before LayerNormalization-17 (ReduceMean, Sub,
 ///   Pow, ReduceMean, Add, Sqrt, Div, Mul by Scale, Add of B; engine/rewrites/layer_norm_fusion.h)
 ///   becomes LayerNormalization(X, Scale[, B]): one pass over each row instead of nine; the
@@ -78,8 +80,8 @@ namespace dprun {
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
 /// initializers. Subgraphs are not touched. With a `device`, only chains whose fused node has a
-/// kernel there for its inputs' types are fused (a float32-only fused kernel leaves a 16-bit
-/// chain as it is, each node on its own 16-bit kernel).
+/// kernel there for its inputs' types, which takes its attributes, are fused (a float32-only fused
+/// kernel leaves a 16-bit chain as it is, each node on its own 16-bit kernel).
 std::shared_ptr<Graph> fuse_ops(const Graph& graph,
                                 std::optional<DeviceType> device = std::nullopt);
 
