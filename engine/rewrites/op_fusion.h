@@ -70,13 +70,15 @@ namespace dprun {
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product;
-/// - a Transpose of a Transpose whose permutation it inverts becomes an Identity of the first
-///   one's input (a weight transposed for its product and back for its gradient's), leaving the
-///   first Transpose to its other readers;
-/// - then a MatMul whose operand is a Transpose swapping the last two dims (and keeping the
-///   others), read by nothing else, becomes FusedMatMul(A, B) with transA or transB 1 (both
-///   when both are): oneDNN reads the Transpose's input through transposed strides, so the
-///   copy is never made (attention's K^T, a linear layer's W^T, MatMul's gradients).
+/// - a Transpose of a Transpose becomes one Transpose of the first one's input by the composed
+///   permutation, or an Identity of it where they cancel (a weight transposed for its product
+///   and back for its gradient's), the first one kept only for its other readers;
+/// - then a MatMul whose operand is a Transpose read by nothing else becomes FusedMatMul(A, B),
+///   oneDNN reading the Transpose's input through strides, so the copy is never made: transA or
+///   transB 1 (both when both are) for a swap of the last two dims that keeps the others
+///   (attention's K^T, a linear layer's W^T, MatMul's gradients); permA or permB, the perm, for
+///   another permutation of rank 3 or more that keeps the stored last dim among the last two
+///   (attention's heads split from [B, T, H, D] as [B, H, T, D], and the gradients' operands).
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
 /// initializers. Subgraphs are not touched. With a `device`, only chains whose fused node has a
