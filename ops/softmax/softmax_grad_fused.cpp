@@ -3,7 +3,9 @@
 // over each row instead of four nodes (the nodes' contract: engine/rewrites/softmax_grad_fusion.h):
 //   SoftmaxGrad(dY, Y)    = Y * (dY - sum(dY * Y))
 //   LogSoftmaxGrad(dY, Y) = dY - exp(Y) * sum(dY)
-// Each row's sum is accumulated in double; its row stays in cache for the second loop.
+// Each row's sum is accumulated in double; its row stays in cache for the second loop. The dtype
+// is read from Y, a forward value whose type is declared (dY's often is not), so that a 16-bit
+// chain is left unfused.
 #include <algorithm>
 #include <vector>
 
@@ -123,10 +125,12 @@ class SoftmaxGradKernel : public OpKernel {
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "SoftmaxGrad",
                        .dtypes = {DType::Float32, DType::Float64},
+                       .dtype_input = 1,
                        .factory = make_kernel<SoftmaxGradKernel<Kind::Softmax>>});
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "LogSoftmaxGrad",
                        .dtypes = {DType::Float32, DType::Float64},
+                       .dtype_input = 1,
                        .factory = make_kernel<SoftmaxGradKernel<Kind::LogSoftmax>>});
 
 }  // namespace
