@@ -372,7 +372,7 @@ std::vector<bool> GradientBuilder::mark_differentiable(const std::vector<size_t>
 }
 
 // The chains among the ancestors of y that compute one op (GradientSpec::differentiate_composites:
-// layer normalization, GELU's erf form),
+// layer normalization, GELU's erf and tanh forms),
 // as that op's node, by the index of the chain's last node. A chain holding y or an x inside
 // it is left to its nodes' own rules: their gradients are asked for.
 std::unordered_map<size_t, Node> GradientBuilder::composites(
@@ -384,7 +384,7 @@ std::unordered_map<size_t, Node> GradientBuilder::composites(
     const std::string& op = graph_.nodes[n].op_type;
     std::optional<Fusion> chain;
     if (op == "ReduceMean") chain = match_decomposed_layer_norm(matcher, n);
-    if (op == "Erf") chain = match_erf_gelu(matcher, n);
+    if (op == "Erf" || op == "Tanh") chain = match_gelu(matcher, n);
     if (!chain) continue;
     bool asked_inside = false;
     for (size_t k : chain->nodes)

@@ -42,7 +42,8 @@ struct GradientSpec {
   /// Differentiate a chain of nodes that computes one op as that op: layer normalization as
   /// exporters write it before opset 17 (engine/rewrites/layer_norm_fusion.h) gets
   /// LayerNormalization's rule, a few nodes where the chain's nine rules emit dozens; GELU's
-  /// erf form (engine/rewrites/gelu_fusion.h) gets Gelu's, which a backend runs as one node.
+  /// erf and tanh forms (engine/rewrites/gelu_fusion.h) get Gelu's, which a backend runs as one
+  /// node.
   /// The gradients are the same functions; false keeps every node's own rule.
   bool differentiate_composites = true;
 };

@@ -2,54 +2,142 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dprun {
 
-std::optional<Fusion> match_erf_gelu(const Matcher& m, size_t i) {
+namespace {
+
+// The argument of GELU's erf, x / sqrt(2) or x * (1 / sqrt(2)) with the operands in either order:
+// x and the scaling node.
+std::optional<std::pair<std::string, std::vector<size_t>>> erf_argument(const Matcher& m,
+                                                                        const std::string& arg) {
   const Graph& g = m.graph();
-  const std::string& scaled = g.nodes[i].inputs[0];
-  if (g.nodes[i].inputs.size() != 1 || !m.only_reader(scaled, "Erf")) return std::nullopt;
-  // x / sqrt(2), or x * (1 / sqrt(2)) with the operands in either order.
-  std::optional<std::string> x;
-  size_t scale = 0;
-  if (auto div = m.producer(scaled, "Div")) {
+  if (auto div = m.producer(arg, "Div")) {
     const Node& d = g.nodes[*div];
-    if (d.inputs.size() == 2 && m.is_constant_near(d.inputs[1], std::sqrt(2.0))) x = d.inputs[0];
-    scale = *div;
-  } else if (auto mul = m.producer(scaled, "Mul")) {
-    for (size_t k = 0; k < 2 && !x; ++k) {
+    if (d.inputs.size() == 2 && m.is_constant_near(d.inputs[1], std::sqrt(2.0)))
+      return std::make_pair(d.inputs[0], std::vector<size_t>{*div});
+  } else if (auto mul = m.producer(arg, "Mul")) {
+    for (size_t k = 0; k < 2; ++k) {
       auto other = m.other_operand(*mul, g.nodes[*mul].inputs[k]);
-      if (other && m.is_constant_near(g.nodes[*mul].inputs[k], std::sqrt(0.5))) x = other;
+      if (other && m.is_constant_near(g.nodes[*mul].inputs[k], std::sqrt(0.5)))
+        return std::make_pair(*other, std::vector<size_t>{*mul});
     }
-    scale = *mul;
   }
-  if (!x) return std::nullopt;
-  // 1 + erf(.)
-  auto plus_one = m.only_reader(g.nodes[i].outputs[0], "Add");
+  return std::nullopt;
+}
+
+// The other operand of the binary `op` producing `value` (read only by `reader`) when one operand
+// is a one-element constant near `c`; the node joins `chain`.
+std::optional<std::string> operand_beside_constant(const Matcher& m, const std::string& value,
+                                                   const char* op, double c, size_t reader,
+                                                   std::vector<size_t>& chain) {
+  auto node = m.producer(value, op);
+  if (!node || m.only_reader(value) != reader) return std::nullopt;
+  const Node& n = m.graph().nodes[*node];
+  for (size_t k = 0; k < 2 && n.inputs.size() == 2; ++k)
+    if (m.is_constant_near(n.inputs[k], c)) {
+      auto other = m.other_operand(*node, n.inputs[k]);
+      if (!other) return std::nullopt;
+      chain.push_back(*node);
+      return other;
+    }
+  return std::nullopt;
+}
+
+// True when `cube` is x^3, read only by `reader`: Pow(x, 3), or x * (x * x) with the operands of
+// either product in either order.
+bool is_cube_of(const Matcher& m, const std::string& cube, const std::string& x, size_t reader,
+                std::vector<size_t>& chain) {
+  const Graph& g = m.graph();
+  if (m.only_reader(cube) != reader) return false;
+  if (auto pow = m.producer(cube, "Pow")) {
+    const Node& p = g.nodes[*pow];
+    if (p.inputs.size() != 2 || p.inputs[0] != x || !m.is_constant_near(p.inputs[1], 3.0))
+      return false;
+    chain.push_back(*pow);
+    return true;
+  }
+  auto outer = m.producer(cube, "Mul");
+  auto square = outer ? m.other_operand(*outer, x) : std::nullopt;
+  auto inner = square ? m.producer(*square, "Mul") : std::nullopt;
+  if (!inner || m.only_reader(*square) != outer ||
+      g.nodes[*inner].inputs != std::vector<std::string>{x, x})
+    return false;
+  chain.insert(chain.end(), {*inner, *outer});
+  return true;
+}
+
+// The argument of GELU's tanh, sqrt(2 / pi) * (x + 0.044715 * x^3) with the operands of each
+// product and of the sum in either order: x and the nodes computing it.
+std::optional<std::pair<std::string, std::vector<size_t>>> tanh_argument(const Matcher& m,
+                                                                         const std::string& arg,
+                                                                         size_t tanh) {
+  const Graph& g = m.graph();
+  std::vector<size_t> chain;
+  auto sum = operand_beside_constant(m, arg, "Mul", 0.7978845608028654, tanh, chain);
+  auto add = sum ? m.producer(*sum, "Add") : std::nullopt;
+  if (!add || m.only_reader(*sum) != chain.back() || g.nodes[*add].inputs.size() != 2)
+    return std::nullopt;
+  chain.push_back(*add);
+  for (size_t k = 0; k < 2; ++k) {
+    const std::string& x = g.nodes[*add].inputs[k];
+    auto x_term = m.other_operand(*add, x);
+    std::vector<size_t> term_chain = chain;
+    auto cube = x_term ? operand_beside_constant(m, *x_term, "Mul", 0.044715, *add, term_chain)
+                       : std::nullopt;
+    if (cube && is_cube_of(m, *cube, x, term_chain.back(), term_chain))
+      return std::make_pair(x, term_chain);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Fusion> match_gelu(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& f = g.nodes[i];
+  const bool tanh = f.op_type == "Tanh";
+  if (!f.domain.empty() || (!tanh && f.op_type != "Erf") || f.inputs.size() != 1 ||
+      f.outputs.size() != 1 || !m.only_reader(f.inputs[0]))
+    return std::nullopt;
+  const auto argument = tanh ? tanh_argument(m, f.inputs[0], i) : erf_argument(m, f.inputs[0]);
+  if (!argument) return std::nullopt;
+  const std::string& x = argument->first;
+  std::vector<size_t> chain = argument->second;
+  chain.push_back(i);
+  // 1 + erf(.) or 1 + tanh(.)
+  auto plus_one = m.only_reader(f.outputs[0], "Add");
   if (!plus_one) return std::nullopt;
-  auto one = m.other_operand(*plus_one, g.nodes[i].outputs[0]);
+  auto one = m.other_operand(*plus_one, f.outputs[0]);
   if (!one || !m.is_constant_near(*one, 1.0)) return std::nullopt;
+  chain.push_back(*plus_one);
   const std::string& bracket = g.nodes[*plus_one].outputs[0];
   auto times = m.only_reader(bracket, "Mul");
   if (!times) return std::nullopt;
   auto factor = m.other_operand(*times, bracket);
   if (!factor) return std::nullopt;
-  if (*factor == *x) {  // (x * bracket) * 0.5
+  auto gelu = [&](const Node& last) {
+    Node n = fused_node(last, "Gelu", {x});
+    if (tanh) n.attributes["approximate"] = Attribute::of_string("tanh");
+    return n;
+  };
+  if (*factor == x) {  // (x * bracket) * 0.5
     auto half_mul = m.only_reader(g.nodes[*times].outputs[0], "Mul");
     if (!half_mul) return std::nullopt;
     auto half = m.other_operand(*half_mul, g.nodes[*times].outputs[0]);
     if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
-    return Fusion{{scale, i, *plus_one, *times, *half_mul},
-                  fused_node(g.nodes[*half_mul], "Gelu", {*x})};
+    chain.insert(chain.end(), {*times, *half_mul});
+    return Fusion{chain, gelu(g.nodes[*half_mul])};
   }
   // (x * 0.5) * bracket: the halving Mul reads x, and only `times` reads its result.
   auto half_mul = m.producer(*factor, "Mul");
   if (!half_mul || !m.only_reader(*factor, "Mul")) return std::nullopt;
-  auto half = m.other_operand(*half_mul, *x);
+  auto half = m.other_operand(*half_mul, x);
   if (!half || !m.is_constant_near(*half, 0.5)) return std::nullopt;
-  return Fusion{{scale, *half_mul, i, *plus_one, *times},
-                fused_node(g.nodes[*times], "Gelu", {*x})};
+  chain.insert(chain.end(), {*half_mul, *times});
+  return Fusion{chain, gelu(g.nodes[*times])};
 }
 
 namespace {

@@ -24,4 +24,9 @@ bool has_kernel(const Graph& graph, const Node& node,
 /// has_kernel for the inputs' declared types.
 bool has_kernel(const Graph& graph, const Node& node, DeviceType device);
 
+/// has_kernel for the inputs' declared types, counting only the definitions whose `accepts`
+/// predicate (if any) takes the node: a fusion makes no node that its device's kernel declines
+/// (which would run on the host instead).
+bool has_accepting_kernel(const Graph& graph, const Node& node, DeviceType device);
+
 }  // namespace dprun

@@ -7,6 +7,7 @@
 
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
+#include "engine/rewrites/cross_entropy_grad_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
 #include "engine/rewrites/gelu_fusion.h"
 #include "engine/rewrites/graph_patterns.h"
@@ -15,6 +16,7 @@
 #include "engine/rewrites/max_pool_grad_fusion.h"
 #include "engine/rewrites/pad_sum_fusion.h"
 #include "engine/rewrites/rnn_grad_fusion.h"
+#include "engine/rewrites/softmax_grad_fusion.h"
 
 namespace dprun {
 namespace {
@@ -101,10 +103,13 @@ bool swaps_last_two(const Graph& g, const Node& t) {
   return true;
 }
 
-/// A Transpose of a Transpose whose permutations cancel (a weight transposed for the forward
-/// product and back for its gradient's): an Identity of the first one's input, which leaves the
-/// first Transpose to its other readers (and so, often, to one product that folds it in).
-std::optional<Fusion> match_transpose_back(const Matcher& m, size_t i) {
+/// A Transpose of a Transpose: one Transpose of the first one's input by the composed
+/// permutation, or an Identity of it where they cancel (a weight transposed for the forward
+/// product and back for its gradient's). The first Transpose goes too when nothing else reads
+/// it, or is left to its other readers (and so, often, to one product that folds it in); the
+/// composed one reads the stored value, which a product can read through strides (the gradients'
+/// transposed operands of attention's products).
+std::optional<Fusion> match_transpose_of_transpose(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
   const Node& outer = g.nodes[i];
   const auto inner = m.producer(outer.inputs[0], "Transpose");
@@ -112,24 +117,49 @@ std::optional<Fusion> match_transpose_back(const Matcher& m, size_t i) {
   const std::vector<int64_t> first = g.nodes[*inner].attr_ints("perm"),
                              second = outer.attr_ints("perm");
   if (first.size() != second.size()) return std::nullopt;
+  std::vector<int64_t> composed;
+  bool identity = true;
   for (size_t d = 0; d < second.size(); ++d) {
     const int64_t p = second[d];
-    if (p < 0 || p >= static_cast<int64_t>(first.size()) ||
-        first[static_cast<size_t>(p)] != static_cast<int64_t>(d))
-      return std::nullopt;
+    if (p < 0 || p >= static_cast<int64_t>(first.size())) return std::nullopt;
+    composed.push_back(first[static_cast<size_t>(p)]);
+    identity = identity && composed.back() == static_cast<int64_t>(d);
   }
-  Node identity;
-  identity.name = outer.name;
-  identity.op_type = "Identity";
-  identity.inputs = {g.nodes[*inner].inputs[0]};
-  identity.outputs = outer.outputs;
-  return Fusion{{i}, identity};
+  Node n;
+  n.name = outer.name;
+  n.op_type = identity ? "Identity" : "Transpose";
+  n.inputs = {g.nodes[*inner].inputs[0]};
+  n.outputs = outer.outputs;
+  if (!identity) n.attributes["perm"] = Attribute::of_ints(composed);
+  if (m.only_reader(outer.inputs[0]) == i) return Fusion{{*inner, i}, n};
+  return Fusion{{i}, n};
 }
 
-/// A MatMul reading the result of a Transpose that swaps the last two dims (attention's K^T,
-/// a weight's W^T, every transposed operand of MatMul's gradient), the Transpose's only reader:
-/// FusedMatMul reads the Transpose's input through transposed strides (transA, transB), and the
-/// copy is never made.
+/// The perm of Transpose node `t` when a product can read its result through strides: rank 3 or
+/// more, the stored last dim (stride 1) one of the last two, not the identity, not a swap of the
+/// last two alone (transA and transB).
+std::optional<std::vector<int64_t>> strided_perm(const Node& t) {
+  if (!t.has_attr("perm")) return std::nullopt;
+  const std::vector<int64_t> perm = t.attr_ints("perm");
+  const auto r = static_cast<int64_t>(perm.size());
+  if (r < 3 || (perm[r - 1] != r - 1 && perm[r - 2] != r - 1)) return std::nullopt;
+  std::vector<bool> seen(perm.size());
+  bool identity = true;
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t p = perm[static_cast<size_t>(d)];
+    if (p < 0 || p >= r || seen[static_cast<size_t>(p)]) return std::nullopt;
+    seen[static_cast<size_t>(p)] = true;
+    identity = identity && p == d;
+  }
+  if (identity) return std::nullopt;
+  return perm;
+}
+
+/// A MatMul reading the result of a Transpose, the Transpose's only reader: FusedMatMul reads the
+/// Transpose's input through strides and the copy is never made. A swap of the last two dims
+/// (attention's K^T, a weight's W^T, every transposed operand of MatMul's gradient) becomes
+/// transA or transB 1; another perm that keeps the stored last dim among the last two
+/// (attention's heads split from [B, T, H, D] as [B, H, T, D]) becomes permA or permB.
 std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
   const Graph& g = m.graph();
   const Node& matmul = g.nodes[i];
@@ -139,10 +169,16 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
   Fusion fusion{{}, fused_node(matmul, "FusedMatMul", matmul.inputs)};
   for (size_t k = 0; k < 2; ++k) {
     const auto t = m.producer(matmul.inputs[k], "Transpose");
-    if (!t || !swaps_last_two(g, g.nodes[*t]) || m.only_reader(matmul.inputs[k]) != i) continue;
+    if (!t || m.only_reader(matmul.inputs[k]) != i) continue;
+    if (swaps_last_two(g, g.nodes[*t])) {
+      fusion.fused.attributes[k == 0 ? "transA" : "transB"] = Attribute::of_int(1);
+    } else if (auto perm = strided_perm(g.nodes[*t])) {
+      fusion.fused.attributes[k == 0 ? "permA" : "permB"] = Attribute::of_ints(*perm);
+    } else {
+      continue;
+    }
     fusion.nodes.push_back(*t);
     fusion.fused.inputs[k] = g.nodes[*t].inputs[0];
-    fusion.fused.attributes[k == 0 ? "transA" : "transB"] = Attribute::of_int(1);
   }
   if (fusion.nodes.empty()) return std::nullopt;
   fusion.nodes.push_back(i);
@@ -150,16 +186,17 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
 }
 
 /// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
-/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool and of
-/// Relu.
+/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool, of Relu,
+/// of Softmax and LogSoftmax and of the softmax cross-entropy loss.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
   if (n.op_type == "MatMul") return match_matmul_bias(m, i);
   if (n.op_type == "Erf") {
-    if (auto gelu = match_erf_gelu(m, i)) return gelu;
+    if (auto gelu = match_gelu(m, i)) return gelu;
     return match_erf_gelu_grad(m, i);
   }
+  if (n.op_type == "Tanh") return match_gelu(m, i);
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") {
     if (auto grad = match_batch_norm_training_grad(m, i)) return grad;
@@ -171,7 +208,10 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
     return match_pad_sum(m, i);
   }
   if (n.op_type == "Greater") return match_relu_grad(m, i);
-  if (n.op_type == "Transpose") return match_transpose_back(m, i);
+  if (n.op_type == "ReduceSum") return match_softmax_grad(m, i);
+  if (n.op_type == "Exp") return match_log_softmax_grad(m, i);
+  if (n.op_type == "Softmax") return match_softmax_cross_entropy_grad(m, i);
+  if (n.op_type == "Transpose") return match_transpose_of_transpose(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.
   if (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN") return match_rnn_grad(m, i);
@@ -184,7 +224,7 @@ std::shared_ptr<Graph> fuse_ops(const Graph& graph, std::optional<DeviceType> de
   FusedNodeFilter runs_on_device;
   if (device)
     runs_on_device = [device = *device](const Graph& g, const Node& fused) {
-      return has_kernel(g, fused, device);
+      return has_accepting_kernel(g, fused, device);
     };
   // Chains first: the activation pass fuses a GELU chain's result into its MatMulBias; the
   // MatMuls left then take their transposed operands.

@@ -23,8 +23,10 @@ namespace dprun {
 /// - the erf form of GELU as exporters write it for opsets before Gelu-20,
 ///   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) (Div by sqrt 2 or Mul by 1/sqrt 2, operands in
 ///   either order, the 0.5 applied first or last), becomes Gelu(x): one pass instead of five;
-///   its gradient as Gelu's rule writes it becomes GeluGrad(dY, x) (engine/rewrites/gelu_fusion.h):
-///   one pass instead of eleven;
+///   its tanh form, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), becomes
+///   Gelu(x, approximate "tanh"): one pass instead of nine (engine/rewrites/gelu_fusion.h);
+///   the erf form's gradient as Gelu's rule writes it becomes GeluGrad(dY, x)
+///   (engine/rewrites/gelu_fusion.h): one pass instead of eleven;
 /// - layer normalization as exporters write it before LayerNormalization-17 (ReduceMean, Sub,
 ///   Pow, ReduceMean, Add, Sqrt, Div, Mul by Scale, Add of B; engine/rewrites/layer_norm_fusion.h)
 ///   becomes LayerNormalization(X, Scale[, B]): one pass over each row instead of nine; the
@@ -51,10 +53,16 @@ namespace dprun {
 ///   putting a piece back (engine/rewrites/pad_sum_fusion.h), becomes PadSum(pieces) with the
 ///   axis and each piece's pads: the pieces written where the padding puts them, their
 ///   concatenation in one pass when they tile the axis, instead of a pass per Pad and the Sum's;
-/// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0))) with
-/// the
-///   mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) = dY * (X > 0
-///   ? 1 : 0), broadcast as the Mul: one pass instead of three;
+/// - Relu's gradient as ops/elementwise/relu_grad.cpp emits it, Mul(dY, Cast(Greater(X, 0)))
+///   with the mask cast to X's type (Mul's operands in either order), becomes ReluGrad(dY, X) =
+///   dY * (X > 0 ? 1 : 0), broadcast as the Mul: one pass instead of three;
+/// - the input gradients of Softmax and LogSoftmax as their rules write them become
+///   SoftmaxGrad(dY, Y) and LogSoftmaxGrad(dY, Y) with the axis
+///   (engine/rewrites/softmax_grad_fusion.h): one pass over each row instead of four nodes;
+/// - the scores' gradient of SoftmaxCrossEntropyLoss as its rule writes it (a Softmax recomputed,
+///   scaled, and the labels' share scattered into zeros) becomes SoftmaxCrossEntropyGrad(X,
+///   index, scale) (engine/rewrites/cross_entropy_grad_fusion.h): one pass over the scores
+///   instead of five nodes;
 /// - the whole backward pass of a float32 LSTM, GRU or RNN node as ops/recurrent/rnn_grad.cpp emits
 ///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
 ///   (ops/recurrent/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead
@@ -62,18 +70,20 @@ namespace dprun {
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product;
-/// - a Transpose of a Transpose whose permutation it inverts becomes an Identity of the first
-///   one's input (a weight transposed for its product and back for its gradient's), leaving the
-///   first Transpose to its other readers;
-/// - then a MatMul whose operand is a Transpose swapping the last two dims (and keeping the
-///   others), read by nothing else, becomes FusedMatMul(A, B) with transA or transB 1 (both
-///   when both are): oneDNN reads the Transpose's input through transposed strides, so the
-///   copy is never made (attention's K^T, a linear layer's W^T, MatMul's gradients).
+/// - a Transpose of a Transpose becomes one Transpose of the first one's input by the composed
+///   permutation, or an Identity of it where they cancel (a weight transposed for its product
+///   and back for its gradient's), the first one kept only for its other readers;
+/// - then a MatMul whose operand is a Transpose read by nothing else becomes FusedMatMul(A, B),
+///   oneDNN reading the Transpose's input through strides, so the copy is never made: transA or
+///   transB 1 (both when both are) for a swap of the last two dims that keeps the others
+///   (attention's K^T, a linear layer's W^T, MatMul's gradients); permA or permB, the perm, for
+///   another permutation of rank 3 or more that keeps the stored last dim among the last two
+///   (attention's heads split from [B, T, H, D] as [B, H, T, D], and the gradients' operands).
 /// Every value a fused chain hides must be read only inside the chain and not be a graph output;
 /// the chain's last value keeps its name, so the rewritten graph has the same inputs, outputs and
 /// initializers. Subgraphs are not touched. With a `device`, only chains whose fused node has a
-/// kernel there for its inputs' types are fused (a float32-only fused kernel leaves a 16-bit
-/// chain as it is, each node on its own 16-bit kernel).
+/// kernel there for its inputs' types, which takes its attributes, are fused (a float32-only fused
+/// kernel leaves a 16-bit chain as it is, each node on its own 16-bit kernel).
 std::shared_ptr<Graph> fuse_ops(const Graph& graph,
                                 std::optional<DeviceType> device = std::nullopt);
 

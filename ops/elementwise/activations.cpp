@@ -1,6 +1,6 @@
 // Activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, Tanh, HardSigmoid, HardSwish,
 // Softplus, Softsign, ThresholdedRelu, Mish, Gelu, Shrink (unary) and PRelu (binary); and the
-// op fusion's Gelu (domain "dprun", engine/rewrites/op_fusion.h), the erf form before Gelu-20.
+// op fusion's Gelu (domain "dprun", engine/rewrites/op_fusion.h), either form before Gelu-20.
 #include "engine/op_facts.h"
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/cpu/elementwise.h"
@@ -16,6 +16,12 @@ namespace {
 std::unique_ptr<OpKernel> make_gelu(const KernelInfo& info) {
   if (gelu_uses_tanh(info)) return make_kernel<UnaryKernel<math::GeluTanh, Types::Float>>(info);
   return make_kernel<UnaryKernel<math::Gelu, Types::Float>>(info);
+}
+
+/// The op fusion's Gelu: the erf form as the exporters' chain computes it, or the tanh form.
+std::unique_ptr<OpKernel> make_fused_gelu(const KernelInfo& info) {
+  if (gelu_uses_tanh(info)) return make_kernel<UnaryKernel<math::GeluTanh, Types::Float>>(info);
+  return make_kernel<UnaryKernel<math::GeluErfForm, Types::Float>>(info);
 }
 
 /// PRelu: slope broadcasts unidirectionally to X (ops/elementwise/prelu.h).
@@ -73,9 +79,7 @@ DPRUN_REGISTER_KERNEL({.op_type = "ThresholdedRelu",
                        .factory = make_kernel<U<math::ThresholdedRelu>>});
 DPRUN_REGISTER_KERNEL({.op_type = "Mish", .since = 18, .factory = make_kernel<U<math::Mish>>});
 DPRUN_REGISTER_KERNEL({.op_type = "Gelu", .since = 20, .factory = make_gelu});
-DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
-                       .op_type = "Gelu",
-                       .factory = make_kernel<U<math::GeluErfForm, Types::Float>>});
+DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain, .op_type = "Gelu", .factory = make_fused_gelu});
 DPRUN_REGISTER_KERNEL({.op_type = "Shrink",
                        .since = 9,
                        .factory = make_kernel<U<math::Shrink, Types::Numeric>>});

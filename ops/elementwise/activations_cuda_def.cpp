@@ -23,12 +23,17 @@ DPRUN_CUDA_ELEMENTWISE_DEF("Mish", 18, FloatAndHalfTypes);
 DPRUN_CUDA_ELEMENTWISE_DEF("Shrink", 9, NumericAndHalfTypes);
 // Gelu picks its functor (erf or tanh) from `approximate` when its compute is built.
 DPRUN_CUDA_ELEMENTWISE_DEF("Gelu", 20, FloatAndHalfTypes);
-// The op fusion's Gelu (engine/rewrites/op_fusion.h), always the erf form.
+// The op fusion's Gelu (engine/rewrites/op_fusion.h) in its erf form; its tanh form stays the
+// exporter's chain of ops on a GPU.
+bool erf_form(const KernelInfo& info) {
+  return info.node.attr_string("approximate", "none") == "none";
+}
 DPRUN_REGISTER_KERNEL({.domain = kRewriteDomain,
                        .op_type = "Gelu",
                        .device = DeviceType::CUDA,
                        .dtypes = dtypes(FloatAndHalfTypes{}),
                        .impl = kImpl,
+                       .accepts = erf_form,
                        .factory = cuda_compute("dprun::Gelu")});
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Reference kernels of the ops the CPU op fusion introduces (engine/rewrites/op_fusion.h),
 // domain "dprun": MatMulBias(A, B, bias) = MatMul(A, B) + bias and FusedGemm = Gemm, each then
 // its fused activation (ops/cpu/fused_activation.h), and FusedMatMul(A, B) = MatMul of A and B
-// each transposed in its last two dims when transA or transB is 1 (a Transpose folded into the
-// product). The oneDNN MatMulBias and FusedGemm are in
+// each transposed in its last two dims when transA or transB is 1, or by permA or permB (a
+// Transpose folded into the product). The oneDNN MatMulBias and FusedGemm are in
 // matmul_onednn.cpp; the fusion's Gelu is with the activations (ops/elementwise/activations.cpp).
 #include <algorithm>
 #include <numeric>
@@ -63,12 +63,14 @@ class MatMulBiasKernel : public OpKernel {
   FusedActivation activation_;
 };
 
-/// MatMul's reference kernel on the operands transposed as transA and transB say.
+/// MatMul's reference kernel on the operands transposed as transA and transB (the last two dims
+/// swapped) or permA and permB (Transpose's perm) say.
 class FusedMatMulKernel : public OpKernel {
  public:
   explicit FusedMatMulKernel(const KernelInfo& info)
       : kernel_(plain_reference(info, matmul_, "MatMul", 2)),
-        transposed_{info.node.attr_int("transA", 0) != 0, info.node.attr_int("transB", 0) != 0} {}
+        transposed_{info.node.attr_int("transA", 0) != 0, info.node.attr_int("transB", 0) != 0},
+        perm_{info.node.attr_ints("permA", {}), info.node.attr_ints("permB", {})} {}
 
   void compute(KernelContext& ctx) const override {
     Tensor copies[2];
@@ -76,14 +78,19 @@ class FusedMatMulKernel : public OpKernel {
     for (size_t i = 0; i < 2; ++i) {
       const Tensor& x = ctx.input(i);
       operands.push_back(&x);
-      if (!transposed_[i]) continue;
-      if (x.rank() < 2)
-        ctx.fail("input ", i, " is ", x.describe(), ": a transposed operand has rank >= 2");
-      std::vector<int64_t> perm(static_cast<size_t>(x.rank()));
-      std::iota(perm.begin(), perm.end(), 0);
-      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-      Shape shape = x.shape();
-      std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+      if (!transposed_[i] && perm_[i].empty()) continue;
+      std::vector<int64_t> perm = perm_[i];
+      if (perm.empty()) {
+        if (x.rank() < 2)
+          ctx.fail("input ", i, " is ", x.describe(), ": a transposed operand has rank >= 2");
+        perm.resize(static_cast<size_t>(x.rank()));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      }
+      if (static_cast<int64_t>(perm.size()) != x.rank())
+        ctx.fail("input ", i, " is ", x.describe(), ": its perm has ", perm.size(), " dims");
+      Shape shape;
+      for (int64_t d : perm) shape.push_back(x.shape()[static_cast<size_t>(d)]);
       copies[i] = Tensor::empty(shape, x.dtype());
       permute_copy(ctx.execution(), x.raw_data(), x.shape(), perm, copies[i].raw_data(),
                    dtype_size(x.dtype()));
@@ -99,6 +106,7 @@ class FusedMatMulKernel : public OpKernel {
   Node matmul_;
   std::unique_ptr<OpKernel> kernel_;
   bool transposed_[2];
+  std::vector<int64_t> perm_[2];
 };
 
 /// Gemm's reference kernel, then the activation.

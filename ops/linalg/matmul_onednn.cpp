@@ -5,6 +5,8 @@
 // cached per operand shapes.
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <optional>
 #include <vector>
 
 #include "engine/kernel.h"
@@ -31,32 +33,62 @@ struct MatMulPrimitive {
   bool scaled_bias = false;  // Gemm: the bias is beta*C (materialised per call)
 };
 
-/// `shape` with its last two dims swapped (a transposed operand's logical shape).
-Shape swap_last_two(Shape shape) {
-  if (shape.size() >= 2) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  return shape;
-}
+/// FusedMatMul's operand k (engine/rewrites/op_fusion.h): read as Transpose(input, perm) through
+/// strides, perm from "permA"/"permB", or the last two dims swapped ("transA"/"transB"); none for
+/// MatMul and MatMulBias.
+struct OperandView {
+  bool transposed = false;
+  std::vector<int64_t> perm;  // empty: transposed swaps the last two dims
 
-/// The descriptor of an operand of logical shape `shape`, stored transposed in its last two dims
-/// when `transposed` (the strides say so; no copy is made), else row-major.
-memory::desc operand_desc(const Shape& shape, memory::data_type type, bool transposed) {
-  if (!transposed) return onednn::plain_desc(shape, type);
-  memory::dims strides = onednn::dense_strides(swap_last_two(shape));
-  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
-  return memory::desc(onednn::to_dims(shape), type, strides);
-}
+  OperandView(const Node& node, const char* trans, const char* permutation)
+      : transposed(node.attr_int(trans, 0) != 0 || node.has_attr(permutation)),
+        perm(node.has_attr(permutation) ? node.attr_ints(permutation) : std::vector<int64_t>{}) {}
+
+  /// The logical dim d of an input of `rank` is stored dim order(rank)[d]; empty when perm does
+  /// not fit the rank.
+  std::vector<int64_t> order(size_t rank) const {
+    std::vector<int64_t> o(rank);
+    std::iota(o.begin(), o.end(), 0);
+    if (!perm.empty()) return perm.size() == rank ? perm : std::vector<int64_t>{};
+    if (transposed && rank >= 2) std::swap(o[rank - 1], o[rank - 2]);
+    return rank >= 2 || !transposed ? o : std::vector<int64_t>{};
+  }
+
+  /// The operand's logical shape for a stored `shape`; nullopt where the view does not fit it.
+  std::optional<Shape> logical(const Shape& shape) const {
+    const std::vector<int64_t> o = order(shape.size());
+    if (o.size() != shape.size()) return std::nullopt;
+    Shape out;
+    for (int64_t d : o) out.push_back(shape[static_cast<size_t>(d)]);
+    return out;
+  }
+
+  /// The descriptor of the operand of logical shape `shape`, the logical shape of `stored` with
+  /// leading 1s added or dropped: row-major, or strides into the stored tensor (no copy is made).
+  memory::desc desc(const Shape& shape, const Shape& stored, memory::data_type type) const {
+    if (!transposed) return onednn::plain_desc(shape, type);
+    const memory::dims dense = onednn::dense_strides(stored);
+    memory::dims strides;
+    for (int64_t d : order(stored.size())) strides.push_back(dense[static_cast<size_t>(d)]);
+    if (shape.size() < strides.size())
+      strides.erase(strides.begin(), strides.end() - static_cast<std::ptrdiff_t>(shape.size()));
+    else
+      strides.insert(strides.begin(), shape.size() - strides.size(), dense[0] * stored[0]);
+    return memory::desc(onednn::to_dims(shape), type, strides);
+  }
+};
 
 class MatMulOnednnKernel : public OpKernel {
  public:
   /// MatMul, the fused MatMulBias (domain dprun) whose input 2 is a bias of B's last dim, added
-  /// by oneDNN as it writes the product, or the fused FusedMatMul, whose transA and transB read
-  /// an operand transposed in its last two dims through its strides.
+  /// by oneDNN as it writes the product, or the fused FusedMatMul, whose transA and transB (or
+  /// permA and permB) read an operand transposed through its strides.
   explicit MatMulOnednnKernel(const KernelInfo& info)
       : reference_(onednn::make_float32_reference(info)),
         weights_(info.constant_inputs.count(1) > 0),
         with_bias_(info.node.op_type == "MatMulBias"),
-        trans_a_(info.node.attr_int("transA", 0) != 0),
-        trans_b_(info.node.attr_int("transB", 0) != 0),
+        views_{OperandView(info.node, "transA", "permA"),
+               OperandView(info.node, "transB", "permB")},
         activation_(info.node) {}
 
   void compute(KernelContext& ctx) const override {
@@ -70,9 +102,10 @@ class MatMulOnednnKernel : public OpKernel {
                (bias && (bias->dtype() != DType::Float32 || bias->rank() != 1))) {
       return reference_->compute(ctx);
     }
-    if ((trans_a_ && a.rank() < 2) || (trans_b_ && b.rank() < 2)) return reference_->compute(ctx);
-    MatMulShapes s = matmul_shapes(ctx, trans_a_ ? swap_last_two(a.shape()) : a.shape(),
-                                   trans_b_ ? swap_last_two(b.shape()) : b.shape());
+    const std::optional<Shape> a_shape = views_[0].logical(a.shape()),
+                               b_shape = views_[1].logical(b.shape());
+    if (!a_shape || !b_shape) return reference_->compute(ctx);
+    MatMulShapes s = matmul_shapes(ctx, *a_shape, *b_shape);
     // The float32 path reports a bad bias and fills an empty product's bias.
     if (bias && (bias->rank() != 1 || bias->numel() != s.n || s.k == 0 || b.rank() != 2))
       return half ? run_in_float32(*this, ctx, a.dtype()) : reference_->compute(ctx);
@@ -100,8 +133,9 @@ class MatMulOnednnKernel : public OpKernel {
                                                    const Tensor& b) const {
     const onednn::ShapeCache<MatMulPrimitive>& cache =
         is_16bit_float(a.dtype()) ? cache_16bit_ : cache_;
-    return cache.get(onednn::shape_key({&a.shape(), &b.shape()}),
-                     [&] { return build(s, onednn::data_type_of(a.dtype())); });
+    return cache.get(onednn::shape_key({&a.shape(), &b.shape()}), [&] {
+      return build(s, a.shape(), b.shape(), onednn::data_type_of(a.dtype()));
+    });
   }
 
   /// The oneDNN path, on the threads run_sized gives it.
@@ -121,7 +155,10 @@ class MatMulOnednnKernel : public OpKernel {
     activation_.apply_after_onednn(ctx, y);
   }
 
-  std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s,
+  /// The primitive for the padded logical shapes `s` of operands stored as `a_stored` and
+  /// `b_stored`.
+  std::shared_ptr<const MatMulPrimitive> build(const MatMulShapes& s, const Shape& a_stored,
+                                               const Shape& b_stored,
                                                memory::data_type type) const {
     auto p = std::make_shared<MatMulPrimitive>();
     const size_t rank = s.a.size();
@@ -130,7 +167,7 @@ class MatMulOnednnKernel : public OpKernel {
     Shape a_shape = s.a, b_shape = s.b, c_shape = s.batch;
     c_shape.push_back(s.m);
     c_shape.push_back(s.n);
-    if (b_is_matrix && !trans_a_) {  // a transposed A's rows are not contiguous
+    if (b_is_matrix && !views_[0].transposed) {  // a transposed A's rows are not contiguous
       // A shared right operand: one [batch*M, K] x [K, N] product, the fastest form.
       const int64_t rows = shape_numel(c_shape) / s.n;
       a_shape = {rows, s.k};
@@ -139,8 +176,8 @@ class MatMulOnednnKernel : public OpKernel {
     }
     if (a_shape.size() > DNNL_MAX_NDIMS) return p;
     try {
-      p->a_md = operand_desc(a_shape, type, trans_a_);
-      p->user_b_md = operand_desc(b_shape, type, trans_b_);
+      p->a_md = views_[0].desc(a_shape, a_stored, type);
+      p->user_b_md = views_[1].desc(b_shape, b_stored, type);
       p->c_md = onednn::plain_desc(c_shape, type);
       // A constant matrix B is packed once into the layout oneDNN prefers (PackedWeights).
       const memory::desc b_md = b_is_matrix ? packable(p->user_b_md) : p->user_b_md;
@@ -176,7 +213,7 @@ class MatMulOnednnKernel : public OpKernel {
   onednn::ShapeCache<MatMulPrimitive> cache_16bit_;  // apart: shape keys do not name dtypes
   onednn::PackedWeights weights_;
   bool with_bias_;
-  bool trans_a_, trans_b_;      // FusedMatMul's
+  OperandView views_[2];        // FusedMatMul's transposed operands
   FusedActivation activation_;  // MatMulBias's, from the op fusion
 };
 

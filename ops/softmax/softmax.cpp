@@ -13,6 +13,7 @@
 #include "ops/cpu/simd_loops.h"
 #include "ops/math/unary_functors.h"
 #include "ops/softmax/log_softmax.h"
+#include "ops/softmax/scaled_softmax.h"
 #include "ops/softmax/softmax_util.h"
 
 namespace dprun {
@@ -49,15 +50,15 @@ inline float row_sum(const float* x, int64_t D, const F& f) {
   return sum;
 }
 
-/// One contiguous float32 row of Softmax or LogSoftmax, compiled per instruction set
-/// (simd_loops.h). Separate loops so that each vectorises: the maximum, the exponentials
+/// One contiguous float32 row of Softmax (times `scale`) or LogSoftmax, compiled per instruction
+/// set (simd_loops.h). Separate loops so that each vectorises: the maximum, the exponentials
 /// (math::exp_of is a polynomial for float) with their sum, and the scaling.
 template <SoftmaxKind K>
-DPRUN_SIMD_CLONES void softmax_row_f32(const float* x, float* y, int64_t D) {
+DPRUN_SIMD_CLONES void softmax_row_f32(const float* x, float* y, int64_t D, float scale = 1.0f) {
   const float mx = row_max(x, D);
   if constexpr (K == SoftmaxKind::Softmax) {
     for (int64_t d = 0; d < D; ++d) y[d] = math::exp_of(x[d] - mx);
-    const float inv = 1.0f / row_sum(y, D, [](float v) { return v; });
+    const float inv = scale / row_sum(y, D, [](float v) { return v; });
     for (int64_t d = 0; d < D; ++d) y[d] *= inv;
   } else {
     const float sum = row_sum(x, D, [mx](float v) { return math::exp_of(v - mx); });
@@ -66,8 +67,10 @@ DPRUN_SIMD_CLONES void softmax_row_f32(const float* x, float* y, int64_t D) {
   }
 }
 
+// `scale` (Softmax only; null for none): row r's result is multiplied by scale[r].
 template <SoftmaxKind K, class T>
-void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, int64_t D) {
+void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, int64_t D,
+                  const T* scale = nullptr) {
   using C = compute_t<T>;
   exec.parallel_for(
       rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)), [&](int64_t begin, int64_t end) {
@@ -77,16 +80,17 @@ void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, 
         for (int64_t r = begin; r < end; ++r) {
           const T* xr = x + r * D;
           T* yr = y + r * D;
+          [[maybe_unused]] const C s = scale ? load_as<C>(scale[r]) : C(1);
           if constexpr (K == SoftmaxKind::Hardmax) {
             int64_t best = 0;
             for (int64_t d = 1; d < D; ++d)
               if (load_as<C>(xr[d]) > load_as<C>(xr[best])) best = d;
             for (int64_t d = 0; d < D; ++d) yr[d] = store_as<T>(C(d == best ? 1 : 0));
           } else if constexpr (std::is_same_v<T, float>) {
-            softmax_row_f32<K>(xr, yr, D);
+            softmax_row_f32<K>(xr, yr, D, s);
           } else if constexpr (is_half_v<T>) {
             widen(xr, wide.data(), D);
-            softmax_row_f32<K>(wide.data(), out.data(), D);
+            softmax_row_f32<K>(wide.data(), out.data(), D, s);
             narrow(out.data(), yr, D);
           } else {  // double
             C mx = -std::numeric_limits<C>::infinity();
@@ -99,7 +103,7 @@ void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, 
               for (int64_t d = 0; d < D; ++d) yr[d] = math::exp_of(xr[d] - mx);
 #pragma omp simd reduction(+ : sum)
               for (int64_t d = 0; d < D; ++d) sum += yr[d];
-              const C inv = C(1) / sum;
+              const C inv = s / sum;
               for (int64_t d = 0; d < D; ++d) yr[d] *= inv;
             } else {
 #pragma omp simd reduction(+ : sum)
@@ -113,10 +117,11 @@ void softmax_rows(const ExecutionContext& exec, const T* x, T* y, int64_t rows, 
 }
 
 /// The strided case: the softmax dimension D has stride `inner`; columns are processed in
-/// contiguous blocks of the inner dimension.
+/// contiguous blocks of the inner dimension. `scale` as softmax_rows', one per column
+/// [outer, inner].
 template <SoftmaxKind K, class T>
 void softmax_strided(const ExecutionContext& exec, const T* x, T* y, int64_t outer, int64_t D,
-                     int64_t inner) {
+                     int64_t inner, const T* scale = nullptr) {
   using C = compute_t<T>;
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
@@ -151,7 +156,7 @@ void softmax_strided(const ExecutionContext& exec, const T* x, T* y, int64_t out
               sum[i] += math::exp_of(load_as<C>(xb[d * inner + i]) - mx[i]);
           for (int64_t i = 0; i < len; ++i) {
             if constexpr (K == SoftmaxKind::Softmax)
-              sum[i] = C(1) / sum[i];
+              sum[i] = (scale ? load_as<C>(scale[o * inner + i0 + i]) : C(1)) / sum[i];
             else
               sum[i] = mx[i] + std::log(sum[i]);
           }
@@ -227,6 +232,20 @@ template void log_softmax<Float16>(const ExecutionContext&, const Float16*, Floa
                                    int64_t, int64_t);
 template void log_softmax<BFloat16>(const ExecutionContext&, const BFloat16*, BFloat16*, int64_t,
                                     int64_t, int64_t);
+
+template <class T>
+void scaled_softmax(const ExecutionContext& exec, const T* x, const T* scale, T* y, int64_t outer,
+                    int64_t D, int64_t inner) {
+  if (inner == 1)
+    softmax_rows<SoftmaxKind::Softmax, T>(exec, x, y, outer, D, scale);
+  else
+    softmax_strided<SoftmaxKind::Softmax, T>(exec, x, y, outer, D, inner, scale);
+}
+
+template void scaled_softmax<float>(const ExecutionContext&, const float*, const float*, float*,
+                                    int64_t, int64_t, int64_t);
+template void scaled_softmax<double>(const ExecutionContext&, const double*, const double*, double*,
+                                     int64_t, int64_t, int64_t);
 
 }  // namespace dprun
 

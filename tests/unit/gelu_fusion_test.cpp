@@ -1,13 +1,15 @@
-// GELU's erf form as exporters write it, and its gradient (engine/rewrites/gelu_fusion.h): the
-// gradient builder differentiates the chain by Gelu's rule (checked by finite differences and
-// against the chain's own rules), the backends run that gradient as one GeluGrad node with the
-// unfused graph's values, and Gelu-20's rule in both approximations.
+// GELU's erf and tanh forms as exporters write them, and the erf form's gradient
+// (engine/rewrites/gelu_fusion.h): the gradient builder differentiates each chain by Gelu's rule
+// (checked by finite differences and against the chain's own rules), the backends run the tanh
+// chain as one Gelu node and the erf form's gradient as one GeluGrad node with the unfused
+// graph's values, and Gelu-20's rule in both approximations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "engine/rewrites/rewrite_domain.h"
+#include "fusion_test_util.h"
 #include "gradient_check.h"
 #include "op_test_util.h"
 
@@ -50,13 +52,7 @@ std::shared_ptr<Graph> gradient_graph(bool half_first, DType dtype, bool composi
   auto forward = make_graph(erf_gelu(half_first), gelu_inputs(dtype), "y", 17, Decl::Full);
   GradientSpec spec{{"x"}, "y", "dY"};
   spec.differentiate_composites = composites;
-  GradientResult r = build_gradient(*forward, spec);
-  auto g = std::make_shared<Graph>(*forward);
-  g->inputs.push_back({"dY", {dtype, std::nullopt}});
-  g->nodes.insert(g->nodes.end(), r.nodes.begin(), r.nodes.end());
-  g->outputs = {{r.gradients[0], {}}};
-  if (result) *result = r;
-  return g;
+  return with_gradient(*forward, spec, dtype, result);
 }
 
 std::vector<Tensor> feeds(DType dtype) {
@@ -64,10 +60,6 @@ std::vector<Tensor> feeds(DType dtype) {
   Tensor dy = random_tensor({3, 7}, -1, 1, 7);
   f.push_back(dtype == DType::Float32 ? to_float32(dy) : dy);
   return f;
-}
-
-Model compiled(std::shared_ptr<Graph> g, bool fuse) {
-  return Model(std::move(g), Device::cpu(), {.channels_last = false, .fuse_ops = fuse});
 }
 
 int emitted(const GradientResult& r, const std::string& op) {
@@ -138,6 +130,104 @@ TEST(ErfGelu, LeavesAGradientOfAnotherShapeAlone) {
   ASSERT_NE(exp, g->nodes.end());
   g->outputs.push_back({exp->outputs[0], {}});
   EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "GeluGrad"), 0);
+}
+
+// y = GELU(x) in its tanh form as exporters write it before opset 20: PyTorch's exporter,
+// 0.5 * (x * (1 + tanh(k * (x + a * (x * (x * x)))))), or GPT-2's NewGELU,
+// ((0.5 * x) * (1 + tanh(k * (x + a * x^3)))), with k = sqrt(2 / pi) and a = 0.044715.
+std::vector<Node> tanh_gelu(bool gpt2) {
+  std::vector<Node> nodes;
+  if (gpt2) {
+    nodes = {node("Pow", {"x", "three"}, {"cube"}), node("Mul", {"kappa", "cube"}, {"kc"}),
+             node("Add", {"x", "kc"}, {"sum"}),     node("Mul", {"beta", "sum"}, {"arg"}),
+             node("Tanh", {"arg"}, {"t"}),          node("Add", {"one", "t"}, {"b"}),
+             node("Mul", {"half", "x"}, {"hx"}),    node("Mul", {"hx", "b"}, {"y"})};
+  } else {
+    nodes = {node("Mul", {"x", "x"}, {"sq"}),        node("Mul", {"x", "sq"}, {"cube"}),
+             node("Mul", {"kappa", "cube"}, {"kc"}), node("Add", {"x", "kc"}, {"sum"}),
+             node("Mul", {"beta", "sum"}, {"arg"}),  node("Tanh", {"arg"}, {"t"}),
+             node("Add", {"one", "t"}, {"b"}),       node("Mul", {"x", "b"}, {"xb"}),
+             node("Mul", {"half", "xb"}, {"y"})};
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) nodes[k].name = "gelu_" + std::to_string(k);
+  return nodes;
+}
+
+std::vector<Input> tanh_gelu_inputs(DType dtype, double kappa = 0.044715) {
+  std::vector<Input> inputs = gelu_inputs(dtype);
+  inputs.erase(inputs.begin() + 1);  // no sqrt 2
+  auto constant = [&](const char* name, double v) {
+    return Input{name,
+                 dtype == DType::Float32 ? Tensor::scalar<float>(static_cast<float>(v))
+                                         : Tensor::scalar<double>(v),
+                 true};
+  };
+  inputs.push_back(constant("three", 3));
+  inputs.push_back(constant("kappa", kappa));
+  inputs.push_back(constant("beta", std::sqrt(2 / M_PI)));
+  return inputs;
+}
+
+std::shared_ptr<Graph> tanh_gelu_graph(bool gpt2, DType dtype) {
+  return make_graph(tanh_gelu(gpt2), tanh_gelu_inputs(dtype), "y", 17, Decl::Full);
+}
+
+TEST(TanhGelu, RunsAsOneGeluNodeWithTheChainsValues) {
+  for (bool gpt2 : {false, true}) {
+    SCOPED_TRACE(gpt2 ? "GPT-2's NewGELU" : "PyTorch's exporter");
+    const Tensor want = compiled(tanh_gelu_graph(gpt2, DType::Float64), false)
+                            .run(feeds_of(tanh_gelu_inputs(DType::Float64)))[0];
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      Model fused = compiled(tanh_gelu_graph(gpt2, dtype), true);
+      const Graph& plan = *fused.plan()->graph_ptr();
+      ASSERT_EQ(plan.nodes.size(), 1u);
+      EXPECT_EQ(plan.nodes[0].op_type, "Gelu");
+      EXPECT_EQ(plan.nodes[0].attr_string("approximate", "none"), "tanh");
+      expect_near(fused.run(feeds_of(tanh_gelu_inputs(dtype)))[0], want,
+                  dtype == DType::Float32 ? 1e-6 : 1e-14);
+    }
+  }
+}
+
+TEST(TanhGelu, IsDifferentiatedAsOneGeluByItsTanhRule) {
+  for (bool gpt2 : {false, true}) {
+    SCOPED_TRACE(gpt2 ? "GPT-2's NewGELU" : "PyTorch's exporter");
+    auto gradient = [&](bool composites, GradientResult& r) {
+      GradientSpec spec{{"x"}, "y", "dY"};
+      spec.differentiate_composites = composites;
+      auto g = with_gradient(*tanh_gelu_graph(gpt2, DType::Float64), spec, DType::Float64, &r);
+      return compiled(g, false).run(feeds(DType::Float64))[0];
+    };
+    GradientResult as_one, per_node;
+    const Tensor composite = gradient(true, as_one), chain = gradient(false, per_node);
+    // Gelu's tanh rule recomputes the Tanh (Tanh's own rule reads its output) and needs no Sum
+    // of x's several uses, nor Pow's rule.
+    EXPECT_EQ(emitted(as_one, "Tanh"), 1);
+    EXPECT_EQ(emitted(per_node, "Tanh"), 0);
+    EXPECT_EQ(emitted(as_one, "Sum"), 0);
+    EXPECT_EQ(emitted(per_node, "Sum"), 1);
+    EXPECT_EQ(emitted(as_one, "Pow"), 0);
+    expect_near(composite, chain, 1e-13);
+    check_gradients(tanh_gelu(gpt2), tanh_gelu_inputs(DType::Float64), "y", {"x"}, 17);
+  }
+}
+
+TEST(TanhGelu, LeavesAloneWhatGeluDoesNotCompute) {
+  // Another cubic coefficient: not GELU.
+  auto g =
+      make_graph(tanh_gelu(false), tanh_gelu_inputs(DType::Float32, 0.05), "y", 17, Decl::Full);
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "Tanh"), 1);
+  // x^2 read outside the chain as well.
+  g = tanh_gelu_graph(false, DType::Float32);
+  g->outputs.push_back({"sq", {}});
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "Tanh"), 1);
+  // Tanh of something other than the argument's product.
+  g = tanh_gelu_graph(true, DType::Float32);
+  g->nodes[4].inputs[0] = "sum";
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "Tanh"), 1);
+  // On a GPU the fused Gelu is the erf form's alone: the tanh chain stays as it is.
+  Model on_sim(tanh_gelu_graph(false, DType::Float32), Device::sim(0));
+  EXPECT_EQ(count_ops(*on_sim.plan()->graph_ptr(), "Tanh"), 1);
 }
 
 DPRUN_GRADIENT_CASE(Gelu, GeluBothApproximations) {

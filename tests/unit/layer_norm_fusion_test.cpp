@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fusion_test_util.h"
 #include "gradient_check.h"
 #include "op_test_util.h"
 
@@ -89,22 +90,8 @@ std::shared_ptr<Graph> ln_graph(const LnCase& c, const std::vector<Node>& nodes)
   return make_graph(nodes, ln_inputs(c), "y", c.opset, c.decl);
 }
 
-Model compiled(std::shared_ptr<Graph> g, bool fuse) {
-  return Model(std::move(g), Device::cpu(), {.channels_last = false, .fuse_ops = fuse});
-}
-
 int fused_count(std::shared_ptr<Graph> g) {
   return count_ops(*compiled(std::move(g), true).plan()->graph_ptr(), "LayerNormalization");
-}
-
-// Each element within `tol` of the largest magnitude of `want`.
-void expect_near(const Tensor& got, const Tensor& want, double tol) {
-  ASSERT_EQ(got.shape(), want.shape());
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    scale = std::max(scale, std::abs(want.item_as_double(i)));
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(got.item_as_double(i), want.item_as_double(i), tol * scale) << "element " << i;
 }
 
 TEST(DecomposedLayerNorm, RunsAsOneNodeWithTheChainsValues) {
@@ -117,7 +104,7 @@ TEST(DecomposedLayerNorm, RunsAsOneNodeWithTheChainsValues) {
     for (const char* op : {"ReduceMean", "Sub", "Pow", "Sqrt", "Div"})
       EXPECT_EQ(count_ops(plan, op), 0) << op;
     const std::vector<Tensor> feeds = feeds_of(ln_inputs(c));
-    expect_near(fused.run(feeds)[0], compiled(g, false).run(feeds)[0], 1e-13);
+    expect_near_in_scale(fused.run(feeds)[0], compiled(g, false).run(feeds)[0], 1e-13);
   }
 }
 
@@ -196,7 +183,7 @@ TEST(DecomposedLayerNorm, IsDifferentiatedByLayerNormalizationsRule) {
     const std::vector<Tensor> got = gradients(c, true, &as_one);
     const std::vector<Tensor> want = gradients(c, false, &per_node);
     ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k) expect_near(got[k], want[k], 1e-12);
+    for (size_t k = 0; k < want.size(); ++k) expect_near_in_scale(got[k], want[k], 1e-12);
     // The rule's own nodes: no Pow or Div rule ran, and fewer nodes were emitted.
     EXPECT_EQ(emitted(as_one, "Pow"), 0);
     EXPECT_EQ(emitted(as_one, "Div"), 0);
@@ -236,13 +223,7 @@ std::shared_ptr<Graph> ln17_gradient(const Shape& x, int64_t axis,
   Node ln = node("LayerNormalization", {"x", "scale", "b"}, {"y"},
                  {{"axis", Attribute::of_int(axis)}, {"epsilon", Attribute::of_float(1e-3f)}});
   auto forward = make_graph({ln}, inputs, "y", 17, Decl::Full);
-  GradientResult r = build_gradient(*forward, GradientSpec{wrt, "y", "dY"});
-  auto g = std::make_shared<Graph>(*forward);
-  g->inputs.push_back({"dY", {dtype, std::nullopt}});
-  g->nodes.insert(g->nodes.end(), r.nodes.begin(), r.nodes.end());
-  g->outputs.clear();
-  for (const std::string& name : r.gradients) g->outputs.push_back({name, {}});
-  return g;
+  return with_gradient(*forward, GradientSpec{wrt, "y", "dY"}, dtype);
 }
 
 std::vector<Tensor> ln17_feeds(const Shape& x, int64_t axis, DType dtype) {
@@ -278,7 +259,7 @@ TEST(LayerNormGrad, TheRulesBackwardRunsAsOneNodeWithTheFloat64Values) {
     EXPECT_EQ(grad->outputs.size(), c.xhat_out ? 2u : 1u);
     const std::vector<Tensor> got = fused.run(ln17_feeds(c.x, c.axis, DType::Float32));
     ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k) expect_near(got[k], want[k], 1e-5);
+    for (size_t k = 0; k < want.size(); ++k) expect_near_in_scale(got[k], want[k], 1e-5);
   }
 }
 

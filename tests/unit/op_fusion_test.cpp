@@ -211,6 +211,43 @@ TEST(OpFusion, MatMulReadsItsTransposedOperandsThroughStrides) {
     }
 }
 
+// Attention's products as exporters write them: q, k, v stored [B, T, H, D], the heads split
+// by Transposes, S = MatMul(Transpose(q, [0, 2, 1, 3]), Transpose(k, [0, 2, 3, 1])),
+// O = MatMul(S, Transpose(v, [0, 2, 1, 3])); and a batch-first product of rank 3.
+TEST(OpFusion, MatMulReadsPermutedOperandsThroughStrides) {
+  const int64_t B = 2, T = 5, H = 3, D = 4;
+  auto g = std::make_shared<Graph>();
+  g->opset_imports[""] = 13;
+  g->inputs = {{"q", f32({B, T, H, D})}, {"k", f32({B, T, H, D})}, {"v", f32({B, T, H, D})}};
+  g->nodes = {transpose("q", "qh", {0, 2, 1, 3}), transpose("k", "kT", {0, 2, 3, 1}),
+              transpose("v", "vh", {0, 2, 1, 3}), node("MatMul", {"qh", "kT"}, {"s"}),
+              node("MatMul", {"s", "vh"}, {"o"})};
+  g->outputs = {{"o", f32({B, H, T, D})}};
+  auto r = fuse_ops(*g);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(op_types(*r), (std::vector<std::string>{"FusedMatMul", "FusedMatMul"}));
+  EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"q", "k"}));
+  EXPECT_EQ(r->nodes[0].attr_ints("permA"), (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_EQ(r->nodes[0].attr_ints("permB"), (std::vector<int64_t>{0, 2, 3, 1}));
+  EXPECT_EQ(r->nodes[1].attr_ints("permB"), (std::vector<int64_t>{0, 2, 1, 3}));
+  expect_same_results(g, {random_tensor({B, T, H, D}, 21), random_tensor({B, T, H, D}, 22),
+                          random_tensor({B, T, H, D}, 23)});
+  // [T, B, C] -> [B, T, C] and [B, C, T] (torchvision's ViT), B broadcast against a matrix.
+  for (const auto& [perm, a, b] :
+       {std::tuple{std::vector<int64_t>{1, 0, 2}, Shape{6, 2, 4}, Shape{4, 3}},
+        std::tuple{std::vector<int64_t>{1, 2, 0}, Shape{6, 2, 4}, Shape{6, 3}}}) {
+    auto h = std::make_shared<Graph>();
+    h->opset_imports[""] = 13;
+    h->inputs = {{"a", f32(a)}, {"b", f32(b)}};
+    h->nodes = {transpose("a", "t", perm), node("MatMul", {"t", "b"}, {"y"})};
+    h->outputs = {{"y", TensorType{DType::Float32, std::nullopt}}};
+    auto fused = fuse_ops(*h);
+    ASSERT_NE(fused, nullptr);
+    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{"FusedMatMul"}));
+    expect_same_results(h, {random_tensor(a, 24), random_tensor(b, 25)});
+  }
+}
+
 TEST(OpFusion, ATransposeBackIsTheValueItself) {
   // y = x^T read by one product, z = (x^T)^T by another (a weight and its gradient's product):
   // z is x, so x^T has one reader left and folds into its product too.
@@ -227,11 +264,17 @@ TEST(OpFusion, ATransposeBackIsTheValueItself) {
   EXPECT_EQ(r->nodes[1].inputs, (std::vector<std::string>{"x"}));
   expect_same_results(
       g, {random_tensor({4, 5}, 11), random_tensor({3, 5}, 12), random_tensor({3, 4}, 13)});
-  // Permutations of rank 3: cancelled only when the second inverts the first.
-  for (const auto& [first, second, cancels] :
-       {std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{2, 0, 1}, true},
-        std::tuple{std::vector<int64_t>{0, 2, 1}, std::vector<int64_t>{0, 2, 1}, true},
-        std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{1, 2, 0}, false}}) {
+  // Permutations of rank 3: cancelled when the second inverts the first, else composed into one
+  // Transpose of x.
+  for (const auto& [first, second, composed] :
+       {std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{2, 0, 1},
+                   std::vector<int64_t>{}},
+        std::tuple{std::vector<int64_t>{0, 2, 1}, std::vector<int64_t>{0, 2, 1},
+                   std::vector<int64_t>{}},
+        std::tuple{std::vector<int64_t>{1, 2, 0}, std::vector<int64_t>{1, 2, 0},
+                   std::vector<int64_t>{2, 0, 1}},
+        std::tuple{std::vector<int64_t>{1, 0, 2}, std::vector<int64_t>{0, 2, 1},
+                   std::vector<int64_t>{1, 2, 0}}}) {
     auto h = std::make_shared<Graph>();
     h->opset_imports[""] = 13;
     h->inputs = {{"x", f32({2, 3, 4})}};
@@ -239,13 +282,26 @@ TEST(OpFusion, ATransposeBackIsTheValueItself) {
     h->outputs = {{"n", TensorType{DType::Float32, std::nullopt}},
                   {"y", TensorType{DType::Float32, std::nullopt}}};
     auto fused = fuse_ops(*h);
-    if (!cancels) {
-      EXPECT_EQ(fused, nullptr);
-      continue;
-    }
     ASSERT_NE(fused, nullptr);
-    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{"Transpose", "Neg", "Identity"}));
+    EXPECT_EQ(op_types(*fused),
+              (std::vector<std::string>{"Transpose", "Neg",
+                                        composed.empty() ? "Identity" : "Transpose"}));
+    EXPECT_EQ(fused->nodes[2].inputs, (std::vector<std::string>{"x"}));
+    if (!composed.empty()) {
+      EXPECT_EQ(fused->nodes[2].attr_ints("perm"), composed);
+    }
     expect_same_results(h, {random_tensor({2, 3, 4}, 14)});
+  }
+  {  // the first Transpose read by the second alone goes with it
+    auto h = std::make_shared<Graph>();
+    h->opset_imports[""] = 13;
+    h->inputs = {{"x", f32({2, 3, 4})}};
+    h->nodes = {transpose("x", "t", {1, 0, 2}), transpose("t", "y", {0, 2, 1})};
+    h->outputs = {{"y", TensorType{DType::Float32, std::nullopt}}};
+    auto fused = fuse_ops(*h);
+    ASSERT_NE(fused, nullptr);
+    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{"Transpose"}));
+    expect_same_results(h, {random_tensor({2, 3, 4}, 15)});
   }
 }
 
@@ -254,9 +310,9 @@ TEST(OpFusion, TransposedOperandsNeedAPrivateLastTwoDimSwap) {
     auto r = fuse_ops(*g);
     return r ? op_types(*r) : std::vector<std::string>{"unchanged"};
   };
-  {  // a permutation that moves a batch dim is not a matrix transpose
-    auto g = transposed_matmul_graph({2, 3, 5, 4}, {3, 2, 5, 6}, DType::Float32, true, false);
-    g->nodes[0].attributes["perm"] = Attribute::of_ints({1, 0, 3, 2});
+  {  // a permutation that moves the stored last dim out of the last two: no strided view
+    auto g = transposed_matmul_graph({2, 5, 3, 4}, {2, 3, 5, 6}, DType::Float32, true, false);
+    g->nodes[0].attributes["perm"] = Attribute::of_ints({0, 3, 2, 1});
     EXPECT_EQ(fused_ops_of(g), (std::vector<std::string>{"unchanged"}));
   }
   {  // the transposed value is also a graph output
