@@ -11,6 +11,7 @@
 
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
+#include "engine/training/input_transform.h"
 #include "engine/training/optimizer_settings.h"
 #include "engine/training/trainer.h"
 
@@ -66,6 +67,9 @@ struct TrainSettings {
   OptimizerSettings optimizer;
   int64_t accumulate = 1;
   uint64_t seed = 0;
+  /// layout= and normalize=, by input name: each batch given to step() and evaluate() is
+  /// transformed before it is checked (as `dprun train --layout/--normalize`).
+  std::map<std::string, InputTransform> transforms;
 };
 
 /// Reads dprun.Trainer's keywords (and those of Trainer.resume) into settings, checked as

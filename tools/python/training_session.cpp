@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/executor.h"
+#include "engine/training/sample_transform.h"
 #include "engine/training/training_data.h"
 #include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
@@ -77,8 +78,10 @@ TrainingSession::TrainingSession(std::shared_ptr<const Graph> graph, std::string
 TrainingSession::~TrainingSession() = default;
 
 std::vector<RunSetting> TrainingSession::run_settings_now() const {
-  return run_settings(settings_.trainer, *model_, *trainer_, *optimizer_, batch_,
-                      settings_.accumulate, false);
+  std::vector<RunSetting> settings = run_settings(settings_.trainer, *model_, *trainer_,
+                                                  *optimizer_, batch_, settings_.accumulate, false);
+  for (RunSetting& s : transform_settings(settings_.transforms)) settings.push_back(std::move(s));
+  return settings;
 }
 
 CheckpointedRun TrainingSession::checkpointed_run() const {
@@ -114,7 +117,16 @@ void TrainingSession::check_batch(const std::vector<Tensor>& inputs, const Tenso
   }
 }
 
+std::vector<Tensor> TrainingSession::transformed(std::vector<Tensor> inputs) const {
+  const std::vector<std::string> names = model_->input_names();
+  for (size_t i = 0; i < inputs.size() && i < names.size(); ++i)
+    if (auto t = settings_.transforms.find(names[i]); t != settings_.transforms.end())
+      inputs[i] = transform_all_rows(names[i], t->second, inputs[i]);
+  return inputs;
+}
+
 std::optional<double> TrainingSession::step(std::vector<Tensor> inputs, Tensor target) {
+  inputs = transformed(std::move(inputs));
   check_batch(inputs, target);
   const int64_t n = settings_.accumulate;
   if (static_cast<int64_t>(pending_.size()) + 1 < n) {
@@ -182,6 +194,7 @@ double TrainingSession::run_step(std::vector<PendingBatch> batches) {
 }
 
 ValidationResult TrainingSession::evaluate(std::vector<Tensor> inputs, Tensor target) {
+  inputs = transformed(std::move(inputs));
   check_batch(inputs, target);
   const int64_t dim = settings_.trainer.parallel.dim;
   const std::vector<std::string> names = model_->input_names();
