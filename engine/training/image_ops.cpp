@@ -51,7 +51,10 @@ void convert_any(const void* row, DType dtype, size_t n, float* out) {
 
 // The triangle filter's taps for one output position along a dim, as PyTorch computes them
 // for interpolate(..., mode='bilinear', antialias=True): every step in float32 where its
-// kernel is, so that the weights are that kernel's.
+// kernel is, so that the weights are that kernel's. Written here rather than with oneDNN's
+// resampling primitive: its linear mode keeps two taps whatever the scale, where antialias
+// widens the filter by the scale when shrinking (every input pixel under an output pixel
+// counts), and torchvision's resized crops shrink most of the time.
 struct Taps {
   std::vector<int64_t> first, count;
   std::vector<float> weights;  // `stride` per output position
