@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/mapped_file.h"
 #include "engine/training/distributed_data_parallel.h"
 #include "engine/training/sample_transform.h"
 
@@ -41,6 +42,14 @@ void copy_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices
     for (size_t k = 0; k < indices.size(); ++k)
       std::memcpy(dst + (static_cast<size_t>(o) * indices.size() + k) * row_bytes,
                   src + static_cast<size_t>(o * rows + indices[k]) * row_bytes, row_bytes);
+}
+
+// Gives back the pages of rows `indices` (along dim 0) of `t`, a view of a file's pages.
+void release_rows(const Tensor& t, const std::vector<int64_t>& indices) {
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(1, t.dim(0)));
+  const char* data = static_cast<const char*>(t.raw_data());
+  for (int64_t r : indices)
+    release_mapped_pages(data + static_cast<size_t>(r) * row_bytes, row_bytes);
 }
 
 }  // namespace
@@ -169,6 +178,10 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
     b.target =
         destination(buffers, inputs_.size(), rows_shape(target_, 0, rows.size()), target_.dtype());
     copy_rows(target_, 0, rows, b.target);
+  }
+  if (options_.release_rows && options_.dim == 0) {
+    for (const Tensor& t : inputs_) release_rows(t, rows);
+    if (target_.defined()) release_rows(target_, rows);
   }
   return b;
 }

@@ -38,6 +38,11 @@ struct TrainingDataOptions {
   std::map<std::string, InputTransform> transforms;
   /// Validation rows: the transforms draw nothing (resized-crop takes its evaluation form).
   bool evaluation = false;
+  /// The inputs and the target are read-only views of files' pages (engine/mapped_file.h's
+  /// map_file): the pages of each batch's rows (along dim 0) are given back once it is gathered,
+  /// so that a data set larger than memory keeps little more than a batch resident. Never set
+  /// it for other memory: what release_mapped_pages gives back of it is lost.
+  bool release_rows = false;
 };
 
 /// One batch, or one rank's shard of it: the inputs in model order and the target (undefined
