@@ -208,7 +208,8 @@ void add_output_options(CLI::App& app, TrainFlags& f) {
                     "steps left out of the reported samples/s (default 1: the first step "
                     "builds buffers and kernels); the overall figure is reported too"),
         add_text(app, "--json", "FILE", f.json,
-                 "losses, step_seconds, samples_per_s (after the warm-up), "
+                 "losses, step_seconds, data_wait_seconds (how long each step waited for "
+                 "its batches), samples_per_s (after the warm-up), "
                  "samples_per_s_overall, warmup_steps, devices, peak_bytes per device; in "
                  "float16 also loss_scales and skipped_steps"),
         add_text(app, "--export-training-graph", "FILE", f.export_graph,
@@ -490,7 +491,8 @@ TrainingDataFiles training_data_files(const TrainFlags& f, Model& model,
       data_options.pin_for = d;
       break;
     }
-  data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
+  // A step's batches are gathered before it runs, and the next step's while it runs.
+  data_options.batches_in_use = 2 * accumulate;
   data_options.transforms = input_transforms(f.transforms);
   check_transforms_fit(model, data_options.transforms);
   if (f.embed_preprocessing && data_options.transforms.empty())

@@ -79,6 +79,12 @@ TEST_F(TrainTransforms, AugmentedRunsEqualRunsOnTheTransformedFileOnAnyDevicesAn
     CommandResult stored = train("transformed.npy", options, "stored");
     ASSERT_EQ(stored.status, 0) << stored.output;
     ASSERT_EQ(losses("augmented").size(), 3u) << options;
+    // The batches are gathered on a background thread; each step's wait for them is reported.
+    const std::vector<double> waits =
+        numbers(read_json(dir_ / "augmented.json"), "data_wait_seconds")
+            .value_or(std::vector<double>{});
+    ASSERT_EQ(waits.size(), 3u) << options;
+    for (double w : waits) EXPECT_GE(w, 0) << options;
     EXPECT_EQ(losses("augmented"), losses("stored")) << options;
     EXPECT_EQ(read_text(dir_ / "augmented.onnx"), read_text(dir_ / "stored.onnx")) << options;
   }
