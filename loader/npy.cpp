@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/atomic_file.h"
+#include "engine/mapped_file.h"
 
 namespace dprun {
 
@@ -393,12 +394,14 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   return t;
 }
 
-std::optional<Shape> read_npy_shape(const std::string& path) {
+namespace {
+
+// The header of the .npy file at `path`, read alone (a header of more than 1 MiB is no numpy
+// header); nullopt when the file cannot be read.
+std::optional<std::string> header_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes(12, '\0');
   if (!in.read(bytes.data(), 12)) return std::nullopt;
-  // The header's length is at bytes 8.. (2 bytes in version 1, 4 after); a header of more
-  // than 1 MiB is no numpy header.
   const auto at = [&](size_t i) {
     return static_cast<size_t>(static_cast<unsigned char>(bytes[i]));
   };
@@ -408,11 +411,39 @@ std::optional<Shape> read_npy_shape(const std::string& path) {
   bytes.resize(12 + length);
   in.read(bytes.data() + 12, static_cast<std::streamsize>(length));
   bytes.resize(12 + static_cast<size_t>(in.gcount()));
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<Shape> read_npy_shape(const std::string& path) {
+  const std::optional<std::string> bytes = header_bytes(path);
+  if (!bytes) return std::nullopt;
   try {
-    return parse_header(bytes, path).shape;
+    return parse_header(*bytes, path).shape;
   } catch (const Error&) {
     return std::nullopt;
   }
+}
+
+std::optional<Tensor> map_npy(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, ": file not found");
+  const std::optional<std::string> bytes = header_bytes(path);
+  if (!bytes) return std::nullopt;  // read_npy says what is wrong
+  const NpyHeader header = parse_header(*bytes, path);
+  const Layout& layout = header.layout;
+  const size_t needed = payload_bytes(header.shape, layout.item_size, path);
+  // Strings are decoded, and misaligned numbers cannot be viewed in place: those are read.
+  if (layout.encoding != Encoding::Raw || needed == 0 || header.data_start % layout.item_size)
+    return std::nullopt;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  const size_t payload = ec || size < header.data_start ? 0 : size - header.data_start;
+  if (payload < needed)
+    fail(path, ": truncated .npy data: ", payload, " bytes for shape ",
+         shape_to_string(header.shape), " of ", dtype_name(layout.dtype), " (", needed, " needed)");
+  return Tensor::from_storage(map_file(path, header.data_start, needed), header.shape,
+                              layout.dtype);
 }
 
 Tensor read_npy(const std::string& path) {

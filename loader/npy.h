@@ -15,6 +15,13 @@ namespace dprun {
 /// missing file, a bad magic/header, Fortran order, an unsupported dtype, other big-endian
 /// data, a code point that is not a Unicode character, or a short payload.
 Tensor read_npy(const std::string& path);
+/// read_npy without reading the data: numbers are a read-only view of the file's pages
+/// (engine/mapped_file.h), read as they are touched, so a file larger than memory can be used
+/// row by row; the file must not change while the tensor lives. nullopt for what cannot be
+/// viewed in place (strings, numbers whose offset in the file does not suit their type, no
+/// elements, a header that cannot be read): read_npy reads those. Throws read_npy's errors
+/// for a missing file, a bad header or a short payload.
+std::optional<Tensor> map_npy(const std::string& path);
 /// The shape in the header of the .npy file at `path`, without reading its data; nullopt when
 /// the file cannot be read or its header is not a .npy header (read_npy then says why).
 std::optional<Shape> read_npy_shape(const std::string& path);

@@ -1,8 +1,11 @@
 #include "loader/training_data_files.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
+#include "engine/mapped_file.h"
 #include "loader/npy.h"
 
 namespace dprun {
@@ -18,22 +21,57 @@ void check_files_name_inputs(const TrainingDataFiles& f) {
   }
 }
 
-// Input `name`'s file, read and checked for values that are not finite.
-Tensor read_input(const TrainingDataFiles& f, const std::string& name) {
+// A file's data: a view of its pages when it can be (map_npy), else read whole. `mapped`
+// is cleared when it is read.
+Tensor open_data(const std::string& path, bool& mapped) {
+  if (std::optional<Tensor> t = map_npy(path)) return *t;
+  mapped = false;
+  return read_npy(path);
+}
+
+// Runs check(part, first row of the part) over the rows of `t` (along `dim`); along dim 0 of a
+// file's pages, a part of about 64 MiB at a time, each part's pages given back after its check,
+// so that the checks stream over a file larger than memory.
+template <class Check>
+void check_by_parts(const Tensor& t, int64_t dim, bool mapped, Check check) {
+  if (!mapped || dim != 0 || t.rank() < 1 || t.dim(0) == 0) return check(t, 0);
+  const int64_t rows = t.dim(0);
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(rows);
+  const int64_t part = std::max<int64_t>(1, static_cast<int64_t>((size_t(64) << 20) / row_bytes));
+  char* data = static_cast<char*>(const_cast<void*>(t.raw_data()));  // only read
+  for (int64_t first = 0; first < rows; first += part) {
+    const int64_t n = std::min(part, rows - first);
+    char* start = data + static_cast<size_t>(first) * row_bytes;
+    const size_t bytes = static_cast<size_t>(n) * row_bytes;
+    Shape shape = t.shape();
+    shape[0] = n;
+    check(Tensor::from_storage(std::make_shared<Storage>(start, bytes, Device::cpu()), shape,
+                               t.dtype()),
+          first);
+    release_mapped_pages(start, bytes);
+  }
+}
+
+// Input `name`'s file, checked for values that are not finite.
+Tensor read_input(const TrainingDataFiles& f, const std::string& name, bool& mapped) {
   auto it = f.files.find(name);
   DPRUN_CHECK(it != f.files.end(), "training needs data for input '", name, "': give --input ",
               name, "=FILE.npy");
   check_not_directory(it->second, f.option_prefix + "input");
-  Tensor t = read_npy(it->second);
-  check_finite_rows(t, f.dim, it->second);
+  Tensor t = open_data(it->second, mapped);
+  check_by_parts(t, f.dim, mapped, [&](const Tensor& part, int64_t first) {
+    check_finite_rows(part, f.dim, it->second, first);
+  });
   return t;
 }
 
-Tensor read_target(const TrainingDataFiles& f) {
+Tensor read_target(const TrainingDataFiles& f, bool& mapped) {
   check_not_directory(f.target_file, f.option_prefix + "target");
-  Tensor target = read_npy(f.target_file);
-  check_finite_rows(target, 0, f.target_file);
-  if (f.labels) check_class_labels(target, *f.labels, f.target_file);
+  Tensor target = open_data(f.target_file, mapped);
+  check_by_parts(target, 0, mapped, [&](const Tensor& part, int64_t first) {
+    check_finite_rows(part, 0, f.target_file, first);
+    if (f.labels) check_class_labels(part, *f.labels, f.target_file, first);
+  });
   DPRUN_CHECK(target.rank() >= 1, "the target file ", f.target_file,
               " holds a 0-d array; it needs one row per sample");
   return target;
@@ -45,18 +83,21 @@ TrainingData read_training_data(const TrainingDataFiles& f) {
   check_files_name_inputs(f);
   std::vector<Tensor> inputs;
   int64_t rows = 0;
+  bool mapped = true;  // every file is a view of its pages
   for (const std::string& name : f.input_names) {
-    inputs.push_back(read_input(f, name));
+    inputs.push_back(read_input(f, name, mapped));
     const int64_t n = rows_along(inputs.back(), f.dim, "input '" + name + "'");
     if (inputs.size() == 1) rows = n;
     check_input_rows(name, n, f.input_names[0], rows, f.dim);
   }
   Tensor target;
   if (!f.target_file.empty()) {
-    target = read_target(f);
+    target = read_target(f, mapped);
     check_target_rows(target, f.input_names.empty() ? "" : f.input_names[0], rows);
   }
-  return TrainingData(f.input_names, std::move(inputs), std::move(target), f);
+  TrainingDataOptions options = f;
+  options.release_rows = mapped;
+  return TrainingData(f.input_names, std::move(inputs), std::move(target), options);
 }
 
 void check_not_directory(const std::string& path, const std::string& option) {

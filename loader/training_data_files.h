@@ -36,7 +36,9 @@ struct TrainingDataFiles : TrainingDataOptions {
 /// an input without dim `dim` or with other rows than the first (rows_along,
 /// check_input_rows); a target label outside `labels` by file and row (check_class_labels);
 /// "the target file PATH holds a 0-d array; it needs one row per sample"; a target of other
-/// rows (check_target_rows); "the training data has no rows".
+/// rows (check_target_rows); "the training data has no rows"; a transform (`transforms`) that
+/// does not fit its file (TrainingData's constructor). Transformed inputs stay as the files
+/// hold them in memory; their batches are float32.
 TrainingData read_training_data(const TrainingDataFiles& files);
 
 /// Throws Error "PATH: is a directory; --OPTION takes a .npy file" when `path` is a folder

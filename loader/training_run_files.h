@@ -3,6 +3,7 @@
 // the model to serve, OUT.onnx (its inference form: BatchNormalization on its running
 // statistics, Dropout as Identity), and the checkpoint to resume from, OUT.ckpt.onnx
 // (loader/checkpoint_file.h). Each is replaced whole by an atomic rename.
+#include <functional>
 #include <string>
 
 #include "engine/training/training_run.h"
@@ -17,12 +18,17 @@ class TrainingRunFiles : public TrainingRunWriter {
   /// them: a second run writing the same files at the same time would conflict anyway.
   explicit TrainingRunFiles(std::string save_path, SaveOptions options = {});
 
+  /// The saved model's graph is `edit`'s rewrite of the inference form (embedded
+  /// preprocessing, engine/training/preprocessing_graph.h); checkpoints are not rewritten.
+  void set_serving_edit(std::function<Graph(const Graph&)> edit) { edit_ = std::move(edit); }
+
   void save_model(const Model& model, int64_t steps_done) override;
   void save_checkpoint(const CheckpointedRun& run, int64_t steps_done) override;
 
  private:
   std::string save_path_;
   SaveOptions options_;
+  std::function<Graph(const Graph&)> edit_;
 };
 
 }  // namespace dprun

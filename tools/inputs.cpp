@@ -6,8 +6,10 @@
 #include <set>
 
 #include "engine/op_facts.h"
+#include "engine/training/sample_transform.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
+#include "tools/transform_flags.h"
 #include "tools/typo_hints.h"
 #include "tools/usage_error.h"
 
@@ -191,6 +193,11 @@ std::vector<Tensor> prepare_inputs(Model& model, const InputOptions& given) {
   auto names = model.input_names();
   auto types = model.input_types();
   check_input_names(options.files, names);
+  check_transforms_fit(model, options.transforms);
+  for (const auto& [name, transform] : options.transforms)
+    if (!options.files.count(name))
+      throw UsageError("--" + std::string(transform.mean.empty() ? "layout" : "normalize") + " " +
+                       name + ": input '" + name + "' has no --input file to transform");
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < names.size(); ++i) {
     auto file = options.files.find(names[i]);
@@ -207,6 +214,8 @@ std::vector<Tensor> prepare_inputs(Model& model, const InputOptions& given) {
     Tensor t = as_declared(ends_with(file->second, ".pb") ? read_tensor_proto_file(file->second)
                                                           : read_npy(file->second),
                            types[i].dtype);
+    if (auto transform = options.transforms.find(names[i]); transform != options.transforms.end())
+      t = transform_all_rows(names[i], transform->second, t);
     check_input({names[i], types[i]}, t);
     inputs.push_back(t);
   }

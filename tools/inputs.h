@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/training/input_transform.h"
 
 namespace dprun::cli {
 
@@ -14,6 +15,8 @@ struct InputOptions {
   int64_t batch = 1;                         // size of symbolic leading dims
   std::map<std::string, int64_t> dims;       // other symbolic dims by name (default 1)
   std::map<std::string, std::string> files;  // input name -> .npy or .pb path
+  /// By input name: how its file's rows become the model's (--layout, --normalize).
+  std::map<std::string, InputTransform> transforms;
 };
 
 /// Gives the model the files of `files` that name an initializer the graph also lists as an
@@ -29,7 +32,9 @@ std::map<std::string, std::string> apply_initializer_overrides(
 /// for no input is a UsageError listing the model's inputs (check_input_names). Missing ones
 /// are generated: floats uniform in [-1, 1), integers in [0, 10) (or [0, N) when the input
 /// indexes a table of N rows, see index_bound), bools random, all from a fixed seed so runs
-/// repeat.
+/// repeat. A file with a transform (options.transforms) is transformed before it is checked
+/// (transform_all_rows); a transform that does not fit the model (check_transforms_fit) or of an
+/// input without a file is a UsageError.
 std::vector<Tensor> prepare_inputs(Model& model, const InputOptions& options);
 /// Throws UsageError for a name in `files` that is no input of the model: "--input names
 /// 'imput', which is not an input of the model (did you mean 'input'? its inputs: input)".

@@ -71,6 +71,7 @@ void add_input_options(CLI::App& app, InputFlags& flags) {
               "size of symbolic leading dims of generated inputs (default 1)");
   add_texts(app, "--symbol", "NAME=N", flags.symbols,
             "size of another symbolic dim of generated inputs; repeatable");
+  add_transform_options(app, flags.transforms, false);
 }
 
 CLI::Option* add_precision_option(CLI::App& app, std::optional<std::string>& field,
@@ -159,6 +160,7 @@ InputOptions input_options(const InputFlags& flags) {
     if (options.files.count(name)) throw UsageError("--input '" + name + "' given twice");
     options.files[name] = path;
   }
+  options.transforms = input_transforms(flags.transforms);
   return options;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/parallel/data_parallel.h"
 #include "tools/command_line.h"
 #include "tools/inputs.h"
+#include "tools/transform_flags.h"
 
 namespace dprun::cli {
 
@@ -24,12 +25,13 @@ struct DeviceFlags {
 struct InputFlags {
   std::vector<std::string> files, symbols;
   std::optional<int64_t> batch;
+  TransformFlags transforms;  // --layout and --normalize
 };
 
 /// Declares --devices, --dim, --output-device, --split, --split-policy, --weights, --threads,
 /// --allow-tf32 and --allow-winograd.
 void add_device_options(CLI::App& app, DeviceFlags& flags);
-/// Declares --input, --batch and --symbol as run and bench take them.
+/// Declares --input, --batch, --symbol, --layout and --normalize as run and bench take them.
 void add_input_options(CLI::App& app, InputFlags& flags);
 /// --precision's help for run, bench and inspect, which convert the model itself.
 inline constexpr const char* kConvertPrecisionHelp =
@@ -49,7 +51,7 @@ ModelOptions model_options(const DeviceFlags& flags, const std::optional<std::st
 /// --precision: float32, float16 or bfloat16; nullopt without it. Throws UsageError naming any
 /// other value.
 std::optional<DType> precision_of(const std::optional<std::string>& precision);
-/// Input options from --batch, --symbol and --input.
+/// Input options from --batch, --symbol, --input, --layout and --normalize.
 InputOptions input_options(const InputFlags& flags);
 
 }  // namespace dprun::cli

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "engine/parallel/device_list.h"
 #include "engine/training/lr_schedule.h"
 #include "engine/training/optimizer_settings.h"
+#include "engine/training/preprocessing_graph.h"
 #include "engine/training/trainer.h"
 #include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
@@ -32,6 +34,7 @@
 #include "tools/report_files.h"
 #include "tools/train_report.h"
 #include "tools/training_export.h"
+#include "tools/transform_flags.h"
 
 namespace dprun::cli {
 
@@ -49,7 +52,8 @@ struct TrainFlags {
   std::optional<double> lr, momentum, weight_decay, eps, label_smoothing, lr_warmup_start,
       clip_grad_norm, loss_scale;
   bool nesterov = false, shuffle = false, no_shuffle = false, sync_batchnorm = false,
-       resume = false, profile = false;
+       resume = false, profile = false, embed_preprocessing = false;
+  TransformFlags transforms;
   DistributedFlags distributed;
 };
 
@@ -87,6 +91,7 @@ void add_data_options(CLI::App& app, TrainFlags& f) {
         add_text(app, "--val-target", "FILE", f.val_target, "the validation rows' targets")
             ->needs(val_input)})
     option->group(group);
+  add_transform_options(app, f.transforms, true);
 }
 
 void add_loss_options(CLI::App& app, TrainFlags& f) {
@@ -180,6 +185,11 @@ void add_output_options(CLI::App& app, TrainFlags& f) {
                  "the trained model to serve (required): its inference form, with "
                  "BatchNormalization on the running statistics and Dropout off")
             ->required(),
+        add_flag(
+            app, "--embed-preprocessing", f.embed_preprocessing,
+            "write --layout and --normalize into the saved model as ONNX nodes (Cast, Div, "
+            "Sub, Div, Transpose) in front of its inputs: it then takes the stored rows (uint8 "
+            "NHWC images) directly and gives what the training-time pipeline gave"),
         add_integer(app, "--checkpoint-every", "N", f.checkpoint_every, 1, kManySteps,
                     "every N steps also write OUT.ckpt.onnx: the training form with the "
                     "optimizer's state, to resume from (replaced whole: a kill never loses it)"),
@@ -198,7 +208,8 @@ void add_output_options(CLI::App& app, TrainFlags& f) {
                     "steps left out of the reported samples/s (default 1: the first step "
                     "builds buffers and kernels); the overall figure is reported too"),
         add_text(app, "--json", "FILE", f.json,
-                 "losses, step_seconds, samples_per_s (after the warm-up), "
+                 "losses, step_seconds, data_wait_seconds (how long each step waited for "
+                 "its batches), samples_per_s (after the warm-up), "
                  "samples_per_s_overall, warmup_steps, devices, peak_bytes per device; in "
                  "float16 also loss_scales and skipped_steps"),
         add_text(app, "--export-training-graph", "FILE", f.export_graph,
@@ -480,7 +491,13 @@ TrainingDataFiles training_data_files(const TrainFlags& f, Model& model,
       data_options.pin_for = d;
       break;
     }
-  data_options.batches_in_use = accumulate;  // a step's batches are gathered before it runs
+  // A step's batches are gathered before it runs, and the next step's while it runs.
+  data_options.batches_in_use = 2 * accumulate;
+  data_options.transforms = input_transforms(f.transforms);
+  check_transforms_fit(model, data_options.transforms);
+  if (f.embed_preprocessing && data_options.transforms.empty())
+    throw UsageError(
+        "--embed-preprocessing needs --layout or --normalize: there is nothing to embed");
   return data_options;
 }
 
@@ -495,9 +512,28 @@ std::optional<Validation> validation_of(const TrainFlags& f, const TrainingDataF
   val.target_file = f.val_target.value_or("");
   val.option_prefix = "val-";
   val.shuffle = false;
+  val.evaluation = true;  // no augmentation: the evaluation transform
   if (trainer.needs_target() && val.target_file.empty())
     throw UsageError("--val-input needs --val-target for this loss");
   return std::optional<Validation>(std::in_place, model, loss, read_training_data(val));
+}
+
+// The run's settings with those of its transforms, which a resumed run must share.
+std::vector<RunSetting> with_transform_settings(
+    std::vector<RunSetting> settings, const std::map<std::string, InputTransform>& transforms) {
+  for (RunSetting& s : transform_settings(transforms)) settings.push_back(std::move(s));
+  return settings;
+}
+
+// --embed-preprocessing: the saved model takes the stored rows of the training files.
+std::function<Graph(const Graph&)> preprocessing_edit(const TrainingDataFiles& files,
+                                                      const TrainingData& data) {
+  std::map<std::string, DType> stored;
+  for (size_t i = 0; i < files.input_names.size(); ++i)
+    stored[files.input_names[i]] = data.input_dtype(i);
+  return [transforms = files.transforms, stored](const Graph& graph) {
+    return with_embedded_preprocessing(graph, transforms, stored);
+  };
 }
 
 // The model a run trains: the checkpoint's training form with --resume, else the model file.
@@ -645,6 +681,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
   const TrainingDataFiles data_options =
       training_data_files(f, *model, options, devices, accumulate);
   TrainingData data = read_training_data(data_options);
+  check_samples_fit(*model, data, data_options.transforms);
   Schedule schedule = parse_schedule(f, data.batches_per_epoch(), accumulate);
 
   std::optional<Validation> validation =
@@ -658,12 +695,15 @@ int train(const TrainFlags& f, const CLI::App& app) {
       .optimizer = *optimizer,
       .scaler = trainer.grad_scaler(),
       .seed = data_options.seed,
-      .settings = run_settings(options, *model, trainer, *optimizer, batch, accumulate,
-                               data_options.shuffle)};
+      .settings = with_transform_settings(run_settings(options, *model, trainer, *optimizer, batch,
+                                                       accumulate, data_options.shuffle),
+                                          data_options.transforms)};
   const int64_t first_step =
       checkpoint ? resume_from(*checkpoint, model_path, checkpointed, schedule.steps) : 0;
   std::optional<TrainingRunFiles> files;  // only rank 0 writes
   if (writes) files.emplace(*save, save_options);
+  if (files && f.embed_preprocessing)
+    files->set_serving_edit(preprocessing_edit(data_options, data));
   if (writes && !export_path.empty())
     save_training_graph(trainer, *model, export_path, save_options);
   if (dist) check_ranks_agree(*dist, app, *model, data);

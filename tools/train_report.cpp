@@ -96,6 +96,7 @@ void write_train_json(const std::string& path, const TrainReport& report) {
   out["losses"] = per_step([](const StepRecord& s) { return s.loss; });
   out["lrs"] = per_step([](const StepRecord& s) { return s.lr; });
   out["step_seconds"] = per_step([](const StepRecord& s) { return s.seconds; });
+  out["data_wait_seconds"] = per_step([](const StepRecord& s) { return s.data_wait_seconds; });
   out["samples_per_s"] = report.throughput.samples_per_s;
   out["samples_per_s_overall"] = report.throughput.overall_samples_per_s;
   out["warmup_steps"] = report.throughput.warmup_steps;

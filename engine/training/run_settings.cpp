@@ -89,3 +89,21 @@ std::vector<RunSetting> run_settings(const TrainerOptions& options, const Model&
 }
 
 }  // namespace dprun
+
+namespace dprun {
+
+std::vector<RunSetting> transform_settings(
+    const std::map<std::string, InputTransform>& transforms) {
+  std::vector<RunSetting> s = {{"layout", ""}, {"normalize", ""}, {"augment", ""}};
+  for (const auto& [name, t] : transforms)
+    for (auto [setting, text] :
+         {std::pair{&s[0], &t.layout_text}, std::pair{&s[1], &t.normalize_text},
+          std::pair{&s[2], &t.augment_text}})
+      if (!text->empty())
+        setting->value += (setting->value.empty() ? "" : ";") + name + "=" + *text;
+  for (RunSetting& setting : s)
+    if (setting.value.empty()) setting.value = "none";
+  return s;
+}
+
+}  // namespace dprun

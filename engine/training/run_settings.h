@@ -2,10 +2,12 @@
 // The settings that fix a training run's arithmetic, as a checkpoint keeps them and a resumed
 // run compares them (engine/training/checkpoint_state.h).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/training/input_transform.h"
 #include "engine/training/optimizer.h"
 #include "engine/training/trainer.h"
 
@@ -35,5 +37,13 @@ struct RunSetting {
 std::vector<RunSetting> run_settings(const TrainerOptions& options, const Model& model,
                                      const Trainer& trainer, const Optimizer& optimizer,
                                      int64_t batch, int64_t accumulate, bool shuffle);
+
+}  // namespace dprun
+
+namespace dprun {
+
+/// --layout, --normalize and --augment, each over every input (items NAME=VALUE joined by ';'
+/// in name order, or "none"): a resumed run must transform its data as the run it continues.
+std::vector<RunSetting> transform_settings(const std::map<std::string, InputTransform>& transforms);
 
 }  // namespace dprun

@@ -5,7 +5,9 @@
 #include <numeric>
 #include <random>
 
+#include "engine/mapped_file.h"
 #include "engine/training/distributed_data_parallel.h"
+#include "engine/training/sample_transform.h"
 
 namespace dprun {
 
@@ -42,6 +44,14 @@ void copy_rows(const Tensor& t, int64_t dim, const std::vector<int64_t>& indices
                   src + static_cast<size_t>(o * rows + indices[k]) * row_bytes, row_bytes);
 }
 
+// Gives back the pages of rows `indices` (along dim 0) of `t`, a view of a file's pages.
+void release_rows(const Tensor& t, const std::vector<int64_t>& indices) {
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(1, t.dim(0)));
+  const char* data = static_cast<const char*>(t.raw_data());
+  for (int64_t r : indices)
+    release_mapped_pages(data + static_cast<size_t>(r) * row_bytes, row_bytes);
+}
+
 }  // namespace
 
 int64_t rows_along(const Tensor& t, int64_t dim, const std::string& what) {
@@ -76,6 +86,46 @@ TrainingData::TrainingData(const std::vector<std::string>& input_names, std::vec
     check_target_rows(target_, input_names.empty() ? "" : input_names[0], rows_);
   }
   DPRUN_CHECK(rows_ > 0, "the training data has no rows");
+  transforms_.resize(inputs_.size());
+  transformed_shapes_.resize(inputs_.size());
+  for (const auto& [name, transform] : options_.transforms) {
+    const auto it = std::find(input_names.begin(), input_names.end(), name);
+    const char* option = !transform.augment.empty() ? "--augment"
+                         : !transform.mean.empty()  ? "--normalize"
+                                                    : "--layout";
+    DPRUN_CHECK(it != input_names.end(), option, " names '", name,
+                "', which is not an input of the model");
+    if (transform.empty()) continue;
+    DPRUN_CHECK(options_.dim == 0, option, " ", name, ": transforms take rows along dim 0, not ",
+                options_.dim);
+    const auto i = static_cast<size_t>(it - input_names.begin());
+    const Shape stored(inputs_[i].shape().begin() + 1, inputs_[i].shape().end());
+    transformed_shapes_[i] = transformed_sample_shape(name, transform, stored, inputs_[i].dtype());
+    transforms_[i] = transform;
+  }
+}
+
+Shape TrainingData::sample_shape(size_t i) const {
+  if (transforms_[i]) return transformed_shapes_[i];
+  return Shape(inputs_[i].shape().begin() + 1, inputs_[i].shape().end());
+}
+
+void TrainingData::transform_rows(size_t i, int64_t epoch, const std::vector<int64_t>& rows,
+                                  Tensor& out) const {
+  const Tensor& source = inputs_[i];
+  const Shape stored(source.shape().begin() + 1, source.shape().end());
+  const size_t row_bytes = static_cast<size_t>(shape_numel(stored)) * dtype_size(source.dtype());
+  const auto sample = static_cast<size_t>(shape_numel(transformed_shapes_[i]));
+  const char* src = static_cast<const char*>(source.raw_data());
+  float* dst = out.data<float>();
+  for (size_t k = 0; k < rows.size(); ++k)
+    transform_sample(*transforms_[i], src + static_cast<size_t>(rows[k]) * row_bytes,
+                     source.dtype(), stored,
+                     {.seed = options_.seed,
+                      .epoch = epoch,
+                      .index = rows[k],
+                      .evaluation = options_.evaluation},
+                     dst + k * sample);
 }
 
 const std::vector<int64_t>& TrainingData::order_of(int64_t epoch) {
@@ -112,41 +162,55 @@ Batch TrainingData::batch(int64_t epoch, int64_t k, int rank, int world_size) {
     buffers = &pinned_[next_set_];
     next_set_ = (next_set_ + 1) % pinned_.size();
   }
-  // Rows in file order, one run of them (no shuffling, one rank), need no gathering: the batch
-  // is the data's own rows, a view where they are contiguous in memory (Tensor::narrow).
+  // Rows in file order, one run of them (no shuffling, one rank), need no gathering: an input
+  // without a transform is then the data's own rows, a view where they are contiguous in memory
+  // (Tensor::narrow). Not for files whose pages are released once their rows are gathered.
   const bool one_run =
-      !buffers && std::adjacent_find(rows.begin(), rows.end(),
-                                     [](int64_t a, int64_t b) { return b != a + 1; }) == rows.end();
+      !buffers && !options_.release_rows &&
+      std::adjacent_find(rows.begin(), rows.end(),
+                         [](int64_t a, int64_t b) { return b != a + 1; }) == rows.end();
   const int64_t first = rows.front(), count = b.rows;
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (one_run) {
-      b.inputs.push_back(
-          inputs_[i].narrow(resolve_dim(inputs_[i], options_.dim, "an input"), first, count));
+    if (transforms_[i]) {
+      Shape shape = transformed_shapes_[i];
+      shape.insert(shape.begin(), static_cast<int64_t>(rows.size()));
+      b.inputs.push_back(destination(buffers, i, std::move(shape), DType::Float32));
+      transform_rows(i, epoch, rows, b.inputs.back());
       continue;
     }
-    b.inputs.push_back(destination(buffers, i, inputs_[i], options_.dim, rows.size()));
+    if (one_run) {
+      b.inputs.push_back(inputs_[i].narrow(resolve_dim(inputs_[i], options_.dim, "an input"),
+                                           first, count));
+      continue;
+    }
+    b.inputs.push_back(destination(buffers, i, rows_shape(inputs_[i], options_.dim, rows.size()),
+                                   inputs_[i].dtype()));
     copy_rows(inputs_[i], options_.dim, rows, b.inputs.back());
   }
   if (target_.defined() && one_run) {
     b.target = target_.narrow(0, first, count);
   } else if (target_.defined()) {
-    b.target = destination(buffers, inputs_.size(), target_, 0, rows.size());
+    b.target =
+        destination(buffers, inputs_.size(), rows_shape(target_, 0, rows.size()), target_.dtype());
     copy_rows(target_, 0, rows, b.target);
+  }
+  if (options_.release_rows && options_.dim == 0) {
+    for (const Tensor& t : inputs_) release_rows(t, rows);
+    if (target_.defined()) release_rows(target_, rows);
   }
   return b;
 }
 
-Tensor TrainingData::destination(std::vector<Tensor>* buffers, size_t slot, const Tensor& source,
-                                 int64_t dim, size_t rows) {
-  DPRUN_CHECK(source.dtype() != DType::String, "string tensors cannot be batched for training");
-  Shape shape = rows_shape(source, dim, rows);
-  if (!buffers) return Tensor::empty(std::move(shape), source.dtype());
+Tensor TrainingData::destination(std::vector<Tensor>* buffers, size_t slot, Shape shape,
+                                 DType dtype) {
+  DPRUN_CHECK(dtype != DType::String, "string tensors cannot be batched for training");
+  if (!buffers) return Tensor::empty(std::move(shape), dtype);
   if (buffers->size() <= slot) buffers->resize(slot + 1);
   Tensor& buffer = (*buffers)[slot];
   // Page-locked memory is costly to make: one buffer per slot, made again only for a batch of
   // another size (the last one of an epoch).
   if (!buffer.defined() || buffer.shape() != shape)
-    buffer = Tensor::empty(std::move(shape), source.dtype()).pin_memory(*options_.pin_for);
+    buffer = Tensor::empty(std::move(shape), dtype).pin_memory(*options_.pin_for);
   return buffer;
 }
 

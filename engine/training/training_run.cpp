@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 
 #include "engine/distributed/rank_failure.h"
 #include "engine/random_seed.h"
@@ -156,8 +157,18 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
   const int64_t steps = options_.steps, every = options_.checkpoint_every;
   int64_t epoch_samples = 0;
   double epoch_seconds = 0, epoch_loss = 0;
+  // The next step's batches are gathered while a step runs; they depend on the step's number
+  // only, so the order in which they are made changes nothing.
+  std::future<Step> next;
+  if (first_step < steps)
+    next = std::async(std::launch::async, [this, first_step] { return batches_of(first_step); });
   for (int64_t step = first_step; step < steps; ++step) {
-    const Step batches = batches_of(step);
+    const auto wait_start = std::chrono::steady_clock::now();
+    const Step batches = next.get();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    if (step + 1 < steps)
+      next = std::async(std::launch::async, [this, step] { return batches_of(step + 1); });
     optimizer_.set_lr(options_.lr_schedule.lr(base_lr_, step, steps));
     if (!options_.group_lrs.empty()) {
       std::vector<std::optional<double>> now(options_.group_lrs.size());
@@ -167,6 +178,7 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
       optimizer_.set_parameter_lrs(std::move(now));
     }
     records.push_back(run_step(batches));
+    records.back().data_wait_seconds = waited;
     const StepRecord& record = records.back();
     check_finite(step, record.loss);
     epoch_seconds += record.seconds;

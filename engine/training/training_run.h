@@ -21,7 +21,10 @@
 //
 // The caller makes the parts (the Trainer or a DistributedDataParallel rank, the optimizer, the
 // data), restores a checkpoint's state into them to resume, and shows progress from the
-// callbacks; TrainingRun decides what each step does and when files are written.
+// callbacks; TrainingRun decides what each step does and when files are written. The batches of
+// the next step are gathered on a background thread while a step runs: only that thread calls
+// the data's batch() during run(), one step's batches at a time, so the data needs
+// 2 * accumulate batches in use (TrainingDataOptions::batches_in_use) with pinned buffers.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -42,7 +45,10 @@ struct StepRecord {
   double loss = 0;
   int64_t rows = 0;    // over every rank
   double seconds = 0;  // wall time of the step: forward, backward and update
-  double lr = 0;       // the learning rate of the step's update
+  /// How long the step waited for its batches, which a background thread gathers (and
+  /// transforms) while the step before runs: 0 when they were ready.
+  double data_wait_seconds = 0;
+  double lr = 0;  // the learning rate of the step's update
   /// float16 training: the loss scale the step ran with, and whether its update was skipped
   /// because a gradient overflowed.
   std::optional<double> loss_scale;

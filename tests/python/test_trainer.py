@@ -380,7 +380,26 @@ NOT_KEYWORDS = {
     "lr-warmup-start": "a schedule over a step count: set trainer.lr",
     "devices": "device_ids", "output-device": "training gathers on device_ids[0]",
     "help": "",
+    "augment": "draws keyed by each sample's row in a file, which step()'s batches do not carry: "
+               "augment in the caller's DataLoader",
+    "embed-preprocessing": "dprun convert --embed-preprocessing on the saved model",
 }
+
+
+def test_layout_and_normalize_transform_uint8_batches_as_the_cli(tmp_path):
+    """layout= and normalize= on uint8 channels-last batches: the CLI's run on the same file."""
+    model = str(MODELS / "training" / "cnn_bn_1dev.onnx")
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, size=(20, 8, 8, 3), dtype=np.uint8)
+    y = np.load(MODELS / "training" / "cnn_bn_1dev.target.npy")
+    normalize = "0.49,0.48,0.45/0.25,0.24,0.26"
+    cli = train_cli(tmp_path, model, {"x": x}, y,
+                    [*BASE_FLAGS, "--devices", "cpu:0", "--layout", "x=nhwc", "--normalize",
+                     f"x={normalize}"], 2, 10)
+    python = train_python(tmp_path, model, {"x": x}, y, 10, 2, ["cpu:0"],
+                          layout={"x": "nhwc"},
+                          normalize={"x": ([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])}, **BASE)
+    assert_same_run(python, cli)
 
 
 def test_every_cli_training_option_has_a_keyword():

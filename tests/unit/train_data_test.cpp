@@ -48,16 +48,31 @@ TEST_F(TrainDataFiles, BatchesFollowTheFileAndTheLastIsPartial) {
   Batch last = data.batch(0, 2);
   EXPECT_EQ(last.inputs[0].shape(), (Shape{1, 2}));
   EXPECT_EQ(values_of(last.target), (std::vector<float>{40}));
-  // Rows in file order are the data's own: no batch is gathered, each is a view of the data.
-  EXPECT_TRUE(data.batch(0, 0).inputs[0].shares_storage_with(data.batch(0, 1).inputs[0]));
-  EXPECT_TRUE(data.batch(0, 0).target.shares_storage_with(data.batch(0, 2).target));
+  // Files are mapped and each batch's pages released once its rows are gathered: every batch is
+  // new memory.
+  EXPECT_FALSE(data.batch(0, 0).inputs[0].shares_storage_with(data.batch(0, 1).inputs[0]));
+}
+
+TEST(TrainDataInMemory, RowsInOrderAreTheDatasOwnAndShuffledRowsAreGathered) {
+  const Tensor x = Tensor::from_vector<float>({5, 2}, {0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5});
+  const Tensor t = Tensor::from_vector<float>({5}, {0, 10, 20, 30, 40});
+  TrainingData data({"x"}, {x}, t, TrainingDataOptions{.batch = 2});
+  // No batch is gathered: each is a view of the data's rows.
+  const Batch b = data.batch(0, 1);
+  EXPECT_EQ(values_of(b.inputs[0]), (std::vector<float>{2, 2.5, 3, 3.5}));
+  EXPECT_TRUE(b.inputs[0].shares_storage_with(x));
+  EXPECT_TRUE(data.batch(0, 2).target.shares_storage_with(t));
   // Shuffled rows that are not one run are gathered into new memory (the permutation of seed 0
   // starts with rows 2 and 0).
-  options_.shuffle = true;
-  TrainingData shuffled = read_training_data(options_);
+  TrainingData shuffled({"x"}, {x}, t, TrainingDataOptions{.batch = 2, .shuffle = true});
   const Batch mixed = shuffled.batch(0, 0);
   EXPECT_EQ(values_of(mixed.target), (std::vector<float>{20, 0}));
-  EXPECT_FALSE(mixed.inputs[0].shares_storage_with(shuffled.batch(0, 1).inputs[0]));
+  EXPECT_FALSE(mixed.inputs[0].shares_storage_with(x));
+  // A distributed rank's shard of rows 0, 2 of a batch of 4 is gathered too.
+  TrainingData sharded({"x"}, {x}, t, TrainingDataOptions{.batch = 4});
+  const Batch shard = sharded.batch(0, 0, 0, 2);
+  EXPECT_EQ(values_of(shard.target), (std::vector<float>{0, 20}));
+  EXPECT_FALSE(shard.inputs[0].shares_storage_with(x));
 }
 
 TEST_F(TrainDataFiles, ForAnAcceleratorEachInputKeepsOneBufferWhileItsShapeStays) {

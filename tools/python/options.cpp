@@ -290,6 +290,8 @@ std::vector<std::string> train_keywords() {
                                     "freeze",
                                     "seed",
                                     "dim",
+                                    "layout",
+                                    "normalize",
                                     "distributed",
                                     "timeout",
                                     "bucket_mb",
@@ -348,6 +350,40 @@ void take_betas(Keywords& k, OptimizerSettings& s) {
   if (values.size() != 2) raise("betas takes two numbers, (B1, B2)");
   s.betas = {values[0], values[1]};
   s.betas_text = py::repr(*betas);
+}
+
+// layout={'x': 'nhwc'} and normalize={'x': 'MEAN,../STD,..'} or {'x': ([MEAN..], [STD..])},
+// parsed as the command line parses --layout x=nhwc and --normalize x=MEAN,../STD,...
+void take_transforms(Keywords& k, std::map<std::string, InputTransform>& transforms) {
+  for (const char* keyword : {"layout", "normalize"}) {
+    std::optional<py::object> value = k.take(keyword);
+    if (!value) continue;
+    if (!py::isinstance<py::dict>(*value))
+      raise(std::string(keyword) + " must be a dict of input name to " +
+            (keyword == std::string("layout") ? "'nhwc'" : "'MEAN,../STD,..' or (means, stds)") +
+            ", got " + type_name(*value));
+    for (const auto& [name_object, item] : value->cast<py::dict>()) {
+      const std::string name = py::str(name_object);
+      std::string text;
+      if (py::isinstance<py::tuple>(item) && py::len(item) == 2) {
+        for (const py::handle& part : item.cast<py::tuple>()) {
+          if (!text.empty()) text += '/';
+          bool first = true;
+          for (const py::handle& v : part) {
+            if (!first) text += ',';
+            text += std::string(py::str(v));
+            first = false;
+          }
+        }
+      } else {
+        text = py::str(item);
+      }
+      if (keyword == std::string("layout"))
+        parse_layout(name, text, transforms[name]);
+      else
+        parse_normalize(name, text, transforms[name]);
+    }
+  }
 }
 
 // param_lr: a dict of pattern to lr.
@@ -447,6 +483,7 @@ TrainSettings parse_train_settings(const py::handle& device_ids, Keywords& k) {
     if (*dim < -64 || *dim > 63) raise("dim: " + std::to_string(*dim) + " is not in [-64, 63]");
     s.trainer.parallel.dim = *dim;
   }
+  take_transforms(k, s.transforms);
   take_parallel_options(k, s.trainer.parallel, s.compile, false);
   k.finish(train_keywords());
   return s;

@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "engine/parallel/data_parallel.h"
 #include "engine/training/distributed_job.h"
+#include "engine/training/input_transform.h"
 #include "engine/training/optimizer_settings.h"
 #include "engine/training/trainer.h"
 
@@ -72,6 +73,9 @@ struct TrainSettings {
   /// read, so that the ranks of a host share its cores) and the group the gradients are summed
   /// over (dist_backend); null otherwise.
   std::shared_ptr<DistributedJob> job;
+  /// layout= and normalize=, by input name: each batch given to step() and evaluate() is
+  /// transformed before it is checked (as `dprun train --layout/--normalize`).
+  std::map<std::string, InputTransform> transforms;
 };
 
 /// Reads dprun.Trainer's keywords (and those of Trainer.resume) into settings, checked as

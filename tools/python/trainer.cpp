@@ -156,7 +156,16 @@ class PythonTrainer {
       else
         named[key] = value;
     }
-    std::vector<Tensor> inputs = feeds_of(s.model().graph().required_inputs(), args, named);
+    // A transformed input (layout=, normalize=) is given as stored: the session checks it
+    // against the model's type once transformed.
+    std::vector<ValueInfo> given;
+    for (const ValueInfo* input : s.model().graph().required_inputs()) {
+      given.push_back(*input);
+      if (s.settings().transforms.count(input->name)) given.back().type = TensorType{};
+    }
+    std::vector<const ValueInfo*> declared;
+    for (const ValueInfo& input : given) declared.push_back(&input);
+    std::vector<Tensor> inputs = feeds_of(declared, args, named);
     Tensor t;
     if (!target.is_none()) t = tensor_from_python(target, "target", TensorType{});
     return {std::move(inputs), std::move(t)};

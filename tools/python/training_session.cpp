@@ -8,6 +8,7 @@
 #include "engine/distributed/rank_agreement.h"
 #include "engine/distributed/rank_failure.h"
 #include "engine/executor.h"
+#include "engine/training/sample_transform.h"
 #include "engine/training/training_data.h"
 #include "engine/training/training_run.h"
 #include "loader/checkpoint_file.h"
@@ -106,8 +107,10 @@ void TrainingSession::set_up(std::shared_ptr<const Graph> graph, const Checkpoin
 TrainingSession::~TrainingSession() = default;
 
 std::vector<RunSetting> TrainingSession::run_settings_now() const {
-  return run_settings(settings_.trainer, *model_, *trainer_, *optimizer_, batch_,
-                      settings_.accumulate, false);
+  std::vector<RunSetting> settings = run_settings(settings_.trainer, *model_, *trainer_,
+                                                  *optimizer_, batch_, settings_.accumulate, false);
+  for (RunSetting& s : transform_settings(settings_.transforms)) settings.push_back(std::move(s));
+  return settings;
 }
 
 CheckpointedRun TrainingSession::checkpointed_run() const {
@@ -143,11 +146,23 @@ void TrainingSession::check_batch(const std::vector<Tensor>& inputs, const Tenso
   }
 }
 
+std::vector<Tensor> TrainingSession::transformed(std::vector<Tensor> inputs) const {
+  const std::vector<std::string> names = model_->input_names();
+  for (size_t i = 0; i < inputs.size() && i < names.size(); ++i)
+    if (auto t = settings_.transforms.find(names[i]); t != settings_.transforms.end())
+      inputs[i] = transform_all_rows(names[i], t->second, inputs[i]);
+  return inputs;
+}
+
 std::optional<double> TrainingSession::step(std::vector<Tensor> inputs, Tensor target,
                                             std::exception_ptr input_error) {
+  auto check = [&] {
+    inputs = transformed(std::move(inputs));
+    check_batch(inputs, target);
+  };
   if (const DistributedJob* job = settings_.job.get()) {
     if (!input_error) try {
-        check_batch(inputs, target);
+        check();
       } catch (const Error&) {
         input_error = std::current_exception();
       }
@@ -155,7 +170,7 @@ std::optional<double> TrainingSession::step(std::vector<Tensor> inputs, Tensor t
     throw_if_any_rank_failed(*job->group, input_error);
   } else {
     if (input_error) std::rethrow_exception(input_error);
-    check_batch(inputs, target);
+    check();
   }
   const int64_t n = settings_.accumulate;
   if (static_cast<int64_t>(pending_.size()) + 1 < n) {
@@ -225,6 +240,7 @@ double TrainingSession::run_step(std::vector<PendingBatch> batches) {
 }
 
 ValidationResult TrainingSession::evaluate(std::vector<Tensor> inputs, Tensor target) {
+  inputs = transformed(std::move(inputs));
   check_batch(inputs, target);
   const int64_t dim = settings_.trainer.parallel.dim;
   const std::vector<std::string> names = model_->input_names();

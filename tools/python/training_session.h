@@ -81,6 +81,8 @@ class TrainingSession {
   // state when there is one.
   void set_up(std::shared_ptr<const Graph> graph, const Checkpoint* checkpoint);
   void check_batch(const std::vector<Tensor>& inputs, const Tensor& target) const;
+  // The inputs with settings_.transforms applied (layout and normalization).
+  std::vector<Tensor> transformed(std::vector<Tensor> inputs) const;
   std::vector<RunSetting> run_settings_now() const;
   /// The run's state as a checkpoint holds it (to write or to restore), with the settings now.
   CheckpointedRun checkpointed_run() const;
