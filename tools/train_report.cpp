@@ -11,12 +11,14 @@ namespace dprun::cli {
 
 namespace {
 
+// Rows over the steps' time, the time each step waited for its batches included: a run held
+// up by its data is that much slower.
 double samples_per_s(const std::vector<StepRecord>& steps, size_t first) {
   int64_t rows = 0;
   double seconds = 0;
   for (size_t i = first; i < steps.size(); ++i) {
     rows += steps[i].rows;
-    seconds += steps[i].seconds;
+    seconds += steps[i].seconds + steps[i].data_wait_seconds;
   }
   return seconds > 0 ? static_cast<double>(rows) / seconds : 0;
 }

@@ -181,7 +181,7 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
     records.back().data_wait_seconds = waited;
     const StepRecord& record = records.back();
     check_finite(step, record.loss);
-    epoch_seconds += record.seconds;
+    epoch_seconds += record.seconds + waited;
     epoch_samples += batches.rows;
     epoch_loss += record.loss * static_cast<double>(batches.rows);
     if (options_.on_step) options_.on_step(step + 1, record);

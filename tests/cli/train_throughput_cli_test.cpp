@@ -21,7 +21,7 @@ const std::vector<double> kRows = {10, 10, 5, 10};
 
 struct TrainJson {
   nlohmann::json report;
-  std::vector<double> step_seconds;
+  std::vector<double> step_seconds;  // each step's seconds and its wait for data
   double samples_per_s = 0, samples_per_s_overall = 0;
   int warmup_steps = -1;
 };
@@ -40,6 +40,12 @@ TrainJson train(const std::string& extra, const std::string& tag) {
   TrainJson out;
   out.report = read_json(dir / "run.json");
   out.step_seconds = numbers(out.report, "step_seconds").value_or(std::vector<double>{});
+  // A step's time in the rates: its own and the time it waited for its batches.
+  const std::vector<double> waits =
+      numbers(out.report, "data_wait_seconds").value_or(std::vector<double>{});
+  EXPECT_EQ(waits.size(), out.step_seconds.size()) << out.report;
+  for (size_t i = 0; i < waits.size() && i < out.step_seconds.size(); ++i)
+    out.step_seconds[i] += waits[i];
   out.samples_per_s = out.report.at("samples_per_s").get<double>();
   out.samples_per_s_overall = out.report.at("samples_per_s_overall").get<double>();
   out.warmup_steps = out.report.at("warmup_steps").get<int>();
