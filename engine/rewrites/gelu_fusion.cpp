@@ -1,5 +1,6 @@
 #include "engine/rewrites/gelu_fusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -200,6 +201,109 @@ std::optional<Fusion> match_erf_gelu_grad(const Matcher& m, size_t i) {
   return Fusion{
       {*scale, i, *plus_one, *cdf, *x_squared, *halve, *exp, *pdf_scale, *times_x, *sum, *dx},
       fused_node(g.nodes[*dx], "GeluGrad", {g.nodes[*dx].inputs[0], x})};
+}
+
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kTanhCube = 0.044715;
+
+// The binary `op` producing `value`, read only by `reader`, whose operand `at` is a constant
+// near `c`: its other operand (the node joins `chain`).
+std::optional<std::string> beside_constant_at(const Matcher& m, const std::string& value,
+                                              const char* op, size_t at, double c, size_t reader,
+                                              std::vector<size_t>& chain) {
+  auto node = m.producer(value, op);
+  if (!node || m.only_reader(value) != reader) return std::nullopt;
+  const Node& n = m.graph().nodes[*node];
+  if (n.inputs.size() != 2 || !m.is_constant_near(n.inputs[at], c)) return std::nullopt;
+  chain.push_back(*node);
+  return n.inputs[1 - at];
+}
+
+// Whether `n` is a plain ai.onnx `op` node with one output.
+bool plain(const Node& n, const char* op) {
+  return n.domain.empty() && n.op_type == op && n.outputs.size() == 1;
+}
+
+// Whether `value`'s readers are exactly the nodes `want` (in any order).
+bool read_exactly_by(const Matcher& m, const std::string& value, std::vector<size_t> want) {
+  std::vector<size_t> readers = m.readers(value);
+  std::sort(readers.begin(), readers.end());
+  std::sort(want.begin(), want.end());
+  return readers == want && !is_graph_result(m.graph(), value);
+}
+
+}  // namespace
+
+std::optional<Fusion> match_tanh_gelu_grad(const Matcher& m, size_t i) {
+  const Graph& g = m.graph();
+  const Node& tanh = g.nodes[i];
+  if (tanh.inputs.size() != 1 || tanh.outputs.size() != 1) return std::nullopt;
+  std::vector<size_t> chain = {i};
+  // t = tanh(((x * ((x * x) * a + 1)) * k)
+  auto xi = beside_constant_at(m, tanh.inputs[0], "Mul", 1, kSqrt2OverPi, i, chain);
+  auto n_xi = xi ? m.producer(*xi, "Mul") : std::nullopt;
+  if (!n_xi || m.only_reader(*xi) != chain.back()) return std::nullopt;
+  chain.push_back(*n_xi);
+  const std::string& x = g.nodes[*n_xi].inputs[0];
+  auto sa = beside_constant_at(m, g.nodes[*n_xi].inputs[1], "Add", 1, 1.0, *n_xi, chain);
+  auto squared =
+      sa ? beside_constant_at(m, *sa, "Mul", 1, kTanhCube, chain.back(), chain) : std::nullopt;
+  auto n_squared = squared ? m.producer(*squared, "Mul") : std::nullopt;
+  if (!n_squared || g.nodes[*n_squared].inputs != std::vector<std::string>{x, x})
+    return std::nullopt;
+  const size_t n_sa = chain.back();
+  chain.push_back(*n_squared);
+  // left = (t + 1) * 0.5; sech2 = 1 - t * t
+  const std::string& t = tanh.outputs[0];
+  std::optional<size_t> plus_one, t_squared;
+  for (size_t r : m.readers(t)) {
+    const Node& n = g.nodes[r];
+    if (plain(n, "Add") && n.inputs.size() == 2 && n.inputs[0] == t &&
+        m.is_constant_near(n.inputs[1], 1.0))
+      plus_one = r;
+    else if (plain(n, "Mul") && n.inputs == std::vector<std::string>{t, t})
+      t_squared = r;
+  }
+  if (!plus_one || !t_squared || !read_exactly_by(m, t, {*plus_one, *t_squared}))
+    return std::nullopt;
+  auto left = times_constant(m, out(g, *plus_one), "Mul", 0.5);
+  auto sech2 = m.only_reader(out(g, *t_squared), "Sub");
+  if (!left || g.nodes[*left].inputs[0] != out(g, *plus_one) || !sech2 ||
+      g.nodes[*sech2].inputs[1] != out(g, *t_squared) ||
+      !m.is_constant_near(g.nodes[*sech2].inputs[0], 1.0))
+    return std::nullopt;
+  chain.insert(chain.end(), {*plus_one, *left, *t_squared, *sech2});
+  // right = ((x * 0.5) * sech2) * (((x * x) * 3a + 1) * k)
+  auto scaled = m.only_reader(out(g, *sech2), "Mul");
+  if (!scaled || g.nodes[*scaled].inputs[1] != out(g, *sech2)) return std::nullopt;
+  chain.push_back(*scaled);
+  auto half_x = beside_constant_at(m, g.nodes[*scaled].inputs[0], "Mul", 1, 0.5, *scaled, chain);
+  if (!half_x || *half_x != x) return std::nullopt;
+  auto right = m.only_reader(out(g, *scaled), "Mul");
+  if (!right || g.nodes[*right].inputs[0] != out(g, *scaled)) return std::nullopt;
+  chain.push_back(*right);
+  auto s3p =
+      beside_constant_at(m, g.nodes[*right].inputs[1], "Mul", 1, kSqrt2OverPi, *right, chain);
+  auto s3 = s3p ? beside_constant_at(m, *s3p, "Add", 1, 1.0, chain.back(), chain) : std::nullopt;
+  auto squared_again =
+      s3 ? beside_constant_at(m, *s3, "Mul", 1, 3 * kTanhCube, chain.back(), chain) : std::nullopt;
+  if (!squared_again || *squared_again != *squared ||
+      !read_exactly_by(m, *squared, {n_sa, chain.back()}))
+    return std::nullopt;
+  // dX = dY * (left + right)
+  auto sum = m.only_reader(out(g, *left), "Add");
+  if (!sum || g.nodes[*sum].inputs != std::vector<std::string>{out(g, *left), out(g, *right)} ||
+      m.only_reader(out(g, *right)) != *sum)
+    return std::nullopt;
+  auto dx = m.only_reader(out(g, *sum), "Mul");
+  if (!dx || g.nodes[*dx].inputs.size() != 2 || g.nodes[*dx].inputs[1] != out(g, *sum))
+    return std::nullopt;
+  chain.insert(chain.end(), {*sum, *dx});
+  Node fused = fused_node(g.nodes[*dx], "GeluGrad", {g.nodes[*dx].inputs[0], x});
+  fused.attributes["approximate"] = Attribute::of_string("tanh");
+  return Fusion{std::move(chain), std::move(fused)};
 }
 
 }  // namespace dprun

@@ -1,9 +1,10 @@
 #pragma once
 // GELU as exporters write it before Gelu-20, in its erf form 0.5 * x * (1 + erf(x / sqrt 2)) and
-// its tanh form 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), and the erf form's
-// gradient as ops/elementwise/gelu_grad.cpp writes it: found so that each runs as one node of the
-// rewrite domain (the backends' op fusion, engine/rewrites/op_fusion.h), and so that the gradient
-// builder differentiates the forward chain as one Gelu (engine/autograd/gradient_builder.h).
+// its tanh form 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))), and both forms'
+// gradients as ops/elementwise/gelu_grad.cpp writes them: found so that each runs as one node of
+// the rewrite domain (the backends' op fusion, engine/rewrites/op_fusion.h), and so that the
+// gradient builder differentiates the forward chain as one Gelu
+// (engine/autograd/gradient_builder.h).
 #include <optional>
 
 #include "engine/rewrites/fusion_matcher.h"
@@ -27,5 +28,16 @@ std::optional<Fusion> match_gelu(const Matcher& m, size_t i);
 /// Mul, in one pass instead of eleven. The values inside are read only inside the chain; the
 /// constants have one element each.
 std::optional<Fusion> match_erf_gelu_grad(const Matcher& m, size_t i);
+
+/// The gradient chain of GELU's tanh form whose Tanh is node `i`, exactly as Gelu's gradient
+/// rule emits it (k = sqrt(2 / pi), a = 0.044715):
+///   sq = Mul(x, x);  t = Tanh(Mul(Mul(x, Add(Mul(sq, a), 1)), k))
+///   left  = Mul(Add(t, 1), 0.5)
+///   right = Mul(Mul(Mul(x, 0.5), Sub(1, Mul(t, t))), Mul(Add(Mul(sq, 3a), 1), k))
+///   dX    = Mul(dY, Add(left, right))
+/// as GeluGrad(dY, x) with approximate "tanh" of the rewrite domain, in one pass instead of
+/// eighteen nodes. sq and t are read only by the chain's two nodes each; every other value inside
+/// by one; the constants have one element each.
+std::optional<Fusion> match_tanh_gelu_grad(const Matcher& m, size_t i);
 
 }  // namespace dprun

@@ -186,8 +186,8 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
 }
 
 /// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
-/// of a Conv's weight, of a training-mode BatchNormalization, of an overlapping MaxPool, of Relu,
-/// of Softmax and LogSoftmax and of the softmax cross-entropy loss.
+/// of GELU (both forms), of a Conv's weight, of a training-mode BatchNormalization, of an
+/// overlapping MaxPool, of Relu, of Softmax and LogSoftmax and of the softmax cross-entropy loss.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
@@ -196,7 +196,10 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
     if (auto gelu = match_gelu(m, i)) return gelu;
     return match_erf_gelu_grad(m, i);
   }
-  if (n.op_type == "Tanh") return match_gelu(m, i);
+  if (n.op_type == "Tanh") {
+    if (auto gelu = match_gelu(m, i)) return gelu;
+    return match_tanh_gelu_grad(m, i);
+  }
   if (n.op_type == "Conv") return match_conv_weight_grad(m, i);
   if (n.op_type == "ReduceMean") {
     if (auto grad = match_batch_norm_training_grad(m, i)) return grad;

@@ -1,8 +1,8 @@
-// GELU's erf and tanh forms as exporters write them, and the erf form's gradient
+// GELU's erf and tanh forms as exporters write them, and both forms' gradients
 // (engine/rewrites/gelu_fusion.h): the gradient builder differentiates each chain by Gelu's rule
 // (checked by finite differences and against the chain's own rules), the backends run the tanh
-// chain as one Gelu node and the erf form's gradient as one GeluGrad node with the unfused
-// graph's values, and Gelu-20's rule in both approximations.
+// chain as one Gelu node and each form's gradient as one GeluGrad node with the unfused graph's
+// values, and Gelu-20's rule in both approximations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -210,6 +210,53 @@ TEST(TanhGelu, IsDifferentiatedAsOneGeluByItsTanhRule) {
     expect_near(composite, chain, 1e-13);
     check_gradients(tanh_gelu(gpt2), tanh_gelu_inputs(DType::Float64), "y", {"x"}, 17);
   }
+}
+
+// The forward chain and dX for the seed dY, the chain differentiated as one Gelu.
+std::shared_ptr<Graph> tanh_gradient_graph(DType dtype) {
+  GradientSpec spec{{"x"}, "y", "dY"};
+  spec.differentiate_composites = true;
+  return with_gradient(*tanh_gelu_graph(false, dtype), spec, dtype);
+}
+
+TEST(TanhGelu, TheGradientRunsAsOneGeluGradNode) {
+  // The reference: the float64 graph with each node's own kernel.
+  const Tensor want =
+      compiled(tanh_gradient_graph(DType::Float64), false).run(feeds(DType::Float64))[0];
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Model fused = compiled(tanh_gradient_graph(dtype), true);
+    const Graph& plan = *fused.plan()->graph_ptr();
+    ASSERT_EQ(count_ops(plan, "GeluGrad"), 1);
+    EXPECT_EQ(count_ops(plan, "Gelu"), 1);
+    EXPECT_EQ(count_ops(plan, "Tanh"), 0);
+    auto grad = std::find_if(plan.nodes.begin(), plan.nodes.end(),
+                             [](const Node& n) { return n.op_type == "GeluGrad"; });
+    EXPECT_EQ(grad->attr_string("approximate", "none"), "tanh");
+    expect_near(fused.run(feeds(dtype))[0], want, dtype == DType::Float32 ? 1e-6 : 1e-13);
+  }
+}
+
+TEST(TanhGelu, LeavesAGradientOfAnotherShapeAlone) {
+  // The gradient's 3a (a Constant the rule emits) changed: no longer GELU's derivative.
+  auto g = tanh_gradient_graph(DType::Float32);
+  int changed = 0;
+  for (Node& n : g->nodes)
+    if (auto value = n.attributes.find("value");
+        n.op_type == "Constant" && value != n.attributes.end() &&
+        std::abs(value->second.t.item_as_double(0) - 3 * 0.044715) < 1e-6) {
+      value->second = Attribute::of_tensor(Tensor::scalar<float>(0.2f));
+      ++changed;
+    }
+  ASSERT_EQ(changed, 1);
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "GeluGrad"), 0);
+  // A value inside the gradient (1 - t^2) is also a result.
+  g = tanh_gradient_graph(DType::Float32);
+  auto sub = std::find_if(g->nodes.begin(), g->nodes.end(),
+                          [](const Node& n) { return n.op_type == "Sub"; });
+  ASSERT_NE(sub, g->nodes.end());
+  g->outputs.push_back({sub->outputs[0], {}});
+  EXPECT_EQ(count_ops(*compiled(g, true).plan()->graph_ptr(), "GeluGrad"), 0);
 }
 
 TEST(TanhGelu, LeavesAloneWhatGeluDoesNotCompute) {
