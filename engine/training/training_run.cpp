@@ -2,10 +2,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <future>
+#include <optional>
 
 #include "engine/distributed/rank_failure.h"
 #include "engine/random_seed.h"
+#include "engine/training/ahead_worker.h"
 
 namespace dprun {
 
@@ -157,18 +158,22 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
   const int64_t steps = options_.steps, every = options_.checkpoint_every;
   int64_t epoch_samples = 0;
   double epoch_seconds = 0, epoch_loss = 0;
-  // The next step's batches are gathered while a step runs; they depend on the step's number
-  // only, so the order in which they are made changes nothing.
-  std::future<Step> next;
-  if (first_step < steps)
-    next = std::async(std::launch::async, [this, first_step] { return batches_of(first_step); });
+  // The next step's batches are gathered on a thread of its own while a step runs; they depend
+  // on the step's number only, so the order in which they are made changes nothing. A run of
+  // one step (each of dprun.Trainer's) has nothing to overlap: its batches are gathered here,
+  // as are those of ranks that pass their own (rank_local_data: gathering them is a collective,
+  // which must not overlap the step's).
+  std::optional<AheadWorker<Step>> ahead;
+  if (steps - first_step > 1 && !(ddp_ && options_.rank_local_data)) {
+    ahead.emplace([this](int64_t k) { return batches_of(k); });
+    ahead->request(first_step);
+  }
   for (int64_t step = first_step; step < steps; ++step) {
     const auto wait_start = std::chrono::steady_clock::now();
-    const Step batches = next.get();
+    const Step batches = ahead ? ahead->take() : batches_of(step);
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-    if (step + 1 < steps)
-      next = std::async(std::launch::async, [this, step] { return batches_of(step + 1); });
+    if (ahead && step + 1 < steps) ahead->request(step + 1);
     optimizer_.set_lr(options_.lr_schedule.lr(base_lr_, step, steps));
     if (!options_.group_lrs.empty()) {
       std::vector<std::optional<double>> now(options_.group_lrs.size());
