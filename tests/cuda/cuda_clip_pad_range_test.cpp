@@ -15,6 +15,7 @@
 #include "loader/onnx_loader.h"
 #include "op_cases/op_cases.h"
 #include "op_test_util.h"
+#include "cuda/source_dir.h"
 
 namespace dprun {
 namespace {
@@ -73,7 +74,7 @@ TEST(CudaClipPadRange, BundledModelsPlanEveryNodeOnCuda) {
       {"transformer.onnx", 199}, {"cnn.onnx", 13}, {"mlp.onnx", 5}};
   for (const auto& [file, count] : nodes) {
     SCOPED_TRACE(file);
-    auto plan = Plan::build(load_graph(std::string(DPRUN_SOURCE_DIR) + "/models/" + file),
+    auto plan = Plan::build(load_graph(dprun::testing::cuda_test_source_dir() + "/models/" + file),
                             DeviceType::CUDA);
     ASSERT_EQ(plan->steps().size(), count);
     size_t placed = 0;

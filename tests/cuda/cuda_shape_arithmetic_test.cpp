@@ -13,6 +13,7 @@
 #include "graph_test_util.h"
 #include "loader/onnx_loader.h"
 #include "op_test_util.h"
+#include "cuda/source_dir.h"
 
 namespace dprun {
 namespace {
@@ -87,7 +88,8 @@ TEST(CudaShapeArithmetic, AValueReadAsDataIsNotShapeArithmetic) {
 }
 
 TEST(CudaShapeArithmetic, TheBundledTransformerComputesItsShapesOnTheHost) {
-  const auto graph = load_graph(std::string(DPRUN_SOURCE_DIR) + "/models/transformer.onnx");
+  const auto graph =
+      load_graph(dprun::testing::cuda_test_source_dir() + "/models/transformer.onnx");
   std::map<std::string, int> moved;
   size_t on_cuda = 0;
   for (const NodePlacement& p : place_nodes(*graph, DeviceType::CUDA)) {

@@ -15,6 +15,7 @@
 #include "error_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
+#include "cuda/source_dir.h"
 
 namespace dprun {
 namespace {
@@ -129,7 +130,7 @@ TEST(NcclProcessGroup, TwoRanksBroadcastGpuAndHostTensors) {
 
 TEST(NcclProcessGroup, ADistributedStepOnOneRankIsTheTrainersStep) {
   DPRUN_REQUIRE_CUDA_GPU();
-  const std::string dir = std::string(DPRUN_SOURCE_DIR) + "/models/training/";
+  const std::string dir = dprun::testing::cuda_test_source_dir() + "/models/training/";
   Tensor x = read_npy(dir + "mlp_sgd.x.npy");            // [25, 12]
   Tensor target = read_npy(dir + "mlp_sgd.target.npy");  // [25]
   TrainerOptions options;
