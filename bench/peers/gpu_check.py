@@ -102,6 +102,17 @@ FAILED_WORDS = re.compile(r"MISMATCH|OUTSIDE|DIFFER|wrong shape|itself failed|: 
                           r"rc 124|timed out")
 
 
+
+def gtest_summary(text):
+    """A GoogleTest program's output as "passed N, skipped N, failed N: NAMES" and the failed
+    tests' names."""
+    failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+)", text, re.M)))
+    passed = re.search(r"\[  PASSED  \] (\d+) tests?", text)
+    skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", text)
+    return (f"passed {passed.group(1) if passed else '?'}, skipped "
+            f"{skipped.group(1) if skipped else 0}, failed {len(failed)}"
+            + (f": {' '.join(failed)}" if failed else "")), failed
+
 def last_lines(text, n=3):
     return " | ".join(line for line in text.strip().splitlines()[-n:])
 
@@ -142,13 +153,9 @@ def step_tests_and_conformance(c, steps):
         log.close()
         text = open(os.path.join(c.args.out, name + ".log"), errors="replace").read()
         if name != "conformance":
-            failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+)", text, re.M)))
-            passed = re.search(r"\[  PASSED  \] (\d+) tests?", text)
-            skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", text)
-            c.say(f"{name}: rc {rc} in {time.time() - start:.0f} s; passed "
-                  f"{passed.group(1) if passed else '?'}, skipped "
-                  f"{skipped.group(1) if skipped else 0}, failed {len(failed)}"
-                  + (f": {' '.join(failed)}" if failed else ""), failed=rc != 0 or failed)
+            summary, failed = gtest_summary(text)
+            c.say(f"{name}: rc {rc} in {time.time() - start:.0f} s; {summary}",
+                  failed=rc != 0 or failed)
         else:
             fails = re.findall(r"^FAIL (\S+?):", text, re.M)
             regress = re.findall(r"^\S+ (\S+?):.*\[REGRESSION", text, re.M)
@@ -595,13 +602,9 @@ def stage_nccl(c):
         rc, out = c.dprun("dprun_cuda_tests", ["--gtest_brief=1",
                                                "--gtest_filter=NcclProcessGroup.*:"
                                                "CudaCollectives.*"], "nccl.log", 180)
-        failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+)", out, re.M)))
-        passed = re.search(r"\[  PASSED  \] (\d+) tests?", out)
-        skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", out)
-        c.say(f"nccl: 2-rank process group and collectives over {c.gpus} GPUs: rc {rc}; passed "
-              f"{passed.group(1) if passed else '?'}, skipped "
-              f"{skipped.group(1) if skipped else 0}, failed {len(failed)}"
-              + (f": {' '.join(failed)}" if failed else ""), failed=rc != 0 or failed)
+        summary, failed = gtest_summary(out)
+        c.say(f"nccl: 2-rank process group and collectives over {c.gpus} GPUs: rc {rc}; "
+              f"{summary}", failed=rc != 0 or failed)
     else:
         c.say("nccl: 2-rank process group SKIPPED: one GPU (it needs two)", failed=False)
         c.skipped.append("2-rank process group: one GPU")

@@ -208,19 +208,6 @@ namespace {
 constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kTanhCube = 0.044715;
 
-// The binary `op` producing `value`, read only by `reader`, whose operand `at` is a constant
-// near `c`: its other operand (the node joins `chain`).
-std::optional<std::string> beside_constant_at(const Matcher& m, const std::string& value,
-                                              const char* op, size_t at, double c, size_t reader,
-                                              std::vector<size_t>& chain) {
-  auto node = m.producer(value, op);
-  if (!node || m.only_reader(value) != reader) return std::nullopt;
-  const Node& n = m.graph().nodes[*node];
-  if (n.inputs.size() != 2 || !m.is_constant_near(n.inputs[at], c)) return std::nullopt;
-  chain.push_back(*node);
-  return n.inputs[1 - at];
-}
-
 // Whether `n` is a plain ai.onnx `op` node with one output.
 bool plain(const Node& n, const char* op) {
   return n.domain.empty() && n.op_type == op && n.outputs.size() == 1;
@@ -242,14 +229,14 @@ std::optional<Fusion> match_tanh_gelu_grad(const Matcher& m, size_t i) {
   if (tanh.inputs.size() != 1 || tanh.outputs.size() != 1) return std::nullopt;
   std::vector<size_t> chain = {i};
   // t = tanh(((x * ((x * x) * a + 1)) * k)
-  auto xi = beside_constant_at(m, tanh.inputs[0], "Mul", 1, kSqrt2OverPi, i, chain);
+  auto xi = operand_beside_constant(m, tanh.inputs[0], "Mul", kSqrt2OverPi, i, chain);
   auto n_xi = xi ? m.producer(*xi, "Mul") : std::nullopt;
   if (!n_xi || m.only_reader(*xi) != chain.back()) return std::nullopt;
   chain.push_back(*n_xi);
   const std::string& x = g.nodes[*n_xi].inputs[0];
-  auto sa = beside_constant_at(m, g.nodes[*n_xi].inputs[1], "Add", 1, 1.0, *n_xi, chain);
+  auto sa = operand_beside_constant(m, g.nodes[*n_xi].inputs[1], "Add", 1.0, *n_xi, chain);
   auto squared =
-      sa ? beside_constant_at(m, *sa, "Mul", 1, kTanhCube, chain.back(), chain) : std::nullopt;
+      sa ? operand_beside_constant(m, *sa, "Mul", kTanhCube, chain.back(), chain) : std::nullopt;
   auto n_squared = squared ? m.producer(*squared, "Mul") : std::nullopt;
   if (!n_squared || g.nodes[*n_squared].inputs != std::vector<std::string>{x, x})
     return std::nullopt;
@@ -279,16 +266,17 @@ std::optional<Fusion> match_tanh_gelu_grad(const Matcher& m, size_t i) {
   auto scaled = m.only_reader(out(g, *sech2), "Mul");
   if (!scaled || g.nodes[*scaled].inputs[1] != out(g, *sech2)) return std::nullopt;
   chain.push_back(*scaled);
-  auto half_x = beside_constant_at(m, g.nodes[*scaled].inputs[0], "Mul", 1, 0.5, *scaled, chain);
+  auto half_x = operand_beside_constant(m, g.nodes[*scaled].inputs[0], "Mul", 0.5, *scaled, chain);
   if (!half_x || *half_x != x) return std::nullopt;
   auto right = m.only_reader(out(g, *scaled), "Mul");
   if (!right || g.nodes[*right].inputs[0] != out(g, *scaled)) return std::nullopt;
   chain.push_back(*right);
   auto s3p =
-      beside_constant_at(m, g.nodes[*right].inputs[1], "Mul", 1, kSqrt2OverPi, *right, chain);
-  auto s3 = s3p ? beside_constant_at(m, *s3p, "Add", 1, 1.0, chain.back(), chain) : std::nullopt;
+      operand_beside_constant(m, g.nodes[*right].inputs[1], "Mul", kSqrt2OverPi, *right, chain);
+  auto s3 = s3p ? operand_beside_constant(m, *s3p, "Add", 1.0, chain.back(), chain) : std::nullopt;
   auto squared_again =
-      s3 ? beside_constant_at(m, *s3, "Mul", 1, 3 * kTanhCube, chain.back(), chain) : std::nullopt;
+      s3 ? operand_beside_constant(m, *s3, "Mul", 3 * kTanhCube, chain.back(), chain)
+         : std::nullopt;
   if (!squared_again || *squared_again != *squared ||
       !read_exactly_by(m, *squared, {n_sa, chain.back()}))
     return std::nullopt;
