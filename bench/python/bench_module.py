@@ -17,8 +17,9 @@ Run from the repository root with the build's module on the path, e.g.
   and prints the samples/s of the loop after its first step and its median step, the time of
   one pass of the loop (the DataLoader's batch and trainer.step). `train --print-cli DIR` prints the
   `dprun train` command of the same rows and batches. --feed chooses how the batches come
-  (feeds() below); --profile adds how a step's time divides between the DataLoader and
-  trainer.step. `steps REPORT` prints the median step of a `dprun train --json REPORT`, which
+  (feeds() below); --step-async calls trainer.step_async, so the DataLoader makes each batch
+  while the last one trains; --profile adds how a step's time divides between the DataLoader
+  and trainer.step. `steps REPORT` prints the median step of a `dprun train --json REPORT`, which
   times Trainer::step after the batch's rows are gathered.
 """
 import argparse
@@ -140,7 +141,10 @@ def train(args):
             except StopIteration:
                 break
             fed = time.perf_counter()
-            loss = trainer.step(xb, target=yb)
+            if args.step_async:  # waits for the last batch's step, starts this one's
+                pending = trainer.step_async(xb, target=yb)
+            else:
+                loss = trainer.step(xb, target=yb)
             done = time.perf_counter()
             steps += 1
             if steps == 1:  # the warm-up step, left out as dprun train leaves it out
@@ -150,6 +154,10 @@ def train(args):
             seconds += done - start
             samples += len(xb)
             times.append(done - start)
+    if args.step_async:
+        waiting = time.perf_counter()
+        loss = pending.result()
+        seconds += time.perf_counter() - waiting
     print(f"last batch loss {loss:.6f}, {samples / seconds:.1f} samples/s after 1 warm-up step "
           f"({steps} steps); median step {statistics.median(times) * 1e3:.3f} ms")
     if args.profile:
@@ -182,6 +190,8 @@ def main():
     p.add_argument("dir")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--feed", choices=["dataloader", "batched", "slices"], default="dataloader")
+    p.add_argument("--step-async", action="store_true",
+                   help="trainer.step_async: each batch made while the last one trains")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--print-cli", action="store_true")
     p.set_defaults(run=train)

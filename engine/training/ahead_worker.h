@@ -44,6 +44,12 @@ class AheadWorker {
     changed_.notify_all();
   }
 
+  /// Whether the requested value is made (or make threw): take() would not wait.
+  bool ready() {
+    std::lock_guard lock(mutex_);
+    return made_.has_value() || error_ != nullptr;
+  }
+
   /// Waits for the requested value and returns it; rethrows what make threw.
   T take() {
     std::unique_lock lock(mutex_);

@@ -12,6 +12,13 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODELS = REPO / "models"
+# The tutorial classifier's training form and its first 128 rows: the Trainer tests' run.
+TUTORIAL = MODELS / "tutorial"
+CLASSIFIER = str(TUTORIAL / "classifier.train.onnx")
+X = np.load(TUTORIAL / "train.x.npy")[:128]
+Y = np.load(TUTORIAL / "train.y.npy")[:128]
+BASE = dict(loss="cross_entropy", optimizer="sgd", lr=0.1)
+BASE_FLAGS = ["--loss", "cross_entropy", "--optimizer", "sgd", "--lr", "0.1"]
 
 try:
     import dprun  # noqa: F401

@@ -10,14 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import MODELS, cli_path, initializers, run_cli, same_bits, train_cli
-
-TUTORIAL = MODELS / "tutorial"
-CLASSIFIER = str(TUTORIAL / "classifier.train.onnx")
-X = np.load(TUTORIAL / "train.x.npy")[:128]
-Y = np.load(TUTORIAL / "train.y.npy")[:128]
-BASE = dict(loss="cross_entropy", optimizer="sgd", lr=0.1)
-BASE_FLAGS = ["--loss", "cross_entropy", "--optimizer", "sgd", "--lr", "0.1"]
+from conftest import (BASE, BASE_FLAGS, CLASSIFIER, MODELS, TUTORIAL, X, Y, cli_path,
+                      initializers, run_cli, same_bits, train_cli)
 
 
 def train_python(tmp_path, model, inputs, target, batch, steps, device_ids, name="py",

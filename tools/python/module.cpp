@@ -7,6 +7,7 @@
 #include "tools/python/data_parallel.h"
 #include "tools/python/errors.h"
 #include "tools/python/model.h"
+#include "tools/python/pending_step.h"
 #include "tools/python/trainer.h"
 
 namespace py = pybind11;
@@ -19,6 +20,7 @@ PYBIND11_MODULE(dprun, m) {
   dprun::python::register_errors(m);
   dprun::python::register_model(m);
   dprun::python::register_data_parallel(m);
+  dprun::python::register_pending_step(m);
   dprun::python::register_trainer(m);
   m.def(
       "all_devices",

@@ -2,6 +2,8 @@
 
 #include <pybind11/stl.h>
 
+#include "engine/training/ahead_worker.h"
+
 #include "loader/checkpoint_file.h"
 #include "loader/onnx_loader.h"
 #include "tools/python/arrays.h"
@@ -9,6 +11,7 @@
 #include "tools/python/errors.h"
 #include "tools/python/model.h"
 #include "tools/python/options.h"
+#include "tools/python/pending_step.h"
 #include "tools/python/training_session.h"
 
 namespace py = pybind11;
@@ -53,31 +56,45 @@ class PythonTrainer {
                                                  std::move(settings), &checkpoint);
   }
 
+  ~PythonTrainer() { close(); }
+
   py::object step(const py::args& args, const py::kwargs& kwargs) {
-    std::pair<std::vector<Tensor>, Tensor> batch;
-    std::exception_ptr input_error;  // of several ranks: every rank learns of it in step()
-    const bool ranks = open().world_size() > 1;
-    try {
-      batch = batch_of(args, kwargs);
-    } catch (const Error&) {
-      if (!ranks) throw;
-      input_error = std::current_exception();
-    } catch (const py::error_already_set& e) {
-      if (!ranks) throw;
-      input_error = std::make_exception_ptr(Error(one_line(e)));
-    }
+    StepBatch batch = step_batch(args, kwargs);
     stop_if_interrupted();
     std::optional<double> loss;
     {
       py::gil_scoped_release release;
-      loss = open().step(std::move(batch.first), std::move(batch.second), input_error);
+      loss = open().step(std::move(batch.inputs), std::move(batch.target), batch.input_error);
     }
     // A Ctrl-C that came during the step is raised by the interpreter once this returns: the
     // step is whole, and the caller's loop stops before the next.
     return loss ? py::object(py::float_(*loss)) : py::object(py::none());
   }
 
+  // step() on the Trainer's own thread: returns at once, so that the caller's next batch is
+  // made while the devices compute. The arrays are read in place, as step() reads them: they
+  // are held (and must not be written) until the step has finished.
+  PendingStep step_async(const py::object& self, const py::args& args, const py::kwargs& kwargs) {
+    StepBatch batch = step_batch(args, kwargs);
+    stop_if_interrupted();
+    held_ = batch.inputs;  // released here, under the GIL, once the step has finished
+    if (batch.target.defined()) held_.push_back(batch.target);
+    if (!background_)
+      background_ = std::make_unique<AheadWorker<std::optional<double>>>(
+          [this](int64_t) { return std::exchange(queued_, {})(); });
+    queued_ = [this, b = std::move(batch)]() mutable {
+      return open().step(std::move(b.inputs), std::move(b.target), b.input_error);
+    };
+    outstanding_ = std::make_shared<StepOutcome>();
+    background_->request(0);
+    return PendingStep{.outcome = outstanding_,
+                       .settle = [this] { settle(); },
+                       .finished = [this] { return !outstanding_ || background_->ready(); },
+                       .owner = self};
+  }
+
   py::dict evaluate(const py::args& args, const py::kwargs& kwargs) {
+    ready();
     auto [inputs, target] = batch_of(args, kwargs);
     ValidationResult result;
     {
@@ -91,19 +108,22 @@ class PythonTrainer {
   }
 
   void save(const py::object& path) {
+    ready();
     const std::string file = path_of(path, "save: path");
     py::gil_scoped_release release;
     open().save(file);
   }
 
   void save_checkpoint(const py::object& path) {
+    ready();
     const std::string file = path_of(path, "save_checkpoint: path");
     py::gil_scoped_release release;
     open().save_checkpoint(file);
   }
 
-  double lr() { return open().lr(); }
+  double lr() { return ready().lr(); }
   void set_lr(const py::object& lr) {
+    ready();
     const std::optional<double> value = number_of(lr);
     if (!value)
       raise("lr must be a number, got " +
@@ -111,14 +131,14 @@ class PythonTrainer {
     open().set_lr(*value);
   }
 
-  int64_t steps() { return open().steps_done(); }
+  int64_t steps() { return ready().steps_done(); }
   int rank() { return open().rank(); }
   int world_size() { return open().world_size(); }
-  int64_t pending() { return open().pending_batches(); }
+  int64_t pending() { return ready().pending_batches(); }
 
   // The trained parameters by name, as copies.
   py::dict parameters() {
-    TrainingSession& s = open();
+    TrainingSession& s = ready();
     py::dict out;
     const std::vector<std::string>& names = s.trainer().parameter_names();
     const std::vector<Tensor> values = s.trainer().parameters();
@@ -134,15 +154,69 @@ class PythonTrainer {
     return names;
   }
 
+  // Waits for a step in the background (its error, if any, stays with its PendingStep).
   void close() {
+    settle();
     py::gil_scoped_release release;
+    background_.reset();
     session_.reset();
   }
 
+  // Waits for the step in the background, if one is running, and records its outcome.
+  void settle() {
+    if (!outstanding_) return;
+    const std::shared_ptr<StepOutcome> outcome = std::exchange(outstanding_, nullptr);
+    {
+      py::gil_scoped_release release;
+      try {
+        outcome->loss = background_->take();
+      } catch (...) {
+        outcome->error = std::current_exception();
+      }
+    }
+    outcome->settled = true;
+    held_.clear();
+    last_outcome_ = outcome;
+  }
+
  private:
+  // The arrays of one step's batch and, of several ranks, the error this rank met reading them.
+  struct StepBatch {
+    std::vector<Tensor> inputs;
+    Tensor target;
+    std::exception_ptr input_error;  // every rank learns of it in the step
+  };
+
+  StepBatch step_batch(const py::args& args, const py::kwargs& kwargs) {
+    StepBatch batch;
+    const bool ranks = ready().world_size() > 1;
+    try {
+      std::tie(batch.inputs, batch.target) = batch_of(args, kwargs);
+    } catch (const Error&) {
+      if (!ranks) throw;
+      batch.input_error = std::current_exception();
+    } catch (const py::error_already_set& e) {
+      if (!ranks) throw;
+      batch.input_error = std::make_exception_ptr(Error(one_line(e)));
+    }
+    return batch;
+  }
+
   TrainingSession& open() {
     if (!session_) raise("the Trainer is closed");
     return *session_;
+  }
+
+  // open() once the step in the background has finished. A step that failed and whose
+  // PendingStep has not raised it raises here, so that a failed step stops the caller's loop.
+  TrainingSession& ready() {
+    settle();
+    if (const auto outcome = std::exchange(last_outcome_, nullptr);
+        outcome && outcome->error && !outcome->error_raised) {
+      outcome->error_raised = true;
+      std::rethrow_exception(outcome->error);
+    }
+    return open();
   }
 
   // The batch of a step or evaluate call: inputs by position or name, `target=` apart.
@@ -172,6 +246,13 @@ class PythonTrainer {
   }
 
   std::unique_ptr<TrainingSession> session_;
+  // step_async: the thread that runs the steps, the step it is given, the arrays that step
+  // reads, and the outcome of the running step and of the last one settled.
+  std::unique_ptr<AheadWorker<std::optional<double>>> background_;
+  std::function<std::optional<double>()> queued_;
+  std::vector<Tensor> held_;
+  std::shared_ptr<StepOutcome> outstanding_;
+  std::shared_ptr<StepOutcome> last_outcome_;
 };
 
 }  // namespace
@@ -200,6 +281,15 @@ void register_trainer(py::module_& m) {
       .def("step", &PythonTrainer::step,
            "step(*inputs, target=None): one batch; returns its loss after the update (with "
            "accumulate=N: None on the first N-1 calls, then the step's loss).")
+      .def(
+          "step_async",
+          [](const py::object& self, const py::args& args, const py::kwargs& kwargs) {
+            return self.cast<PythonTrainer&>().step_async(self, args, kwargs);
+          },
+          "step_async(*inputs, target=None): step() started on the Trainer's own thread; "
+          "returns a PendingStep at once, so the next batch is made while this one trains. The "
+          "arrays are read in place until the step finishes; the Trainer's next call waits for "
+          "it.")
       .def("evaluate", &PythonTrainer::evaluate,
            "evaluate(*inputs, target=None): {'loss': ..., 'accuracy': ...} of the inference "
            "form on one batch (accuracy for class losses).")
