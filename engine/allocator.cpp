@@ -27,35 +27,42 @@ CachingHostAllocator::~CachingHostAllocator() {
 }
 
 void* CachingHostAllocator::allocate(size_t bytes) {
-  size_t cls = size_class(bytes);
+  const size_t cls = size_class(bytes);
+  void* p = nullptr;
+  size_t held = cls;
   {
     std::lock_guard lock(mutex_);
-    stats_.in_use += cls;
-    if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
-    auto it = free_blocks_.find(cls);
-    if (it != free_blocks_.end() && !it->second.empty()) {
-      void* p = it->second.back();
+    if (cls >= HostBlockPool::kMinBlock) {
+      p = large_.allocate(bytes, &held);  // no size class: the pool wastes less
+    } else if (auto it = free_blocks_.find(cls); it != free_blocks_.end() && !it->second.empty()) {
+      p = it->second.back();
       it->second.pop_back();
-      stats_.cached -= cls;
-      return p;
+      small_cached_ -= cls;
+    } else {
+      p = std::aligned_alloc(kAlignment, cls);
+    }
+    if (p != nullptr) {
+      stats_.in_use += held;
+      stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
+      stats_.cached = small_cached_ + large_.free_bytes();
     }
   }
-  void* p = std::aligned_alloc(kAlignment, cls);
-  if (p == nullptr) {
-    std::lock_guard lock(mutex_);
-    stats_.in_use -= cls;
-    fail("out of memory on ", device_.to_string(), " allocating ", bytes, " bytes");
-  }
+  if (p == nullptr) fail("out of memory on ", device_.to_string(), " allocating ", bytes, " bytes");
   return p;
 }
 
 void CachingHostAllocator::deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  size_t cls = size_class(bytes);
+  const size_t cls = size_class(bytes);
   std::lock_guard lock(mutex_);
-  stats_.in_use -= cls;
-  stats_.cached += cls;
-  free_blocks_[cls].push_back(ptr);
+  if (cls >= HostBlockPool::kMinBlock) {
+    stats_.in_use -= large_.deallocate(ptr);
+  } else {
+    stats_.in_use -= cls;
+    small_cached_ += cls;
+    free_blocks_[cls].push_back(ptr);
+  }
+  stats_.cached = small_cached_ + large_.free_bytes();
 }
 
 AllocatorStats CachingHostAllocator::stats() const {
@@ -68,7 +75,9 @@ void CachingHostAllocator::release_cached() {
   for (auto& [cls, blocks] : free_blocks_)
     for (void* p : blocks) std::free(p);
   free_blocks_.clear();
-  stats_.cached = 0;
+  small_cached_ = 0;
+  large_.release_free();
+  stats_.cached = large_.free_bytes();
 }
 
 }  // namespace dprun

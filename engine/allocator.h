@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/host_block_pool.h"
 
 namespace dprun {
 
@@ -30,9 +31,11 @@ class Allocator {
   virtual AllocatorStats stats() const { return {}; }
 };
 
-/// A host-memory allocator that keeps freed blocks in per-size free lists, so repeated runs of
-/// a plan reuse the same buffers instead of going back to the system allocator.
-/// Blocks are rounded up to a size class (powers of two split in four) to raise reuse.
+/// A host-memory allocator that keeps what is freed for reuse, so repeated runs of a plan reuse
+/// the same memory instead of going back to the system allocator: blocks under
+/// HostBlockPool::kMinBlock in per-size free lists (rounded up to a size class, powers of two
+/// split in four, to raise reuse), larger ones in a HostBlockPool, where a freed block serves
+/// any later request it fits.
 class CachingHostAllocator : public Allocator {
  public:
   explicit CachingHostAllocator(Device device) : device_(device) {}
@@ -41,7 +44,8 @@ class CachingHostAllocator : public Allocator {
   void deallocate(void* ptr, size_t bytes) override;
   Device device() const override { return device_; }
   AllocatorStats stats() const override;
-  /// Frees every cached block back to the system.
+  /// Frees every cached block back to the system (the pool's segments that hold no block in
+  /// use).
   void release_cached();
 
   /// The size class a request of `bytes` is rounded up to.
@@ -50,7 +54,9 @@ class CachingHostAllocator : public Allocator {
  private:
   Device device_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<void*>> free_blocks_;
+  std::map<size_t, std::vector<void*>> free_blocks_;  // small blocks by size class
+  HostBlockPool large_;
+  size_t small_cached_ = 0;  // bytes in free_blocks_
   AllocatorStats stats_;
 };
 

@@ -728,6 +728,7 @@ int train(const TrainFlags& f, const CLI::App& app) {
       .lr_schedule = std::move(lr_schedule),
       .group_lrs = std::move(group_lrs),
       .checkpoint_every = checkpoint_every,
+      .release_memory_at_end = true,
       .on_step =
           [&](int64_t done, const StepRecord& step) {
             shown_progress.step(done, step);

@@ -63,7 +63,7 @@ float* thread_buffer(int which, size_t count) {
 // `t`, stored as `view` describes, as memory of descriptor `md`. With `swapped` views (`t` of
 // shape [d0, d1, spatial...] seen as [d1, d0, ...]), channels-last is made by a tiled transpose.
 memory prepare(const KernelContext& ctx, const Tensor& t, const memory::desc& view,
-               const memory::desc& md, bool swapped, int which) {
+               const memory::desc& md, bool swapped, int which, Tensor& keep) {
   if (swapped && md == channels_last(view.dims())) {
     const int64_t d0 = t.dim(0), d1 = t.dim(1);
     const int64_t spatial = t.numel() / std::max<int64_t>(d0 * d1, 1);
@@ -71,7 +71,7 @@ memory prepare(const KernelContext& ctx, const Tensor& t, const memory::desc& vi
     swap_to_channels_last(ctx, t.data<float>(), buffer, d0, d1, spatial);
     return memory(md, cpu_engine(), buffer);
   }
-  return to_layout(wrap(view, t.raw_data()), md);
+  return to_layout(ctx, wrap(view, t.raw_data()), md, keep);
 }
 
 // The backward-weights primitive of the forward convolution `g` (oneDNN counts dilations from
@@ -168,11 +168,13 @@ ConvBackwardWeightsPrimitive build_weight_gradient(const Shape& x, const Shape& 
 
 void execute_backward_weights(const KernelContext& ctx, const ConvBackwardWeightsPrimitive& p,
                               const Tensor& a, const Tensor& b, Tensor& y) {
-  memory src = prepare(ctx, a, p.src_view, p.src_md, p.swapped, 0);
-  memory diff_dst = prepare(ctx, b, p.diff_dst_view, p.diff_dst_md, p.swapped, 1);
+  Tensor src_copy, diff_dst_copy, diff_weights_copy;  // in the primitive's layouts
+  memory src = prepare(ctx, a, p.src_view, p.src_md, p.swapped, 0, src_copy);
+  memory diff_dst = prepare(ctx, b, p.diff_dst_view, p.diff_dst_md, p.swapped, 1, diff_dst_copy);
   memory user = wrap(p.diff_weights_view, y.raw_data());
-  memory diff_weights =
-      p.diff_weights_md == user.get_desc() ? user : memory(p.diff_weights_md, cpu_engine());
+  memory diff_weights = p.diff_weights_md == user.get_desc()
+                            ? user
+                            : allocated_memory(ctx, p.diff_weights_md, diff_weights_copy);
   execute(
       p.prim, p.scratchpad_md,
       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});

@@ -37,10 +37,12 @@ void execute_conv(KernelContext& ctx, const ConvPrimitive& p, const Tensor& x, c
   Tensor& y = ctx.allocate_output(0, p.out_shape, x.dtype());
   if (y.numel() == 0) return;
   const memory::data_type type = data_type_of(x.dtype());
-  memory src = to_layout(wrap(plain_desc(x.shape(), type), x.raw_data()), p.src_md);
-  memory weights = packed.get(ctx, w, p.user_weights_md, p.weights_md);
+  Tensor src_copy, weights_copy, dst_copy;  // in the primitive's layouts, where they differ
+  memory src = to_layout(ctx, wrap(plain_desc(x.shape(), type), x.raw_data()), p.src_md, src_copy);
+  memory weights = packed.get(ctx, w, p.user_weights_md, p.weights_md, &weights_copy);
   memory user_dst = wrap(plain_desc(p.out_shape, type), y.raw_data());
-  memory dst = p.dst_md == user_dst.get_desc() ? user_dst : memory(p.dst_md, cpu_engine());
+  memory dst =
+      p.dst_md == user_dst.get_desc() ? user_dst : allocated_memory(ctx, p.dst_md, dst_copy);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
   if (b) args.emplace(DNNL_ARG_BIAS, wrap(plain_desc(b->shape(), type), b->raw_data()));

@@ -185,6 +185,26 @@ inline dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc
   return out;
 }
 
+/// A memory of `desc` over a buffer of `ctx`'s device allocator, which `keep` holds: for the
+/// copies a kernel makes in a primitive's layout (activations, weights being trained), which
+/// then come from the cached memory that tensors use. oneDNN's own (malloc) would leave glibc
+/// keeping such large freed blocks in its heap beside that cache, or mapping and faulting them
+/// in anew at each call.
+inline dnnl::memory allocated_memory(const KernelContext& ctx, const dnnl::memory::desc& desc,
+                                     Tensor& keep) {
+  keep = Tensor::empty({static_cast<int64_t>(desc.get_size())}, DType::UInt8, ctx.device());
+  return wrap(desc, keep.raw_data());
+}
+
+/// to_layout() into allocated_memory().
+inline dnnl::memory to_layout(const KernelContext& ctx, const dnnl::memory& user,
+                              const dnnl::memory::desc& wanted, Tensor& keep) {
+  if (user.get_desc() == wanted) return user;
+  dnnl::memory out = allocated_memory(ctx, wanted, keep);
+  reorder_into(user, out);
+  return out;
+}
+
 using dprun::shape_key;
 using dprun::ShapeCache;
 

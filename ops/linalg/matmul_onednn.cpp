@@ -144,8 +144,9 @@ class MatMulOnednnKernel : public OpKernel {
     auto p = primitive(s, a, b);
     if (!p->usable) return reference_->compute(ctx);  // float32 only: compute() saw to 16 bits
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
+    Tensor packed_b;  // B reordered for this call alone (weights being trained)
     const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
-                                    weights_.get(ctx, b, p->user_b_md, p->b_md)};
+                                    weights_.get(ctx, b, p->user_b_md, p->b_md, &packed_b)};
     const onednn::MemoryArg dst{DNNL_ARG_DST, &p->c_md, y.raw_data()};
     if (bias)
       onednn::execute_reusing(p->prim, p->scratchpad_md,
@@ -262,8 +263,9 @@ class GemmOnednnKernel : public OpKernel {
     auto p = primitive(s, a, b, c);
     if (!p->usable) return reference_->compute(ctx);  // float32 only: compute() saw to 16 bits
     const onednn::MemoryArg src{DNNL_ARG_SRC, &p->a_md, a.raw_data()};
+    Tensor packed_b;  // B reordered for this call alone (weights being trained)
     const onednn::MemoryArg weights{DNNL_ARG_WEIGHTS, nullptr, nullptr,
-                                    weights_.get(ctx, b, p->user_b_md, p->b_md)};
+                                    weights_.get(ctx, b, p->user_b_md, p->b_md, &packed_b)};
     const onednn::MemoryArg dst{DNNL_ARG_DST, &p->c_md, y.raw_data()};
     std::vector<float> scaled;
     if (c && p->prefill) {
