@@ -8,6 +8,7 @@
 
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/attention/attention_layout.h"
+#include "ops/attention/attention_rows.h"
 
 namespace dprun {
 namespace {
@@ -88,7 +89,9 @@ class AttentionGradKernel : public OpKernel {
         prods->dp->run(doc, v.data<float>() + first * s.v.strides[0], ds);
         ctx.parallel_for(c.rows, std::max<int64_t>(1, 4096 / s.lk), [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r)
-            score_grad_row(pc + r * s.lk, ds + r * s.lk, s.lk, cond, mv, chunk * c.rows + r);
+            score_gradient(pc + r * s.lk, ds + r * s.lk, s.lk, scale_,
+                           cond ? cond->data<bool>() + mv.offset(chunk * c.rows + r) : nullptr,
+                           mv.col_stride, fill_where_);
         });
         if (prods->dq)
           prods->dq->run(ds, k.data<float>() + first * s.kt.strides[0],
@@ -101,20 +104,6 @@ class AttentionGradKernel : public OpKernel {
   }
 
  private:
-  /// Row `row` of dP, d, becomes dS = scale * P * (dP - sum(P * dP)), 0 where the mask filled.
-  void score_grad_row(const float* p, float* d, int64_t n, const Tensor* cond, const MaskView& mv,
-                      int64_t row) const {
-    float dot = 0;
-    for (int64_t j = 0; j < n; ++j) dot += p[j] * d[j];
-    const float scale = scale_;
-    for (int64_t j = 0; j < n; ++j) d[j] = scale * p[j] * (d[j] - dot);
-    if (!cond) return;
-    const bool* c = cond->data<bool>() + mv.offset(row);
-    const bool where = fill_where_;
-    for (int64_t j = 0; j < n; ++j)
-      if (c[j * mv.col_stride] == where) d[j] = 0;
-  }
-
   Perms perms_;
   float scale_;
   bool where_, fill_where_;

@@ -4,13 +4,12 @@
 // probabilities in place while it is in cache, then P v by a second product written through
 // perm_o's strides. The scores go where P is wanted (the backward reads P), else to a buffer of
 // one chunk's size: neither S nor its scaled and masked copies are ever stored whole.
-#include <cmath>
-#include <cstring>
-#include <limits>
+#include <algorithm>
 
 #include "engine/rewrites/rewrite_domain.h"
 #include "ops/attention/attention_layout.h"
-#include "ops/math/unary_functors.h"
+#include "ops/attention/attention_rows.h"
+#include "ops/softmax/softmax_row.h"
 
 namespace dprun {
 namespace {
@@ -97,27 +96,13 @@ class AttentionKernel : public OpKernel {
  private:
   /// Row `row` of the scores, y: scaled, masked, then its softmax, in place.
   void softmax_row(float* y, int64_t n, const Tensor* mask, const MaskView& mv, int64_t row) const {
-    const float scale = scale_;
-    if (mask_ == MaskKind::Add) {
-      const float* m = mask->data<float>() + mv.offset(row);
-      for (int64_t j = 0; j < n; ++j) y[j] = y[j] * scale + m[j * mv.col_stride];
-    } else if (mask_ == MaskKind::Where) {
-      const bool* c = mask->data<bool>() + mv.offset(row);
-      const float fill = fill_;
-      const bool where = fill_where_;
-      for (int64_t j = 0; j < n; ++j) y[j] = c[j * mv.col_stride] == where ? fill : y[j] * scale;
-    } else {
-      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
-    }
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, y[j]);
-    float sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      y[j] = math::exp_of(y[j] - mx);
-      sum += y[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+    if (mask_ == MaskKind::Where)
+      fill_scores(y, n, scale_, mask->data<bool>() + mv.offset(row), mv.col_stride, fill_where_,
+                  fill_);
+    else
+      scale_scores(y, n, scale_, mask ? mask->data<float>() + mv.offset(row) : nullptr,
+                   mv.col_stride);
+    ::dprun::softmax_row(y, y, n);
   }
 
   Perms perms_;
