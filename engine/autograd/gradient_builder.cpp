@@ -401,13 +401,20 @@ std::unordered_map<size_t, Node> GradientBuilder::composites(
 
 // The attention chain whose first MatMul is node `n` as one Attention node whose output 1 is
 // the chain's Softmax result, which its rule reads: only when nothing outside the chain reads
-// that result and an added mask does not depend on an x (the rule gives the mask no gradient).
+// that result, and neither an added mask nor a scalar the chain folds into an attribute (a scale
+// or a fill given as a trained initializer) depends on an x: the rule gives them no gradient.
 std::optional<Fusion> GradientBuilder::attention_composite(const Matcher& matcher, size_t n) const {
   std::optional<Fusion> chain = match_attention(matcher, n);
   if (!chain || chain->fused.outputs.size() != 1) return std::nullopt;
   const Node& fused = chain->fused;
   if (fused.attr_string("mask", "") == "add" && depends_on_x_.count(fused.inputs[3]))
     return std::nullopt;
+  std::unordered_set<std::string> read(fused.inputs.begin(), fused.inputs.end());
+  for (size_t k : chain->nodes)
+    for (const std::string& out : graph_.nodes[k].outputs) read.insert(out);
+  for (size_t k : chain->nodes)
+    for (const std::string& in : graph_.nodes[k].inputs)
+      if (!read.count(in) && depends_on_x_.count(in)) return std::nullopt;
   chain->fused.outputs.push_back(attention_softmax(graph_, *chain).outputs[0]);
   return chain;
 }

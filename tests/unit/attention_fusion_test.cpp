@@ -244,6 +244,27 @@ TEST(AttentionGrad, OnlyTheWantedGradients) {
   }
 }
 
+TEST(AttentionGrad, AScaleThatIsTrainedKeepsTheChainsOwnRules) {
+  // The scale's source, the initializer d, is differentiated too: the chain is not one node for
+  // the gradient builder (the Attention rule would give d nothing), so d's gradient is the
+  // chain's rules'.
+  const AttnCase c = attn_cases()[1];
+  auto forward = attn_graph(c, DType::Float64);
+  GradientSpec spec;
+  spec.xs = {"xq", "d"};
+  spec.y = "y";
+  spec.dy = "dY";
+  auto g = with_gradient(*forward, spec, DType::Float64);
+  const std::vector<Tensor> feeds = attn_gradient_feeds(c, DType::Float64);
+  const std::vector<Tensor> got = compiled(g, false).run(feeds);
+  spec.differentiate_composites = false;
+  const std::vector<Tensor> want =
+      compiled(with_gradient(*forward, spec, DType::Float64), false).run(feeds);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) expect_near_in_scale(got[k], want[k], 1e-12);
+  EXPECT_NE(want[1].item_as_double(0), 0.0);
+}
+
 TEST(AttentionGrad, CompositeGradientMatchesFiniteDifferences) {
   for (AttnCase c : attn_cases()) {
     SCOPED_TRACE(c.name);
