@@ -3,7 +3,9 @@
 // it, per chunk of the batch (attention_layout.h): dV = P^T dO, dP = dO v^T into a buffer of one
 // chunk's size, each row of it turned into dS in place while it is in cache, then dQ = dS kt^T
 // and dK^T = q^T dS. dO is read through perm_o's strides, and each gradient is written through
-// its operand's perm into the layout Q, K or V has: none of the rule's Transposes runs.
+// its operand's perm into the layout Q, K or V has: none of the rule's Transposes runs. dQ (or dK)
+// is written over dOut where this node is dOut's last reader and they share a layout, as the
+// chain's rules free dO once dP is computed: the node keeps no more memory alive than they did.
 #include <algorithm>
 
 #include "engine/rewrites/rewrite_domain.h"
@@ -50,9 +52,21 @@ class AttentionGradKernel : public OpKernel {
     const bool want[3] = {ctx.output_wanted(0), ctx.output_wanted(1), ctx.output_wanted(2)};
     float* grads[3] = {};
     const Tensor* stored[3] = {&q, &k, &v};
-    for (size_t i = 0; i < 3; ++i)
-      if (want[i])
-        grads[i] = ctx.allocate_output(i, stored[i]->shape(), DType::Float32).data<float>();
+    // dQ (else dK) goes over dOut where dOut dies here and both are read through the same view:
+    // each chunk reads its part of dO before it writes its dQ (dK) at the same places.
+    const View kt_t = transposed(s.kt);
+    const View* view[3] = {&s.q, &kt_t, nullptr};
+    bool reused = false;
+    for (size_t i = 0; i < 3; ++i) {
+      if (!want[i]) continue;
+      const bool over_d_out = !reused && view[i] && view[i]->shape == d_o.shape &&
+                              view[i]->strides == d_o.strides &&
+                              stored[i]->shape() == d_out.shape();
+      reused = reused || over_d_out;
+      grads[i] = (over_d_out ? ctx.allocate_output_reusing(i, 4, d_out.shape(), DType::Float32)
+                             : ctx.allocate_output(i, stored[i]->shape(), DType::Float32))
+                     .data<float>();
+    }
     if (shape_numel(s.scores()) == 0 || s.d == 0 || s.dv == 0) {
       for (size_t i = 0; i < 3; ++i)
         if (grads[i]) std::fill_n(grads[i], stored[i]->numel(), 0.0f);
