@@ -125,6 +125,25 @@ bool agrees_on_rank(const Graph& g, const std::vector<std::string>& values,
   return floating && rank && *rank >= 3;
 }
 
+// False when the declared shapes of the operands, read through their perms, show batch dims
+// that differ (a K or V broadcast over the heads): the kernel takes one batch shape.
+bool batch_dims_may_agree(const Graph& g, const std::vector<const Operand*>& operands) {
+  std::vector<std::optional<int64_t>> batch;
+  for (const Operand* o : operands) {
+    auto t = g.type_of(o->value);
+    if (!t || !t->shape) continue;
+    const size_t r = t->shape->size();
+    for (size_t d = 0; d + 2 < r; ++d) {
+      const Dim& dim = (*t->shape)[o->perm.empty() ? d : static_cast<size_t>(o->perm[d])];
+      if (batch.size() <= d) batch.resize(d + 1);
+      if (!dim.is_known()) continue;
+      if (batch[d] && *batch[d] != dim.value) return false;
+      batch[d] = dim.value;
+    }
+  }
+  return true;
+}
+
 void set_perm(Node& n, const char* name, const std::vector<int64_t>& perm) {
   if (!perm.empty()) n.attributes[name] = Attribute::of_ints(perm);
 }
@@ -232,7 +251,9 @@ std::optional<Fusion> match_attention(const Matcher& m, size_t i) {
   }
   chain_values.insert(chain_values.end(), {p, q.value, k.value, v.value, g.nodes[*mm2].inputs[1]});
   chain_values.push_back(g.nodes[*mm2].outputs[0]);
-  if (!agrees_on_rank(g, chain_values, {&q.perm, &k.perm, &v.perm, &perm_o})) return std::nullopt;
+  if (!agrees_on_rank(g, chain_values, {&q.perm, &k.perm, &v.perm, &perm_o}) ||
+      !batch_dims_may_agree(g, {&q, &k, &v}))
+    return std::nullopt;
 
   std::vector<std::string> inputs = {q.value, k.value, v.value};
   inputs.insert(inputs.end(), mask.begin(), mask.end());

@@ -55,7 +55,8 @@ inline constexpr size_t kAttentionGradTableSize = 5;
 /// (-1 or r - 1; before opset 13 the same, its 2-D coercion then changing nothing); the scalars
 /// are one-element constants, or computed from such by Mul, Div, Reciprocal, Pow, Sqrt and Cast
 /// (GPT's 1 / sqrt(d)); the mask's fill is such a scalar; every value inside the chain but P is
-/// read only inside it and is no graph result. Shapes are checked by the kernel, which refuses
+/// read only inside it and is no graph result; q, kt and v do not have declared batch dims that
+/// differ (a K or V broadcast over the heads). Shapes are checked by the kernel, which refuses
 /// a mask that would broadcast the scores to a larger shape.
 std::optional<Fusion> match_attention(const Matcher& m, size_t i);
 

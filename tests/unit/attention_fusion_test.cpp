@@ -174,6 +174,12 @@ TEST(AttentionFusion, LeavesAloneWhatAttentionDoesNotCompute) {
       count_in_plan(edited([&](std::vector<Node>& n) { find(n, "scale_s").inputs[1] = "s0"; }),
                     "Attention"),
       0);
+  // V shared by the heads (broadcast over them): the kernel takes one batch shape.
+  AttnCase shared = attn_cases()[5];
+  std::vector<Input> inputs = attn_inputs(shared, DType::Float32);
+  inputs[2].value = to_float32(random_tensor({shared.batch, shared.l, 1, shared.d}, -1, 1, 3));
+  EXPECT_EQ(count_in_plan(make_graph(attn_chain(shared), inputs, "y", 15, Decl::Full), "Attention"),
+            0);
   // Float64: the kernel is float32's.
   EXPECT_EQ(count_in_plan(attn_graph(c, DType::Float64), "Attention"), 0);
   // Devices without the kernel keep the nodes.
