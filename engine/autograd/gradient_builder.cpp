@@ -7,6 +7,7 @@
 #include "engine/half.h"
 #include "engine/model.h"
 #include "engine/op_facts.h"
+#include "engine/rewrites/attention_fusion.h"
 #include "engine/rewrites/fusion_matcher.h"
 #include "engine/rewrites/gelu_fusion.h"
 #include "engine/rewrites/layer_norm_fusion.h"
@@ -146,6 +147,7 @@ class GradientBuilder {
                                         const std::unordered_set<std::string>& xs);
   std::unordered_map<size_t, Node> composites(const std::vector<size_t>& order,
                                               const std::unordered_set<std::string>& xs) const;
+  std::optional<Fusion> attention_composite(const Matcher& matcher, size_t n) const;
   void seed_dy();
   void backpropagate(const Node& node);
   std::string gradient_of_x(const std::string& x);
@@ -372,7 +374,7 @@ std::vector<bool> GradientBuilder::mark_differentiable(const std::vector<size_t>
 }
 
 // The chains among the ancestors of y that compute one op (GradientSpec::differentiate_composites:
-// layer normalization, GELU's erf and tanh forms),
+// layer normalization, GELU's erf and tanh forms, scaled dot-product attention),
 // as that op's node, by the index of the chain's last node. A chain holding y or an x inside
 // it is left to its nodes' own rules: their gradients are asked for.
 std::unordered_map<size_t, Node> GradientBuilder::composites(
@@ -385,6 +387,7 @@ std::unordered_map<size_t, Node> GradientBuilder::composites(
     std::optional<Fusion> chain;
     if (op == "ReduceMean") chain = match_decomposed_layer_norm(matcher, n);
     if (op == "Erf" || op == "Tanh") chain = match_gelu(matcher, n);
+    if (op == "MatMul") chain = attention_composite(matcher, n);
     if (!chain) continue;
     bool asked_inside = false;
     for (size_t k : chain->nodes)
@@ -394,6 +397,26 @@ std::unordered_map<size_t, Node> GradientBuilder::composites(
     if (!asked_inside) found.emplace(chain->nodes.back(), std::move(chain->fused));
   }
   return found;
+}
+
+// The attention chain whose first MatMul is node `n` as one Attention node whose output 1 is
+// the chain's Softmax result, which its rule reads: only when nothing outside the chain reads
+// that result, and neither an added mask nor a scalar the chain folds into an attribute (a scale
+// or a fill given as a trained initializer) depends on an x: the rule gives them no gradient.
+std::optional<Fusion> GradientBuilder::attention_composite(const Matcher& matcher, size_t n) const {
+  std::optional<Fusion> chain = match_attention(matcher, n);
+  if (!chain || chain->fused.outputs.size() != 1) return std::nullopt;
+  const Node& fused = chain->fused;
+  if (fused.attr_string("mask", "") == "add" && depends_on_x_.count(fused.inputs[3]))
+    return std::nullopt;
+  std::unordered_set<std::string> read(fused.inputs.begin(), fused.inputs.end());
+  for (size_t k : chain->nodes)
+    for (const std::string& out : graph_.nodes[k].outputs) read.insert(out);
+  for (size_t k : chain->nodes)
+    for (const std::string& in : graph_.nodes[k].inputs)
+      if (!read.count(in) && depends_on_x_.count(in)) return std::nullopt;
+  chain->fused.outputs.push_back(attention_softmax(graph_, *chain).outputs[0]);
+  return chain;
 }
 
 // Seeds dL/dy: the given dy, or ones shaped like y.

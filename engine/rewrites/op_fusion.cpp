@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/rewrites/attention_fusion.h"
 #include "engine/rewrites/batch_norm_grad_fusion.h"
 #include "engine/rewrites/conv_weight_grad_fusion.h"
 #include "engine/rewrites/cross_entropy_grad_fusion.h"
@@ -185,13 +186,17 @@ std::optional<Fusion> match_transposed_operand(const Matcher& m, size_t i) {
   return fusion;
 }
 
-/// The chains of several ops: MatMul with its bias, GELU, layer normalization, and the gradients
+/// The chains of several ops: scaled dot-product attention and its marked backward, MatMul with
+/// its bias, GELU, layer normalization, and the gradients
 /// of GELU (both forms), of a Conv's weight, of a training-mode BatchNormalization, of an
 /// overlapping MaxPool, of Relu, of Softmax and LogSoftmax and of the softmax cross-entropy loss.
 std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   const Node& n = m.graph().nodes[i];
   if (!n.domain.empty()) return std::nullopt;
-  if (n.op_type == "MatMul") return match_matmul_bias(m, i);
+  if (n.op_type == "MatMul") {
+    if (auto attention = match_attention(m, i)) return attention;
+    return match_matmul_bias(m, i);
+  }
   if (n.op_type == "Erf") {
     if (auto gelu = match_gelu(m, i)) return gelu;
     return match_erf_gelu_grad(m, i);
@@ -213,7 +218,12 @@ std::optional<Fusion> match_chain(const Matcher& m, size_t i) {
   if (n.op_type == "Greater") return match_relu_grad(m, i);
   if (n.op_type == "ReduceSum") return match_softmax_grad(m, i);
   if (n.op_type == "Exp") return match_log_softmax_grad(m, i);
-  if (n.op_type == "Softmax") return match_softmax_cross_entropy_grad(m, i);
+  if (n.op_type == "Softmax") {
+    // The backward region of the attention chain this Softmax is in, found from the Softmax,
+    // which comes before every node of it.
+    if (auto grad = match_attention_grad(m, i)) return grad;
+    return match_softmax_cross_entropy_grad(m, i);
+  }
   if (n.op_type == "Transpose") return match_transpose_of_transpose(m, i);
   // The whole backward of an RNN, GRU or LSTM node, found from the forward node, which comes
   // before every node of it: the chains inside it are left to the fused kernel.

@@ -4,8 +4,8 @@
 // applies it before its layout rewrite, the CUDA backend alone, each naming its device so that
 // only nodes it has kernels for are made (the rewrite domain's kernels, each in its op family's
 // folder: ops/linalg/ for MatMulBias, FusedGemm and FusedMatMul, ops/elementwise/ for Gelu and
-// ReluGrad, ops/conv/, ops/normalization/, ops/pool/, ops/array/ and ops/recurrent/ for the
-// fused gradients; `dprun ops` lists them).
+// ReluGrad, ops/attention/ for Attention and AttentionGrad, ops/conv/, ops/normalization/,
+// ops/pool/, ops/array/ and ops/recurrent/ for the fused gradients; `dprun ops` lists them).
 #include <memory>
 #include <optional>
 
@@ -68,6 +68,17 @@ namespace dprun {
 ///   and marks it (engine/rewrites/rnn_grad_fusion.h) becomes LSTMGrad, GRUGrad or RNNGrad
 ///   (ops/recurrent/rnn_grad_onednn.cpp): oneDNN's training forward and backward primitives instead
 ///   of hundreds of per-step nodes;
+/// - scaled dot-product attention, MatMul(q, k^T) [scaled by a scalar constant, on q or on the
+///   scores] [masked by Add(S, M) or Where(C, fill, S)] -> Softmax over the last axis ->
+///   MatMul(P, v) [-> Transpose], q, k^T and v each the Transpose of a stored value or that value
+///   (engine/rewrites/attention_fusion.h), becomes Attention(Q, K, V[, mask]): per chunk of heads
+///   the scores are computed, scaled, masked and turned into probabilities while in cache, and
+///   multiplied by v, Q, K and V read and the result written through the Transposes' strides;
+///   the scores and their scaled and masked copies are never stored, nor the heads' transposed
+///   copies, and P is an output only when the backward reads it. Attention's backward, as its
+///   rule (ops/attention/attention_grad.cpp) emits and marks it, becomes AttentionGrad(Q, K, V,
+///   P, dY[, C]): two products, the score gradient per row in cache, two more, writing dQ, dK and
+///   dV in Q's, K's and V's layouts, instead of about twenty nodes and their Transposes;
 /// - then a MatMulBias, or a Gemm (opset 7 on), whose result's only reader is a Relu, Sigmoid or
 ///   erf-form Gelu takes that activation as attribute "activation" (Gemm becomes FusedGemm with
 ///   Gemm's attributes): oneDNN applies it as a post-op while writing the product;

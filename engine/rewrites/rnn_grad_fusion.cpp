@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/rewrites/graph_patterns.h"
+#include "engine/rewrites/marked_region.h"
 
 namespace dprun {
 namespace {
@@ -16,46 +17,6 @@ std::string lowercase(std::string s) {
   return s;
 }
 
-// The counter of a node named <prefix><scope>/<op type>_<counter>, with the prefix in
-// `prefix`; nullopt for any other name.
-std::optional<int64_t> region_counter(const Node& n, const std::string& scope,
-                                      std::string& prefix) {
-  const std::string& name = n.name;
-  const size_t underscore = name.rfind('_');
-  if (underscore == std::string::npos || underscore + 1 == name.size()) return std::nullopt;
-  const std::string digits = name.substr(underscore + 1);
-  if (digits.size() > 18 ||
-      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return std::nullopt;
-  const std::string tail = scope + "/" + n.op_type;
-  if (underscore < tail.size() || name.compare(underscore - tail.size(), tail.size(), tail) != 0)
-    return std::nullopt;
-  prefix = name.substr(0, underscore - tail.size());
-  return std::stoll(digits);
-}
-
-// The region's nodes by counter, for the one prefix whose table is found; empty when there is
-// not exactly one such table.
-std::map<int64_t, size_t> region_of(const Graph& g, const std::string& scope) {
-  std::map<std::string, std::map<int64_t, size_t>> by_prefix;
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    std::string prefix;
-    if (!g.nodes[k].domain.empty()) continue;
-    if (auto counter = region_counter(g.nodes[k], scope, prefix)) by_prefix[prefix][*counter] = k;
-  }
-  std::map<int64_t, size_t> found;
-  int tables = 0;
-  for (auto& [prefix, nodes] : by_prefix) {
-    const Node& last = g.nodes[nodes.rbegin()->second];
-    if (last.op_type != "Constant" || last.outputs.size() != 1) continue;
-    auto table = constant_ints(g, last.outputs[0]);
-    if (!table || table->size() != 13 || (*table)[0] != kRnnGradMagic) continue;
-    ++tables;
-    found = std::move(nodes);
-  }
-  return tables == 1 ? found : std::map<int64_t, size_t>{};
-}
-
 // The region's boundary, from its table and its first and last nodes.
 struct Boundary {
   std::vector<std::string> received = {"", "", ""};              // gradients of Y, Y_h, Y_c
@@ -63,13 +24,9 @@ struct Boundary {
   std::set<std::string> reads;  // what the region may read: the forward inputs and received
 };
 
-bool is_identity(const Node& n) {
-  return n.op_type == "Identity" && n.inputs.size() == 1 && n.outputs.size() == 1;
-}
-
 std::optional<Boundary> boundary_of(const Graph& g, const Node& fwd,
                                     const std::vector<size_t>& nodes) {
-  const std::vector<int64_t> table = *constant_ints(g, g.nodes[nodes.back()].outputs[0]);
+  const std::vector<int64_t> table = region_table(g, nodes);
   if (table[1] != kRnnGradVersion) return std::nullopt;
   Boundary b;
   size_t first = 0, last = nodes.size() - 1;  // next entry Identity; the table
@@ -77,7 +34,7 @@ std::optional<Boundary> boundary_of(const Graph& g, const Node& fwd,
     if (table[2 + k] == 0) continue;
     if (k >= fwd.outputs.size() || fwd.outputs[k].empty() || first >= last) return std::nullopt;
     const Node& n = g.nodes[nodes[first++]];
-    if (!is_identity(n)) return std::nullopt;
+    if (!is_region_mark(n)) return std::nullopt;
     b.received[k] = n.inputs[0];
   }
   std::vector<size_t> given;
@@ -87,7 +44,7 @@ std::optional<Boundary> boundary_of(const Graph& g, const Node& fwd,
   size_t at = last - given.size();
   for (size_t k : given) {
     const Node& n = g.nodes[nodes[at++]];
-    if (k == 4 || k >= fwd.inputs.size() || fwd.inputs[k].empty() || !is_identity(n))
+    if (k == 4 || k >= fwd.inputs.size() || fwd.inputs[k].empty() || !is_region_mark(n))
       return std::nullopt;
     b.given[k] = n.outputs[0];
   }
@@ -96,30 +53,6 @@ std::optional<Boundary> boundary_of(const Graph& g, const Node& fwd,
   for (const auto& v : b.received)
     if (!v.empty()) b.reads.insert(v);
   return b;
-}
-
-// True when the region reads only its boundary and its own results, and nothing outside it
-// reads a result of it but the given gradients.
-bool closed(const Matcher& m, const std::vector<size_t>& nodes, const Boundary& b) {
-  const Graph& g = m.graph();
-  const std::set<size_t> inside(nodes.begin(), nodes.end());
-  std::set<std::string> produced;
-  for (size_t k : nodes)
-    for (const auto& out : g.nodes[k].outputs) produced.insert(out);
-  const std::set<std::string> given(b.given.begin(), b.given.end());
-  for (size_t k : nodes) {
-    const Node& n = g.nodes[k];
-    if (!n.domain.empty() || n.outputs.empty()) return false;
-    for (const auto& in : n.inputs)
-      if (!in.empty() && !produced.count(in) && !b.reads.count(in)) return false;
-    for (const auto& out : n.outputs) {
-      if (out.empty() || given.count(out)) continue;
-      if (is_graph_result(g, out)) return false;
-      for (size_t reader : m.readers(out))
-        if (!inside.count(reader)) return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -165,12 +98,12 @@ std::optional<Fusion> match_rnn_grad(const Matcher& m, size_t i) {
     return std::nullopt;
   auto x_type = g.type_of(fwd.inputs[0]);
   if (!x_type || x_type->dtype != DType::Float32) return std::nullopt;
-  const std::map<int64_t, size_t> region = region_of(g, fwd.name);
-  if (region.empty()) return std::nullopt;
-  std::vector<size_t> nodes;
-  for (const auto& [counter, k] : region) nodes.push_back(k);
+  const std::vector<size_t> nodes = marked_region(g, fwd.name, kRnnGradMagic, 13);
+  if (nodes.empty()) return std::nullopt;
   auto b = boundary_of(g, fwd, nodes);
-  if (!b || !closed(m, nodes, *b)) return std::nullopt;
+  if (!b || !region_is_closed(m, nodes, b->reads,
+                              std::set<std::string>(b->given.begin(), b->given.end())))
+    return std::nullopt;
 
   Node fused;
   fused.name = fwd.name + "/grad";

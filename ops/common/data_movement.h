@@ -142,6 +142,19 @@ inline std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+/// The view of a contiguous tensor of `shape` with its dims permuted by `perm` (validated):
+/// output dim k walks input dim perm[k]. Copied, it is a Transpose; read
+/// in place, a Transpose folded into its reader.
+inline StridedView permuted_view(const Shape& shape, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> in_strides = contiguous_strides(shape);
+  StridedView view;
+  for (int64_t p : perm) {
+    view.shape.push_back(shape[static_cast<size_t>(p)]);
+    view.strides.push_back(in_strides[static_cast<size_t>(p)]);
+  }
+  return view;
+}
+
 /// Calls f(U{}) with an unsigned integer type U of `size` bytes, so copies of any dtype become
 /// plain integer moves.
 template <class F>

@@ -28,16 +28,4 @@ void cuda_strided_copy(const KernelContext& ctx, const Shape& shape, const void*
 /// (y's shape is not read; it holds the view's element count).
 void cuda_view_copy(const KernelContext& ctx, const Tensor& x, const StridedView& view, Tensor& y);
 
-/// The view of a contiguous tensor of `shape` with its dims permuted by `perm` (validated):
-/// output dim k walks input dim perm[k]. Copied with cuda_view_copy, it is a Transpose.
-inline StridedView permuted_view(const Shape& shape, const std::vector<int64_t>& perm) {
-  const std::vector<int64_t> in_strides = contiguous_strides(shape);
-  StridedView view;
-  for (int64_t p : perm) {
-    view.shape.push_back(shape[static_cast<size_t>(p)]);
-    view.strides.push_back(in_strides[static_cast<size_t>(p)]);
-  }
-  return view;
-}
-
 }  // namespace dprun

@@ -11,7 +11,7 @@
 // [kept, reduced] with long rows gets one block per output and a block reduction; [reduced,
 // kept], [kept, reduced, kept] and short rows get one thread per output walking its column
 // (neighbouring threads read neighbouring addresses). Any other layout is first transposed
-// (permuted_view, ops/cuda/strided_copy.h) so that the reduced dimensions come last, then reduced
+// (permuted_view, ops/common/data_movement.h) so that the reduced dimensions come last, then reduced
 // as rows.
 #include <cuda_runtime_api.h>
 

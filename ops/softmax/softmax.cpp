@@ -14,6 +14,7 @@
 #include "ops/math/unary_functors.h"
 #include "ops/softmax/log_softmax.h"
 #include "ops/softmax/scaled_softmax.h"
+#include "ops/softmax/softmax_row.h"
 #include "ops/softmax/softmax_util.h"
 
 namespace dprun {
@@ -214,6 +215,10 @@ DPRUN_REGISTER_KERNEL({.op_type = "Hardmax",
                        .factory = make_kernel<SoftmaxKernel<SoftmaxKind::Hardmax>>});
 
 }  // namespace
+
+void softmax_row(const float* x, float* y, int64_t D) {
+  softmax_row_f32<SoftmaxKind::Softmax>(x, y, D);
+}
 
 template <class T>
 void log_softmax(const ExecutionContext& exec, const T* x, T* y, int64_t outer, int64_t D,
