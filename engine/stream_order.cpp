@@ -66,6 +66,10 @@ void register_stream_order(DeviceType type, StreamOrder* order) {
   orders()[static_cast<size_t>(type)].store(order, std::memory_order_release);
 }
 
+StreamOrder* stream_order_for(DeviceType type) {
+  return order_of(Device{type, 0});
+}
+
 void use_on_stream(const Tensor& t, Device stream_device, StreamWait why) {
   if (!t.defined()) return;
   const Device memory = t.device();

@@ -68,8 +68,11 @@ class StreamOrder {
   virtual void record_stream(Device memory, const void* data, Device stream_device) = 0;
 };
 
-/// Installs the stream operations of a device type (from its backend's registrar).
+/// Installs the stream operations of a device type (from its backend's registrar); nullptr
+/// removes them (a test's stand-in backend without streams).
 void register_stream_order(DeviceType type, StreamOrder* order);
+/// The stream operations of a device type; nullptr for the CPU and where none are installed.
+StreamOrder* stream_order_for(DeviceType type);
 
 /// Before work on the calling thread's current stream of `stream_device` reads or writes `t`:
 /// that stream waits for t's ready event, and t's memory is recorded as used on it.
