@@ -27,7 +27,6 @@
 // keeps no state for them. A device type with streams registers its StreamOrder (the simulated
 // devices, CUDA from its plugin); the simulated devices check every wait (sim_streams.h) and can
 // drop each kind on request to show that it is needed (sim_drop_wait.h).
-#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
