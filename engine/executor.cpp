@@ -5,6 +5,7 @@
 
 #include "engine/backend.h"
 #include "engine/random_seed.h"
+#include "engine/stream_order.h"
 #include "engine/wait_on_unwind.h"
 
 namespace dprun {
@@ -353,15 +354,28 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   std::optional<WaitOnUnwind> wait_if_failed;  // a caller's context is the caller's to wait for
   if (own_context) wait_if_failed.emplace(*own_context);
 
+  // The run's stream waits for the events of the tensors it is given and hands them on, with its
+  // outputs, under one event of its own at its end (engine/stream_order.h): no host wait ends
+  // it. Its released buffers were freed on its own stream, whose later work is ordered after.
+  RunOrder order(device);
+  std::vector<const Tensor*> given;
+  if (order.active()) {
+    for (const Tensor& p : parameters) given.push_back(&p);
+    for (const Value& feed : feeds) given.push_back(&feed.tensor);
+    for (const auto& [name, tensor] : overrides) given.push_back(&tensor);
+    order.begin(given);
+  }
   PlanRun run(plan, device, execution, options);
   run.bind_inputs(parameters, feeds, overrides);
   run.run_steps();
   run.apply_state_updates(parameters);
   run.move_outputs_to_device();
-  // A context made here ends with the run: its work must be finished before the outputs and
-  // the released buffers are handed on.
-  if (own_context) own_context->synchronize();
-  return run.results();
+  std::vector<Value> results = run.results();
+  if (order.active()) {
+    for (const Value& out : results) given.push_back(&out.tensor);
+    order.end(given);
+  }
+  return results;
 }
 
 std::vector<Tensor> execute_plan(const Plan& plan, Device device,

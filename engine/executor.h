@@ -31,9 +31,9 @@ struct RunOptions {
   int threads = 0;
   std::vector<NodeObserver> observers;
   /// The execution context to run on, created by the device's backend on the calling thread;
-  /// nullptr makes the executor create one for the run (with `threads`) and synchronize it
-  /// before returning. A caller that passes one owns it and synchronizes it when it needs the
-  /// results finished (parallel_apply does, before it stops a replica's clock).
+  /// nullptr makes the executor create one for the run (with `threads`). Either way the host
+  /// does not wait for it: outputs, inputs and parameters carry the run's event (stream_order.h),
+  /// and a caller that needs the device's work done synchronizes the context it passed.
   ExecutionContext* context = nullptr;
   /// The parameters' version (Model::parameters_version), passed to every kernel
   /// (KernelContext::parameters_version); 0 when unknown, so kernels cache nothing derived

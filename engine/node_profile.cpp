@@ -33,6 +33,7 @@ NodeObserver NodeProfile::observer() {
   NodeObserver obs;
   obs.before = [this](const Node& node, Device device, std::span<const Tensor* const> inputs) {
     if (!recording()) return;
+    // The clock measures the node's work on the device: the host waits on both sides of it.
     backend_for(device).synchronize(device);
     std::lock_guard lock(mutex_);
     const std::string key = node_key(node);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/stream_order.h"
 
 namespace dprun {
 
@@ -38,6 +39,7 @@ Storage::Storage(size_t count, DType string_tag) : device_(Device::cpu()), strin
 }
 
 Storage::~Storage() {
+  if (device_.type != DeviceType::CPU) forget_ready_event(this);
   if (allocator_) allocator_->deallocate(data_, bytes_ == 0 ? 1 : bytes_);
 }
 
@@ -153,8 +155,10 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
                    reinterpret_cast<const std::string*>(src + o * src_stride), length * inner);
     return out;
   }
+  CopyOrder order(out, *this);
   for (int64_t o = 0; o < outer; ++o)
     copy_bytes(dst + o * row_bytes, out.device(), src + o * src_stride, device(), row_bytes);
+  order.done();
   return out;
 }
 
@@ -178,8 +182,11 @@ Tensor Tensor::to(Device device, bool copy) const {
   Tensor out = empty(shape_, dtype_, device);
   if (dtype_ == DType::String)
     copy_strings(out.data<std::string>(), data<std::string>(), numel_);
-  else
+  else {
+    CopyOrder order(out, *this);
     copy_bytes(out.raw_data(), device, raw_data(), this->device(), nbytes());
+    order.done();
+  }
   return out;
 }
 
@@ -204,7 +211,9 @@ void Tensor::copy_from(const Tensor& src) {
   if (src.raw_data() == raw_data()) return;
   if (dtype_ == DType::String)
     return copy_strings(data<std::string>(), src.data<std::string>(), numel_);
+  CopyOrder order(*this, src);
   copy_bytes(raw_data(), device(), src.raw_data(), src.device(), nbytes());
+  order.done();
 }
 
 double Tensor::item_as_double(int64_t i) const {
@@ -252,6 +261,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis, Device device) {
   size_t out_row = static_cast<size_t>(out.numel() / std::max<int64_t>(outer, 1)) * elem;
   size_t col = 0;
   for (const Tensor& t : parts) {
+    CopyOrder order(out, t);
     size_t part_row = static_cast<size_t>(t.numel() / std::max<int64_t>(outer, 1)) * elem;
     for (int64_t o = 0; o < outer; ++o) {
       char* dst = static_cast<char*>(out.raw_data()) + o * out_row + col;
@@ -262,6 +272,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis, Device device) {
       else
         copy_bytes(dst, device, src, t.device(), part_row);
     }
+    order.done();
     col += part_row;
   }
   return out;

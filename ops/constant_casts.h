@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/kernel.h"
+#include "engine/stream_order.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -24,7 +25,11 @@ class ConstantCasts {
   void cast_or_reuse(KernelContext& ctx, const Tensor& in, const Cast& cast) const {
     const uint64_t version = ctx.parameters_version();
     if (version == 0) return cast();
-    if (Tensor kept = find(in, version); kept.defined()) return ctx.set_output(0, kept);
+    if (Tensor kept = find(in, version); kept.defined()) {
+      // The run's stream reads it: its memory is not reused before (record_stream).
+      use_on_stream(kept, ctx.device(), StreamWait::Handover);
+      return ctx.set_output(0, kept);
+    }
     cast();
     ctx.execution().synchronize();
     keep(in, version, ctx.output(0));

@@ -6,6 +6,7 @@
 
 #include "engine/backend.h"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/device_timing.h"
 #include "engine/parallel/gather.h"
 #include "engine/parallel/replicate.h"
 #include "engine/random_seed.h"
@@ -164,7 +165,7 @@ std::vector<double> DataParallel::measure_weights(const std::vector<Tensor>& inp
   apply.device_count = static_cast<int>(options_.device_ids.size());
   std::vector<ReplicaTiming> timings;
   for (int round = 0; round < 2; ++round)
-    parallel_apply(used, parts.inputs, apply, &timings);  // warm, then time
+    parallel_apply_timing_devices(used, parts.inputs, apply, timings);  // warm, then time
   std::vector<double> weights;
   for (size_t i = 0; i < timings.size(); ++i)
     weights.push_back(static_cast<double>(std::max<int64_t>(parts.rows[i], 1)) /

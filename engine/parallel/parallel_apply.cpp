@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/parallel/device_timing.h"
 #include "engine/parallel/device_worker.h"
 #include "engine/parallel/replica_group.h"
 #include "engine/random_seed.h"
@@ -44,12 +45,10 @@ class LeaveOnExit {
   int exceptions_;
 };
 
-}  // namespace
-
-std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
-                                                const std::vector<std::vector<Tensor>>& inputs,
-                                                const ParallelApplyOptions& options,
-                                                std::vector<ReplicaTiming>* timings) {
+std::vector<std::vector<Tensor>> apply(const std::vector<std::shared_ptr<Model>>& replicas,
+                                       const std::vector<std::vector<Tensor>>& inputs,
+                                       const ParallelApplyOptions& options,
+                                       std::vector<ReplicaTiming>* timings, bool wait_for_devices) {
   DPRUN_CHECK(replicas.size() == inputs.size(), "parallel_apply: ", replicas.size(),
               " replicas but ", inputs.size(), " input lists");
   size_t n = replicas.size();
@@ -76,9 +75,10 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
     run.replica_index = i;
     if (options.random_seed) run.random_seed = derive_seed(*options.random_seed, i);
     results[i] = replicas[i]->run(inputs[i], run);
-    // The replica's work may still be queued on the device (a GPU stream): wait for it, so
-    // the clock measures the device's time and the results are ready for gather.
-    execution->synchronize();
+    // The run handed its outputs and inputs on with an event of its stream (engine/executor.cpp):
+    // gather's copies and the collectives wait for it there, so the host does not. Only a clock
+    // of the device's own time needs the host to wait.
+    if (wait_for_devices) execution->synchronize();
     busy[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   if (timings) {
@@ -87,6 +87,22 @@ std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_pt
   }
   report_failures(replicas, errors);
   return results;
+}
+
+}  // namespace
+
+std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
+                                                const std::vector<std::vector<Tensor>>& inputs,
+                                                const ParallelApplyOptions& options,
+                                                std::vector<ReplicaTiming>* timings) {
+  return apply(replicas, inputs, options, timings, false);
+}
+
+std::vector<std::vector<Tensor>> parallel_apply_timing_devices(
+    const std::vector<std::shared_ptr<Model>>& replicas,
+    const std::vector<std::vector<Tensor>>& inputs, const ParallelApplyOptions& options,
+    std::vector<ReplicaTiming>& timings) {
+  return apply(replicas, inputs, options, &timings, true);
 }
 
 }  // namespace dprun

@@ -22,13 +22,14 @@ struct ReplicaTiming {
   double busy_seconds = 0;
 };
 
-/// Runs replicas[i] on inputs[i] on the worker of replicas[i]->device(), all at once, and
-/// waits for all of them. Each replica runs on an execution context its backend creates on
-/// the worker thread (ExecutionConfig{threads, device_count}); the replica's time in
-/// `timings` ends after that context is synchronized, so it covers the device's work. When any
-/// replica fails (with an exception of any type, or because it could not be queued), every worker
-/// is still joined first; then one Error is raised naming each failing replica, its device and its
-/// message ("unknown exception (not derived from std::exception)" when it has none).
+/// Runs replicas[i] on inputs[i] on the worker of replicas[i]->device(), all at once, and waits
+/// for the workers. Each replica runs on an execution context its backend creates on the worker
+/// thread (ExecutionConfig{threads, device_count}); the host does not wait for its device: the
+/// outputs carry the run's event (stream_order.h), and `timings` covers the host's part (all of it
+/// on the CPU; device_timing.h times the device's). When any replica fails (with an exception of
+/// any type, or because it could not be queued), every worker is still joined first; then one Error
+/// is raised naming each failing replica, its device and its message ("unknown exception (not
+/// derived from std::exception)" when it has none).
 std::vector<std::vector<Tensor>> parallel_apply(const std::vector<std::shared_ptr<Model>>& replicas,
                                                 const std::vector<std::vector<Tensor>>& inputs,
                                                 const ParallelApplyOptions& options = {},

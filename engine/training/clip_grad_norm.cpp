@@ -32,6 +32,7 @@ std::vector<double> tensor_norms(const std::vector<Tensor>& gradients, bool infi
       kernels.get(memory.type, g.dtype())
           .norm(execution, g, infinity, out, static_cast<int64_t>(k));
     }
+    // The host reads the norms next.
     if (execution) execution->synchronize();
     const Tensor host = out.to(Device::cpu());
     for (size_t k = 0; k < indices.size(); ++k) norms[indices[k]] = host.data<double>()[k];

@@ -1,6 +1,7 @@
 #include "engine/training/optimizer_update.h"
 
 #include "engine/backend.h"
+#include "engine/stream_order.h"
 
 namespace dprun {
 
@@ -40,7 +41,12 @@ void for_each_memory(
     }
     std::unique_ptr<ExecutionContext> context =
         backend_for(memory).create_execution_context(memory, {});
+    // The tensors come from runs and collectives on other streams: wait for their events.
+    for (size_t i : indices) use_on_stream(tensors[i], memory, StreamWait::Handover);
     fn(memory, context.get(), indices);
+    // The host waits: fn writes tensors it is not given (an update's parameters and optimizer
+    // state), which the next step's runs read on their own streams without an event, and the
+    // callers that read results on the host (found_inf, the norms) need them finished.
     context->synchronize();
   }
 }
@@ -55,6 +61,7 @@ bool scale_gradients(const std::vector<Tensor>& gradients, double factor,
       Tensor g = gradients[i];  // a handle on the caller's storage
       kernels.get(memory.type, g.dtype()).scale(execution, factor, g, flag);
     }
+    // The host reads the flag next (the copy below waits too; this names why).
     if (execution) execution->synchronize();
     found_inf = found_inf || flag.to(Device::cpu()).data<float>()[0] != 0;
   });

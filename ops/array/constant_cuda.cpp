@@ -7,11 +7,14 @@
 // by the replicas of a plan, which may run on different GPUs at once, so the copies are keyed by
 // device under a mutex; the run that makes a copy waits for it (a copy from pageable memory is
 // ordered on the run's stream only), so the value is complete before any other stream reads it.
+// Every run records its stream's use of the copy with the allocator (record_stream), so the
+// copy's memory is not reused under a run still queued when the plan is dropped.
 #include <map>
 #include <mutex>
 
 #include "engine/constant_value.h"
 #include "engine/kernel.h"
+#include "engine/stream_order.h"
 #include "ops/cuda/defs/cuda_compute.h"
 
 namespace dprun {
@@ -29,6 +32,7 @@ class ConstantCuda : public OpKernel {
       it = copies_.emplace(device.index, value_.to(device)).first;
       ctx.execution().synchronize();
     }
+    use_on_stream(it->second, device, StreamWait::Handover);
     ctx.set_output(0, it->second);
   }
 

@@ -14,6 +14,7 @@
 #include "engine/backends/sim/sim_memory.h"
 #include "engine/error.h"
 #include "engine/kernel.h"
+#include "engine/stream_order.h"
 #include "ops/training/optimizer_update_sim.h"
 
 namespace dprun {
@@ -57,8 +58,9 @@ class SimKernel final : public OpKernel {
   }
 
   // A kernel without inputs (Constant, whose value the plan fixed) computes its outputs on the
-  // first run on each device, which waits for them, and returns them on every later run: what
-  // CUDA's Constant kernel does (ops/array/constant_cuda.cpp).
+  // first run on each device, which waits for them, and returns them on every later run, whose
+  // stream's use it records with the allocator: what CUDA's Constant kernel does
+  // (ops/array/constant_cuda.cpp).
   void compute_once_per_device(KernelContext& ctx) const {
     const Device device = ctx.device();
     std::lock_guard lock(mutex_);
@@ -75,7 +77,10 @@ class SimKernel final : public OpKernel {
       for (size_t o = 0; o < ctx.output_count(); ++o) made.push_back(ctx.output(o));
       it = outputs_.emplace(device.index, std::move(made)).first;
     }
-    for (size_t o = 0; o < it->second.size(); ++o) ctx.set_output(o, it->second[o]);
+    for (size_t o = 0; o < it->second.size(); ++o) {
+      use_on_stream(it->second[o], device, StreamWait::Handover);
+      ctx.set_output(o, it->second[o]);
+    }
   }
 
   // Books the reads of the inputs the kernel reads on the device (not those of which it reads

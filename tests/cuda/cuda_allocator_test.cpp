@@ -1,11 +1,13 @@
 // The GPU caching allocator: size classes, reuse of freed blocks, peak bytes, blocks kept with
-// the stream they were allocated on, cross-stream frees, and out-of-memory errors.
+// the stream they were allocated on, cross-stream frees, record_stream, and out-of-memory errors.
 #include "engine/backends/cuda/cuda_allocator.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "cuda_test_util.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
@@ -80,6 +82,36 @@ TEST(CudaCachingAllocator, AFreeOnAnotherStreamWaitsForItsEvent) {
     b->synchronize();  // the event recorded on b's stream is now complete
   }
   EXPECT_EQ(allocator.allocate(4096), p);  // back on a's stream
+  allocator.deallocate(p, 4096);
+  allocator.release_cached();
+}
+
+// Holds a stream busy until *flag is set (cudaLaunchHostFunc).
+void CUDART_CB spin_until_set(void* flag) {
+  while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::yield();
+}
+
+TEST(CudaCachingAllocator, ABlockRecordedOnAThirdStreamWaitsForThatStream) {
+  DPRUN_REQUIRE_CUDA_GPU();
+  Backend& cuda = backend_for(DeviceType::CUDA);
+  CudaCachingAllocator allocator(Device::cuda(0));
+  auto a = cuda.create_execution_context(Device::cuda(0), {});
+  void* p = allocator.allocate(4096);
+  std::atomic<bool> released{false};
+  cudaStream_t third = nullptr;
+  {
+    auto b = cuda.create_execution_context(Device::cuda(0), {});
+    third = CudaExecutionContext::of(*b).stream();
+    ASSERT_EQ(cudaLaunchHostFunc(third, spin_until_set, &released), cudaSuccess);
+  }
+  allocator.record_stream(p, third);  // the busy stream uses p
+  allocator.deallocate(p, 4096);      // on a's stream, p's own
+  void* q = allocator.allocate(4096);
+  EXPECT_NE(q, p);  // p waits for the third stream's event
+  released = true;
+  ASSERT_EQ(cudaStreamSynchronize(third), cudaSuccess);
+  allocator.deallocate(q, 4096);
+  EXPECT_EQ(allocator.allocate(4096), p);
   allocator.deallocate(p, 4096);
   allocator.release_cached();
 }

@@ -13,6 +13,7 @@
 #include "engine/parallel/comm.h"
 #include "engine/parallel/device_list.h"
 #include "engine/parallel/replicate.h"
+#include "engine/stream_order.h"
 #include "op_test_util.h"
 
 namespace dprun {
@@ -80,8 +81,9 @@ class RecordingGpuBackend final : public Backend {
   std::map<int, std::shared_ptr<Allocator>> allocators_;
 };
 
-/// Installs a RecordingGpuBackend as the CUDA backend for the fixture's lifetime, then puts
-/// back whatever was there (the real CUDA backend in a CUDA build).
+/// Installs a RecordingGpuBackend as the CUDA backend for the fixture's lifetime, without the
+/// real backend's stream operations (it has no streams), then puts back whatever was there (the
+/// real CUDA backend and its stream operations in a CUDA build).
 class CommRouting : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,14 +92,20 @@ class CommRouting : public ::testing::Test {
     } catch (const Error&) {
       previous_ = nullptr;
     }
+    previous_streams_ = stream_order_for(DeviceType::CUDA);
     register_backend(DeviceType::CUDA, &gpus_);
+    register_stream_order(DeviceType::CUDA, nullptr);
   }
-  void TearDown() override { register_backend(DeviceType::CUDA, previous_); }
+  void TearDown() override {
+    register_backend(DeviceType::CUDA, previous_);
+    register_stream_order(DeviceType::CUDA, previous_streams_);
+  }
 
   RecordingGpuBackend gpus_;
 
  private:
   Backend* previous_ = nullptr;
+  StreamOrder* previous_streams_ = nullptr;
 };
 
 std::vector<float> host_values(const Tensor& t) {

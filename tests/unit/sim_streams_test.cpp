@@ -1,6 +1,8 @@
 // The stream checks of the simulated devices (engine/backends/sim/sim_streams.h): work that
 // relies on work of another stream that the host has not waited for fails, naming both pieces
-// of work and their streams, and each way of waiting that a GPU offers makes it pass.
+// of work and their streams, and each way of waiting that a GPU offers makes it pass. Copies
+// and collectives order themselves by events (engine/stream_order.h): the tests of the checks
+// drop those waits (DPRUN_SIM_DROP_WAIT) to show what the sim sees without them.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -19,10 +21,12 @@
 #include "engine/parallel/data_parallel.h"
 #include "error_test_util.h"
 #include "graph_test_util.h"
+#include "sim_drop_wait_util.h"
 
 namespace dprun {
 namespace {
 
+using testing::DropWait;
 using testing::error_of;
 
 const Device kSim0 = Device::sim(0);
@@ -75,8 +79,12 @@ TEST(SimStreams, ReadingWhatAnotherStreamWroteWaitsForThatStream) {
   written.copy_from(kValues);  // queued on a; a copy from pageable memory does not wait
   {
     Stream b;
-    EXPECT_EQ(error_of([&] { copy.copy_from(written); }),
-              race(kOnDevice, b, "reads", kUpload, a.name(), "wrote"));
+    {
+      DropWait drop("copy");
+      EXPECT_EQ(error_of([&] { copy.copy_from(written); }),
+                race(kOnDevice, b, "reads", kUpload, a.name(), "wrote"));
+    }
+    EXPECT_EQ(error_of([&] { copy.copy_from(written); }), "no error");  // waits for a's event
     a.context->synchronize();
     copy.copy_from(written);
     b.context->synchronize();
@@ -91,6 +99,7 @@ TEST(SimStreams, WritingWhatAnotherStreamReadsWaitsForThatStream) {
   copy.copy_from(read);  // a reads `read`
   {
     Stream b;
+    DropWait drop("copy");
     EXPECT_EQ(error_of([&] { read.copy_from(kValues); }),
               race(kUpload, b, "writes", kOnDevice, a.name(), "read"));
     backend_for(kSim0).synchronize(kSim0);  // waits for every stream of the device
@@ -104,6 +113,7 @@ TEST(SimStreams, WritingWhatAnotherStreamWroteWaitsForThatStream) {
   Stream a;
   twice.copy_from(kValues);
   Stream b;
+  DropWait drop("copy");
   EXPECT_EQ(error_of([&] { twice.copy_from(kValues); }),
             race(kUpload, b, "writes", kUpload, a.name(), "wrote"));
   backend_for(kSim0).synchronize(kSim0);  // before the tensors are freed
@@ -159,6 +169,7 @@ TEST(SimStreams, ACollectiveFollowsTheCallersCurrentStreamsAndNoOther) {
   EXPECT_EQ(host_values(copies[1][0]), (std::vector<float>{1, 2, 3, 4}));
   source.copy_from(kValues);
   Stream b;
+  DropWait drop("collective");
   EXPECT_EQ(error_of([&] {
               broadcast_coalesced({source}, {kSim0, Device::sim(1)});
             }),
@@ -221,7 +232,8 @@ TEST(SimStreamsDeathTest, FreeingMemoryThatAnotherStreamStillUsesStopsTheProcess
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
-        Tensor t = kValues.to(kSim0);  // belongs to the default stream
+        DropWait drop("record_stream");  // the copy's record_stream would order the reuse
+        Tensor t = kValues.to(kSim0);    // belongs to the default stream
         Tensor u = Tensor::empty({4}, DType::Float32, kSim0);
         {
           Stream a;

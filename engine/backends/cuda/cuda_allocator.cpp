@@ -1,5 +1,6 @@
 #include "engine/backends/cuda/cuda_allocator.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "engine/backends/cuda/cuda_check.h"
@@ -49,32 +50,60 @@ void* CudaCachingAllocator::allocate(size_t bytes) {
   return ptr;
 }
 
+void CudaCachingAllocator::record_stream(const void* ptr, cudaStream_t stream) {
+  if (stream == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = live_.find(const_cast<void*>(ptr));
+  if (it == live_.end() || it->second.stream == stream) return;
+  std::vector<cudaStream_t>& uses = it->second.uses;
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+}
+
 void CudaCachingAllocator::deallocate(void* ptr, size_t) {
   if (ptr == nullptr) return;
   const cudaStream_t freeing = current_stream(device_.index);
   std::lock_guard lock(mutex_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return;  // not ours: nothing to give back
-  Block block = it->second;
+  Block block = std::move(it->second);
   live_.erase(it);
   stats_.in_use -= block.size;
-  // Without a context the current stream is the default stream, on which the backend queues
-  // nothing it does not wait for: such frees need no event.
-  if (freeing != block.stream && freeing != nullptr) {
-    // The freeing stream may still read the block: reuse waits for an event recorded on it.
-    cudaEvent_t event = nullptr;
-    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess &&
-        cudaEventRecord(event, freeing) == cudaSuccess) {
-      pending_.push_back({ptr, block, event});
-      stats_.cached += block.size;
-      return;
-    }
-    cudaGetLastError();
-    if (event) cudaEventDestroy(event);
-    if (cudaStreamSynchronize(freeing) != cudaSuccess) {
+  // The streams whose queued work may still use the block: the freeing stream (without a
+  // context it is the default stream, on which the backend queues nothing it does not wait
+  // for) and those recorded with record_stream. Reuse waits for an event recorded on each.
+  std::vector<cudaStream_t> streams = std::move(block.uses);
+  if (freeing != nullptr && freeing != block.stream &&
+      std::find(streams.begin(), streams.end(), freeing) == streams.end())
+    streams.push_back(freeing);
+  if (!streams.empty()) {
+    PendingFree pending{ptr, block, {}};
+    bool ordered = true;
+    for (cudaStream_t stream : streams) {
+      cudaEvent_t event = nullptr;
+      if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess &&
+          cudaEventRecord(event, stream) == cudaSuccess) {
+        pending.events.push_back(event);
+        continue;
+      }
       cudaGetLastError();
+      if (event) cudaEventDestroy(event);
+      // Cannot order the reuse after this stream by an event: wait for it here.
+      if (cudaStreamSynchronize(stream) != cudaSuccess) {
+        cudaGetLastError();
+        ordered = false;
+      }
+    }
+    if (!ordered) {
+      for (cudaEvent_t event : pending.events) cudaEventDestroy(event);
       return;  // cannot order the reuse: leave the block out of the cache
     }
+    stats_.cached += block.size;
+    if (!pending.events.empty()) {
+      pending_.push_back(std::move(pending));
+      return;
+    }
+    free_[{block.stream, block.size}].push_back(ptr);
+    return;
   }
   free_[{block.stream, block.size}].push_back(ptr);
   stats_.cached += block.size;
@@ -83,13 +112,20 @@ void CudaCachingAllocator::deallocate(void* ptr, size_t) {
 void CudaCachingAllocator::collect_pending_locked() {
   size_t kept = 0;
   for (PendingFree& p : pending_) {
-    cudaError_t status = cudaEventQuery(p.event);
-    if (status == cudaErrorNotReady) {
-      pending_[kept++] = p;
+    bool ready = true;
+    for (cudaEvent_t event : p.events) {
+      const cudaError_t status = cudaEventQuery(event);
+      if (status == cudaErrorNotReady) {
+        ready = false;
+        break;
+      }
+      if (status != cudaSuccess) cudaGetLastError();
+    }
+    if (!ready) {
+      pending_[kept++] = std::move(p);
       continue;
     }
-    if (status != cudaSuccess) cudaGetLastError();
-    cudaEventDestroy(p.event);
+    for (cudaEvent_t event : p.events) cudaEventDestroy(event);
     free_[{p.block.stream, p.block.size}].push_back(p.ptr);
   }
   pending_.resize(kept);
@@ -99,7 +135,7 @@ void CudaCachingAllocator::release_cached_locked() {
   CudaDeviceGuard guard(device_.index);
   cuda_check(cudaDeviceSynchronize(), device_.to_string(), ": cudaDeviceSynchronize");
   for (PendingFree& p : pending_) {
-    cudaEventDestroy(p.event);
+    for (cudaEvent_t event : p.events) cudaEventDestroy(event);
     free_[{p.block.stream, p.block.size}].push_back(p.ptr);
   }
   pending_.clear();

@@ -22,9 +22,11 @@ namespace dprun {
 /// the backend queues nothing it does not wait for), it is reusable at once: later work on its
 /// stream runs after earlier work. Freed while another context's stream is current (a tensor
 /// made on one run's stream and dropped on another's), it is reusable only once an event
-/// recorded on the freeing stream has completed. Work queued on a third stream that still reads the
-/// block is not tracked: a caller that hands a tensor to another stream synchronizes the producer
-/// first (the executor and parallel_apply do).
+/// recorded on the freeing stream has completed. Work queued on a third stream is tracked with
+/// record_stream (PyTorch's semantics): each stream recorded for the block gets an event when the
+/// block is freed, and the block is reused only once all those events have completed. The
+/// engine records a block's use at stream boundaries (engine/stream_order.h: a copy, a
+/// collective, a run's inputs), never per kernel.
 ///
 /// When cudaMalloc runs out of memory, the device is synchronized, every cached block is freed
 /// and the allocation is tried once more; then Error names the device, the request and the
@@ -40,6 +42,10 @@ class CudaCachingAllocator final : public Allocator {
   void* allocate(size_t bytes) override;
   /// Never throws: a block whose release cannot be ordered is dropped from the cache.
   void deallocate(void* ptr, size_t bytes) override;
+  /// record_stream: the block that starts at `ptr` is used by work queued on `stream` (of any
+  /// GPU); its reuse waits for that work. Does nothing for the block's own stream, the legacy
+  /// default stream (whose work the backend waits for) or memory not allocated here.
+  void record_stream(const void* ptr, cudaStream_t stream);
   Device device() const override { return device_; }
   /// in_use and cached count whole size classes; peak_in_use is the maximum of in_use.
   AllocatorStats stats() const override;
@@ -54,11 +60,12 @@ class CudaCachingAllocator final : public Allocator {
   struct Block {
     size_t size = 0;  // the size class
     cudaStream_t stream = nullptr;
+    std::vector<cudaStream_t> uses;  // other streams recorded with record_stream
   };
   struct PendingFree {
     void* ptr = nullptr;
     Block block;
-    cudaEvent_t event = nullptr;
+    std::vector<cudaEvent_t> events;  // reusable when all have completed
   };
   using Bin = std::pair<cudaStream_t, size_t>;
 

@@ -95,8 +95,10 @@ void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src
   const bool to_host = dst_device.type != DeviceType::CUDA;
   // From pageable memory the call returns once the source is staged, so only a copy to the
   // host (which is read next) or from page-locked memory (which the caller may reuse at once)
-  // waits; a copy from pageable memory is ordered on the stream like a kernel.
-  if (to_host || (from_host && is_page_locked(src)) || peer || stream == nullptr)
+  // waits; a copy from pageable memory, within a GPU or between GPUs is ordered on the stream
+  // like a kernel, its source's stream and later users ordered by events (Tensor's copies,
+  // engine/stream_order.h). On the legacy default stream (no context) every copy waits.
+  if (to_host || (from_host && is_page_locked(src)) || stream == nullptr)
     cuda_check(cudaStreamSynchronize(stream), "copy of ", bytes, " bytes from ",
                src_device.to_string(), " to ", dst_device.to_string(), ": cudaStreamSynchronize");
 }

@@ -26,9 +26,9 @@ class CudaBackend : public Backend {
   std::shared_ptr<Allocator> pinned_host_allocator() override;
   /// cudaMemcpyAsync (cudaMemcpyPeerAsync between GPUs) on the calling thread's current stream
   /// of the GPU side (the destination's when both are GPUs). Waits for the copy when it is to
-  /// the host, from page-locked host memory, between GPUs, or when no execution context is
-  /// current; otherwise (a copy from pageable memory, which CUDA stages before the call returns,
-  /// or within one GPU) the copy is ordered on the run's stream like its kernels.
+  /// the host, from page-locked host memory, or when no execution context is current; otherwise
+  /// (from pageable memory, which CUDA stages before the call returns, within a GPU or between
+  /// GPUs) it is ordered on that stream like a kernel (events: engine/stream_order.h).
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             size_t bytes) override;
   /// cudaDeviceSynchronize on the GPU.

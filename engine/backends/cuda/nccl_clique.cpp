@@ -126,10 +126,21 @@ void NcclClique::run(const std::string& what, const std::function<void(int rank)
     enqueue(r);
   }
   group.end();
+  // Each current stream waits for its rank's part, as PyTorch's collectives order the caller's
+  // stream after NCCL's. Only the legacy default stream (no context current) has the host wait,
+  // as the backend's copies there do.
   for (int r = 0; r < size(); ++r) {
     CudaDeviceGuard guard(device(r));
-    cuda_check(cudaStreamSynchronize(streams_[r]), context, ": ", gpu(device(r)),
-               ": cudaStreamSynchronize");
+    const cudaStream_t current = current_stream(device(r));
+    if (current == nullptr) {
+      cuda_check(cudaStreamSynchronize(streams_[r]), context, ": ", gpu(device(r)),
+                 ": cudaStreamSynchronize");
+      continue;
+    }
+    cuda_check(cudaEventRecord(events_[r], streams_[r]), context, ": ", gpu(device(r)),
+               ": cudaEventRecord");
+    cuda_check(cudaStreamWaitEvent(current, events_[r], 0), context, ": ", gpu(device(r)),
+               ": cudaStreamWaitEvent");
   }
 }
 

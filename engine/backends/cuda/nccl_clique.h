@@ -37,9 +37,11 @@ class NcclClique {
   /// One coalesced collective: makes each rank's stream wait for the work queued on the calling
   /// thread's current stream of its GPU, calls enqueue(rank) for every rank between
   /// ncclGroupStart and ncclGroupEnd with that rank's GPU current (enqueue issues the rank's
-  /// NCCL calls on stream(rank)), then waits for the streams. `what` names the operation in
-  /// errors. Callers validate their arguments before: an enqueue that throws leaves the group
-  /// ended with only the calls made so far, which may not complete.
+  /// NCCL calls on stream(rank)), then makes each current stream wait for its rank's stream by
+  /// an event; the host waits only where the current stream is the legacy default stream (no
+  /// context). `what` names the operation in errors. Callers validate their arguments before: an
+  /// enqueue that throws leaves the group ended with only the calls made so far, which may not
+  /// complete.
   void run(const std::string& what, const std::function<void(int rank)>& enqueue);
 
  private:

@@ -5,6 +5,7 @@
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/nccl_clique.h"
 #include "engine/collective_lists.h"
+#include "engine/stream_order.h"
 
 namespace dprun {
 
@@ -42,6 +43,7 @@ void nccl_broadcast_coalesced(const std::vector<Tensor>& sources,
     DPRUN_CHECK(sources[k].dtype() != DType::String, "broadcast_coalesced: tensor ", k, " is ",
                 sources[k].describe(), "; NCCL copies tensors of fixed-size elements only");
   std::shared_ptr<NcclClique> clique = nccl_clique(gpus);
+  CollectiveOrder order(sources, destinations);
   clique->run("broadcast_coalesced from cuda:" + std::to_string(gpus[0]), [&](int rank) {
     for (size_t k = 0; k < sources.size(); ++k) {
       if (sources[k].nbytes() == 0) continue;
@@ -54,6 +56,7 @@ void nccl_broadcast_coalesced(const std::vector<Tensor>& sources,
                  ": ncclBroadcast of tensor ", k, " (", buffer.describe(), ")");
     }
   });
+  order.done();
 }
 
 void nccl_reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
@@ -73,6 +76,7 @@ void nccl_reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
     return;
   }
   std::shared_ptr<NcclClique> clique = nccl_clique(gpus);
+  CollectiveOrder order(outputs, inputs);
   clique->run("reduce_add_coalesced onto cuda:" + std::to_string(out_gpu), [&](int rank) {
     const auto& mine = inputs[static_cast<size_t>(rank)];
     for (size_t k = 0; k < outputs.size(); ++k) {
@@ -85,6 +89,7 @@ void nccl_reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
                  ": ncclReduce of tensor ", k, " (", mine[k].describe(), ")");
     }
   });
+  order.done();
 }
 
 }  // namespace dprun

@@ -8,6 +8,7 @@
 #include "engine/collective_lists.h"
 #include "engine/error.h"
 #include "engine/rewrites/op_fusion.h"
+#include "engine/stream_order.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -54,8 +55,10 @@ void sum_into(const std::vector<Tensor>& inputs, Tensor& out) {
 }
 
 // The part of one collective on each device, booked as NCCL's is: on a stream that waits for
-// the work queued on the calling thread's current stream of the device, and waited for by the
-// host before the collective returns; so, as such, on that current stream and then waited for.
+// the work queued on the calling thread's current stream of the device, and that stream then
+// waits for it; so, as such, on that current stream. The host waits for it only on a default
+// stream (no context current), as for a copy there; otherwise the tensors are handed on with an
+// event of the current stream (CollectiveOrder, engine/stream_order.h).
 class CollectiveWork {
  public:
   explicit CollectiveWork(std::string what) : what_(std::move(what)) {}
@@ -66,6 +69,7 @@ class CollectiveWork {
     void reads(const Tensor& t) { work_.reads(device_, t.raw_data()); }
     void writes(const Tensor& t) { work_.writes(device_, t.raw_data()); }
     void wait() { work_.wait(); }
+    SimStreamId stream() const { return work_.stream(); }
 
    private:
     Device device_;
@@ -75,7 +79,8 @@ class CollectiveWork {
     return per_device_.try_emplace(device.index, device, what_).first->second;
   }
   void wait() {
-    for (auto& [index, work] : per_device_) work.wait();
+    for (auto& [index, work] : per_device_)
+      if (sim_is_default_stream(work.stream())) work.wait();
   }
 
  private:
@@ -121,7 +126,7 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   SimAccess to(dst_device, {dst});  // scopes nest: both sides may be the same device
   SimAccess from(src_device, {src});
   // Booked as the CUDA backend queues it: on the current stream of the destination when that is
-  // a device, and waited for when it ends on the host, crosses devices or has no context.
+  // a device, and waited for when it ends on the host or has no context.
   const bool to_host = dst_device.type != DeviceType::Sim;
   if (to_host && SimInPlaceReads::covers(src_device, src)) {  // a kernel reading its operand
     std::memcpy(dst, src, bytes);
@@ -134,7 +139,9 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   work.reads(src_device, src);
   work.writes(dst_device, dst);
   std::memcpy(dst, src, bytes);
-  if (to_host || peer || sim_is_default_stream(work.stream())) work.wait();
+  // Between devices the copy is ordered on the destination's stream like its kernels: its
+  // source's stream and later users wait for events (engine/stream_order.h).
+  if (to_host || sim_is_default_stream(work.stream())) work.wait();
   count(to_host                              ? traffic_.device_to_host
         : src_device.type != DeviceType::Sim ? traffic_.host_to_device
         : peer                               ? traffic_.between_devices
@@ -188,6 +195,7 @@ void SimBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
     DPRUN_CHECK(sources[k].dtype() != DType::String, "broadcast_coalesced: tensor ", k, " is ",
                 sources[k].describe(), "; device collectives copy tensors of fixed-size elements");
   if (sources.empty()) return;
+  CollectiveOrder order(sources, destinations);
   CollectiveWork work("a broadcast");
   for (const Tensor& source : sources) work.on(source.device()).reads(source);
   for (const auto& list : destinations)
@@ -199,6 +207,7 @@ void SimBackend::broadcast_coalesced(const std::vector<Tensor>& sources,
       std::memcpy(destination.raw_data(), sources[k].raw_data(), sources[k].nbytes());
     }
   work.wait();
+  order.done();
 }
 
 void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& inputs,
@@ -210,6 +219,7 @@ void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& in
                     t.dtype() == DType::Int32 || t.dtype() == DType::Int64,
                 "reduce_add on sim devices: float32, float64, int32 and int64 tensors can be ",
                 "summed, not ", dtype_name(t.dtype()));
+  CollectiveOrder order(outputs, inputs);
   CollectiveWork work("a reduce");
   for (const auto& list : inputs)
     for (const Tensor& t : list) work.on(t.device()).reads(t);
@@ -225,6 +235,7 @@ void SimBackend::reduce_add_coalesced(const std::vector<std::vector<Tensor>>& in
     std::memcpy(out.raw_data(), sum.raw_data(), sum.nbytes());
   }
   work.wait();
+  order.done();
 }
 
 }  // namespace dprun

@@ -125,16 +125,19 @@ void SimMemory::order(const SimStreamPoint& at, const std::shared_ptr<const std:
   Mapping& m = it->second;
   const char* verb = write ? "writes" : "reads";
   const Access& w = m.last_write;
-  if (w.at.stream != 0 && w.at.stream != at.stream && !sim_done(w.at))
+  if (w.at.stream != 0 && !sim_ordered(w.at, at.stream))
     fail(race_message(device_, *what, at.stream, verb, *w.what, w.at.stream, "wrote"));
   if (write) {
     for (const Access& r : m.reads)
-      if (r.at.stream != at.stream && !sim_done(r.at))
+      if (!sim_ordered(r.at, at.stream))
         fail(race_message(device_, *what, at.stream, verb, *r.what, r.at.stream, "read"));
     m.last_write = {at, what};
     m.reads.clear();
     return;
   }
+  // Reads the host has waited for order nothing: forget them (training makes many streams).
+  std::erase_if(m.reads,
+                [&](const Access& r) { return r.at.stream != at.stream && sim_done(r.at); });
   auto same_stream = std::find_if(m.reads.begin(), m.reads.end(),
                                   [&](const Access& r) { return r.at.stream == at.stream; });
   if (same_stream == m.reads.end())
@@ -154,9 +157,12 @@ void SimMemory::check_release(const Mapping& m) const {
   // when that is another execution context's stream, and at once when no context is current.
   const SimStreamId freeing = sim_current_stream(device_);
   const bool ordered_after_freeing = !sim_is_default_stream(freeing);
+  // Reuse is ordered after the owner's stream (and what it waited for), the freeing stream when
+  // that is a context's, and the streams record_stream named.
   auto unordered = [&](const Access& a) {
-    return a.at.stream != 0 && a.at.stream != m.owner &&
-           !(ordered_after_freeing && a.at.stream == freeing) && !sim_done(a.at);
+    if (a.at.stream == 0 || sim_ordered(a.at, m.owner)) return false;
+    if (ordered_after_freeing && sim_ordered(a.at, freeing)) return false;
+    return std::find(m.recorded.begin(), m.recorded.end(), a.at.stream) == m.recorded.end();
   };
   const Access* pending = unordered(m.last_write) ? &m.last_write : nullptr;
   for (const Access& r : m.reads)
@@ -169,6 +175,17 @@ void SimMemory::check_release(const Mapping& m) const {
                               "GPU's allocator could hand it to other work first\n";
   [[maybe_unused]] ssize_t written = write(STDERR_FILENO, message.data(), message.size());
   std::abort();  // a deallocation cannot throw
+}
+
+void SimMemory::record_stream(const void* pointer, SimStreamId stream) {
+  std::lock_guard lock(mutex_);
+  auto it = holding(pointer);
+  if (it == mappings_.end() || stream == it->second.owner) return;
+  std::vector<SimStreamId>& recorded = it->second.recorded;
+  if (std::find(recorded.begin(), recorded.end(), stream) != recorded.end()) return;
+  // A stream whose work is all done needs no event at release: keep the list short.
+  std::erase_if(recorded, [](SimStreamId s) { return sim_idle(s); });
+  recorded.push_back(stream);
 }
 
 AllocatorStats SimMemory::stats() const {

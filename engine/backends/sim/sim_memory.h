@@ -8,8 +8,10 @@
 //
 // Each mapping also keeps which work (SimWork) last wrote it and read it since, on which stream
 // (sim_streams.h), so that work reading or writing memory that work on another stream still
-// uses, as far as the host knows, fails as a race on a GPU would, and so does freeing memory
-// that a stream other than the ones the CUDA allocator orders its reuse after still uses.
+// uses, as far as the host knows (it has not waited, nor has the stream waited for an event
+// after that work), fails as a race on a GPU would, and so does freeing memory that a stream
+// other than the ones the CUDA allocator orders its reuse after still uses: its own stream, the
+// freeing stream when a context's, and the streams recorded with record_stream.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -35,8 +37,8 @@ class SimMemory : public Allocator {
   /// belongs to the calling thread's current stream of the device, as a CUDA block does.
   void* allocate(size_t bytes) override;
   /// Unmaps the memory. Stops the process, naming the work, when work the host has not waited
-  /// for still uses it on a stream other than its own and the calling thread's current one (the
-  /// CUDA allocator would hand it out again before that work is done).
+  /// for still uses it on a stream other than its own, the calling thread's current one and the
+  /// recorded ones (the CUDA allocator would hand it out again before that work is done).
   void deallocate(void* ptr, size_t bytes) override;
   Device device() const override { return device_; }
   AllocatorStats stats() const override;
@@ -54,6 +56,9 @@ class SimMemory : public Allocator {
              const void* pointer, bool write);
   /// The start of the mapping holding `pointer`; 0 when none does.
   uintptr_t mapping_of(const void* pointer);
+  /// record_stream: the mapping holding `pointer` is used on `stream`, which its release orders
+  /// its reuse after, as the CUDA allocator does with an event recorded there when it is freed.
+  void record_stream(const void* pointer, SimStreamId stream);
 
  private:
   struct Access {
@@ -65,8 +70,9 @@ class SimMemory : public Allocator {
     int opened = 0;      // scopes naming it
     bool fresh = false;  // made while a scope was open: open until none is
     SimStreamId owner = 0;
-    Access last_write;          // at.stream == 0 when never written
-    std::vector<Access> reads;  // since the last write, the latest per stream
+    Access last_write;                  // at.stream == 0 when never written
+    std::vector<Access> reads;          // since the last write, the latest per stream
+    std::vector<SimStreamId> recorded;  // record_stream's, with work pending when recorded
   };
   // The mapping that holds `pointer`; mappings_.end() when none does.
   std::map<uintptr_t, Mapping>::iterator holding(const void* pointer);

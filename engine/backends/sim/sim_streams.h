@@ -10,10 +10,16 @@
 // collective (which waits for what it read and wrote). SimMemory checks each access against
 // this (sim_memory.h).
 //
+// A stream can also wait for an event of another stream (sim_record, sim_wait), as
+// cudaStreamWaitEvent does: work booked on it afterwards is ordered after the event's work, and
+// after whatever that stream had waited for in turn, and when the host waits for it, the host
+// has waited for that work too.
+//
 // Stricter than CUDA in one respect: each execution context gets a stream of its own, where
 // the CUDA backend lends pooled streams, so work left unsynchronized by one context is not
 // assumed ordered before the next context that happens to get the same stream.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "engine/device.h"
@@ -58,6 +64,21 @@ void sim_complete(SimStreamId stream);
 void sim_complete_device(Device device);
 /// Whether the host has waited for the work at `point`.
 bool sim_done(const SimStreamPoint& point);
+/// Whether the work at `earlier` is ordered before work booked now on `later`: the same stream,
+/// work the host has waited for, or work `later` has waited for through events.
+bool sim_ordered(const SimStreamPoint& earlier, SimStreamId later);
+/// Whether everything booked on `stream` is done.
+bool sim_idle(SimStreamId stream);
+
+/// An event: the work booked on a stream so far, and what that stream had waited for.
+struct SimEventPoint {
+  SimStreamId stream = 0;
+  std::map<SimStreamId, uint64_t> clock;  // per stream, the work ordered before the event
+};
+/// Records an event on `stream` (books no work).
+SimEventPoint sim_record(SimStreamId stream);
+/// Makes `stream` wait for `event`: work booked on it from now on is ordered after the event.
+void sim_wait(SimStreamId stream, const SimEventPoint& event);
 /// "stream 3 of sim:0", "the default stream of sim:0".
 std::string sim_stream_name(SimStreamId stream);
 
