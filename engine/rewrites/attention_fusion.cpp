@@ -18,9 +18,14 @@ bool is_plain(const Node& n, const char* op, size_t inputs) {
 
 /// The value of a one-element constant, or of a one-element value computed from such by Mul,
 /// Div, Pow, Reciprocal, Sqrt, Cast to a floating type or Identity (GPT's scale, 1 / sqrt(d),
-/// is exported unfolded), within a few nodes.
+/// is exported unfolded), within a few nodes. A floating initializer is not one: it is a
+/// parameter, which training (or a caller between runs) may change, and the fused node would
+/// keep the value it had when the plan was built.
 std::optional<double> folded_scalar(const Matcher& m, const std::string& value, int depth = 0) {
   const Graph& g = m.graph();
+  if (const auto it = g.initializers.find(value);
+      it != g.initializers.end() && is_floating(it->second.dtype()))
+    return std::nullopt;
   if (auto c = constant_value(g, value)) {
     if (c->numel() != 1 || (!is_floating(c->dtype()) && !is_integral(c->dtype())))
       return std::nullopt;
@@ -105,12 +110,13 @@ std::optional<size_t> declared_rank(const Graph& g, const std::string& value) {
   return t->shape->size();
 }
 
-// The chain's rank, when every declared rank and perm agrees on one of at least 3 and some
-// declared floating type tells that the chain computes in floats.
+// The chain's rank, when every declared rank and perm agrees on one of at least 3, and the
+// declared types tell that the chain computes in float32 (the kernels' type): one at least, and
+// no other.
 bool agrees_on_rank(const Graph& g, const std::vector<std::string>& values,
                     const std::vector<const std::vector<int64_t>*>& perms) {
   std::optional<size_t> rank;
-  bool floating = false;
+  bool float32 = false;
   auto agree = [&](size_t r) {
     if (rank && *rank != r) return false;
     rank = r;
@@ -118,11 +124,14 @@ bool agrees_on_rank(const Graph& g, const std::vector<std::string>& values,
   };
   for (const std::string& v : values) {
     if (auto r = declared_rank(g, v); r && !agree(*r)) return false;
-    if (auto t = g.type_of(v)) floating = floating || is_floating(t->dtype);
+    if (auto t = g.type_of(v); t && t->dtype != DType::Undefined) {
+      if (t->dtype != DType::Float32) return false;
+      float32 = true;
+    }
   }
   for (const auto* p : perms)
     if (!p->empty() && !agree(p->size())) return false;
-  return floating && rank && *rank >= 3;
+  return float32 && rank && *rank >= 3;
 }
 
 // False when the declared shapes of the operands, read through their perms, show batch dims

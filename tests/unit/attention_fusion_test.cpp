@@ -115,8 +115,22 @@ std::vector<Node> attn_chain(const AttnCase& c, int64_t softmax_axis = -1) {
   return nodes;
 }
 
-std::shared_ptr<Graph> attn_graph(const AttnCase& c, DType dtype, const std::vector<Node>& nodes) {
-  return make_graph(nodes, attn_inputs(c, dtype), "y", 15, Decl::Full);
+// The chain's graph. The scalars d and fill are Constant nodes, as the exporters write them
+// for training, unless `scalars_as_initializers` (parameters, which the fused node must not
+// read as constants).
+std::shared_ptr<Graph> attn_graph(const AttnCase& c, DType dtype, const std::vector<Node>& nodes,
+                                  bool scalars_as_initializers = false) {
+  auto g = make_graph(nodes, attn_inputs(c, dtype), "y", 15, Decl::Full);
+  if (scalars_as_initializers) return g;
+  for (const char* name : {"d", "fill"}) {
+    const auto it = g->initializers.find(name);
+    if (it == g->initializers.end()) continue;
+    g->nodes.insert(g->nodes.begin(), named(node("Constant", {}, {name},
+                                                 {{"value", Attribute::of_tensor(it->second)}}),
+                                            std::string(name) + "_constant"));
+    g->initializers.erase(it);
+  }
+  return g;
 }
 
 std::shared_ptr<Graph> attn_graph(const AttnCase& c, DType dtype) {
@@ -165,10 +179,12 @@ TEST(AttentionFusion, LeavesAloneWhatAttentionDoesNotCompute) {
   // The softmax runs over another axis.
   EXPECT_EQ(count_in_plan(attn_graph(c, DType::Float32, attn_chain(c, 2)), "Attention"), 0);
   // The fill is not a constant.
-  auto fill_input = attn_graph(c, DType::Float32);
+  auto fill_input = attn_graph(c, DType::Float32, attn_chain(c), true);
   fill_input->inputs.push_back({"fill", {DType::Float32, SymbolicShape{}}});
   fill_input->initializers.erase("fill");
   EXPECT_EQ(count_in_plan(fill_input, "Attention"), 0);
+  // The fill and the scale are parameters (initializers): their values may change between runs.
+  EXPECT_EQ(count_in_plan(attn_graph(c, DType::Float32, attn_chain(c), true), "Attention"), 0);
   // The scale is not a scalar.
   EXPECT_EQ(
       count_in_plan(edited([&](std::vector<Node>& n) { find(n, "scale_s").inputs[1] = "s0"; }),
@@ -256,7 +272,7 @@ TEST(AttentionGrad, AScaleThatIsTrainedKeepsTheChainsOwnRules) {
   // the gradient builder (the Attention rule would give d nothing), so d's gradient is the
   // chain's rules'.
   const AttnCase c = attn_cases()[1];
-  auto forward = attn_graph(c, DType::Float64);
+  auto forward = attn_graph(c, DType::Float64, attn_chain(c), true);
   GradientSpec spec;
   spec.xs = {"xq", "d"};
   spec.y = "y";
