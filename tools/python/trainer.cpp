@@ -60,6 +60,7 @@ class PythonTrainer {
 
   py::object step(const py::args& args, const py::kwargs& kwargs) {
     StepBatch batch = step_batch(args, kwargs);
+    ready();
     stop_if_interrupted();
     std::optional<double> loss;
     {
@@ -75,7 +76,10 @@ class PythonTrainer {
   // made while the devices compute. The arrays are read in place, as step() reads them: they
   // are held (and must not be written) until the step has finished.
   PendingStep step_async(const py::object& self, const py::args& args, const py::kwargs& kwargs) {
+    // The batch is read while the last step runs (reading it changes nothing a step uses); then
+    // that step is waited for.
     StepBatch batch = step_batch(args, kwargs);
+    ready();
     stop_if_interrupted();
     held_ = batch.inputs;  // released here, under the GIL, once the step has finished
     if (batch.target.defined()) held_.push_back(batch.target);
@@ -189,7 +193,7 @@ class PythonTrainer {
 
   StepBatch step_batch(const py::args& args, const py::kwargs& kwargs) {
     StepBatch batch;
-    const bool ranks = ready().world_size() > 1;
+    const bool ranks = open().world_size() > 1;
     try {
       std::tie(batch.inputs, batch.target) = batch_of(args, kwargs);
     } catch (const Error&) {
