@@ -44,7 +44,6 @@ void* CachingHostAllocator::allocate(size_t bytes) {
     if (p != nullptr) {
       stats_.in_use += held;
       stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
-      stats_.cached = small_cached_ + large_.free_bytes();
     }
   }
   if (p == nullptr) fail("out of memory on ", device_.to_string(), " allocating ", bytes, " bytes");
@@ -62,12 +61,13 @@ void CachingHostAllocator::deallocate(void* ptr, size_t bytes) {
     small_cached_ += cls;
     free_blocks_[cls].push_back(ptr);
   }
-  stats_.cached = small_cached_ + large_.free_bytes();
 }
 
 AllocatorStats CachingHostAllocator::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  AllocatorStats stats = stats_;
+  stats.cached = small_cached_ + large_.free_bytes();
+  return stats;
 }
 
 void CachingHostAllocator::release_cached() {
@@ -77,7 +77,6 @@ void CachingHostAllocator::release_cached() {
   free_blocks_.clear();
   small_cached_ = 0;
   large_.release_free();
-  stats_.cached = large_.free_bytes();
 }
 
 }  // namespace dprun
