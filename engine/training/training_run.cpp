@@ -7,6 +7,7 @@
 #include "engine/allocator.h"
 #include "engine/backend.h"
 #include "engine/distributed/rank_failure.h"
+#include "engine/execution_context.h"
 #include "engine/random_seed.h"
 #include "engine/training/ahead_worker.h"
 
@@ -59,6 +60,33 @@ TrainingRun::Step TrainingRun::batches_of(int64_t step) const {
     s.rows += s.batches.back().global_rows;
     s.seeds.push_back(derive_seed(rank_seed, static_cast<uint64_t>(m)));
     if (k + 1 == per_epoch) s.epoch_end = epoch;
+  }
+  return s;
+}
+
+namespace {
+
+/// Where a step's batches are copied ahead of the step: the trainer's first device when it is
+/// an accelerator (the step's scatter splits them from there, as DataParallel scatters from
+/// device_ids[0]); nullopt for a CPU device, which reads host memory where it is.
+std::optional<Device> copy_ahead_device(const std::vector<Device>& devices) {
+  if (devices.empty() || devices[0].type == DeviceType::CPU) return std::nullopt;
+  return devices[0];
+}
+
+}  // namespace
+
+TrainingRun::Step TrainingRun::batches_ahead(int64_t step) const {
+  Step s = batches_of(step);
+  const std::optional<Device> device = copy_ahead_device(trainer_.devices());
+  if (!device) return s;
+  // The copies go on this thread's own stream, and each copy hands its destination on with an
+  // event of that stream (engine/stream_order.h), which the step's stream waits for.
+  const std::unique_ptr<ExecutionContext> context =
+      backend_for(*device).create_execution_context(*device, {});
+  for (Batch& b : s.batches) {
+    for (Tensor& t : b.inputs) t = t.to_unless_string(*device);
+    if (b.target.defined()) b.target = b.target.to(*device);
   }
   return s;
 }
@@ -167,7 +195,7 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
   // which must not overlap the step's).
   std::optional<AheadWorker<Step>> ahead;
   if (steps - first_step > 1 && !(ddp_ && options_.rank_local_data)) {
-    ahead.emplace([this](int64_t k) { return batches_of(k); });
+    ahead.emplace([this](int64_t k) { return batches_ahead(k); });
     ahead->request(first_step);
   }
   for (int64_t step = first_step; step < steps; ++step) {

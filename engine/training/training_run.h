@@ -25,6 +25,10 @@
 // the next step are gathered on a background thread while a step runs: only that thread calls
 // the data's batch() during run(), one step's batches at a time, so the data needs
 // 2 * accumulate batches in use (TrainingDataOptions::batches_in_use) with pinned buffers.
+// When the trainer's first device is an accelerator, that thread also copies the batches there,
+// on a stream of its own, and the step's scatter splits them from there (PyTorch's
+// pin_memory and non_blocking copy ahead of DataParallel): the step's stream waits for the
+// copy's event, never the host.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -132,6 +136,8 @@ class TrainingRun {
  private:
   struct Step;
   Step batches_of(int64_t step) const;
+  /// batches_of on the background thread: on an accelerator, copied to it there.
+  Step batches_ahead(int64_t step) const;
   StepRecord run_step(const Step& step);
   double accumulated_step(const Step& step);
   void check_finite(int64_t step, double loss) const;

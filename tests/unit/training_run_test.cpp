@@ -1,6 +1,7 @@
 // TrainingRun (engine/training/training_run.h): the run `dprun train` makes, as a library
 // type. Its steps are checked against a loop of Trainer::step written out here, its saves and
 // callbacks by recording them, and its divergence stop by its message.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "error_test_util.h"
 #include "loader/npy.h"
 #include "loader/onnx_loader.h"
+#include "sim_drop_wait_util.h"
 
 namespace dprun {
 namespace {
@@ -25,16 +27,12 @@ std::string training_file(const std::string& name) {
 }
 
 // mlp_sgd (12 features, 5 classes) on its 25 rows in batches of 5, cross entropy, SGD with
-// momentum, on two CPU devices: everything a run needs, made afresh for each run.
+// momentum, on two CPU devices unless told others: everything a run needs, made afresh for each
+// run.
 struct RunParts {
-  std::shared_ptr<Model> model =
-      std::make_shared<Model>(load_model(training_file("mlp_sgd.onnx"), Device::cpu(0)));
-  Trainer trainer{model, [] {
-                    TrainerOptions options;
-                    options.training.loss.kind = LossKind::CrossEntropy;
-                    options.parallel.device_ids = {Device::cpu(0), Device::cpu(1)};
-                    return options;
-                  }()};
+  std::vector<Device> devices;
+  std::shared_ptr<Model> model;
+  Trainer trainer;
   Sgd sgd;
   TrainingData data{{"x"},
                     {read_npy(training_file("mlp_sgd.x.npy"))},
@@ -43,15 +41,40 @@ struct RunParts {
   CheckpointedRun state{
       .model = *model, .parameter_names = trainer.parameter_names(), .optimizer = sgd};
 
-  explicit RunParts(double lr = 0.1) : sgd(trainer.parameters(), {.lr = lr, .momentum = 0.5}) {}
+  explicit RunParts(double lr = 0.1, std::vector<Device> on = {Device::cpu(0), Device::cpu(1)})
+      : devices(std::move(on)),
+        model(std::make_shared<Model>(load_model(training_file("mlp_sgd.onnx"), devices[0]))),
+        trainer(model,
+                [this] {
+                  TrainerOptions options;
+                  options.training.loss.kind = LossKind::CrossEntropy;
+                  options.parallel.device_ids = devices;
+                  return options;
+                }()),
+        sgd(trainer.parameters(), {.lr = lr, .momentum = 0.5}) {}
 
   std::vector<std::vector<float>> parameters() const {
     std::vector<std::vector<float>> values;
-    for (const Tensor& p : trainer.parameters())
-      values.emplace_back(p.data<float>(), p.data<float>() + p.numel());
+    for (const Tensor& p : trainer.parameters()) {
+      const Tensor host = p.to(Device::cpu());
+      values.emplace_back(host.data<float>(), host.data<float>() + host.numel());
+    }
     return values;
   }
 };
+
+// The losses of `steps` steps of a loop of Trainer::step written out (batch k of each epoch in
+// turn, each forward pass seeded from the run's seed 3, rank 0 and the batch's index): each
+// batch is gathered on the host and scattered by the step itself.
+std::vector<double> loop_losses(RunParts& loop, int64_t steps) {
+  std::vector<double> losses;
+  for (int64_t step = 0; step < steps; ++step) {
+    const Batch b = loop.data.batch(step / 5, step % 5);
+    loop.trainer.set_random_seed(derive_seed(derive_seed(3, 0), static_cast<uint64_t>(step)));
+    losses.push_back(loop.trainer.step(b.inputs, b.target, loop.sgd));
+  }
+  return losses;
+}
 
 // What a run asked its writer to save, in order: "model@3", "checkpoint@3", ...
 struct RecordingWriter : TrainingRunWriter {
@@ -68,14 +91,7 @@ TEST(TrainingRun, StepsAsALoopOfTrainerStepsDoes) {
   RunParts run, loop;
   const std::vector<StepRecord> records =
       TrainingRun(run.trainer, run.sgd, run.data, run.state, {.steps = 7, .seed = 3}).run();
-  // The loop written out: batch k of each epoch in turn, each forward pass seeded from the
-  // run's seed, rank 0 and the batch's index.
-  std::vector<double> losses;
-  for (int64_t step = 0; step < 7; ++step) {
-    const Batch b = loop.data.batch(step / 5, step % 5);
-    loop.trainer.set_random_seed(derive_seed(derive_seed(3, 0), static_cast<uint64_t>(step)));
-    losses.push_back(loop.trainer.step(b.inputs, b.target, loop.sgd));
-  }
+  const std::vector<double> losses = loop_losses(loop, 7);
   ASSERT_EQ(records.size(), 7u);
   for (size_t i = 0; i < 7; ++i) {
     EXPECT_EQ(records[i].loss, losses[i]) << "step " << i + 1;
@@ -83,6 +99,41 @@ TEST(TrainingRun, StepsAsALoopOfTrainerStepsDoes) {
     EXPECT_EQ(records[i].lr, 0.1);
   }
   EXPECT_EQ(run.parameters(), loop.parameters());
+}
+
+// On an accelerator the background thread copies the next step's batches to the first device on
+// a stream of its own: the same steps as the loop, whose steps copy their batches themselves.
+TEST(TrainingRun, OnAcceleratorsTheBatchesCopiedAheadGiveTheLoopsSteps) {
+  const std::vector<Device> sims = {Device::sim(0), Device::sim(1)};
+  RunParts run(0.1, sims), loop(0.1, sims);
+  const std::vector<StepRecord> records =
+      TrainingRun(run.trainer, run.sgd, run.data, run.state, {.steps = 7, .seed = 3}).run();
+  const std::vector<double> losses = loop_losses(loop, 7);
+  ASSERT_EQ(records.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(records[i].loss, losses[i]) << "step " << i + 1;
+  EXPECT_EQ(run.parameters(), loop.parameters());
+}
+
+// The copy ahead is ordered before the step by an event, not by the host: without the step's
+// wait for its inputs' events, the simulated device finds the step reading the rows before the
+// copy's stream is known to be done. (A step that copied its batch itself would not fail so:
+// its copies from the host are waited for where they are made.)
+TEST(TrainingRun, TheStepWaitsForTheStreamOfTheCopyAhead) {
+  const std::vector<Device> sims = {Device::sim(0)};
+  std::string error;
+  {
+    testing::DropWait drop("handover");
+    RunParts run(0.1, sims);
+    error = testing::error_of(
+        [&] { TrainingRun(run.trainer, run.sgd, run.data, run.state, {.steps = 3}).run(); });
+  }
+  EXPECT_THAT(error, ::testing::HasSubstr("reads memory that a copy of 240 bytes from cpu"));
+  EXPECT_THAT(error, ::testing::HasSubstr("the two race on a GPU"));
+  RunParts run(0.1, sims);
+  EXPECT_EQ(testing::error_of([&] {
+              TrainingRun(run.trainer, run.sgd, run.data, run.state, {.steps = 3}).run();
+            }),
+            "no error");
 }
 
 TEST(TrainingRun, ARunResumedAtAStepEndsWhereTheWholeRunEnds) {
