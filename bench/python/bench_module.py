@@ -12,11 +12,12 @@ Run from the repository root with the build's module on the path, e.g.
   scale, over the same call on the input in Fortran order, which the module copies once.
 - `data DIR`: writes the training data of `train`: --rows images 3x32x32 and their labels 0-9,
   random with a fixed seed, as DIR/x.npy and DIR/y.npy.
-- `train DIR`: trains models/cnn.onnx on cpu:0,cpu:1 from a torch DataLoader over those rows as
-  in-memory tensors (batch 64, in order, num_workers 0), SGD lr 0.01 momentum 0.9, for --epochs,
+- `train DIR`: trains models/cnn.onnx on --devices (cpu:0,cpu:1) from a torch DataLoader over those rows as
+  in-memory tensors (batch 64, in order or with --shuffle a new order each epoch, num_workers 0),
+  SGD lr 0.01 momentum 0.9, for --epochs,
   and prints the samples/s of the loop after its first step and its median step, the time of
   one pass of the loop (the DataLoader's batch and trainer.step). `train --print-cli DIR` prints the
-  `dprun train` command of the same rows and batches. --feed chooses how the batches come
+  `dprun train` command of the same rows and batches (with --shuffle, its own orders). --feed chooses how the batches come
   (feeds() below); --step-async calls trainer.step_async, so the DataLoader makes each batch
   while the last one trains; --profile adds how a step's time divides between the DataLoader
   and trainer.step. `steps REPORT` prints the median step of a `dprun train --json REPORT`, which
@@ -37,7 +38,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CLASSIFIER = REPO / "models/tutorial/classifier.onnx"
 CNN = REPO / "models/cnn.onnx"
 TRAIN_OPTIONS = ["--loss", "cross_entropy", "--optimizer", "sgd", "--lr", "0.01",
-                 "--momentum", "0.9", "--devices", "cpu:0,cpu:1", "--batch", "64"]
+                 "--momentum", "0.9", "--batch", "64"]
 
 
 def call(args):
@@ -99,21 +100,32 @@ def data(args):
 
 def cli_command(args):
     d = pathlib.Path(args.dir)
+    order = [] if args.shuffle else ["--no-shuffle"]
     return ["build/dprun", "train", str(CNN.relative_to(REPO)), "--input", f"image={d}/x.npy",
-            "--target", f"{d}/y.npy", *TRAIN_OPTIONS, "--epochs", str(args.epochs),
-            "--no-shuffle", "--save", f"{d}/cli.onnx"]
+            "--target", f"{d}/y.npy", *TRAIN_OPTIONS, "--devices", args.devices, "--epochs", str(args.epochs), *order,
+            *(["--threads", str(args.threads)] if args.threads else []),
+            "--save", f"{d}/cli.onnx"]
 
 
-def feeds(how, x, y):
-    """The batches of 64 rows, in order: "dataloader" a DataLoader that collates each batch from
-    its rows (PyTorch's default), "batched" a DataLoader whose sampler gives each batch's indices
-    at once (one index per tensor), "slices" views of the tensors, no DataLoader."""
-    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+def feeds(how, x, y, shuffle):
+    """The batches of 64 rows, in order (with `shuffle`, a new permutation of the rows each
+    epoch): "dataloader" a DataLoader that collates each batch from its rows (PyTorch's default),
+    "batched" a DataLoader whose sampler gives each batch's indices at once (one gather per
+    tensor), "sliced" a DataLoader whose sampler gives each batch's slice (a view of each tensor,
+    as `dprun train --no-shuffle` reads its rows), "slices" views of the tensors, no DataLoader."""
+    from torch.utils.data import (BatchSampler, DataLoader, RandomSampler, SequentialSampler,
+                                  TensorDataset)
     data = TensorDataset(x, y)
     if how == "dataloader":
-        return DataLoader(data, batch_size=64, shuffle=False, num_workers=0)
+        return DataLoader(data, batch_size=64, shuffle=shuffle, num_workers=0)
     if how == "batched":
-        batches = BatchSampler(SequentialSampler(data), batch_size=64, drop_last=False)
+        rows = RandomSampler(data) if shuffle else SequentialSampler(data)
+        batches = BatchSampler(rows, batch_size=64, drop_last=False)
+        return DataLoader(data, batch_size=None, sampler=batches, num_workers=0)
+    if shuffle:
+        sys.exit(f"--feed {how} takes consecutive rows: it cannot --shuffle")
+    if how == "sliced":
+        batches = [slice(i, i + 64) for i in range(0, len(x), 64)]
         return DataLoader(data, batch_size=None, sampler=batches, num_workers=0)
     return [(x[i:i + 64], y[i:i + 64]) for i in range(0, len(x), 64)]
 
@@ -127,9 +139,10 @@ def train(args):
     torch.set_num_threads(1)
     d = pathlib.Path(args.dir)
     x, y = torch.from_numpy(np.load(d / "x.npy")), torch.from_numpy(np.load(d / "y.npy"))
-    loader = feeds(args.feed, x, y)
-    trainer = dprun.Trainer(dprun.load(CNN), ["cpu:0", "cpu:1"], loss="cross_entropy",
-                            optimizer="sgd", lr=0.01, momentum=0.9)
+    loader = feeds(args.feed, x, y, args.shuffle)
+    threads = {"threads": args.threads} if args.threads else {}
+    trainer = dprun.Trainer(dprun.load(CNN), args.devices.split(","), loss="cross_entropy",
+                            optimizer="sgd", lr=0.01, momentum=0.9, **threads)
     loading = stepping = 0.0
     samples, seconds, steps, times = 0, 0.0, 0, []
     for _ in range(args.epochs):
@@ -189,7 +202,13 @@ def main():
     p = sub.add_parser("train")
     p.add_argument("dir")
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--feed", choices=["dataloader", "batched", "slices"], default="dataloader")
+    p.add_argument("--feed", choices=["dataloader", "batched", "sliced", "slices"],
+                   default="dataloader")
+    p.add_argument("--shuffle", action="store_true",
+                   help="a new order of the rows each epoch (the CLI command: without "
+                        "--no-shuffle; the orders differ, so the losses do)")
+    p.add_argument("--devices", default="cpu:0,cpu:1")
+    p.add_argument("--threads", type=int, default=0, help="per device (0: the core share)")
     p.add_argument("--step-async", action="store_true",
                    help="trainer.step_async: each batch made while the last one trains")
     p.add_argument("--profile", action="store_true")
