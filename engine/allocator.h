@@ -29,6 +29,8 @@ class Allocator {
   virtual Device device() const = 0;
   /// Bytes in use, their peak and the cache; zeros where the allocator does not count.
   virtual AllocatorStats stats() const { return {}; }
+  /// Gives the memory kept for reuse back to the system; nothing where none is kept.
+  virtual void release_cached() {}
 };
 
 /// A host-memory allocator that keeps what is freed for reuse, so repeated runs of a plan reuse
@@ -46,7 +48,7 @@ class CachingHostAllocator : public Allocator {
   AllocatorStats stats() const override;
   /// Frees every cached block back to the system (the pool's segments that hold no block in
   /// use).
-  void release_cached();
+  void release_cached() override;
 
   /// The size class a request of `bytes` is rounded up to.
   static size_t size_class(size_t bytes);

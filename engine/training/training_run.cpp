@@ -236,10 +236,7 @@ std::vector<StepRecord> TrainingRun::run(int64_t first_step) {
   }
   if (ddp_) ddp_->check_parameters_in_sync();  // before anything is saved from them
   if (options_.release_memory_at_end)
-    for (const Device& d : trainer_.devices())
-      if (const auto host =
-              std::dynamic_pointer_cast<CachingHostAllocator>(backend_for(d).allocator(d)))
-        host->release_cached();
+    for (const Device& d : trainer_.devices()) backend_for(d).allocator(d)->release_cached();
   // Unless the last step's checkpoint already saved both (written again, a kill could leave a
   // temporary file beside a finished run's).
   if (!(every && steps % every == 0)) save(steps);

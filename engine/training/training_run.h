@@ -99,10 +99,10 @@ struct TrainingRunOptions {
   bool rank_local_data = false;
   /// Save the model and a checkpoint every this many steps (0: the model at the end only).
   int64_t checkpoint_every = 0;
-  /// Before the save at the end, give the devices' cached host memory (the steps' activations
-  /// and gradients) back to the system, so that writing the model reuses it instead of adding to
-  /// the run's peak: for a run that ends the training (the CLI's), not one step of several (a
-  /// dprun.Trainer's, whose next step would fault its memory in anew).
+  /// Before the save at the end, give the devices' cached memory (the steps' activations and
+  /// gradients; Allocator::release_cached) back to the system, so that writing the model reuses it
+  /// instead of adding to the run's peak: for a run that ends the training (the CLI's), not one
+  /// step of several (a dprun.Trainer's, whose next step would fault its memory in anew).
   bool release_memory_at_end = false;
   /// After each step (steps done so far, the step).
   std::function<void(int64_t, const StepRecord&)> on_step;

@@ -50,7 +50,7 @@ class CudaCachingAllocator final : public Allocator {
   /// in_use and cached count whole size classes; peak_in_use is the maximum of in_use.
   AllocatorStats stats() const override;
   /// Synchronizes the device and returns every cached block to CUDA (cudaFree).
-  void release_cached();
+  void release_cached() override;
 
   /// The size class a request of `bytes` is rounded up to: at least 512 bytes, then four
   /// classes per power of two (rounding waste under 25%).
