@@ -378,6 +378,22 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
   return results;
 }
 
+std::vector<Tensor> run_plan_steps(const Plan& plan, ExecutionContext& execution,
+                                   const std::vector<Tensor>& parameters,
+                                   const std::vector<Tensor>& feeds, const RunOptions& options) {
+  std::vector<Value> values;
+  values.reserve(feeds.size());
+  for (const Tensor& t : feeds) values.push_back({t, nullptr});
+  PlanRun run(plan, execution.device(), execution, options);
+  run.bind_inputs(parameters, values, {});
+  run.run_steps();
+  run.apply_state_updates(parameters);
+  run.move_outputs_to_device();
+  std::vector<Tensor> results;
+  for (Value& out : run.results()) results.push_back(std::move(out.tensor));
+  return results;
+}
+
 std::vector<Tensor> execute_plan(const Plan& plan, Device device,
                                  const std::vector<Tensor>& parameters,
                                  const std::vector<Tensor>& feeds,
