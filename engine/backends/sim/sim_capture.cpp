@@ -157,6 +157,10 @@ class SimGraph final : public CapturedGraph {
       rerun();
     } catch (...) {
       leave(device_);
+      try {
+        memory->end_replay(*pool_);
+      } catch (const Error&) {  // NOLINT(bugprone-empty-catch): the rerun's error is the one
+      }
       throw;
     }
     ended = leave(device_);
