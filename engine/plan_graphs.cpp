@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
 
 #include "engine/backend.h"
@@ -231,7 +232,19 @@ std::vector<Tensor> PlanGraphs::replay(Entry& entry, const Plan& plan,
   order.begin(given);
   if (!inputs_copy_dropped())
     for (size_t i = 0; i < feeds.size(); ++i) entry.static_inputs[i].copy_from(feeds[i]);
-  entry.replay(plan, parameters, context);
+  try {
+    entry.replay(plan, parameters, context);
+  } catch (const Error& e) {
+    // The simulated devices found that the run does not repeat its capture (its allocations
+    // differ): a GPU's replay would compute on the wrong buffers. The key falls back for good.
+    fell_back(entry, e.what());
+    entry.graph.reset();
+    std::vector<Tensor> outputs =
+        run_plan_steps(plan, context.execution(), parameters, feeds, context.options());
+    add_pointers(given, outputs);
+    order.end(given);
+    return outputs;
+  }
   std::vector<Tensor> outputs = copies_of(entry.static_outputs);
   add_pointers(given, outputs);
   order.end(given);

@@ -4,9 +4,13 @@
 // of run, and every allocation made on that stream comes from the capture's private memory pool:
 // blocks freed inside the capture may be handed out again inside it, and no block of the pool
 // goes to anyone else while the graph lives, so a replay finds each buffer where the capture
-// left it. A capture breaks when the host waits for the capturing stream (a synchronisation, a
-// copy to the host), when it copies from host memory, or when an allocation made for it comes
-// from elsewhere than its pool; end() then throws, naming the rule, and the device stays usable.
+// left it. A copy from host memory into the capture (a value of shape arithmetic, computed on
+// the host) reads that memory again at every replay: the graph keeps it (keep(), called by every
+// Tensor copy, stream_order.h's CopyOrder), so its bytes stay as they were at capture. A
+// capture breaks when the host waits for the capturing stream (a synchronisation, a copy to the
+// host), when it copies from host memory it does not keep, or when an allocation made for it
+// comes from elsewhere than its pool; end() then throws, naming the rule, and the device stays
+// usable.
 //
 // A device type with streams registers its StreamCapture (CUDA from its plugin, the simulated
 // devices); engine/plan_graphs.h decides which runs are captured and replayed.
@@ -16,6 +20,8 @@
 #include "engine/device.h"
 
 namespace dprun {
+
+class Tensor;
 
 /// Captured work, replayable on the device it was captured on.
 class CapturedGraph {
@@ -45,8 +51,12 @@ class StreamCapture {
   virtual std::unique_ptr<CapturedGraph> end(Device device) = 0;
   /// Discards the calling thread's capture on `device`, if any (a run that failed).
   virtual void abort(Device device) noexcept = 0;
-  /// Whether the calling thread's current stream of `device` is capturing.
+  /// Whether the calling thread's current stream of `device` is capturing (or, on the
+  /// simulated devices, replaying).
   virtual bool capturing(Device device) = 0;
+  /// The calling thread's capture on `device` copies from `host` (host memory): its graph keeps
+  /// the tensor's memory as long as it lives.
+  virtual void keep(Device device, const Tensor& host) = 0;
 };
 
 /// Installs the capture operations of a device type (from its backend's registrar).

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/cuda/cuda_allocator.h"
+#include "engine/backends/cuda/cuda_capture.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
@@ -85,8 +86,8 @@ void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src
     // A graph would copy from that host memory again at every replay, after it is freed.
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     cuda_check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
-    DPRUN_CHECK(capturing == cudaStreamCaptureStatusNone, "a copy of ", bytes,
-                " bytes from host memory to ", dst_device.to_string(),
+    DPRUN_CHECK(capturing == cudaStreamCaptureStatusNone || cuda_capture_keeps(gpu.index, src),
+                "a copy of ", bytes, " bytes from host memory to ", dst_device.to_string(),
                 " inside a CUDA graph capture: each replay would read that host memory again");
   }
   if (peer) {

@@ -11,12 +11,18 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/backends/cuda/cuda_capture.h"
+
+#include <algorithm>
+#include <vector>
+
 #include "engine/backends/cuda/cuda_allocator.h"
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_stream.h"
 #include "engine/stream_capture.h"
+#include "engine/tensor.h"
 
 namespace dprun {
 
@@ -29,8 +35,12 @@ std::shared_ptr<CudaCachingAllocator> allocator_of(Device device) {
 class CudaGraph final : public CapturedGraph {
  public:
   CudaGraph(Device device, cudaGraph_t graph, cudaGraphExec_t exec,
-            std::shared_ptr<CudaCachingAllocator::PrivatePool> pool)
-      : device_(device), graph_(graph), exec_(exec), pool_(std::move(pool)) {}
+            std::shared_ptr<CudaCachingAllocator::PrivatePool> pool, std::vector<Tensor> kept)
+      : device_(device),
+        graph_(graph),
+        exec_(exec),
+        pool_(std::move(pool)),
+        kept_(std::move(kept)) {}
   ~CudaGraph() override {
     cudaGraphExecDestroy(exec_);
     cudaGraphDestroy(graph_);
@@ -51,6 +61,7 @@ class CudaGraph final : public CapturedGraph {
   cudaGraph_t graph_;
   cudaGraphExec_t exec_;
   std::shared_ptr<CudaCachingAllocator::PrivatePool> pool_;
+  std::vector<Tensor> kept_;  // host memory the graph copies from at every replay
 };
 
 class CudaStreamCapture final : public StreamCapture {
@@ -65,11 +76,11 @@ class CudaStreamCapture final : public StreamCapture {
     if (status != cudaSuccess) allocator_of(device)->end_pool(stream);
     cuda_check(status, device.to_string(), ": cudaStreamBeginCapture");
     std::lock_guard lock(mutex_);
-    pools_[{std::this_thread::get_id(), device.index}] = std::move(pool);
+    captures_[{std::this_thread::get_id(), device.index}] = {std::move(pool), {}};
   }
 
   std::unique_ptr<CapturedGraph> end(Device device) override {
-    auto pool = take_pool(device);
+    auto [pool, kept] = take(device);
     const cudaStream_t stream = current_stream(device.index);
     CudaDeviceGuard guard(device.index);
     cudaGraph_t graph = nullptr;
@@ -85,11 +96,11 @@ class CudaStreamCapture final : public StreamCapture {
                  ended == cudaSuccess ? ": cudaGraphInstantiate"
                                       : ": the CUDA graph capture failed: cudaStreamEndCapture");
     }
-    return std::make_unique<CudaGraph>(device, graph, exec, std::move(pool));
+    return std::make_unique<CudaGraph>(device, graph, exec, std::move(pool), std::move(kept));
   }
 
   void abort(Device device) noexcept override {
-    auto pool = take_pool(device);
+    auto pool = take(device).pool;
     const cudaStream_t stream = current_stream(device.index);
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
@@ -107,6 +118,23 @@ class CudaStreamCapture final : public StreamCapture {
     }
   }
 
+  void keep(Device device, const Tensor& host) override {
+    std::lock_guard lock(mutex_);
+    auto it = captures_.find({std::this_thread::get_id(), device.index});
+    if (it != captures_.end()) it->second.kept.push_back(host);
+  }
+
+  bool keeps(int device, const void* src) {
+    std::lock_guard lock(mutex_);
+    auto it = captures_.find({std::this_thread::get_id(), device});
+    if (it == captures_.end()) return false;
+    const auto* p = static_cast<const char*>(src);
+    return std::any_of(it->second.kept.begin(), it->second.kept.end(), [&](const Tensor& t) {
+      const auto* start = static_cast<const char*>(t.raw_data());
+      return p >= start && p < start + t.nbytes();
+    });
+  }
+
   bool capturing(Device device) override {
     const cudaStream_t stream = current_stream(device.index);
     if (stream == nullptr) return false;
@@ -119,28 +147,37 @@ class CudaStreamCapture final : public StreamCapture {
   }
 
  private:
-  std::shared_ptr<CudaCachingAllocator::PrivatePool> take_pool(Device device) {
+  struct Capture {
+    std::shared_ptr<CudaCachingAllocator::PrivatePool> pool;
+    std::vector<Tensor> kept;
+  };
+  Capture take(Device device) {
     std::lock_guard lock(mutex_);
-    auto it = pools_.find({std::this_thread::get_id(), device.index});
-    if (it == pools_.end()) return nullptr;
-    auto pool = std::move(it->second);
-    pools_.erase(it);
-    return pool;
+    auto it = captures_.find({std::this_thread::get_id(), device.index});
+    if (it == captures_.end()) return {};
+    Capture capture = std::move(it->second);
+    captures_.erase(it);
+    return capture;
   }
 
   std::mutex mutex_;
-  // The pool of each capture, by capturing thread and GPU.
-  std::map<std::pair<std::thread::id, int>, std::shared_ptr<CudaCachingAllocator::PrivatePool>>
-      pools_;
+  // Each capture's pool and kept host memory, by capturing thread and GPU.
+  std::map<std::pair<std::thread::id, int>, Capture> captures_;
 };
 
+CudaStreamCapture& the_capture() {
+  static CudaStreamCapture* capture = new CudaStreamCapture();  // never destroyed, as the backend
+  return *capture;
+}
+
 struct CudaStreamCaptureRegistrar {
-  CudaStreamCaptureRegistrar() {
-    static CudaStreamCapture* capture = new CudaStreamCapture();  // never destroyed, as the backend
-    register_stream_capture(DeviceType::CUDA, capture);
-  }
+  CudaStreamCaptureRegistrar() { register_stream_capture(DeviceType::CUDA, &the_capture()); }
 } registrar;
 
 }  // namespace
+
+bool cuda_capture_keeps(int device, const void* src) {
+  return the_capture().keeps(device, src);
+}
 
 }  // namespace dprun

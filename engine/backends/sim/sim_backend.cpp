@@ -135,7 +135,7 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
   }
   const bool peer = !to_host && src_device.type == DeviceType::Sim && src_device != dst_device;
   if (!to_host && src_device.type != DeviceType::Sim)
-    sim_check_copy_from_host(dst_device, sim_current_stream(dst_device));
+    sim_check_copy_from_host(dst_device, sim_current_stream(dst_device), src);
   SimWork work(to_host ? src_device : dst_device, "a copy of " + std::to_string(bytes) +
                                                       " bytes from " + src_device.to_string() +
                                                       " to " + dst_device.to_string());

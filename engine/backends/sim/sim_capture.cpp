@@ -2,15 +2,18 @@
 // or replay, by stream, with the graph's pool and the first rule the capture broke.
 #include "engine/backends/sim/sim_capture.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/backends/sim/sim_memory.h"
 #include "engine/error.h"
 #include "engine/stream_capture.h"
+#include "engine/tensor.h"
 
 namespace dprun {
 
@@ -21,8 +24,17 @@ struct Capture {
   std::thread::id thread;
   std::shared_ptr<SimGraphPool> pool;
   bool replay = false;
-  std::string error;  // the first rule broken
+  std::string error;         // the first rule broken
+  std::vector<Tensor> kept;  // host memory the work copies from
 };
+
+bool keeps(const Capture& c, const void* src) {
+  const auto* p = static_cast<const char*>(src);
+  return std::any_of(c.kept.begin(), c.kept.end(), [&](const Tensor& t) {
+    const auto* start = static_cast<const char*>(t.raw_data());
+    return p >= start && p < start + t.nbytes();
+  });
+}
 
 struct Captures {
   std::mutex mutex;
@@ -83,11 +95,12 @@ std::shared_ptr<SimGraphPool> sim_allocation_pool(Device device, SimStreamId str
 
 // Fails the capture or replay on `stream`, if any, with `rule`: what the host or the work
 // does (before it) and why a graph cannot have it (after it).
-void check_stream(SimStreamId stream, const std::string& what, const std::string& why) {
+void check_stream(SimStreamId stream, const std::string& what, const std::string& why,
+                  const void* kept = nullptr) {
   Captures& c = captures();
   std::unique_lock lock(c.mutex);
   auto it = c.by_stream.find(stream);
-  if (it == c.by_stream.end()) return;
+  if (it == c.by_stream.end() || (kept != nullptr && keeps(it->second, kept))) return;
   const std::string message =
       what + sim_stream_name(stream) + ", which " + mode(it->second) + " a graph: " + why;
   check_unwinding_or_fail(c, lock, stream, message);
@@ -112,9 +125,9 @@ void sim_check_device_wait(Device device) {
   check_unwinding_or_fail(c, lock, capturing, message);
 }
 
-void sim_check_copy_from_host(Device device, SimStreamId stream) {
+void sim_check_copy_from_host(Device device, SimStreamId stream, const void* src) {
   check_stream(stream, "a copy from host memory to " + device.to_string() + " on ",
-               "each replay would read that host memory again, after it is freed");
+               "each replay would read that host memory again, after it is freed", src);
 }
 
 namespace {
@@ -144,8 +157,8 @@ Capture leave(Device device) {
 
 class SimGraph final : public CapturedGraph {
  public:
-  SimGraph(Device device, std::shared_ptr<SimGraphPool> pool)
-      : device_(device), pool_(std::move(pool)) {}
+  SimGraph(Device device, std::shared_ptr<SimGraphPool> pool, std::vector<Tensor> kept)
+      : device_(device), pool_(std::move(pool)), kept_(std::move(kept)) {}
   ~SimGraph() override { sim_memory(device_)->release_pool(*pool_); }
 
   void replay(const std::function<void()>& rerun) override {
@@ -172,6 +185,7 @@ class SimGraph final : public CapturedGraph {
  private:
   Device device_;
   std::shared_ptr<SimGraphPool> pool_;
+  std::vector<Tensor> kept_;  // the host memory the capture copied from
 };
 
 class SimStreamCapture final : public StreamCapture {
@@ -187,11 +201,17 @@ class SimStreamCapture final : public StreamCapture {
       sim_memory(device)->release_pool(*capture.pool);
       fail(capture.error);
     }
-    return std::make_unique<SimGraph>(device, std::move(capture.pool));
+    return std::make_unique<SimGraph>(device, std::move(capture.pool), std::move(capture.kept));
   }
   void abort(Device device) noexcept override {
     Capture capture = leave(device);
     if (capture.pool) sim_memory(device)->release_pool(*capture.pool);
+  }
+  void keep(Device device, const Tensor& host) override {
+    Captures& c = captures();
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.by_stream.find(sim_current_stream(device)); it != c.by_stream.end())
+      it->second.kept.push_back(host);
   }
   bool capturing(Device device) override {
     Captures& c = captures();

@@ -11,8 +11,8 @@
 //    a collective's wait), or for every stream of its device from the capturing thread;
 //  - an allocation of the device's memory by the capturing thread on another stream, which the
 //    graph's pool would not serve;
-//  - a copy from host memory into the device on the stream: a replay would read that host
-//    memory again, after it has been freed.
+//  - a copy from host memory into the device on the stream that the capture does not keep
+//    (StreamCapture::keep): a replay would read that host memory again, after it is freed.
 #include <memory>
 
 #include "engine/backends/sim/sim_streams.h"
@@ -31,8 +31,8 @@ void sim_check_host_wait(SimStreamId stream);
 /// The host is about to wait for every stream of `device`: throws Error, failing the capture,
 /// when the calling thread captures on the device.
 void sim_check_device_wait(Device device);
-/// A copy from host memory is about to be booked on `stream` of `device`: throws Error,
-/// failing its capture, when it captures.
-void sim_check_copy_from_host(Device device, SimStreamId stream);
+/// A copy from host memory at `src` is about to be booked on `stream` of `device`: throws
+/// Error, failing its capture, when it captures and does not keep that memory.
+void sim_check_copy_from_host(Device device, SimStreamId stream, const void* src);
 
 }  // namespace dprun
