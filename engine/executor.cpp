@@ -119,11 +119,12 @@ bool runs_on_host(const PlanStep& step, DeviceType plan_device,
                   step.device_dtypes.end();
 }
 
-// Errors carry the node: a kernel's message is prefixed with the node's description unless it
-// starts with it already.
-void compute_node(const OpKernel& kernel, KernelContext& ctx, const Node& node) {
+// Errors carry the node: the message of what `fn` throws for it (its kernel, its inputs'
+// copies) is prefixed with the node's description unless it starts with it already.
+template <class F>
+void for_node(const Node& node, F&& fn) {
   try {
-    kernel.compute(ctx);
+    fn();
   } catch (const Error& e) {
     std::string what = e.what();
     if (what.rfind(node.describe(), 0) == 0) throw;
@@ -237,19 +238,21 @@ void PlanRun::run_step(const PlanStep& step) {
   collect_inputs(step);
   const bool on_host = runs_on_host(step, plan_.device_type(), inputs_);
   const OpKernel& kernel = on_host && step.host_kernel ? *step.host_kernel : *step.kernel;
-  if (on_host) {
-    host_.stage_inputs(step, inputs_);
-  } else if (off_cpu_) {
-    use_host_constants(step, inputs_);
-    to_device_.stage_inputs(step, device_, inputs_);
-  }
+  for_node(node, [&] {
+    if (on_host) {
+      host_.stage_inputs(step, inputs_);
+    } else if (off_cpu_) {
+      use_host_constants(step, inputs_);
+      to_device_.stage_inputs(step, device_, inputs_);
+    }
+  });
   outputs_.assign(step.outputs.size(), Tensor());
   output_sequences_.assign(step.outputs.size(), nullptr);
   KernelContext ctx(node, on_host ? host_.context() : execution_, inputs_, outputs_);
   configure(ctx, step, on_host);
   for (const auto& obs : options_.observers)
     if (obs.before) obs.before(node, device_, inputs_);
-  compute_node(kernel, ctx, node);
+  for_node(node, [&] { kernel.compute(ctx); });
   if (on_host && !step.shape_arithmetic) host_.return_outputs(device_, outputs_);
   store_outputs(step, node, ctx);
   if (!options_.observers.empty()) notify_after(step, node);
@@ -375,6 +378,22 @@ std::vector<Value> execute_plan_values(const Plan& plan, Device device,
     for (const Value& out : results) given.push_back(&out.tensor);
     order.end(given);
   }
+  return results;
+}
+
+std::vector<Tensor> run_plan_steps(const Plan& plan, ExecutionContext& execution,
+                                   const std::vector<Tensor>& parameters,
+                                   const std::vector<Tensor>& feeds, const RunOptions& options) {
+  std::vector<Value> values;
+  values.reserve(feeds.size());
+  for (const Tensor& t : feeds) values.push_back({t, nullptr});
+  PlanRun run(plan, execution.device(), execution, options);
+  run.bind_inputs(parameters, values, {});
+  run.run_steps();
+  run.apply_state_updates(parameters);
+  run.move_outputs_to_device();
+  std::vector<Tensor> results;
+  for (Value& out : run.results()) results.push_back(std::move(out.tensor));
   return results;
 }
 

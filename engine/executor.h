@@ -62,6 +62,16 @@ std::vector<Tensor> execute_plan(const Plan& plan, Device device,
                                  const std::map<std::string, Tensor>& overrides,
                                  const RunOptions& options);
 
+/// The steps of one run of `plan` on `execution` (a context of the run's device, current on the
+/// calling thread), between the begin() and end() of the caller's RunOrder
+/// (engine/stream_order.h): binds the parameters and the feeds (tensors, on the device already),
+/// runs every step, applies the state updates and returns the outputs, on the device. What
+/// execute_plan runs between its stream waits and its hand-over; the graph layer
+/// (engine/plan_graphs.h) captures and replays it.
+std::vector<Tensor> run_plan_steps(const Plan& plan, ExecutionContext& execution,
+                                   const std::vector<Tensor>& parameters,
+                                   const std::vector<Tensor>& feeds, const RunOptions& options);
+
 /// A value of the executor's table: a tensor, a sequence, or neither (an omitted value or an
 /// optional without element).
 struct Value {

@@ -80,8 +80,10 @@ RunOptions with_version(const RunOptions& options, uint64_t version) {
 }  // namespace
 
 std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, const RunOptions& options) const {
-  auto outputs = execute_plan(*plan_, device_, parameters_, inputs, {},
-                              with_version(options, parameters_version()));
+  const RunOptions versioned = with_version(options, parameters_version());
+  auto outputs = PlanGraphs::enabled_for(device_)
+                     ? graphs_->run(*plan_, device_, parameters_, inputs, versioned)
+                     : execute_plan(*plan_, device_, parameters_, inputs, {}, versioned);
   if (!graph().state_updates.empty()) mark_parameters_changed();
   return outputs;
 }
@@ -102,6 +104,7 @@ std::vector<Tensor> Model::run(const std::map<std::string, Tensor>& inputs,
     DPRUN_CHECK(graph().initializers.count(name), "the model has no input named '", name, "'");
     overrides.emplace(name, tensor);
   }
+  if (overrides.empty()) return run(feeds, options);
   auto outputs = execute_plan(*plan_, device_, parameters_, feeds, overrides,
                               with_version(options, parameters_version()));
   if (!graph().state_updates.empty()) mark_parameters_changed();

@@ -9,6 +9,7 @@
 #include "engine/backend.h"
 #include "engine/executor.h"
 #include "engine/plan.h"
+#include "engine/plan_graphs.h"
 
 namespace dprun {
 
@@ -68,6 +69,8 @@ class Model {
 
   /// Runs on this model's device. `inputs` follow input_names(). Thread-safe with respect to
   /// other run() calls; the in-place state updates of concurrent runs race (last one wins).
+  /// With DPRUN_CUDA_GRAPHS=1 on a device that captures graphs, runs whose inputs' shapes
+  /// repeat are captured and replayed (engine/plan_graphs.h; not with overridden initializers).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
   /// Runs with inputs by name; graph inputs that have an initializer may be given to override it.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs,
@@ -99,6 +102,8 @@ class Model {
   /// A process-wide fresh version (never 0).
   static uint64_t next_parameters_version();
   std::shared_ptr<std::atomic<uint64_t>> shared_version() const { return version_; }
+  /// What DPRUN_CUDA_GRAPHS=1 has done for this model's runs (engine/plan_graphs.h).
+  GraphStats graph_stats() const { return graphs_->stats(); }
 
  private:
   std::shared_ptr<const Graph> graph_;
@@ -107,6 +112,8 @@ class Model {
   Device device_;
   std::vector<Tensor> parameters_;
   std::shared_ptr<std::atomic<uint64_t>> version_;
+  // Its graphs read the parameters and the plan's kernels: declared after them, destroyed first.
+  std::shared_ptr<PlanGraphs> graphs_ = std::make_shared<PlanGraphs>();
 };
 
 /// A model that runs `graph` (compiled for base's device) on base's parameter tensors and

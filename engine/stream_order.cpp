@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/stream_capture.h"
 #include "engine/tensor.h"
 
 namespace dprun {
@@ -102,7 +103,11 @@ CopyOrder::CopyOrder(const Tensor& dst, const Tensor& src)
     : dst_(dst),
       src_(src),
       stream_device_(dst.device().type != DeviceType::CPU ? dst.device() : src.device()) {
-  if (stream_device_.type == DeviceType::CPU || inside_run(stream_device_)) return;
+  if (stream_device_.type == DeviceType::CPU) return;
+  // A capture copies from this host memory again at every replay: it keeps it.
+  if (src.device().type == DeviceType::CPU && stream_capturing(stream_device_))
+    stream_capture_for(stream_device_.type)->keep(stream_device_, src);
+  if (inside_run(stream_device_)) return;
   active_ = true;
   use_on_stream(src_, stream_device_, StreamWait::Copy);
   use_on_stream(dst_, stream_device_, StreamWait::Copy);

@@ -26,10 +26,13 @@ void* CudaCachingAllocator::allocate(size_t bytes) {
   const size_t cls = size_class(bytes);
   const cudaStream_t stream = current_stream(device_.index);
   std::lock_guard lock(mutex_);
+  std::shared_ptr<PrivatePool> pool;
+  if (auto capture = capturing_.find(stream); capture != capturing_.end()) pool = capture->second;
   if (!pending_.empty()) collect_pending_locked();
-  auto bin = free_.find({stream, cls});
   void* ptr = nullptr;
-  if (bin != free_.end() && !bin->second.empty()) {
+  if (pool) {
+    ptr = allocate_in_pool_locked(*pool, cls, bytes);
+  } else if (auto bin = free_.find({stream, cls}); bin != free_.end() && !bin->second.empty()) {
     ptr = bin->second.back();
     bin->second.pop_back();
     stats_.cached -= cls;
@@ -44,10 +47,51 @@ void* CudaCachingAllocator::allocate(size_t bytes) {
     cuda_check(status, "out of memory on ", device_.to_string(), " allocating ", bytes, " bytes (",
                stats_.in_use, " in use, ", stats_.cached, " cached): cudaMalloc");
   }
-  live_[ptr] = {cls, stream};
+  live_[ptr] = {cls, stream, {}, std::move(pool)};
   stats_.in_use += cls;
   if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
   return ptr;
+}
+
+void* CudaCachingAllocator::allocate_in_pool_locked(PrivatePool& pool, size_t cls, size_t bytes) {
+  void* ptr = nullptr;
+  if (auto bin = pool.free.find(cls); bin != pool.free.end() && !bin->second.empty()) {
+    ptr = bin->second.back();
+    bin->second.pop_back();
+    stats_.cached -= cls;
+    return ptr;
+  }
+  // No retry after releasing the cache: that synchronizes the device, which a capture forbids.
+  CudaDeviceGuard guard(device_.index);
+  cuda_check(cudaMalloc(&ptr, cls), "out of memory on ", device_.to_string(), " allocating ", bytes,
+             " bytes for a CUDA graph (", stats_.in_use, " in use, ", stats_.cached,
+             " cached): cudaMalloc");
+  return ptr;
+}
+
+std::shared_ptr<CudaCachingAllocator::PrivatePool> CudaCachingAllocator::begin_pool(
+    cudaStream_t stream) {
+  std::lock_guard lock(mutex_);
+  auto pool = std::make_shared<PrivatePool>();
+  capturing_[stream] = pool;
+  return pool;
+}
+
+void CudaCachingAllocator::end_pool(cudaStream_t stream) {
+  std::lock_guard lock(mutex_);
+  capturing_.erase(stream);
+}
+
+void CudaCachingAllocator::release_pool(const std::shared_ptr<PrivatePool>& pool) noexcept {
+  std::lock_guard lock(mutex_);
+  pool->released = true;
+  CudaDeviceGuard guard(device_.index);
+  for (auto& [cls, blocks] : pool->free)
+    for (void* p : blocks) {
+      if (cudaFree(p) != cudaSuccess) cudaGetLastError();
+      stats_.cached -= cls;
+    }
+  pool->free.clear();
 }
 
 void CudaCachingAllocator::record_stream(const void* ptr, cudaStream_t stream) {
@@ -68,6 +112,16 @@ void CudaCachingAllocator::deallocate(void* ptr, size_t) {
   Block block = std::move(it->second);
   live_.erase(it);
   stats_.in_use -= block.size;
+  if (block.pool) {
+    // The graph orders its blocks' reuse itself; once it is gone they go back to CUDA.
+    if (!block.pool->released) {
+      block.pool->free[block.size].push_back(ptr);
+      stats_.cached += block.size;
+    } else if (cudaFree(ptr) != cudaSuccess) {
+      cudaGetLastError();
+    }
+    return;
+  }
   // The streams whose queued work may still use the block: the freeing stream (without a
   // context it is the default stream, on which the backend queues nothing it does not wait
   // for) and those recorded with record_stream. Reuse waits for an event recorded on each.

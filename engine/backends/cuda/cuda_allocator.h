@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -27,6 +28,11 @@ namespace dprun {
 /// block is freed, and the block is reused only once all those events have completed. The
 /// engine records a block's use at stream boundaries (engine/stream_order.h: a copy, a
 /// collective, a run's inputs), never per kernel.
+///
+/// While a stream captures a CUDA graph (engine/stream_capture.h), allocations on it come from
+/// the graph's private pool, as in PyTorch: a block freed into the pool is handed out again only
+/// inside it (the graph orders its own reuse), and no block of the pool goes to anyone else until
+/// the graph is released, so every replay finds its buffers where the capture put them.
 ///
 /// When cudaMalloc runs out of memory, the device is synchronized, every cached block is freed
 /// and the allocation is tried once more; then Error names the device, the request and the
@@ -52,6 +58,18 @@ class CudaCachingAllocator final : public Allocator {
   /// Synchronizes the device and returns every cached block to CUDA (cudaFree).
   void release_cached() override;
 
+  /// The private memory pool of one captured graph.
+  struct PrivatePool {
+    std::map<size_t, std::vector<void*>> free;  // by size class
+    bool released = false;                      // the graph is gone
+  };
+  /// From now until end_pool(stream), allocations on `stream` come from a new private pool.
+  std::shared_ptr<PrivatePool> begin_pool(cudaStream_t stream);
+  void end_pool(cudaStream_t stream);
+  /// The graph that owns `pool` is gone: its free blocks go back to CUDA (cudaFree), the others
+  /// when they are freed. Never throws.
+  void release_pool(const std::shared_ptr<PrivatePool>& pool) noexcept;
+
   /// The size class a request of `bytes` is rounded up to: at least 512 bytes, then four
   /// classes per power of two (rounding waste under 25%).
   static size_t size_class(size_t bytes);
@@ -60,7 +78,8 @@ class CudaCachingAllocator final : public Allocator {
   struct Block {
     size_t size = 0;  // the size class
     cudaStream_t stream = nullptr;
-    std::vector<cudaStream_t> uses;  // other streams recorded with record_stream
+    std::vector<cudaStream_t> uses;     // other streams recorded with record_stream
+    std::shared_ptr<PrivatePool> pool;  // the graph pool it belongs to; nullptr for most
   };
   struct PendingFree {
     void* ptr = nullptr;
@@ -69,6 +88,8 @@ class CudaCachingAllocator final : public Allocator {
   };
   using Bin = std::pair<cudaStream_t, size_t>;
 
+  /// A block of size class `cls` from `pool`, or a new one. Caller holds mutex_.
+  void* allocate_in_pool_locked(PrivatePool& pool, size_t cls, size_t bytes);
   /// Moves pending frees whose event has completed into their bins. Caller holds mutex_.
   void collect_pending_locked();
   /// Synchronizes the device and cudaFree's every cached and pending block. Caller holds mutex_.
@@ -79,6 +100,7 @@ class CudaCachingAllocator final : public Allocator {
   std::unordered_map<void*, Block> live_;
   std::map<Bin, std::vector<void*>> free_;
   std::vector<PendingFree> pending_;
+  std::map<cudaStream_t, std::shared_ptr<PrivatePool>> capturing_;  // streams that capture
   AllocatorStats stats_;
 };
 

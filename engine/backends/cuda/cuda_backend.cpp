@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/backends/cuda/cuda_allocator.h"
+#include "engine/backends/cuda/cuda_capture.h"
 #include "engine/backends/cuda/cuda_check.h"
 #include "engine/backends/cuda/cuda_devices.h"
 #include "engine/backends/cuda/cuda_execution_context.h"
@@ -81,6 +82,14 @@ void CudaBackend::copy(void* dst, Device dst_device, const void* src, Device src
   cudaStream_t stream = current_stream(gpu.index);
   bool peer = dst_device.type == DeviceType::CUDA && src_device.type == DeviceType::CUDA &&
               dst_device.index != src_device.index;
+  if (src_device.type != DeviceType::CUDA && stream != nullptr) {
+    // A graph would copy from that host memory again at every replay, after it is freed.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cuda_check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
+    DPRUN_CHECK(capturing == cudaStreamCaptureStatusNone || cuda_capture_keeps(gpu.index, src),
+                "a copy of ", bytes, " bytes from host memory to ", dst_device.to_string(),
+                " inside a CUDA graph capture: each replay would read that host memory again");
+  }
   if (peer) {
     check_device(src_device);
     cuda_check(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, stream),

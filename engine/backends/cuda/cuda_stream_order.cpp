@@ -27,6 +27,14 @@ class CudaEvent final : public StreamEvent {
   cudaEvent_t event_;
 };
 
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess)
+    return status != cudaStreamCaptureStatusNone;
+  cudaGetLastError();
+  return false;
+}
+
 class CudaStreamOrder final : public StreamOrder {
  public:
   std::shared_ptr<const StreamEvent> record(Device device) override {
@@ -43,9 +51,17 @@ class CudaStreamOrder final : public StreamOrder {
   }
   void wait(Device device, const StreamEvent& event, StreamWait) override {
     CudaDeviceGuard guard(device.index);
-    cuda_check(cudaStreamWaitEvent(current_stream(device.index),
-                                   static_cast<const CudaEvent&>(event).get(), 0),
-               device.to_string(), ": cudaStreamWaitEvent");
+    const cudaStream_t stream = current_stream(device.index);
+    const cudaEvent_t recorded = static_cast<const CudaEvent&>(event).get();
+    // A capture holds no wait for work outside it (a kept constant, made before the capture):
+    // work done already needs none; other work breaks the capture.
+    if (stream != nullptr && capturing(stream)) {
+      if (cudaEventQuery(recorded) == cudaSuccess) return;
+      cudaGetLastError();
+      fail(device.to_string(), ": a CUDA graph capture waits for work queued outside it");
+    }
+    cuda_check(cudaStreamWaitEvent(stream, recorded, 0), device.to_string(),
+               ": cudaStreamWaitEvent");
   }
   void record_stream(Device memory, const void* data, Device stream_device) override {
     if (stream_device.type != DeviceType::CUDA) return;

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "engine/backends/sim/sim_capture.h"
 #include "engine/backends/sim/sim_streams.h"
 #include "engine/collective_lists.h"
 #include "engine/error.h"
@@ -133,6 +134,8 @@ void SimBackend::copy(void* dst, Device dst_device, const void* src, Device src_
     return;
   }
   const bool peer = !to_host && src_device.type == DeviceType::Sim && src_device != dst_device;
+  if (!to_host && src_device.type != DeviceType::Sim)
+    sim_check_copy_from_host(dst_device, sim_current_stream(dst_device), src);
   SimWork work(to_host ? src_device : dst_device, "a copy of " + std::to_string(bytes) +
                                                       " bytes from " + src_device.to_string() +
                                                       " to " + dst_device.to_string());

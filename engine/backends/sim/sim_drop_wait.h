@@ -6,6 +6,8 @@
 //   collective     a collective does not wait for its tensors' ready events
 //   handover       a run does not wait for its inputs' and parameters' ready events
 //   record_stream  the sim allocator is not told of a block's use on another stream
+//   graph_pool     a graph's replay gets fresh memory, not the addresses of its capture
+//                  (sim_capture.h): its static outputs keep the capture's values
 //
 // A dropped wait lets the faulty order through to the sim's checks (sim_memory.h): the work
 // that relied on it then fails as a race, or the release of the memory stops the process.

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "engine/backend.h"
+#include "engine/backends/sim/sim_capture.h"
+#include "engine/backends/sim/sim_drop_wait.h"
 #include "engine/error.h"
 #include "engine/tensor.h"
 
@@ -79,29 +81,123 @@ SimMemory::~SimMemory() {
 
 void* SimMemory::allocate(size_t bytes) {
   install_fault_message();
-  const size_t size = mapped_size(bytes);
+  // A capturing or replaying stream's allocations come from its graph's pool (sim_capture.h).
+  std::shared_ptr<SimGraphPool> pool = sim_allocation_pool(device_, sim_current_stream(device_));
   std::lock_guard lock(mutex_);
+  if (pool) return allocate_from_pool_locked(pool, bytes);
+  const uintptr_t address = map_locked(mapped_size(bytes), nullptr);
+  stats_.in_use += bytes;
+  stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
+  return reinterpret_cast<void*>(address);
+}
+
+uintptr_t SimMemory::map_locked(size_t size, std::shared_ptr<SimGraphPool> pool) {
   const int protection = scopes_ > 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
   void* start = mmap(nullptr, size, protection, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (start == MAP_FAILED)
-    fail(device_.to_string(), ": cannot map ", bytes, " bytes: ", std::strerror(errno));
+    fail(device_.to_string(), ": cannot map ", size, " bytes: ", std::strerror(errno));
   const auto address = reinterpret_cast<uintptr_t>(start);
   note_mapping(address, size);
-  mappings_[address] = {.bytes = size, .fresh = scopes_ > 0, .owner = sim_current_stream(device_)};
+  mappings_[address] = {.bytes = size,
+                        .fresh = scopes_ > 0,
+                        .owner = sim_current_stream(device_),
+                        .pool = std::move(pool)};
   if (scopes_ > 0) made_in_scope_.push_back(address);
-  stats_.in_use += bytes;
-  stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
-  return start;
+  return address;
+}
+
+void SimMemory::reopen_locked(uintptr_t address, Mapping& m) {
+  // Its history of accesses stays: replays on other streams must be ordered after earlier ones.
+  if (scopes_ == 0 || m.fresh) return;
+  m.fresh = true;
+  made_in_scope_.push_back(address);
+  if (m.opened == 0) mprotect(reinterpret_cast<void*>(address), m.bytes, PROT_READ | PROT_WRITE);
+}
+
+void* SimMemory::allocate_from_pool_locked(const std::shared_ptr<SimGraphPool>& pool,
+                                           size_t bytes) {
+  const size_t size = mapped_size(bytes);
+  uintptr_t address = 0;
+  if (pool->replaying) {
+    // A replay writes where the capture did: the n-th allocation gets the n-th address.
+    const size_t n = pool->next;
+    DPRUN_CHECK(n < pool->sequence.size(), device_.to_string(), ": a graph's replay makes more ",
+                "allocations than its capture (", pool->sequence.size(),
+                "): the replay does not repeat the capture");
+    DPRUN_CHECK(pool->sequence[n].first == bytes, device_.to_string(), ": allocation ", n + 1,
+                " of a graph's replay asks for ", bytes, " bytes where its capture asked for ",
+                pool->sequence[n].first, ": the replay does not repeat the capture");
+    ++pool->next;
+    address = pool->sequence[n].second;
+    if (sim_wait_dropped("graph_pool")) {  // the debug switch: fresh memory, not the capture's
+      address = map_locked(size, pool);
+      stats_.in_use += size;
+    }
+    std::erase(pool->free[size], address);
+  } else if (auto bin = pool->free.find(size); bin != pool->free.end() && !bin->second.empty()) {
+    address = bin->second.back();  // freed earlier in the capture: the graph's own order
+    bin->second.pop_back();
+  } else {
+    address = map_locked(size, pool);
+    stats_.in_use += size;
+    stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
+  }
+  if (!pool->replaying) pool->sequence.emplace_back(bytes, address);
+  ++pool->users[address];
+  reopen_locked(address, mappings_.at(address));
+  return reinterpret_cast<void*>(address);
+}
+
+void SimMemory::free_to_pool_locked(std::map<uintptr_t, Mapping>::iterator it) {
+  SimGraphPool& pool = *it->second.pool;
+  if (--pool.users[it->first] > 0) return;  // a replay's allocation and the capture's share it
+  pool.users.erase(it->first);
+  if (!pool.released) {
+    pool.free[it->second.bytes].push_back(it->first);
+    return;
+  }
+  munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
+  stats_.in_use -= it->second.bytes;
+  mappings_.erase(it);
 }
 
 void SimMemory::deallocate(void* ptr, size_t bytes) {
   std::lock_guard lock(mutex_);
   auto it = mappings_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == mappings_.end()) return;
+  if (it->second.pool) return free_to_pool_locked(it);
   check_release(it->second);
   munmap(ptr, it->second.bytes);
   mappings_.erase(it);
   stats_.in_use -= bytes;
+}
+
+void SimMemory::begin_replay(SimGraphPool& pool) {
+  std::lock_guard lock(mutex_);
+  pool.replaying = true;
+  pool.next = 0;
+}
+
+void SimMemory::end_replay(SimGraphPool& pool) {
+  std::lock_guard lock(mutex_);
+  pool.replaying = false;
+  DPRUN_CHECK(pool.next == pool.sequence.size(), device_.to_string(), ": a graph's replay made ",
+              pool.next, " allocations where its capture made ", pool.sequence.size(),
+              ": the replay does not repeat the capture");
+}
+
+void SimMemory::release_pool(SimGraphPool& pool) noexcept {
+  std::lock_guard lock(mutex_);
+  pool.released = true;
+  pool.replaying = false;
+  for (auto& [size, addresses] : pool.free)
+    for (uintptr_t address : addresses)
+      if (auto it = mappings_.find(address); it != mappings_.end()) {
+        munmap(reinterpret_cast<void*>(address), it->second.bytes);
+        stats_.in_use -= it->second.bytes;
+        mappings_.erase(it);
+      }
+  pool.free.clear();
 }
 
 namespace {

@@ -12,6 +12,12 @@
 // after that work), fails as a race on a GPU would, and so does freeing memory that a stream
 // other than the ones the CUDA allocator orders its reuse after still uses: its own stream, the
 // freeing stream when a context's, and the streams recorded with record_stream.
+//
+// While a stream captures or replays a graph (sim_capture.h), its allocations come from the
+// graph's private pool (SimGraphPool): at capture, a block freed earlier in the capture or a new
+// mapping, and the addresses given are recorded in order; at replay, the n-th allocation must ask
+// for the bytes the n-th asked for at capture and gets its address. The pool's mappings go to no
+// one else while the graph lives, and are unmapped once it is gone and their last user frees them.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -26,6 +32,17 @@
 namespace dprun {
 
 class Tensor;
+
+/// The private memory pool of one captured graph of a simulated device. Its fields belong to
+/// the device's SimMemory, which changes them under its lock.
+struct SimGraphPool {
+  std::map<size_t, std::vector<uintptr_t>> free;       // unused mappings, by mapped size
+  std::map<uintptr_t, int> users;                      // allocations holding each mapping
+  std::vector<std::pair<size_t, uintptr_t>> sequence;  // at capture: bytes asked, address given
+  size_t next = 0;                                     // at replay: the next of `sequence`
+  bool replaying = false;
+  bool released = false;  // the graph is gone
+};
 
 /// The memory of one simulated device. Thread-safe.
 class SimMemory : public Allocator {
@@ -60,6 +77,14 @@ class SimMemory : public Allocator {
   /// its reuse after, as the CUDA allocator does with an event recorded there when it is freed.
   void record_stream(const void* pointer, SimStreamId stream);
 
+  /// Starts a replay of the graph that owns `pool`: allocations repeat the capture's.
+  void begin_replay(SimGraphPool& pool);
+  /// Ends it; throws Error when the replay made fewer allocations than the capture.
+  void end_replay(SimGraphPool& pool);
+  /// The graph that owns `pool` is gone: its unused mappings are unmapped, the others when
+  /// their last user frees them. Never throws.
+  void release_pool(SimGraphPool& pool) noexcept;
+
  private:
   struct Access {
     SimStreamPoint at;
@@ -70,14 +95,23 @@ class SimMemory : public Allocator {
     int opened = 0;      // scopes naming it
     bool fresh = false;  // made while a scope was open: open until none is
     SimStreamId owner = 0;
-    Access last_write;                  // at.stream == 0 when never written
-    std::vector<Access> reads;          // since the last write, the latest per stream
-    std::vector<SimStreamId> recorded;  // record_stream's, with work pending when recorded
+    Access last_write;                   // at.stream == 0 when never written
+    std::vector<Access> reads;           // since the last write, the latest per stream
+    std::vector<SimStreamId> recorded;   // record_stream's, with work pending when recorded
+    std::shared_ptr<SimGraphPool> pool;  // the graph pool that owns it; nullptr for most
   };
   // The mapping that holds `pointer`; mappings_.end() when none does.
   std::map<uintptr_t, Mapping>::iterator holding(const void* pointer);
   // Stops the process when freeing `m` now would let the CUDA allocator reuse it too early.
   void check_release(const Mapping& m) const;
+  // A new mapping of `size` bytes (whole pages), open when a scope is. Caller holds mutex_.
+  uintptr_t map_locked(size_t size, std::shared_ptr<SimGraphPool> pool);
+  // Opens a pool's mapping handed out again, as a new one is. Caller holds mutex_.
+  void reopen_locked(uintptr_t address, Mapping& m);
+  // An allocation of `bytes` from a graph's pool. Caller holds mutex_.
+  void* allocate_from_pool_locked(const std::shared_ptr<SimGraphPool>& pool, size_t bytes);
+  // A pool mapping's user frees it. Caller holds mutex_.
+  void free_to_pool_locked(std::map<uintptr_t, Mapping>::iterator it);
 
   Device device_;
   mutable std::mutex mutex_;

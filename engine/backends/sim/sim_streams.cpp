@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/backends/sim/sim_capture.h"
 #include "engine/error.h"
 
 namespace dprun {
@@ -102,12 +103,14 @@ SimStreamPoint sim_book(SimStreamId stream) {
 }
 
 void sim_complete(SimStreamId stream) {
+  sim_check_host_wait(stream);
   Streams& s = streams();
   std::lock_guard lock(s.mutex);
   if (auto it = s.live.find(stream); it != s.live.end()) s.complete(it);
 }
 
 void sim_complete_device(Device device) {
+  sim_check_device_wait(device);
   Streams& s = streams();
   std::lock_guard lock(s.mutex);
   // Completing one stream may forget others (what it waited for): find each by its id.
