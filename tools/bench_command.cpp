@@ -7,10 +7,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/backend.h"
 #include "engine/parallel/device_list.h"
+#include "engine/plan_graphs.h"
 #include "engine/warning.h"
 #include "loader/onnx_loader.h"
 #include "tools/bench_rounds.h"
@@ -259,13 +261,28 @@ int bench(const BenchFlags& flags, const CLI::App& app) {
   if (rounds > 1) std::printf(" x %d rounds", rounds);
   std::printf(" (+%d warm-up)\n", warmup);
   print_result(main);
+  std::optional<GraphStats> graphs;
+  if (PlanGraphs::enabled_for(options.device_ids.front())) {
+    graphs = benches[0]->graph_stats();
+    std::printf("CUDA graphs: %lld captured, %lld replays, %lld fallbacks%s%s\n",
+                static_cast<long long>(graphs->captures), static_cast<long long>(graphs->replays),
+                static_cast<long long>(graphs->fallbacks),
+                graphs->last_fallback.empty() ? "" : "; the last: ", graphs->last_fallback.c_str());
+  }
   std::vector<const BenchResult*> scaling;  // 1..N devices, the given list last
   for (size_t b = 1; b < benches.size(); ++b) scaling.push_back(&benches[b]->result());
   if (sweep) scaling.push_back(&main);
   if (!scaling.empty()) print_sweep(scaling);
-  if (const auto& path = flags.json)
-    write_json_report(
-        *path, json_result(model_path, batch, iters, warmup, options.threads, main, scaling));
+  if (const auto& path = flags.json) {
+    JsonReport report =
+        json_result(model_path, batch, iters, warmup, options.threads, main, scaling);
+    if (graphs)
+      report["cuda_graphs"] = {{"captures", graphs->captures},
+                               {"replays", graphs->replays},
+                               {"fallbacks", graphs->fallbacks},
+                               {"last_fallback", graphs->last_fallback}};
+    write_json_report(*path, report);
+  }
   return 0;
 }
 

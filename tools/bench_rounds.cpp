@@ -64,8 +64,23 @@ StepSpread BenchResult::spread() const {
 DeviceListBench::DeviceListBench(const std::shared_ptr<Model>& model,
                                  const DataParallelOptions& options,
                                  const std::vector<Tensor>& inputs)
-    : parallel_(model, options), inputs_(inputs) {
+    : module_(model), parallel_(model, options), inputs_(inputs) {
   result_.devices = options.device_ids;
+}
+
+GraphStats DeviceListBench::graph_stats() const {
+  std::vector<std::shared_ptr<Model>> models = parallel_.replicas();
+  // With one device DataParallel runs its module itself, as PyTorch's does: no replicas.
+  if (models.empty()) models.push_back(module_);
+  GraphStats sum;
+  for (const std::shared_ptr<Model>& model : models) {
+    const GraphStats s = model->graph_stats();
+    sum.captures += s.captures;
+    sum.replays += s.replays;
+    sum.fallbacks += s.fallbacks;
+    if (!s.last_fallback.empty()) sum.last_fallback = s.last_fallback;
+  }
+  return sum;
 }
 
 void DeviceListBench::warm(int steps, const char* label) {

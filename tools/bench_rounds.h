@@ -61,8 +61,11 @@ class DeviceListBench {
   /// Times `iters` steps and appends the round to result().
   void time_round(int iters, const char* label);
   const BenchResult& result() const { return result_; }
+  /// What DPRUN_CUDA_GRAPHS=1 did for the replicas' runs (engine/plan_graphs.h), summed.
+  GraphStats graph_stats() const;
 
  private:
+  std::shared_ptr<Model> module_;
   DataParallel parallel_;
   std::vector<Tensor> inputs_;
   BenchResult result_;

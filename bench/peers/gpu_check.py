@@ -22,7 +22,10 @@ Stages, in order, each with a share of the time (--quick / full; the whole run s
   streams       reported NOT AVAILABLE as a stage of its own: stream ordering by events runs in
                 the tests stage (CudaCachingAllocator.*, record_stream) and the dataparallel
                 and nccl stages (no host wait at a run's end)
-  cuda_graphs   reported NOT AVAILABLE: issue 50's item 4 is not built
+  cuda_graphs   DPRUN_CUDA_GRAPHS=1: dprun_unit_tests *CudaGraphs*/cuda and dprun_cuda_tests
+                CudaGraphsOnAGpu.* (replays bit for bit against plain runs, training steps
+                included), then models/cnn.onnx and the transformer at batch 1 benched
+                without and with graphs
   torch         ResNet-18, MobileNetV2 and a BERT-base-sized encoder made by PyTorch (seed 0)
                 and exported here: batch-4 inference against PyTorch on the GPU (TF32 off),
                 two SGD steps of `dprun train` against PyTorch's losses, throughput
@@ -769,11 +772,24 @@ def stage_streams(c):
     c.skipped.append("streams: covered by the tests, dataparallel and nccl stages")
 
 
-def not_built(what):
-    def stage(c):
-        c.say(f"{what}: NOT AVAILABLE: not built yet (issue 50)", failed=False)
-        c.skipped.append(f"{what}: not built yet")
-    return stage
+def stage_cuda_graphs(c):
+    """DPRUN_CUDA_GRAPHS=1: the graph tests on the GPU (the bundled models, data-parallel
+    replicas and training steps replayed bit for bit against plain runs; the pool and a capture
+    that fails), then models/cnn.onnx and the transformer at batch 1, where a run is mostly
+    kernel launches, benched without and with graphs."""
+    for program, tests in (("dprun_unit_tests", "*CudaGraphs*/cuda"),
+                           ("dprun_cuda_tests", "CudaGraphsOnAGpu.*")):
+        rc, out = c.dprun(program, ["--gtest_brief=1", f"--gtest_filter={tests}"],
+                          "cuda_graphs.log", 120)
+        summary, failed = gtest_summary(out)
+        c.say(f"cuda_graphs {program} {tests}: {summary}", failed=rc != 0 or bool(failed))
+    iters = ["--iters", str(c.args.iters), "--warmup", "5", "--rounds", "3"]
+    for path, name, extra in (("models/cnn.onnx", "cnn", ["--batch", "1"]),
+                              ("models/transformer.onnx", "transformer",
+                               ["--batch", "1", "--symbol", "seq=16"])):
+        for label, env in (("plain", None), ("DPRUN_CUDA_GRAPHS=1", {"DPRUN_CUDA_GRAPHS": "1"})):
+            bench_once(c, path, name, extra, iters, env=env, label=label)
+
 
 
 # name: (what it runs, seconds in --quick, seconds in full, needs a GPU, needs PyTorch)
@@ -781,7 +797,7 @@ STAGES = {
     "plugin": ("a CPU run maps no CUDA library (LD_DEBUG=libs); cuda:0 opens the bundle's "
                "lib/libdprun_cuda.so", 20, 30, False, False),
     "tests": ("dprun_cuda_tests (--quick: all but the op cases, and 1 op case in "
-              f"{OP_CASE_SAMPLE}) and `dprun conformance --device cuda:0`", 160, 900, True,
+              f"{OP_CASE_SAMPLE}) and `dprun conformance --device cuda:0`", 150, 900, True,
               False),
     "models": ("the bundled models (mlp, cnn, transformer) on cuda:0 vs their PyTorch outputs",
                20, 60, True, False),
@@ -791,9 +807,10 @@ STAGES = {
              "`dprun train --distributed` as one rank", 40, 120, True, False),
     "streams": ("stream ordering by events: in the tests, dataparallel and nccl stages", 0, 0,
                 False, False),
-    "cuda_graphs": ("plans captured as CUDA graphs (issue 50, item 4)", 0, 0, False, False),
+    "cuda_graphs": ("DPRUN_CUDA_GRAPHS=1: the graph tests on the GPU, and batch-1 runs benched "
+                    "without and with graphs", 20, 60, True, False),
     "torch": ("ResNet-18, MobileNetV2, BERT-base encoder: inference and two training steps "
-              "vs PyTorch on the GPU, throughput", 130, 900, True, True),
+              "vs PyTorch on the GPU, throughput", 120, 900, True, True),
     "train": ("models/training cases vs PyTorch's losses and weights (--quick: 3 cases, "
               "float32 only)", 40, 600, True, False),
     "precision": ("--precision float16 and bfloat16 vs PyTorch float32 (full mode only)",
@@ -806,7 +823,7 @@ STAGE_FUNCTIONS = {
     "dataparallel": stage_dataparallel,
     "nccl": stage_nccl,
     "streams": stage_streams,
-    "cuda_graphs": not_built("CUDA graphs"),
+    "cuda_graphs": stage_cuda_graphs,
     "torch": stage_torch,
     "train": stage_train,
     "precision": lambda c: step_precision(c, os.path.join(c.args.out, "zoo")),
@@ -897,7 +914,7 @@ def main():
             reason = "PyTorch is not importable"
         elif needs_gpu and np is None:
             reason = "numpy is not importable"
-        elif share == 0 and name not in ("streams", "cuda_graphs"):
+        elif share == 0 and name != "streams":
             reason = f"not in {mode} mode"
         elif left < 10:
             reason = "the time budget is spent"
@@ -914,7 +931,7 @@ def main():
             c.say(f"{name}: the check itself failed: {type(e).__name__}: {e}")
         result.update(seconds=round(time.time() - t, 1), lines=c.lines,
                       status="fail" if c.failures else
-                      ("not available" if name in ("streams", "cuda_graphs") else
+                      ("not available" if name == "streams" else
                        "pass" + (" (part skipped)" if c.skipped else "")))
         if c.skipped:
             result["reason"] = "; ".join(c.skipped)

@@ -61,7 +61,7 @@ if [ ! -e /dev/nvidiactl ]; then
   [ "$rc" = 3 ] || fail "check without a GPU: exit $rc, not 3: $out"
   grep -q '^plugin: a CPU run of models/mlp.onnx: rc 0; CUDA libraries opened: none$' <<<"$out" ||
     fail "the CPU run opened a CUDA library, or did not run: $out"
-  for stage in tests nccl; do
+  for stage in tests nccl cuda_graphs; do
     grep -Eq "^$stage +skipped: no GPU" <<<"$out" || fail "$stage not skipped for no GPU: $out"
   done
   grep -Eq '^streams +not available' <<<"$out" || fail "streams not reported: $out"
