@@ -24,19 +24,20 @@ T clip_coefficient(T total, double max_norm) {
 std::vector<double> tensor_norms(const std::vector<Tensor>& gradients, bool infinity) {
   UpdateKernelCache<GradientNormKernel> kernels(kGradientNormOp);
   std::vector<double> norms(gradients.size());
-  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
-                                 const std::vector<size_t>& indices) {
-    Tensor out = Tensor::zeros({static_cast<int64_t>(indices.size())}, DType::Float64, memory);
-    for (size_t k = 0; k < indices.size(); ++k) {
-      const Tensor& g = gradients[indices[k]];
-      kernels.get(memory.type, g.dtype())
-          .norm(execution, g, infinity, out, static_cast<int64_t>(k));
-    }
-    // The host reads the norms next.
-    if (execution) execution->synchronize();
-    const Tensor host = out.to(Device::cpu());
-    for (size_t k = 0; k < indices.size(); ++k) norms[indices[k]] = host.data<double>()[k];
-  });
+  for_each_memory(
+      gradients, {},
+      [&](Device memory, ExecutionContext* execution, const std::vector<size_t>& indices) {
+        Tensor out = Tensor::zeros({static_cast<int64_t>(indices.size())}, DType::Float64, memory);
+        for (size_t k = 0; k < indices.size(); ++k) {
+          const Tensor& g = gradients[indices[k]];
+          kernels.get(memory.type, g.dtype())
+              .norm(execution, g, infinity, out, static_cast<int64_t>(k));
+        }
+        // The host reads the norms next.
+        if (execution) execution->synchronize();
+        const Tensor host = out.to(Device::cpu());
+        for (size_t k = 0; k < indices.size(); ++k) norms[indices[k]] = host.data<double>()[k];
+      });
   return norms;
 }
 

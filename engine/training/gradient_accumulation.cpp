@@ -15,7 +15,8 @@ void add_gradients(const std::vector<Tensor>& sums, const std::vector<Tensor>& m
                 " but the sum so far is ", sums[i].describe());
   UpdateKernelCache<GradientAddKernel> kernels(kAddGradientOp);
   for_each_memory(
-      sums, [&](Device memory, ExecutionContext* execution, const std::vector<size_t>& indices) {
+      sums, {&more},
+      [&](Device memory, ExecutionContext* execution, const std::vector<size_t>& indices) {
         for (size_t i : indices) {
           Tensor sum = sums[i];  // a handle on the caller's storage
           const Tensor& addend = more[i];

@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/parallel/run_in_parts.h"
+#include "engine/stream_order.h"
 
 namespace dprun {
 
@@ -88,7 +89,7 @@ void Optimizer::step(const std::vector<Tensor>& gradients, const std::vector<Dev
 }
 
 std::optional<size_t> Optimizer::non_finite_parameter() const {
-  if (device_checks_pending_) {  // the devices' values, synchronized when the step returned
+  if (device_checks_pending_) {  // the devices' values: each copy waits for the check's event
     for (const auto& [memory, check] : device_checks_) {
       const Tensor host = check.max_abs.to(Device::cpu());
       for (size_t k = 0; k < check.indices.size(); ++k)
@@ -120,24 +121,29 @@ void Optimizer::check_finite_on_device(Device memory, ExecutionContext* executio
   if (!check.max_abs.defined() || check.max_abs.numel() != n)
     check.max_abs = Tensor::empty({n}, DType::Float64, memory);
   check.indices = indices;
+  use_on_stream(check.max_abs, memory, StreamWait::Handover);  // the last step's read-back
   for (size_t k = 0; k < indices.size(); ++k) {
     const Tensor& p = parameters_[indices[k]];
     norm_kernels_.get(memory.type, p.dtype())
         .norm(execution, p, true, check.max_abs, static_cast<int64_t>(k));
   }
+  hand_over(std::vector<Tensor>{check.max_abs}, memory);
   device_checks_pending_ = true;
 }
 
 void Optimizer::update_on_devices(const std::vector<Tensor>& gradients) {
   // The parameters normally all live on one GPU (device_ids[0]); with several, one after the
   // other keeps each context current while its updates are queued.
-  for_each_memory(parameters_, [&](Device memory, ExecutionContext* execution,
-                                   const std::vector<size_t>& indices) {
-    if (memory.type == DeviceType::CPU) return;  // the host loops update these
-    for (size_t i : indices)
-      update(i, execution, parameters_[i], gradients[i], 0, parameters_[i].numel());
-    check_finite_on_device(memory, execution, indices);
-  });
+  std::vector<const std::vector<Tensor>*> with = state_lists();
+  with.push_back(&gradients);
+  for_each_memory(
+      parameters_, with,
+      [&](Device memory, ExecutionContext* execution, const std::vector<size_t>& indices) {
+        if (memory.type == DeviceType::CPU) return;  // the host loops update these
+        for (size_t i : indices)
+          update(i, execution, parameters_[i], gradients[i], 0, parameters_[i].numel());
+        check_finite_on_device(memory, execution, indices);
+      });
 }
 
 void Optimizer::update_range(size_t i, const Tensor& gradient, int64_t begin, int64_t end) {

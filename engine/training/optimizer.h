@@ -94,6 +94,8 @@ class Optimizer {
  protected:
   /// The per-parameter buffers by name (see state()).
   virtual std::map<std::string, Tensor> buffers() const = 0;
+  /// The per-parameter buffers as lists aligned with the parameters, which update() writes.
+  virtual std::vector<const std::vector<Tensor>*> state_lists() const = 0;
   /// `options` as parameter i is updated with them: without weight decay where exempt, with
   /// its group's lr where it has one.
   template <class Options>
@@ -165,6 +167,7 @@ class Sgd final : public Optimizer {
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
               int64_t begin, int64_t end) override;
   std::map<std::string, Tensor> buffers() const override;
+  std::vector<const std::vector<Tensor>*> state_lists() const override { return {&momentum_}; }
   SgdOptions options_;
   std::vector<Tensor> momentum_;
   UpdateKernelCache<SgdUpdateKernel> kernel_cache_{kSgdUpdateOp};  // owns kernels_
@@ -184,6 +187,9 @@ class Adam final : public Optimizer {
   void update(size_t i, ExecutionContext* execution, Tensor& parameter, const Tensor& gradient,
               int64_t begin, int64_t end) override;
   std::map<std::string, Tensor> buffers() const override;
+  std::vector<const std::vector<Tensor>*> state_lists() const override {
+    return {&exp_avg_, &exp_avg_sq_};
+  }
   AdamOptions options_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
   UpdateKernelCache<AdamUpdateKernel> kernel_cache_{kAdamUpdateOp};  // owns kernels_

@@ -26,7 +26,7 @@ std::unique_ptr<OpKernel> create_update_kernel(const char* op_type, DeviceType d
 }
 
 void for_each_memory(
-    const std::vector<Tensor>& tensors,
+    const std::vector<Tensor>& tensors, const std::vector<const std::vector<Tensor>*>& with,
     const std::function<void(Device, ExecutionContext*, const std::vector<size_t>&)>& fn) {
   // Device::cpu() sorts before every accelerator: the host goes first.
   std::map<Device, std::vector<size_t>> by_memory;
@@ -41,30 +41,35 @@ void for_each_memory(
     }
     std::unique_ptr<ExecutionContext> context =
         backend_for(memory).create_execution_context(memory, {});
-    // The tensors come from runs and collectives on other streams: wait for their events.
-    for (size_t i : indices) use_on_stream(tensors[i], memory, StreamWait::Handover);
+    // The tensors come from runs, collectives and copies on other streams: wait for their
+    // events, then hand them on with one of this stream's.
+    std::vector<const Tensor*> used;
+    for (size_t i : indices) {
+      used.push_back(&tensors[i]);
+      for (const std::vector<Tensor>* list : with)
+        if (i < list->size()) used.push_back(&(*list)[i]);
+    }
+    for (const Tensor* t : used) use_on_stream(*t, memory, StreamWait::Handover);
     fn(memory, context.get(), indices);
-    // The host waits: fn writes tensors it is not given (an update's parameters and optimizer
-    // state), which the next step's runs read on their own streams without an event, and the
-    // callers that read results on the host (found_inf, the norms) need them finished.
-    context->synchronize();
+    hand_over(used, memory);
   }
 }
 
 bool scale_gradients(const std::vector<Tensor>& gradients, double factor,
                      UpdateKernelCache<GradientScaleKernel>& kernels) {
   bool found_inf = false;
-  for_each_memory(gradients, [&](Device memory, ExecutionContext* execution,
-                                 const std::vector<size_t>& indices) {
-    Tensor flag = Tensor::zeros({1}, DType::Float32, memory);
-    for (size_t i : indices) {
-      Tensor g = gradients[i];  // a handle on the caller's storage
-      kernels.get(memory.type, g.dtype()).scale(execution, factor, g, flag);
-    }
-    // The host reads the flag next (the copy below waits too; this names why).
-    if (execution) execution->synchronize();
-    found_inf = found_inf || flag.to(Device::cpu()).data<float>()[0] != 0;
-  });
+  for_each_memory(
+      gradients, {},
+      [&](Device memory, ExecutionContext* execution, const std::vector<size_t>& indices) {
+        Tensor flag = Tensor::zeros({1}, DType::Float32, memory);
+        for (size_t i : indices) {
+          Tensor g = gradients[i];  // a handle on the caller's storage
+          kernels.get(memory.type, g.dtype()).scale(execution, factor, g, flag);
+        }
+        // The host reads the flag next (the copy below waits too; this names why).
+        if (execution) execution->synchronize();
+        found_inf = found_inf || flag.to(Device::cpu()).data<float>()[0] != 0;
+      });
   return !found_inf;
 }
 

@@ -156,10 +156,14 @@ class UpdateKernelCache {
 
 /// Runs fn(memory, execution, indices) once for each memory holding some of `tensors`: the host
 /// (the tensors on CPU devices; `execution` null), then each accelerator in device order (a fresh
-/// execution context of that device, synchronized after fn returns). `indices` are the
-/// positions in `tensors` of the tensors in that memory.
+/// execution context of that device). `indices` are the positions in `tensors` of the tensors in
+/// that memory; `with` holds lists aligned with `tensors` (the gradients, the addends, an
+/// optimizer's state) whose entries at those positions fn reads or writes too. On an
+/// accelerator the context's stream first waits for the ready events of all of them, and what
+/// fn queued hands them on with one event (engine/stream_order.h): the host does not wait for
+/// it. A fn that reads a result on the host synchronizes `execution` first.
 void for_each_memory(
-    const std::vector<Tensor>& tensors,
+    const std::vector<Tensor>& tensors, const std::vector<const std::vector<Tensor>*>& with,
     const std::function<void(Device, ExecutionContext*, const std::vector<size_t>&)>& fn);
 
 /// Multiplies every gradient in place by `factor` (GradientScaleKernel, on the device that
