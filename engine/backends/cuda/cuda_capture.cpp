@@ -4,16 +4,15 @@
 // run's stream. CUDA itself refuses what a capture cannot hold (a synchronisation of the
 // capturing stream, a copy to the host): the failing call throws, and end() reports that the
 // capture was invalidated.
+#include "engine/backends/cuda/cuda_capture.h"
+
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include "engine/backends/cuda/cuda_capture.h"
-
-#include <algorithm>
 #include <vector>
 
 #include "engine/backends/cuda/cuda_allocator.h"
