@@ -35,11 +35,7 @@ bool inputs_copy_dropped() {
 // Copies of `tensors` made on the run's stream (new memory of the run's, not the graph's).
 std::vector<Tensor> copies_of(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> out;
-  for (const Tensor& t : tensors) {
-    Tensor copy = Tensor::empty(t.shape(), t.dtype(), t.device());
-    copy.copy_from(t);
-    out.push_back(std::move(copy));
-  }
+  for (const Tensor& t : tensors) out.push_back(t.clone());
   return out;
 }
 
@@ -54,6 +50,10 @@ void add_pointers(std::vector<const Tensor*>& list, const std::vector<Tensor>& t
 class GraphRunContext {
  public:
   GraphRunContext(Device device, const RunOptions& options) : options_(options) {
+    // A replay reads what its capture queued, whatever the parameters' version then: the
+    // kernels keep nothing derived from the parameters between these runs (KernelContext's
+    // version 0), so constant casts and packed weights are made inside the graph.
+    options_.parameters_version = 0;
     if (options.context == nullptr) {
       own_ = backend_for(device).create_execution_context(device, {.threads = options.threads});
       wait_if_failed_.emplace(*own_);
@@ -61,7 +61,7 @@ class GraphRunContext {
     }
   }
   ExecutionContext& execution() const { return *options_.context; }
-  /// The caller's options, with the context set.
+  /// The caller's options, with the context set and no parameters' version.
   const RunOptions& options() const { return options_; }
 
  private:
@@ -176,9 +176,7 @@ std::vector<Tensor> PlanGraphs::capture(Entry& entry, const Plan& plan,
     order.begin(given);
     // The static inputs are made before the capture: the graph reads them, and they outlive it.
     std::vector<Tensor> inputs;
-    for (const Tensor& feed : feeds)
-      inputs.push_back(Tensor::empty(feed.shape(), feed.dtype(), device));
-    for (size_t i = 0; i < feeds.size(); ++i) inputs[i].copy_from(feeds[i]);
+    for (const Tensor& feed : feeds) inputs.push_back(feed.to(device, /*copy=*/true));
     StreamCapture& capturer = *stream_capture_for(device.type);
     std::vector<Tensor> produced;
     std::unique_ptr<CapturedGraph> graph;

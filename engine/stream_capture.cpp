@@ -1,24 +1,22 @@
 #include "engine/stream_capture.h"
 
-#include <array>
-#include <atomic>
+#include "engine/device_type_slots.h"
 
 namespace dprun {
 
 namespace {
-std::array<std::atomic<StreamCapture*>, 3>& captures() {
-  static std::array<std::atomic<StreamCapture*>, 3> registered{};
+DeviceTypeSlots<StreamCapture>& captures() {
+  static DeviceTypeSlots<StreamCapture> registered;
   return registered;
 }
 }  // namespace
 
 void register_stream_capture(DeviceType type, StreamCapture* capture) {
-  captures()[static_cast<size_t>(type)].store(capture, std::memory_order_release);
+  captures().set(type, capture);
 }
 
 StreamCapture* stream_capture_for(DeviceType type) {
-  if (type == DeviceType::CPU) return nullptr;
-  return captures()[static_cast<size_t>(type)].load(std::memory_order_acquire);
+  return captures().get(type);
 }
 
 bool stream_capturing(Device device) {

@@ -63,9 +63,8 @@ class StreamCapture {
 void register_stream_capture(DeviceType type, StreamCapture* capture);
 /// The capture operations of a device type; nullptr where the type has none (the CPU).
 StreamCapture* stream_capture_for(DeviceType type);
-/// Whether the calling thread's current stream of `device` is capturing: a kernel that keeps
-/// what it derived from the parameters between runs (ops/constant_casts.h) must compute it
-/// inside a capture, since a replay would read it again after the parameters changed.
+/// Whether the calling thread's current stream of `device` is capturing: a copy from host
+/// memory then asks the capture to keep that memory (stream_order.h's CopyOrder).
 bool stream_capturing(Device device);
 
 }  // namespace dprun

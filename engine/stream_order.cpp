@@ -1,11 +1,10 @@
 #include "engine/stream_order.h"
 
-#include <array>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/device_type_slots.h"
 #include "engine/stream_capture.h"
 #include "engine/tensor.h"
 
@@ -13,15 +12,14 @@ namespace dprun {
 
 namespace {
 
-std::array<std::atomic<StreamOrder*>, 3>& orders() {
-  static std::array<std::atomic<StreamOrder*>, 3> registered{};
+DeviceTypeSlots<StreamOrder>& orders() {
+  static DeviceTypeSlots<StreamOrder> registered;
   return registered;
 }
 
 // The stream operations of `device`'s type; nullptr for the CPU and types without streams.
 StreamOrder* order_of(Device device) {
-  if (device.type == DeviceType::CPU) return nullptr;
-  return orders()[static_cast<size_t>(device.type)].load(std::memory_order_acquire);
+  return orders().get(device.type);
 }
 
 // The ready events of storages off the CPU, by storage. Kept beside the storages so that a
@@ -64,7 +62,7 @@ bool inside_run(Device device) {
 }  // namespace
 
 void register_stream_order(DeviceType type, StreamOrder* order) {
-  orders()[static_cast<size_t>(type)].store(order, std::memory_order_release);
+  orders().set(type, order);
 }
 
 StreamOrder* stream_order_for(DeviceType type) {

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/stream_capture.h"
 #include "engine/stream_order.h"
 #include "engine/tensor.h"
 
@@ -25,9 +24,7 @@ class ConstantCasts {
   template <class Cast>
   void cast_or_reuse(KernelContext& ctx, const Tensor& in, const Cast& cast) const {
     const uint64_t version = ctx.parameters_version();
-    // A captured graph reads what the capture gave it at every replay, whatever the version
-    // then: inside a capture the cast is made, not kept (engine/stream_capture.h).
-    if (version == 0 || stream_capturing(ctx.device())) return cast();
+    if (version == 0) return cast();
     if (Tensor kept = find(in, version); kept.defined()) {
       // The run's stream reads it: its memory is not reused before (record_stream).
       use_on_stream(kept, ctx.device(), StreamWait::Handover);

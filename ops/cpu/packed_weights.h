@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "engine/kernel.h"
-#include "engine/stream_capture.h"
 #include "ops/cpu/onednn_util.h"
 
 namespace dprun::onednn {
@@ -20,7 +19,7 @@ namespace dprun::onednn {
 /// replicas of a DataParallel model, which share the kernel, each keep their own. Other
 /// weights (fed inputs, computed values, runs of unknown version) are reordered on every call, as
 /// are constant weights once a version's packing served one call only (weights being trained:
-/// see get()) and weights read by a captured graph (engine/stream_capture.h).
+/// see get()).
 /// Thread-safe: replicas call it concurrently.
 class PackedWeights {
  public:
@@ -38,9 +37,7 @@ class PackedWeights {
                    const dnnl::memory::desc& wanted, Tensor* keep = nullptr) const {
     if (user == wanted) return wrap(user, w.raw_data());
     const uint64_t version = ctx.parameters_version();
-    // A captured graph reads what its capture packed at every replay, whatever the version
-    // then (the simulated devices run this kernel): inside a capture each call packs its own.
-    if (!constant_ || version == 0 || trained_ || stream_capturing(ctx.device()))
+    if (!constant_ || version == 0 || trained_)
       return keep ? to_layout(ctx, wrap(user, w.raw_data()), wanted, *keep)
                   : to_layout(wrap(user, w.raw_data()), wanted);
     std::lock_guard lock(mutex_);

@@ -50,23 +50,25 @@ const char* mode(const Capture& c) {
   return c.replay ? "replays" : "captures";
 }
 
-// Records `message` as the capture's failure, then throws it, unless an exception is already
-// on its way (a wait made while unwinding: the capture has failed anyway).
-[[noreturn]] void fail_capture(Captures& c, std::unique_lock<std::mutex>& lock, SimStreamId stream,
-                               const std::string& message) {
+// Records `message` as the capture's failure unless it has one already.
+void record_failure(Captures& c, SimStreamId stream, const std::string& message) {
   if (auto it = c.by_stream.find(stream); it != c.by_stream.end() && it->second.error.empty())
     it->second.error = message;
+}
+
+// Records `message` as the capture's failure, then throws it.
+[[noreturn]] void fail_capture(Captures& c, std::unique_lock<std::mutex>& lock, SimStreamId stream,
+                               const std::string& message) {
+  record_failure(c, stream, message);
   lock.unlock();
   fail(message);
 }
 
+// fail_capture, except while an exception is on its way (a wait made while unwinding: the
+// capture has failed anyway), when the failure is only recorded.
 void check_unwinding_or_fail(Captures& c, std::unique_lock<std::mutex>& lock, SimStreamId stream,
                              const std::string& message) {
-  if (std::uncaught_exceptions() > 0) {
-    if (auto it = c.by_stream.find(stream); it != c.by_stream.end() && it->second.error.empty())
-      it->second.error = message;
-    return;
-  }
+  if (std::uncaught_exceptions() > 0) return record_failure(c, stream, message);
   fail_capture(c, lock, stream, message);
 }
 
@@ -165,7 +167,6 @@ class SimGraph final : public CapturedGraph {
     const auto memory = sim_memory(device_);
     enter(device_, sim_current_stream(device_), pool_, true);
     memory->begin_replay(*pool_);
-    Capture ended;
     try {
       rerun();
     } catch (...) {
@@ -176,7 +177,7 @@ class SimGraph final : public CapturedGraph {
       }
       throw;
     }
-    ended = leave(device_);
+    const Capture ended = leave(device_);
     if (!ended.error.empty()) fail(ended.error);
     memory->end_replay(*pool_);
   }
